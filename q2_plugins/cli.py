@@ -1,0 +1,199 @@
+"""Command line: ``q2 score``, ``q2 replay``, ``q2 prefetch``. Config flags map one-to-one onto :class:`Q2Config`."""
+
+from __future__ import annotations
+
+import argparse
+import dataclasses
+import json
+import sys
+import typing
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from . import __version__
+from .config import Q2Config
+
+__all__ = ["main", "build_parser", "config_from_args"]
+
+
+def _add_config_flags(parser: argparse.ArgumentParser) -> None:
+    group = parser.add_argument_group("Q2 configuration (one flag per Q2Config field)")
+    hints = typing.get_type_hints(Q2Config)
+    for f in dataclasses.fields(Q2Config):
+        flag = "--" + f.name.replace("_", "-")
+        help_text = f.metadata.get("help", "")
+        hint = hints[f.name]
+        base = [a for a in typing.get_args(hint) if a is not type(None)][0] if typing.get_args(hint) else hint
+        if base is bool:
+            group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
+                               help=help_text)
+        else:
+            group.add_argument(flag, dest=f.name, type=base, default=f.default, choices=f.metadata.get("choices"),
+                               help=f"{help_text} (default: {f.default})")
+
+
+def config_from_args(args: argparse.Namespace) -> Q2Config:
+    return Q2Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Q2Config)})
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="q2", description="Q2 factual consistency for knowledge-grounded dialogue")
+    parser.add_argument("--version", action="version", version=f"q2_plugins {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    p = sub.add_parser("score", help="score a JSONL/CSV file of responses and knowledge")
+    p.add_argument("--input", required=True, help="JSONL or CSV/TSV file, one response per row")
+    p.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
+    p.add_argument("--output", help="JSONL file of per-response results (in input order)")
+    p.add_argument("--explain", action="store_true", help="include every question, its answers, F1 and NLI label")
+    p.add_argument("--response-column", default="response")
+    p.add_argument("--knowledge-column", default="knowledge")
+    p.add_argument("--history-column", default=None, help="optional column with the dialogue history")
+    p.add_argument("--chunk-size", type=int, default=1000, help="rows per scoring call (results stream out)")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
+    p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    _add_config_flags(p)
+
+    r = sub.add_parser("replay", help="score recorded per-question outputs of the original pipeline")
+    r.add_argument("--steps", required=True, nargs="+", help="*_out.steps.csv file(s)")
+    r.add_argument("--scores", nargs="*", default=[],
+                   help="matching *_scores.csv file(s): recorded fallback values for responses without questions")
+    r.add_argument("--output", help="JSONL file of per-response results")
+    r.add_argument("--explain", action="store_true")
+    r.add_argument("--format", choices=("text", "json"), default="text")
+    r.add_argument("--normalization", default="q2-original", choices=("q2-original", "squad"))
+
+    f = sub.add_parser("prefetch", help="download the configured models into a directory, for offline machines")
+    f.add_argument("--output-dir", required=True)
+    _add_config_flags(f)
+    return parser
+
+
+def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = None) -> None:
+    out = out or sys.stdout
+    if fmt == "json":
+        print(json.dumps({**summary, "signature": signature}, indent=2), file=out)
+        return
+
+    def pct(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{100 * x:.2f}%"
+
+    q2 = summary["q2"]
+    print(f"Q2            {'n/a' if q2 is None else f'{q2:.4f}'}", file=out)
+    nn = summary["q2_no_nli"]
+    print(f"Q2 w/o NLI    {'n/a' if nn is None else f'{nn:.4f}'}", file=out)
+    print(f"coverage      {pct(summary['coverage'])}  (responses with a valid question)", file=out)
+    print(f"fallback      {pct(summary['fallback_rate'])}  (scored by end-to-end NLI)", file=out)
+    print(f"responses     {summary['n']}  scored {summary['n_scored']}  no valid question "
+          f"{summary['n_no_valid_question']}  errors {summary['n_errors']}", file=out)
+    print(f"signature     {signature}", file=out)
+
+
+def _score(args: argparse.Namespace) -> int:
+    from .io import read_rows
+    from .results import Q2Stats
+    from .scorer import Q2Scorer
+
+    config = config_from_args(args)
+    scorer = Q2Scorer(config)
+    required = (args.response_column, args.knowledge_column) + ((args.history_column,) if args.history_column else ())
+    rows = read_rows(args.input, args.input_format, required)
+    out = open(args.output, "w", encoding="utf-8") if args.output else None
+    stats = Q2Stats()
+    signature = ""
+    offset = 0
+    try:
+        chunk: list[dict[str, Any]] = []
+
+        def flush() -> None:
+            nonlocal stats, signature, offset
+            if not chunk:
+                return
+            history = [row.get(args.history_column) for row in chunk] if args.history_column else None
+            result = scorer.score(
+                responses=[row.get(args.response_column) for row in chunk],
+                knowledge=[row.get(args.knowledge_column) for row in chunk],
+                history=history, explain=args.explain, progress=not args.no_progress,
+            )
+            for row, res in zip(chunk, result.responses):
+                res.index += offset
+                if "__error__" in row:
+                    res.error = f"{row['__error__']}; {res.error}"
+                if out is not None:
+                    record = {"row": res.index, **({"id": row["id"]} if "id" in row else {}), **res.to_dict()}
+                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+            if out is not None:
+                out.flush()
+            stats = stats + result.stats
+            signature = result.signature
+            offset += len(chunk)
+            chunk.clear()
+
+        for row in rows:
+            chunk.append(row)
+            if len(chunk) >= args.chunk_size:
+                flush()
+        flush()
+    finally:
+        if out is not None:
+            out.close()
+    _print_summary(stats.summary(), signature or scorer.signature, args.format)
+    return 0
+
+
+def _replay(args: argparse.Namespace) -> int:
+    import csv
+
+    from .replay import load_original_steps, replay
+
+    if args.scores and len(args.scores) != len(args.steps):
+        raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
+    records = []
+    for i, steps in enumerate(args.steps):
+        fallback = None
+        if args.scores:
+            with open(args.scores[i], newline="", encoding="utf-8") as f:
+                fallback = {row["id"]: float(row["Q2_no_nli"]) for row in csv.DictReader(f)}
+        records.extend(load_original_steps(steps, fallback))
+    result = replay(records, normalization=args.normalization, explain=args.explain,
+                    signature=f"replay|norm:{args.normalization}|q2:{__version__}")
+    if args.output:
+        with open(args.output, "w", encoding="utf-8") as f:
+            for rec, res in zip(records, result.responses):
+                f.write(json.dumps({"id": rec.id, **res.to_dict()}, ensure_ascii=False) + "\n")
+    _print_summary(result.stats.summary(), result.signature, args.format)
+    return 0
+
+
+def _prefetch(args: argparse.Namespace) -> int:
+    from .hf import load_model
+
+    config = config_from_args(args)
+    out = Path(args.output_dir)
+    kinds = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
+    for role, kind in kinds.items():
+        name = getattr(config, f"{role}_model")
+        tok, model = load_model(role, name, getattr(config, f"{role}_revision"), "cpu", "float32", kind)
+        target = out / role
+        tok.save_pretrained(target)
+        model.save_pretrained(target)
+        print(f"{role}: {name} -> {target}")
+    print(f"On the offline machine: --qg-model {out / 'qg'} --qa-model {out / 'qa'} --nli-model {out / 'nli'}")
+    return 0
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    from .errors import ModelLoadError
+    from .io import InputFormatError
+
+    try:
+        return {"score": _score, "replay": _replay, "prefetch": _prefetch}[args.command](args)
+    except (InputFormatError, ModelLoadError, ValueError) as e:
+        print(f"q2 {args.command}: error: {e}", file=sys.stderr)
+        return 2
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,283 @@
+"""Transformers-backed components: T5 question generation, extractive QA with windows, NLI.
+
+Each component takes a whole list of inputs, sorts it by length, runs padded batches with attention masks (padding
+never changes a result) and returns outputs in input order. Models are loaded by :func:`load_model`.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any, Callable, Optional, Sequence, TypeVar
+
+from .components import Answer, AnswerKind, NLILabel
+from .errors import ModelLoadError, model_load_message
+
+__all__ = ["load_model", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI", "nli_label_map"]
+
+T = TypeVar("T")
+
+_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+
+
+def _torch() -> Any:
+    import torch
+
+    return torch
+
+
+def load_model(role: str, name: str, revision: Optional[str], device: str, dtype: str, kind: str) -> tuple[Any, Any]:
+    """Load tokenizer + model for a role through the Auto classes; errors say what to change."""
+    try:
+        import transformers
+    except ModuleNotFoundError as e:  # pragma: no cover - core dependency
+        raise ModuleNotFoundError("q2_plugins needs transformers: pip install 'transformers>=4.40'") from e
+    auto = {
+        "seq2seq": transformers.AutoModelForSeq2SeqLM,
+        "qa": transformers.AutoModelForQuestionAnswering,
+        "classification": transformers.AutoModelForSequenceClassification,
+    }[kind]
+    looks_local = name.startswith((".", "/", "~")) or os.path.isdir(os.path.expanduser(name))
+    if looks_local and not os.path.isdir(os.path.expanduser(name)):
+        raise ModelLoadError(model_load_message(role, name, FileNotFoundError(f"no directory {name!r}")))
+    path = os.path.expanduser(name) if looks_local else name
+    torch = _torch()
+    try:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path, revision=revision)
+        model = auto.from_pretrained(path, revision=revision, dtype=getattr(torch, _DTYPES[dtype]))
+    except ModelLoadError:
+        raise
+    except Exception as e:  # transformers raises OSError, ValueError, HF hub errors...
+        raise ModelLoadError(model_load_message(role, name, e)) from e
+    if not getattr(tokenizer, "is_fast", False):
+        raise ModelLoadError(
+            f"The {role.upper()} model {name!r} has no fast tokenizer (setting: {role}_model); Q2 needs one for "
+            f"windowing. Install 'tokenizers' and 'sentencepiece' so it can be converted."
+        )
+    model.to(device)
+    model.eval()
+    return tokenizer, model
+
+
+def _length_batches(lengths: Sequence[int], batch_size: int, sort: bool) -> list[list[int]]:
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i]) if sort else list(range(len(lengths)))
+    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+
+
+class _HFComponent:
+    def __init__(self, tokenizer: Any, model: Any, batch_size: int, sort_by_length: bool = True) -> None:
+        self.tokenizer = tokenizer
+        self.model = model
+        self.batch_size = batch_size
+        self.sort_by_length = sort_by_length
+        self.device = next(model.parameters()).device
+        self.forward_seconds = 0.0  # time inside model forwards, for benchmarks
+
+    def _pad(self, features: list[dict[str, list[int]]]) -> dict[str, Any]:
+        batch = self.tokenizer.pad(features, padding=True, return_tensors="pt")
+        return {k: v.to(self.device) for k, v in batch.items()}
+
+    def _timed(self, fn: Callable[[], T]) -> T:
+        import time
+
+        t0 = time.perf_counter()
+        try:
+            return fn()
+        finally:
+            self.forward_seconds += time.perf_counter() - t0
+
+
+class HFQuestionGenerator(_HFComponent):
+    """Answer-aware T5 question generation (beam or greedy), batched across all candidates."""
+
+    def __init__(self, tokenizer: Any, model: Any, *, batch_size: int, decoding: str = "beam", num_beams: int = 5,
+                 num_return: int = 5, no_repeat_ngram: int = 3, max_length: int = 128, max_input_tokens: int = 512,
+                 input_template: str = "answer: {answer}  context: {context} </s>",
+                 sort_by_length: bool = True) -> None:
+        super().__init__(tokenizer, model, batch_size, sort_by_length)
+        self.decoding = decoding
+        self.num_beams = num_beams if decoding == "beam" else 1
+        self.num_return = num_return if decoding == "beam" else 1
+        self.no_repeat_ngram = no_repeat_ngram
+        self.max_length = max_length
+        self.max_input_tokens = max_input_tokens
+        self.input_template = input_template
+
+    def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
+        torch = _torch()
+        texts = [self.input_template.format(answer=a, context=c) for a, c in pairs]
+        encoded = self.tokenizer(texts, add_special_tokens=True)["input_ids"]
+        for ids in encoded:
+            if len(ids) > self.max_input_tokens:
+                raise ValueError(
+                    f"QG input is {len(ids)} tokens, over qg_max_input_tokens={self.max_input_tokens}: "
+                    f"the response is too long to generate questions from"
+                )
+        out: list[list[str]] = [[] for _ in texts]
+        gen_kwargs: dict[str, Any] = {"max_length": self.max_length, "num_beams": self.num_beams,
+                                      "num_return_sequences": self.num_return, "do_sample": False}
+        if self.decoding == "beam":
+            gen_kwargs.update(no_repeat_ngram_size=self.no_repeat_ngram, early_stopping=True)
+        for batch in _length_batches([len(x) for x in encoded], self.batch_size, self.sort_by_length):
+            inputs = self._pad([{"input_ids": encoded[i]} for i in batch])
+            with torch.inference_mode():
+                generated = self._timed(lambda: self.model.generate(**inputs, **gen_kwargs))
+            decoded = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+            for j, i in enumerate(batch):
+                group = decoded[j * self.num_return : (j + 1) * self.num_return]
+                out[i] = [q.replace("question: ", "", 1) for q in group]
+        return out
+
+
+class HFQuestionAnswerer(_HFComponent):
+    """Extractive QA that can say "no answer"; contexts longer than the window are read in overlapping windows.
+
+    ``decoding="original"`` reproduces the original Q² code: independent argmax of start and end logits over the
+    whole window, answer text rebuilt from the tokens. The best window is the one with the highest start+end logit
+    among windows that found an answer. ``decoding="squad2"``: best span inside the context (end >= start, at most
+    ``max_answer_tokens``) against the smallest null score over windows; text cut from the context by offsets.
+    """
+
+    def __init__(self, tokenizer: Any, model: Any, *, batch_size: int, decoding: str = "original",
+                 max_length: int = 512, stride: int = 128, max_answer_tokens: int = 30,
+                 sort_by_length: bool = True) -> None:
+        super().__init__(tokenizer, model, batch_size, sort_by_length)
+        self.decoding = decoding
+        self.max_length = max_length
+        self.stride = stride
+        self.max_answer_tokens = max_answer_tokens
+
+    def answer(self, pairs: Sequence[tuple[str, str]]) -> list[Answer]:
+        torch = _torch()
+        questions = [q for q, _ in pairs]
+        contexts = [c for _, c in pairs]
+        enc = self.tokenizer(
+            questions, contexts, truncation="only_second", max_length=self.max_length, stride=self.stride,
+            return_overflowing_tokens=True, return_offsets_mapping=True,
+        )
+        sample_of = enc["overflow_to_sample_mapping"]
+        n_windows = len(enc["input_ids"])
+        keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc]
+        start_logits: list[Any] = [None] * n_windows
+        end_logits: list[Any] = [None] * n_windows
+        lengths = [len(ids) for ids in enc["input_ids"]]
+        for batch in _length_batches(lengths, self.batch_size, self.sort_by_length):
+            inputs = self._pad([{k: enc[k][w] for k in keys} for w in batch])
+            with torch.inference_mode():
+                outputs = self._timed(lambda: self.model(**inputs))
+            s_all = outputs.start_logits.float().cpu()
+            e_all = outputs.end_logits.float().cpu()
+            for j, w in enumerate(batch):
+                start_logits[w] = s_all[j, : lengths[w]]  # padding positions are never candidates
+                end_logits[w] = e_all[j, : lengths[w]]
+        windows_of: list[list[int]] = [[] for _ in pairs]
+        for w, i in enumerate(sample_of):
+            windows_of[i].append(w)
+        decode = self._decode_original if self.decoding == "original" else self._decode_squad2
+        return [decode(ws, enc, start_logits, end_logits, contexts[i]) for i, ws in enumerate(windows_of)]
+
+    def _tokens_text(self, ids: Sequence[int]) -> str:
+        return self.tokenizer.convert_tokens_to_string(self.tokenizer.convert_ids_to_tokens(list(ids)))
+
+    def _decode_original(self, windows: list[int], enc: Any, starts: list, ends: list, context: str) -> Answer:
+        best: Optional[tuple[float, Answer]] = None
+        for w in windows:
+            s = int(starts[w].argmax())
+            e = int(ends[w].argmax())
+            if s == 0 and e == 0:
+                continue  # the null answer in this window
+            if e < s:
+                answer = Answer(AnswerKind.EMPTY, "")
+            else:
+                kind = AnswerKind.SPAN_FROM_NULL if s == 0 else AnswerKind.SPAN
+                answer = Answer(kind, self._tokens_text(enc["input_ids"][w][s : e + 1]))
+            value = float(starts[w][s] + ends[w][e])
+            if best is None or value > best[0]:
+                best = (value, answer)
+        return best[1] if best is not None else Answer.none()
+
+    def _decode_squad2(self, windows: list[int], enc: Any, starts: list, ends: list, context: str) -> Answer:
+        torch = _torch()
+        min_null = None
+        best: Optional[tuple[float, int, int]] = None
+        for w in windows:
+            s_log, e_log = starts[w], ends[w]
+            null = float(s_log[0] + e_log[0])
+            min_null = null if min_null is None else min(min_null, null)
+            seq_ids = enc.sequence_ids(w)
+            in_ctx = torch.tensor([sid == 1 for sid in seq_ids])
+            scores = s_log[:, None] + e_log[None, :]
+            n = len(seq_ids)
+            idx = torch.arange(n)
+            valid = (idx[None, :] >= idx[:, None]) & (idx[None, :] - idx[:, None] < self.max_answer_tokens)
+            valid &= in_ctx[:, None] & in_ctx[None, :]
+            if not bool(valid.any()):
+                continue
+            scores = scores.masked_fill(~valid, float("-inf"))
+            flat = int(scores.argmax())
+            s, e = divmod(flat, n)
+            value = float(scores[s, e])
+            if best is None or value > best[0]:
+                offsets = enc["offset_mapping"][w]
+                best = (value, offsets[s][0], offsets[e][1])
+        if best is None or min_null is None or best[0] <= min_null:
+            return Answer.none()
+        return Answer.span(context[best[1] : best[2]])
+
+
+def nli_label_map(id2label: dict[int, str], model_name: str) -> dict[int, NLILabel]:
+    """Map a model's label ids to NLI labels by their names in the model config; never by position."""
+    mapping: dict[int, NLILabel] = {}
+    for idx, name in id2label.items():
+        low = str(name).lower()
+        for label in NLILabel:
+            if low.startswith(label.value[:6]):
+                mapping[int(idx)] = label
+    if sorted(mapping.values(), key=lambda x: x.value) != sorted(NLILabel, key=lambda x: x.value):
+        raise ModelLoadError(
+            f"The NLI model {model_name!r} (setting: nli_model) names its labels {dict(id2label)}; Q2 needs "
+            f"exactly entailment / neutral / contradiction in config.id2label. Fix the model's config.json."
+        )
+    return mapping
+
+
+class HFNLI(_HFComponent):
+    """Three-way NLI; a premise longer than the window is read in overlapping windows.
+
+    Across windows: entailment if any window entails, else contradiction if any contradicts, else neutral.
+    """
+
+    def __init__(self, tokenizer: Any, model: Any, *, batch_size: int, max_length: int = 512, stride: int = 128,
+                 model_name: str = "", sort_by_length: bool = True) -> None:
+        super().__init__(tokenizer, model, batch_size, sort_by_length)
+        self.max_length = max_length
+        self.stride = stride
+        self.labels = nli_label_map(model.config.id2label, model_name)
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> list[NLILabel]:
+        torch = _torch()
+        enc = self.tokenizer(
+            [p for p, _ in pairs], [h for _, h in pairs], truncation="only_first", max_length=self.max_length,
+            stride=self.stride, return_overflowing_tokens=True,
+        )
+        sample_of = enc["overflow_to_sample_mapping"]
+        keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc]
+        lengths = [len(ids) for ids in enc["input_ids"]]
+        window_labels: list[NLILabel] = [NLILabel.NEUTRAL] * len(lengths)
+        for batch in _length_batches(lengths, self.batch_size, self.sort_by_length):
+            inputs = self._pad([{k: enc[k][w] for k in keys} for w in batch])
+            with torch.inference_mode():
+                logits = self._timed(lambda: self.model(**inputs).logits)
+            for j, w in enumerate(batch):
+                window_labels[w] = self.labels[int(logits[j].float().argmax())]
+        per_pair: list[list[NLILabel]] = [[] for _ in pairs]
+        for w, i in enumerate(sample_of):
+            per_pair[i].append(window_labels[w])
+        out = []
+        for labels in per_pair:
+            if NLILabel.ENTAILMENT in labels:
+                out.append(NLILabel.ENTAILMENT)
+            elif NLILabel.CONTRADICTION in labels:
+                out.append(NLILabel.CONTRADICTION)
+            else:
+                out.append(NLILabel.NEUTRAL)
+        return out

@@ -1,0 +1,58 @@
+"""Reading scoring inputs from JSONL or CSV files (the CLI's job; the core API takes lists)."""
+
+from __future__ import annotations
+
+import csv
+import json
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+__all__ = ["read_rows", "InputFormatError"]
+
+
+class InputFormatError(ValueError):
+    """The input file cannot be read as asked; the message says what to change."""
+
+
+def _format_of(path: Path, fmt: Optional[str]) -> str:
+    if fmt:
+        return fmt
+    suffix = path.suffix.lower()
+    if suffix in (".jsonl", ".json", ".ndjson"):
+        return "jsonl"
+    if suffix in (".csv", ".tsv"):
+        return suffix[1:]
+    raise InputFormatError(f"Cannot tell the format of {path} from its extension; pass --input-format jsonl|csv|tsv")
+
+
+def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+    """Yield one dict per row. A JSONL line that is not an object yields ``{"__error__": message}``."""
+    path = Path(path)
+    if not path.is_file():
+        raise InputFormatError(f"No input file {path}")
+    kind = _format_of(path, fmt)
+    if kind == "jsonl":
+        with path.open(encoding="utf-8") as f:
+            for n, line in enumerate(f, start=1):
+                if not line.strip():
+                    continue
+                try:
+                    obj = json.loads(line)
+                except json.JSONDecodeError as e:
+                    yield {"__error__": f"line {n} is not valid JSON: {e.msg}"}
+                    continue
+                if not isinstance(obj, dict):
+                    yield {"__error__": f"line {n} is a JSON {type(obj).__name__}, expected an object"}
+                    continue
+                yield obj
+        return
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f, delimiter="\t" if kind == "tsv" else ",")
+        columns = reader.fieldnames or []
+        missing = [c for c in required if c not in columns]
+        if missing:
+            raise InputFormatError(
+                f"{path} has no column(s) {missing}; its columns are {columns}. "
+                f"Name the right ones with --response-column / --knowledge-column / --history-column."
+            )
+        yield from reader

@@ -1,0 +1,141 @@
+"""Replay: score recorded per-question outputs (candidate, question, knowledge answer) without running QG/QA.
+
+The recorded format is the original pipeline's ``*_out.steps.csv``: one row per kept question with columns
+``id, response, cand, question, knowledge, knowledge_ans, score``; ``knowledge_ans`` is the QA model's decoded text
+(``[CLS]`` for its null answer); rows with ``cand == "NO_Q"`` mark responses with no valid question.
+"""
+
+from __future__ import annotations
+
+import csv
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+from .components import Answer, AnswerKind, NLILabel, NLIModel
+from .results import Q2Result, QuestionResult, ResponseResult, ResponseStatus
+from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_hypothesis, question_score
+
+__all__ = ["RecordedQuestion", "RecordedResponse", "load_original_steps", "decoded_answer", "replay"]
+
+_RECORDED_COLUMNS = ("id", "response", "cand", "question", "knowledge", "knowledge_ans")
+
+
+@dataclass
+class RecordedQuestion:
+    candidate: str
+    question: str
+    knowledge_answer: Answer
+    recorded_f1: Optional[float] = None
+
+
+@dataclass
+class RecordedResponse:
+    id: str
+    response: str
+    knowledge: str
+    questions: list[RecordedQuestion] = field(default_factory=list)
+    fallback: Optional[float] = None  # recorded fallback score for responses without questions
+
+
+def decoded_answer(text: str, null_token: str = "[CLS]") -> Answer:
+    """Interpret the original's decoded answer text: the bare null token is no answer, a span beginning with it
+    came from the null position, the empty string is an end-before-start span."""
+    if text == null_token:
+        return Answer.none()
+    if text == "":
+        return Answer(AnswerKind.EMPTY, "")
+    if text.startswith(null_token):
+        return Answer(AnswerKind.SPAN_FROM_NULL, text)
+    return Answer.span(text)
+
+
+def load_original_steps(path: str | Path, fallback_scores: Optional[dict[str, float]] = None) -> list[RecordedResponse]:
+    """Read an original ``*_out.steps.csv``. ``fallback_scores`` maps response ids to recorded fallback values."""
+    path = Path(path)
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in _RECORDED_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: expected the original steps columns {list(_RECORDED_COLUMNS)}, "
+                             f"missing {missing}")
+        by_id: dict[str, RecordedResponse] = {}
+        for line, row in enumerate(reader, start=2):
+            rid = row["id"]
+            rec = by_id.get(rid)
+            if rec is None:
+                rec = by_id[rid] = RecordedResponse(rid, row["response"], row["knowledge"])
+            if row["cand"] == "NO_Q":
+                if rec.questions:
+                    raise ValueError(f"{path}:{line}: response {rid} has both questions and a NO_Q row")
+                if fallback_scores is not None:
+                    rec.fallback = fallback_scores.get(rid)
+                continue
+            score = row.get("score")
+            rec.questions.append(RecordedQuestion(
+                row["cand"], row["question"], decoded_answer(row["knowledge_ans"]),
+                float(score) if score not in (None, "") else None,
+            ))
+    return list(by_id.values())
+
+
+def replay(
+    records: Sequence[RecordedResponse],
+    *,
+    use_nli: bool = False,
+    nli: Optional[NLIModel] = None,
+    normalization: str = "q2-original",
+    signature: str = "replay",
+    explain: bool = False,
+) -> Q2Result:
+    """Score recorded outputs with the same scoring layer as the live pipeline.
+
+    With ``use_nli`` the answer pairs that need it go through ``nli`` in one batch; responses without questions take
+    their recorded fallback value (``None`` = no score).
+    """
+    if use_nli and nli is None:
+        raise ValueError("replay(use_nli=True) needs an NLI model (nli=...)")
+    pairs: list[tuple[str, str]] = []
+    if use_nli:
+        for rec in records:
+            for q in rec.questions:
+                f1 = answer_f1(q.candidate, q.knowledge_answer, normalization)
+                if needs_nli(q.knowledge_answer, f1):
+                    pairs.append(nli_premise_hypothesis(q.question, q.candidate, q.knowledge_answer))
+    labels: dict[tuple[str, str], NLILabel] = {}
+    if pairs:
+        unique = list(dict.fromkeys(pairs))
+        labels = dict(zip(unique, nli.predict(unique)))  # type: ignore[union-attr]
+    results = []
+    for i, rec in enumerate(records):
+        res = ResponseResult(index=i, status=ResponseStatus.NO_VALID_QUESTION)
+        qrs = []
+        for q in rec.questions:
+            f1 = answer_f1(q.candidate, q.knowledge_answer, normalization)
+            label = None
+            if use_nli and needs_nli(q.knowledge_answer, f1):
+                label = labels[nli_premise_hypothesis(q.question, q.candidate, q.knowledge_answer)]
+            qrs.append(QuestionResult(q.candidate, q.question, q.candidate, q.knowledge_answer.text,
+                                      q.knowledge_answer.kind.value, f1, label.value if label else None,
+                                      question_score(f1, label)))
+        if qrs:
+            res.status = ResponseStatus.SCORED
+            res.score = mean_score([q.score for q in qrs])
+            res.score_no_nli = mean_score([q.f1 for q in qrs])
+            res.num_questions = len(qrs)
+        elif rec.fallback is not None:
+            res.status = ResponseStatus.FALLBACK
+            res.used_fallback = True
+            res.score = res.score_no_nli = rec.fallback
+            res.fallback_label = _label_of(rec.fallback)
+        if explain:
+            res.questions, res.dropped, res.candidates = qrs, [], [q.candidate for q in rec.questions]
+        results.append(res)
+    return Q2Result(results, signature)
+
+
+def _label_of(value: float) -> Optional[str]:
+    for label, v in NLI_SCORES.items():
+        if v == value:
+            return label.value
+    return None

