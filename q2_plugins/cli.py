@@ -63,6 +63,10 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--format", choices=("text", "json"), default="text")
     r.add_argument("--normalization", default="q2-original", choices=("q2-original", "squad"))
 
+    t = sub.add_parser("make-test-models",
+                       help="build tiny RANDOM-weight QG/QA/NLI models (offline smoke runs; scores are meaningless)")
+    t.add_argument("--output-dir", required=True)
+
     f = sub.add_parser("prefetch", help="download the configured models into a directory, for offline machines")
     f.add_argument("--output-dir", required=True)
     _add_config_flags(f)
@@ -182,6 +186,15 @@ def _prefetch(args: argparse.Namespace) -> int:
     return 0
 
 
+def _make_test_models(args: argparse.Namespace) -> int:
+    from .testing import build_all
+
+    paths = build_all(args.output_dir)
+    for role, path in paths.items():
+        print(f"{role}: {path}  (random weights)")
+    return 0
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -189,7 +202,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from .io import InputFormatError
 
     try:
-        return {"score": _score, "replay": _replay, "prefetch": _prefetch}[args.command](args)
+        return {"score": _score, "replay": _replay, "prefetch": _prefetch,
+                "make-test-models": _make_test_models}[args.command](args)
     except (InputFormatError, ModelLoadError, ValueError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2

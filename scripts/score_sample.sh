@@ -1,0 +1,21 @@
+#!/usr/bin/env bash
+# Set up .venv and score the bundled sample (12 WoW responses) with explanations.
+#   bash scripts/score_sample.sh                  # the paper's models (Hugging Face hub, or HF_HUB_OFFLINE=1 + cache)
+#   Q2_MODELS=DIR bash scripts/score_sample.sh    # models saved by `q2 prefetch --output-dir DIR`
+#   bash scripts/score_sample.sh --random-models  # no weights at hand: tiny random-weight models built locally.
+#                                                 # Exercises the real code path; the scores mean nothing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+Q2_EXTRAS=dev bash scripts/setup.sh
+mkdir -p out
+ARGS=()
+if [ "${1:-}" = "--random-models" ]; then
+  .venv/bin/q2 make-test-models --output-dir out/random-models
+  Q2_MODELS=out/random-models
+fi
+if [ -n "${Q2_MODELS:-}" ]; then
+  ARGS+=(--qg-model "$Q2_MODELS/qg" --qa-model "$Q2_MODELS/qa" --nli-model "$Q2_MODELS/nli")
+fi
+.venv/bin/q2 score --input q2_plugins/data/sample.jsonl --history-column history --output out/sample_scores.jsonl \
+  --explain "${ARGS[@]}"
+echo "per-response results with questions and answers: out/sample_scores.jsonl"

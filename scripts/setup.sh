@@ -1,0 +1,12 @@
+#!/usr/bin/env bash
+# Create .venv and install q2-plugins with every extra the tests use. torch is pinned through constraints.txt in
+# every pip call: an unpinned resolve would pull a multi-GB CUDA build.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+PY=${PYTHON:-python3}
+[ -x .venv/bin/python ] || "$PY" -m venv .venv
+PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
+"${PIP[@]}" install -c constraints.txt --upgrade pip
+"${PIP[@]}" install -c constraints.txt torch==2.13.0
+"${PIP[@]}" install -c constraints.txt -e ".[${Q2_EXTRAS:-dev,evaluate,lm-eval,metaeval}]"
+echo "q2-plugins installed in .venv ($(.venv/bin/python -c 'import q2_plugins; print(q2_plugins.__version__)'))"
