@@ -76,12 +76,12 @@ class _HFComponent:
         batch = self.tokenizer.pad(features, padding=True, return_tensors="pt")
         return {k: v.to(self.device) for k, v in batch.items()}
 
-    def _timed(self, fn: Callable[[], T]) -> T:
+    def _timed(self, fn: Callable[..., T], **kwargs: Any) -> T:
         import time
 
         t0 = time.perf_counter()
         try:
-            return fn()
+            return fn(**kwargs)
         finally:
             self.forward_seconds += time.perf_counter() - t0
 
@@ -120,7 +120,7 @@ class HFQuestionGenerator(_HFComponent):
         for batch in _length_batches([len(x) for x in encoded], self.batch_size, self.sort_by_length):
             inputs = self._pad([{"input_ids": encoded[i]} for i in batch])
             with torch.inference_mode():
-                generated = self._timed(lambda: self.model.generate(**inputs, **gen_kwargs))
+                generated = self._timed(self.model.generate, **inputs, **gen_kwargs)
             decoded = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
             for j, i in enumerate(batch):
                 group = decoded[j * self.num_return : (j + 1) * self.num_return]
@@ -163,7 +163,7 @@ class HFQuestionAnswerer(_HFComponent):
         for batch in _length_batches(lengths, self.batch_size, self.sort_by_length):
             inputs = self._pad([{k: enc[k][w] for k in keys} for w in batch])
             with torch.inference_mode():
-                outputs = self._timed(lambda: self.model(**inputs))
+                outputs = self._timed(self.model, **inputs)
             s_all = outputs.start_logits.float().cpu()
             e_all = outputs.end_logits.float().cpu()
             for j, w in enumerate(batch):
@@ -266,7 +266,7 @@ class HFNLI(_HFComponent):
         for batch in _length_batches(lengths, self.batch_size, self.sort_by_length):
             inputs = self._pad([{k: enc[k][w] for k in keys} for w in batch])
             with torch.inference_mode():
-                logits = self._timed(lambda: self.model(**inputs).logits)
+                logits = self._timed(self.model, **inputs).logits
             for j, w in enumerate(batch):
                 window_labels[w] = self.labels[int(logits[j].float().argmax())]
         per_pair: list[list[NLILabel]] = [[] for _ in pairs]

@@ -10,7 +10,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Optional, Sequence
 
 from .components import Answer, AnswerKind, NLILabel, NLIModel
 from .results import Q2Result, QuestionResult, ResponseResult, ResponseStatus

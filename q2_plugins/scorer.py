@@ -200,6 +200,12 @@ class Q2Scorer:
             return f"win{c.nli_max_length}-stride{c.nli_stride}"
         return ""
 
+    def _fallback_id(self) -> str:
+        c = self.config
+        if not c.fallback:
+            return "none"
+        return "e2e-nli" + ("-lowerknow" if c.fallback_lowercase_knowledge else "")
+
     @property
     def signature(self) -> str:
         """Reproducibility signature: models with revisions, decoding, filters, normalisation, package version."""
@@ -216,7 +222,7 @@ class Q2Scorer:
                 f"personal:{('remove:' + self._part_id('personal')) if c.remove_personal else 'keep'}",
                 f"norm:{c.normalization}",
                 f"cmp:{'f1+nli' if c.use_nli else 'f1'}",
-                f"fallback:{('e2e-nli' + ('-lowerknow' if c.fallback_lowercase_knowledge else '')) if c.fallback else 'none'}",
+                f"fallback:{self._fallback_id()}",
             ]
             if c.use_nli or c.fallback:
                 parts.append(f"nli:{self._part_id('nli')}")

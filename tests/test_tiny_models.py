@@ -6,9 +6,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
-
-from q2_plugins import testing as tiny_models
 from transformers import (  # noqa: E402
     AutoConfig,
     AutoModelForQuestionAnswering,
@@ -16,6 +13,8 @@ from transformers import (  # noqa: E402
     AutoModelForSequenceClassification,
     AutoTokenizer,
 )
+
+from q2_plugins import testing as tiny_models
 
 LONG_CONTEXT = " ".join(tiny_models.corpus_sentences()[:12])
 QUESTION = "What is the capital of France?"
