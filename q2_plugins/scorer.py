@@ -25,6 +25,10 @@ from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_h
 __all__ = ["Q2Scorer", "score"]
 
 
+# which component serves each stage (spaCy stages are cached too: re-scoring should not even parse again)
+_STAGE_ROLE = {"candidates": "cand", "personal": "personal", "qg": "qg", "qa": "qa", "nli": "nli"}
+
+
 class _Failure:
     """An item a stage could not process; carries the message for the rows that need it."""
 
@@ -245,8 +249,9 @@ class Q2Scorer:
         unique = list(dict.fromkeys(items))
         results: dict[Hashable, Any] = {}
         namespace = None
-        if self.cache is not None and unique and name in ("qg", "qa", "nli"):
-            namespace = f"{name}|{self._part_id(name)}|{self._stage_settings(name)}"
+        if self.cache is not None and unique:
+            role = _STAGE_ROLE[name]
+            namespace = f"{name}|{self._part_id(role)}|{self._stage_settings(role)}"
             cached = self.cache.get_many(namespace, [list(it) for it in unique])  # type: ignore[arg-type]
             for it, val in zip(unique, cached):
                 if val is not None:
