@@ -101,6 +101,8 @@ class HFQuestionGenerator(_HFComponent):
         self.max_length = max_length
         self.max_input_tokens = max_input_tokens
         self.input_template = input_template
+        # extra model.generate arguments (benchmarks fix the question length with min/max_new_tokens)
+        self.generate_overrides: dict[str, Any] = {}
 
     def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
         torch = _torch()
@@ -117,6 +119,7 @@ class HFQuestionGenerator(_HFComponent):
                                       "num_return_sequences": self.num_return, "do_sample": False}
         if self.decoding == "beam":
             gen_kwargs.update(no_repeat_ngram_size=self.no_repeat_ngram, early_stopping=True)
+        gen_kwargs.update(self.generate_overrides)
         for batch in _length_batches([len(x) for x in encoded], self.batch_size, self.sort_by_length):
             inputs = self._pad([{"input_ids": encoded[i]} for i in batch])
             with torch.inference_mode():

@@ -21,8 +21,9 @@ import io
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import torch
 
@@ -224,7 +225,8 @@ def _spm_vocab(spm_bytes: bytes) -> tuple[list[tuple[str, float]], bytes | None]
 # ---------------------------------------------------------------------------
 
 
-def build_t5_qg(path: str | os.PathLike, seed: int = 0) -> Path:
+def build_t5_qg(path: str | os.PathLike, seed: int = 0, *, corpus: Sequence[str] | None = None,
+                tokenizer_vocab: int = 400, model_vocab: int | None = None, **config: Any) -> Path:
     """Build a tiny T5 question-generation model + sentencepiece T5 tokenizer into ``path``.
 
     Tokenizer: unigram sentencepiece model trained on :data:`CORPUS`, with the T5
@@ -232,13 +234,15 @@ def build_t5_qg(path: str | os.PathLike, seed: int = 0) -> Path:
     literal ``"</s>"`` in the input text is matched as the EOS special token.
     Model: d_model 32, 2+2 layers, 2 heads, d_ff 64; ``decoder_start_token_id``
     is the pad id and the generation config is greedy/deterministic.
+    ``corpus`` / ``tokenizer_vocab`` change the tokenizer's training text and size, ``model_vocab`` the embedding
+    rows, and ``config`` overrides any ``T5Config`` field (e.g. paper-size models for benchmarks).
     """
     from transformers import GenerationConfig, T5Config, T5ForConditionalGeneration, T5Tokenizer
 
     out = _prepare_dir(path)
     spm_bytes = _train_sentencepiece(
-        corpus_sentences(),
-        vocab_size=400,
+        list(corpus) if corpus is not None else corpus_sentences(),
+        vocab_size=tokenizer_vocab,
         seed=seed,
         pad_id=0,
         eos_id=1,
@@ -263,8 +267,7 @@ def build_t5_qg(path: str | os.PathLike, seed: int = 0) -> Path:
         model_max_length=512,
     )
 
-    config = T5Config(
-        vocab_size=len(tokenizer),
+    settings: dict[str, Any] = dict(
         d_model=32,
         d_kv=16,
         d_ff=64,
@@ -276,11 +279,16 @@ def build_t5_qg(path: str | os.PathLike, seed: int = 0) -> Path:
         dropout_rate=0.0,
         feed_forward_proj="relu",
         tie_word_embeddings=True,
+    )
+    settings.update(config)
+    t5_config = T5Config(
+        vocab_size=max(len(tokenizer), model_vocab or 0),
         pad_token_id=tokenizer.pad_token_id,
         eos_token_id=tokenizer.eos_token_id,
         decoder_start_token_id=tokenizer.pad_token_id,
+        **settings,
     )
-    model = _init_model(T5ForConditionalGeneration, config, seed)
+    model = _init_model(T5ForConditionalGeneration, t5_config, seed)
     model.generation_config = GenerationConfig(
         decoder_start_token_id=tokenizer.pad_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -292,18 +300,20 @@ def build_t5_qg(path: str | os.PathLike, seed: int = 0) -> Path:
     return _save(out, model, tokenizer)
 
 
-def build_albert_qa(path: str | os.PathLike, seed: int = 0) -> Path:
+def build_albert_qa(path: str | os.PathLike, seed: int = 0, *, corpus: Sequence[str] | None = None,
+                    tokenizer_vocab: int = 400, model_vocab: int | None = None, **config: Any) -> Path:
     """Build a tiny ALBERT extractive-QA model + lowercasing sentencepiece ALBERT tokenizer into ``path``.
 
     Tokenizer layout mirrors albert-xlarge-v2: ``<pad>=0, <unk>=1, [CLS]=2,
     [SEP]=3, [MASK]=4``, input is lowercased.  ``max_position_embeddings`` is 512.
+    Keyword arguments as for :func:`build_t5_qg` (``config`` overrides ``AlbertConfig`` fields).
     """
     from transformers import AlbertConfig, AlbertForQuestionAnswering, AlbertTokenizer
 
     out = _prepare_dir(path)
     spm_bytes = _train_sentencepiece(
-        corpus_sentences(lower=True),
-        vocab_size=400,
+        [x.lower() for x in corpus] if corpus is not None else corpus_sentences(lower=True),
+        vocab_size=tokenizer_vocab,
         seed=seed,
         pad_id=0,
         unk_id=1,
@@ -325,8 +335,7 @@ def build_albert_qa(path: str | os.PathLike, seed: int = 0) -> Path:
         model_max_length=512,
     )
 
-    config = AlbertConfig(
-        vocab_size=len(tokenizer),
+    settings: dict[str, Any] = dict(
         embedding_size=16,
         hidden_size=32,
         num_hidden_layers=2,
@@ -337,11 +346,16 @@ def build_albert_qa(path: str | os.PathLike, seed: int = 0) -> Path:
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
         classifier_dropout_prob=0.0,
+    )
+    settings.update(config)
+    albert_config = AlbertConfig(
+        vocab_size=max(len(tokenizer), model_vocab or 0),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.cls_token_id,
         eos_token_id=tokenizer.sep_token_id,
+        **settings,
     )
-    model = _init_model(AlbertForQuestionAnswering, config, seed)
+    model = _init_model(AlbertForQuestionAnswering, albert_config, seed)
     return _save(out, model, tokenizer)
 
 
@@ -397,12 +411,18 @@ def build_roberta_nli(
     path: str | os.PathLike,
     seed: int = 0,
     id2label: Mapping[int, str] | None = None,
+    *,
+    corpus: Sequence[str] | None = None,
+    tokenizer_vocab: int = 1000,
+    model_vocab: int | None = None,
+    **config: Any,
 ) -> Path:
     """Build a tiny 3-way RoBERTa NLI classifier + byte-level BPE RoBERTa tokenizer into ``path``.
 
     ``id2label`` defaults to roberta-large-mnli's ``{0: CONTRADICTION, 1: NEUTRAL,
     2: ENTAILMENT}``.  The BPE (``vocab.json`` + ``merges.txt``) is trained on
     :data:`CORPUS` with special tokens ``<s>=0, <pad>=1, </s>=2, <unk>=3, <mask>=4``.
+    Keyword arguments as for :func:`build_t5_qg` (``config`` overrides ``RobertaConfig`` fields).
     """
     from tokenizers import ByteLevelBPETokenizer
     from transformers import RobertaConfig, RobertaForSequenceClassification, RobertaTokenizer
@@ -414,8 +434,8 @@ def build_roberta_nli(
     out = _prepare_dir(path)
     bpe = ByteLevelBPETokenizer()
     bpe.train_from_iterator(
-        corpus_sentences(),
-        vocab_size=1000,
+        list(corpus) if corpus is not None else corpus_sentences(),
+        vocab_size=tokenizer_vocab,
         min_frequency=1,
         special_tokens=["<s>", "<pad>", "</s>", "<unk>", "<mask>"],
         show_progress=False,
@@ -426,8 +446,7 @@ def build_roberta_nli(
     merges = [tuple(line.split(" ")) for line in merge_lines if line and not line.startswith("#version")]
     tokenizer = RobertaTokenizer(vocab=vocab, merges=merges, model_max_length=512)
 
-    config = RobertaConfig(
-        vocab_size=len(tokenizer),
+    settings: dict[str, Any] = dict(
         hidden_size=32,
         num_hidden_layers=2,
         num_attention_heads=2,
@@ -436,14 +455,19 @@ def build_roberta_nli(
         type_vocab_size=1,
         hidden_dropout_prob=0.0,
         attention_probs_dropout_prob=0.0,
+    )
+    settings.update(config)
+    roberta_config = RobertaConfig(
+        vocab_size=max(len(tokenizer), model_vocab or 0),
         pad_token_id=tokenizer.pad_token_id,
         bos_token_id=tokenizer.bos_token_id,
         eos_token_id=tokenizer.eos_token_id,
         num_labels=len(labels),
         id2label=labels,
         label2id={v: k for k, v in labels.items()},
+        **settings,
     )
-    model = _init_model(RobertaForSequenceClassification, config, seed)
+    model = _init_model(RobertaForSequenceClassification, roberta_config, seed)
     return _save(out, model, tokenizer)
 
 

@@ -1,0 +1,418 @@
+#!/usr/bin/env python
+"""Benchmark the Q² pipeline at paper size on CPU: per-item reference vs batched vs cached re-run.
+
+Models have exactly the default architectures and sizes (T5-base QG, ALBERT-xlarge QA, RoBERTa-large NLI) with
+random weights (a forward pass costs the same whatever the weights) and tokenizers trained on the WoW / BEGIN text.
+The workload is real WoW responses and knowledge from ``q2_wow``; the amount of work per stage follows what the real
+models did in ``q2_original_run``: every real model runs on every input, but the *decisions* (which question passes
+the filter, what the knowledge answers) are taken from the recorded run where it has them, so random weights do not
+make the benchmark do less (or more) work than a real run. Questions are generated with a fixed length.
+
+    python benchmarks/bench_pipeline.py --n 16 --json out/bench.json [--bf16] [--int8] [--scale 10]
+
+Prints a table and writes JSON. Measures and prints; asserts nothing about speed.
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import csv
+import json
+import os
+import platform
+import resource
+import shutil
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+REPO = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(REPO))
+
+import torch  # noqa: E402
+
+from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
+from q2_plugins.components import Answer  # noqa: E402
+from q2_plugins.hf import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model  # noqa: E402
+from q2_plugins.normalize import answers_match  # noqa: E402
+from q2_plugins.replay import RecordedResponse, load_original_steps  # noqa: E402
+from q2_plugins.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy  # noqa: E402
+from q2_plugins.testing import build_albert_qa, build_roberta_nli, build_t5_qg  # noqa: E402
+
+SUBSETS = ["dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memnet_inconsistent"]
+
+PAPER_SIZES = {
+    "qg": dict(d_model=768, d_kv=64, d_ff=3072, num_layers=12, num_decoder_layers=12, num_heads=12,
+               relative_attention_num_buckets=32, relative_attention_max_distance=128, model_vocab=32128),
+    "qa": dict(embedding_size=128, hidden_size=2048, num_hidden_layers=24, num_attention_heads=16,
+               intermediate_size=8192, model_vocab=30000),
+    "nli": dict(hidden_size=1024, num_hidden_layers=24, num_attention_heads=16, intermediate_size=4096,
+                model_vocab=50265),
+}
+
+
+def corpus(data: Path) -> list[str]:
+    lines: list[str] = []
+    for name in SUBSETS + ["cross_annotation"]:
+        with open(data / "q2_wow" / f"{name}.csv", newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                lines += [v for k, v in row.items() if k in ("message", "response", "knowledge", "gold",
+                                                              "dodeca_response", "memnet_response") and v]
+    with open(data / "begin_dev" / "dev_05_24_21.tsv", newline="", encoding="utf-8") as f:
+        for row in csv.reader(f, delimiter="\t"):
+            lines += [c for c in row[:3] if c]
+    return lines
+
+
+def build_models(root: Path, data: Path, sizes: str) -> dict[str, Path]:
+    root = root / sizes
+    marker = root / "BUILT"
+    paths = {"qg": root / "qg", "qa": root / "qa", "nli": root / "nli"}
+    if marker.exists():
+        return paths
+    text = corpus(data)
+    t0 = time.perf_counter()
+    dims = PAPER_SIZES if sizes == "paper" else {"qg": {}, "qa": {}, "nli": {}}
+    build_t5_qg(paths["qg"], corpus=text, tokenizer_vocab=8000, **dims["qg"])
+    build_albert_qa(paths["qa"], corpus=text, tokenizer_vocab=8000, **dims["qa"])
+    build_roberta_nli(paths["nli"], corpus=text, tokenizer_vocab=8000, **dims["nli"])
+    marker.write_text(f"built in {time.perf_counter() - t0:.0f}s\n")
+    return paths
+
+
+def load_workload(data: Path, n: int) -> list[RecordedResponse]:
+    """n responses spread evenly over the four annotated subsets, in file order."""
+    per = [load_original_steps(data / "q2_original_run" / s / f"{s}_out.steps.csv") for s in SUBSETS]
+    out: list[RecordedResponse] = []
+    i = 0
+    while len(out) < n:
+        for recs in per:
+            if i < len(recs) and len(out) < n:
+                out.append(recs[i])
+        i += 1
+    return out
+
+
+class Oracle:
+    """The recorded run's decisions: valid (candidate, question) per response, knowledge answers per question."""
+
+    def __init__(self, records: Sequence[RecordedResponse]) -> None:
+        self.cands: dict[str, list[str]] = {}
+        self.question: dict[tuple[str, str], str] = {}
+        self.valid: dict[tuple[str, str], str] = {}
+        self.knowledge: dict[tuple[str, str], Answer] = {}
+        for r in records:
+            self.cands.setdefault(r.response, [])
+            for q in r.questions:
+                if q.candidate not in self.cands[r.response]:
+                    self.cands[r.response].append(q.candidate)
+                self.question[(q.candidate, r.response)] = q.question
+                self.valid[(q.question, r.response)] = q.candidate
+                self.knowledge[(q.question, r.knowledge)] = q.knowledge_answer
+
+
+class _Counted:
+    """Runs the real component (its cost) and logs its real outputs; optionally counts FLOPs."""
+
+    def __init__(self, inner: Any, oracle: Oracle) -> None:
+        self.inner = inner
+        self.oracle = oracle
+        self.real: dict[Any, Any] = {}
+        self.count_flops = False
+        self.flops = 0
+
+    @contextlib.contextmanager
+    def _maybe_count(self):
+        if not self.count_flops:
+            yield
+            return
+        from torch.utils.flop_counter import FlopCounterMode
+
+        with FlopCounterMode(display=False) as fc:
+            yield
+        self.flops += fc.get_total_flops()
+
+
+class BenchCandidates(_Counted):
+    signature = "bench-cand"
+
+    def extract(self, texts: Sequence[str]) -> list[list[str]]:
+        real = self.inner.extract(texts)
+        out = []
+        for t, cands in zip(texts, real):
+            recorded = self.oracle.cands.get(t, [])
+            extra = [c for c in cands if c.lower() not in {r.lower() for r in recorded}]
+            out.append(recorded + extra)
+        return out
+
+
+class BenchQG(_Counted):
+    signature = "bench-qg"
+
+    def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
+        with self._maybe_count():
+            real = self.inner.generate(pairs)
+        out = []
+        for p, qs in zip(pairs, real):
+            self.real[p] = qs
+            q = self.oracle.question.get(p)
+            out.append([q] + qs[1:] if q is not None else qs)
+        return out
+
+
+class BenchQA(_Counted):
+    signature = "bench-qa"
+
+    def answer(self, pairs: Sequence[tuple[str, str]]) -> list[Answer]:
+        with self._maybe_count():
+            real = self.inner.answer(pairs)
+        out = []
+        for p, a in zip(pairs, real):
+            self.real[p] = a
+            if p in self.oracle.valid:
+                out.append(Answer.span(self.oracle.valid[p]))
+            elif p in self.oracle.knowledge:
+                out.append(self.oracle.knowledge[p])
+            else:
+                out.append(Answer.none())  # the real run found no valid question here: next beam
+        return out
+
+
+class BenchNLI(_Counted):
+    signature = "bench-nli"
+
+    def predict(self, pairs: Sequence[tuple[str, str]]) -> list[Any]:
+        with self._maybe_count():
+            real = self.inner.predict(pairs)
+        self.real.update(zip(pairs, real))
+        return real
+
+
+def make_components(paths: dict[str, Path], dtype: str, qg_len: int, int8: bool = False) -> dict[str, Any]:
+    tok_qg, m_qg = load_model("qg", str(paths["qg"]), None, "cpu", dtype, "seq2seq")
+    tok_qa, m_qa = load_model("qa", str(paths["qa"]), None, "cpu", dtype, "qa")
+    tok_nli, m_nli = load_model("nli", str(paths["nli"]), None, "cpu", dtype, "classification")
+    if int8:
+        from torch.ao.quantization import quantize_dynamic
+
+        m_qg, m_qa, m_nli = (quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8) for m in (m_qg, m_qa, m_nli))
+    qg = HFQuestionGenerator(tok_qg, m_qg, batch_size=1, max_length=128)
+    qg.generate_overrides = {"min_new_tokens": qg_len, "max_new_tokens": qg_len, "max_length": None}
+    qa = HFQuestionAnswerer(tok_qa, m_qa, batch_size=1)
+    nli = HFNLI(tok_nli, m_nli, batch_size=1, model_name="bench")
+    return {"qg": qg, "qa": qa, "nli": nli}
+
+
+def set_mode(hf: dict[str, Any], batched: bool, batch_sizes: dict[str, int]) -> None:
+    for role, comp in hf.items():
+        comp.batch_size = batch_sizes[role] if batched else 1
+        comp.sort_by_length = batched
+        comp.forward_seconds = 0.0
+
+
+def run(hf: dict[str, Any], nlp: Any, oracle: Oracle, records: Sequence[RecordedResponse], *, batched: bool,
+        batch_sizes: dict[str, int], cache_dir: Optional[str] = None, count_flops: bool = False) -> dict[str, Any]:
+    set_mode(hf, batched, batch_sizes)
+    wrappers = {"qg": BenchQG(hf["qg"], oracle), "qa": BenchQA(hf["qa"], oracle), "nli": BenchNLI(hf["nli"], oracle)}
+    for w in wrappers.values():
+        w.count_flops = count_flops
+    cand = BenchCandidates(SpacyCandidateExtractor(nlp), oracle)
+    cfg = Q2Config(per_item=not batched, cache_dir=cache_dir, batch_size=max(batch_sizes.values()))
+    scorer = Q2Scorer(cfg, candidate_extractor=cand, question_generator=wrappers["qg"],
+                      question_answerer=wrappers["qa"], nli=wrappers["nli"], personal_filter=SpacyPersonalFilter(nlp))
+    t0 = time.perf_counter()
+    result = scorer.score(responses=[r.response for r in records], knowledge=[r.knowledge for r in records],
+                          explain=True)
+    wall = time.perf_counter() - t0
+    forward = {role: hf[role].forward_seconds for role in hf}
+    return {
+        "wall_s": wall,
+        "responses_per_s": len(records) / wall,
+        "stage_s": dict(scorer.timings),
+        "forward_s": forward,
+        "forward_share": sum(forward.values()) / wall,
+        "flops": {role: w.flops for role, w in wrappers.items()} if count_flops else None,
+        "result": result,
+        "real": {role: w.real for role, w in wrappers.items()},
+        "work": {"qg_inputs": len(wrappers["qg"].real), "qa_inputs": len(wrappers["qa"].real),
+                 "nli_inputs": len(wrappers["nli"].real),
+                 "questions": sum(r.num_questions for r in result.responses)},
+        "cache": None if scorer.cache is None else {"hits": scorer.cache.hits, "misses": scorer.cache.misses},
+    }
+
+
+def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 10) -> float:
+    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
+    for _ in range(2):
+        a @ b
+    t0 = time.perf_counter()
+    for _ in range(reps):
+        a @ b
+    return 2 * n**3 * reps / (time.perf_counter() - t0) / 1e9
+
+
+def decision_diff(ref: dict[str, dict], other: dict[str, dict], oracle: Oracle) -> dict[str, Any]:
+    """Share of real-model decisions that differ: QA span, filter outcome (span == candidate), NLI label."""
+    qa_pairs = [p for p in ref["qa"] if p in other["qa"]]
+    span = sum(ref["qa"][p] != other["qa"][p] for p in qa_pairs)
+    filt_pairs = [p for p in qa_pairs if p in oracle.valid]
+    flt = 0
+    for p in filt_pairs:
+        cand = oracle.valid[p]
+        a, b = ref["qa"][p], other["qa"][p]
+        flt += (a.has_answer and answers_match(cand, a.text)) != (b.has_answer and answers_match(cand, b.text))
+    nli_pairs = [p for p in ref["nli"] if p in other["nli"]]
+    nli = sum(ref["nli"][p] != other["nli"][p] for p in nli_pairs)
+    qg_pairs = [p for p in ref["qg"] if p in other["qg"]]
+    qg = sum(ref["qg"][p] != other["qg"][p] for p in qg_pairs)
+    return {
+        "qa_span_changed": span / max(1, len(qa_pairs)), "qa_pairs": len(qa_pairs),
+        "filter_changed": flt / max(1, len(filt_pairs)), "filter_pairs": len(filt_pairs),
+        "nli_label_changed": nli / max(1, len(nli_pairs)), "nli_pairs": len(nli_pairs),
+        "qg_beams_changed": qg / max(1, len(qg_pairs)), "qg_inputs": len(qg_pairs),
+    }
+
+
+def peak_rss_gb() -> float:
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
+
+
+def summarise(name: str, r: dict[str, Any]) -> dict[str, Any]:
+    return {k: v for k, v in r.items() if k not in ("result", "real")} | {"mode": name}
+
+
+def main(argv: Optional[Sequence[str]] = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--models-dir", default=str(REPO / "out" / "bench-models"),
+                    help="paper-size random-weight models are built here once (about 2.5 GB)")
+    ap.add_argument("--sizes", choices=("paper", "tiny"), default="paper",
+                    help="tiny: the test-size models, to check the script itself quickly")
+    ap.add_argument("--n", type=int, default=16, help="responses in the main comparison")
+    ap.add_argument("--scale", type=int, default=0, help="also time the batched run on scale*N responses (e.g. 10)")
+    ap.add_argument("--qg-length", type=int, default=16, help="fixed generated question length in tokens")
+    ap.add_argument("--batch-sizes", default="qg=16,qa=32,nli=32")
+    ap.add_argument("--bf16", action="store_true", help="also run the batched pipeline in bfloat16")
+    ap.add_argument("--int8", action="store_true", help="also run the batched pipeline with dynamic int8 Linear layers")
+    ap.add_argument("--no-flops", action="store_true", help="skip the (untimed) FLOP-counting pass")
+    ap.add_argument("--json", default=str(REPO / "out" / "bench.json"))
+    args = ap.parse_args(argv)
+
+    data = Path(args.data)
+    batch_sizes = {k: int(v) for k, v in (kv.split("=") for kv in args.batch_sizes.split(","))}
+    report: dict[str, Any] = {
+        "machine": {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+                    "torch": torch.__version__, "python": platform.python_version(), "processor": platform.machine()},
+        "settings": vars(args) | {"batch_sizes": batch_sizes},
+    }
+    t0 = time.perf_counter()
+    paths = build_models(Path(args.models_dir), data, args.sizes)
+    report["build_or_reuse_models_s"] = time.perf_counter() - t0
+    report["peak_gflops"] = {"float32": matmul_peak(torch.float32), "bfloat16": matmul_peak(torch.bfloat16)}
+    records = load_workload(data, args.n)
+    oracle = Oracle(load_workload(data, max(args.n, args.n * args.scale)))
+    nlp = load_spacy("en_core_web_sm")
+    hf = make_components(paths, "float32", args.qg_length)
+    report["rss_after_loading_gb"] = peak_rss_gb()
+
+    print(f"N={args.n} responses; peak matmul {report['peak_gflops']['float32']:.0f} GFLOP/s fp32, "
+          f"{report['peak_gflops']['bfloat16']:.0f} bf16", flush=True)
+    per_item = run(hf, nlp, oracle, records, batched=False, batch_sizes=batch_sizes)
+    print(f"per-item   {per_item['wall_s']:8.1f} s", flush=True)
+    cache_dir = tempfile.mkdtemp(prefix="q2-bench-cache-")
+    batched = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes, cache_dir=cache_dir)
+    print(f"batched    {batched['wall_s']:8.1f} s", flush=True)
+    cached = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes, cache_dir=cache_dir)
+    print(f"cached     {cached['wall_s']:8.1f} s", flush=True)
+    shutil.rmtree(cache_dir, ignore_errors=True)
+
+    same_scores = per_item["result"].to_dict() == batched["result"].to_dict()
+    same_real = per_item["real"] == batched["real"]
+    report["modes"] = {"per_item": summarise("per_item", per_item), "batched": summarise("batched", batched),
+                       "cached": summarise("cached", cached)}
+    report["identical_per_item_vs_batched"] = {"results": same_scores, "raw_model_outputs": same_real,
+                                               "raw_diff": decision_diff(per_item["real"], batched["real"], oracle)}
+    report["speedup_batched_vs_per_item"] = per_item["wall_s"] / batched["wall_s"]
+    report["speedup_cached_vs_first"] = batched["wall_s"] / cached["wall_s"]
+    report["peak_rss_gb_fp32"] = peak_rss_gb()
+
+    if not args.no_flops:
+        counted = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes, count_flops=True)
+        eff = {}
+        for role in ("qg", "qa", "nli"):
+            secs = batched["forward_s"][role]
+            gflops = counted["flops"][role] / secs / 1e9 if secs else float("nan")
+            eff[role] = {"gflop": counted["flops"][role] / 1e9, "forward_s": secs, "gflop_per_s": gflops,
+                         "share_of_fp32_peak": gflops / report["peak_gflops"]["float32"]}
+        report["stage_efficiency_batched_fp32"] = eff
+
+    if args.scale:
+        big = load_workload(data, args.n * args.scale)
+        scaled = run(hf, nlp, oracle, big, batched=True, batch_sizes=batch_sizes)
+        report["scaling"] = {"n": args.n, "n_big": len(big), "time_n": batched["wall_s"],
+                             "time_big": scaled["wall_s"], "time_ratio": scaled["wall_s"] / batched["wall_s"],
+                             "big": summarise("batched_big", scaled)}
+        print(f"batched x{args.scale} {scaled['wall_s']:8.1f} s", flush=True)
+
+    for flag, dtype, int8 in (("bf16", "bfloat16", False), ("int8", "float32", True)):
+        if not getattr(args, flag):
+            continue
+        del hf
+        hf = make_components(paths, dtype, args.qg_length, int8=int8)
+        r = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes)
+        report[flag] = summarise(flag, r) | {
+            "speedup_vs_fp32_per_item": per_item["wall_s"] / r["wall_s"],
+            "speedup_vs_fp32_batched": batched["wall_s"] / r["wall_s"],
+            "decisions_vs_fp32": decision_diff(batched["real"], r["real"], oracle),
+            "q2_abs_diff_mean": _mean_abs_diff(batched["result"], r["result"]),
+        }
+        print(f"{flag:10} {r['wall_s']:8.1f} s", flush=True)
+
+    Path(args.json).parent.mkdir(parents=True, exist_ok=True)
+    Path(args.json).write_text(json.dumps(report, indent=2, default=str))
+    print_table(report)
+    print(f"\nJSON: {args.json}")
+    return 0
+
+
+def _mean_abs_diff(a: Any, b: Any) -> float:
+    pairs = [(x.score, y.score) for x, y in zip(a.responses, b.responses) if x.score is not None and y.score is not None]
+    return sum(abs(x - y) for x, y in pairs) / max(1, len(pairs))
+
+
+def print_table(rep: dict[str, Any]) -> None:
+    m = rep["modes"]
+    print("\n| mode | wall s | resp/s | forward share | qg s | qa s | nli s | spaCy s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    rows = [(k, v) for k, v in m.items()] + [(k, rep[k]) for k in ("bf16", "int8") if k in rep]
+    for name, r in rows:
+        st = r["stage_s"]
+        print(f"| {name} | {r['wall_s']:.1f} | {r['responses_per_s']:.3f} | {100 * r['forward_share']:.0f}% | "
+              f"{st.get('qg', 0):.1f} | {st.get('qa', 0):.1f} | {st.get('nli', 0):.1f} | "
+              f"{st.get('candidates', 0) + st.get('personal', 0):.1f} |")
+    print(f"\nbatched / per-item speed-up: {rep['speedup_batched_vs_per_item']:.2f}x; identical results: "
+          f"{rep['identical_per_item_vs_batched']['results']}, identical raw model outputs: "
+          f"{rep['identical_per_item_vs_batched']['raw_model_outputs']}")
+    print(f"cached re-run speed-up: {rep['speedup_cached_vs_first']:.0f}x; peak RSS (fp32, 3 models): "
+          f"{rep['peak_rss_gb_fp32']:.2f} GB")
+    if "stage_efficiency_batched_fp32" in rep:
+        for role, e in rep["stage_efficiency_batched_fp32"].items():
+            print(f"{role}: {e['gflop']:.0f} GFLOP in {e['forward_s']:.1f} s = {e['gflop_per_s']:.0f} GFLOP/s "
+                  f"({100 * e['share_of_fp32_peak']:.0f}% of the fp32 matmul peak)")
+    if "scaling" in rep:
+        s = rep["scaling"]
+        print(f"scaling: {s['n_big']} vs {s['n']} responses costs {s['time_ratio']:.2f}x the time")
+    for k in ("bf16", "int8"):
+        if k in rep:
+            d = rep[k]["decisions_vs_fp32"]
+            print(f"{k}: {rep[k]['speedup_vs_fp32_per_item']:.2f}x the fp32 per-item reference "
+                  f"({rep[k]['speedup_vs_fp32_batched']:.2f}x batched fp32); changed decisions: QA span "
+                  f"{100 * d['qa_span_changed']:.1f}%, filter {100 * d['filter_changed']:.1f}%, NLI label "
+                  f"{100 * d['nli_label_changed']:.1f}%; mean |dQ2| {rep[k]['q2_abs_diff_mean']:.3f}")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

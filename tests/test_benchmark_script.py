@@ -1,0 +1,33 @@
+"""The benchmark script runs (tiny models, two responses) and reports identical batched / per-item results.
+
+It measures and prints; nothing here asserts a speed.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from pathlib import Path
+
+import pytest
+
+BENCH = Path(__file__).resolve().parent.parent / "benchmarks" / "bench_pipeline.py"
+
+
+@pytest.mark.slow
+def test_benchmark_script_smoke(tmp_path, shared_data, capsys):
+    spec = importlib.util.spec_from_file_location("bench_pipeline", BENCH)
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    out = tmp_path / "bench.json"
+    code = bench.main(["--sizes", "tiny", "--n", "2", "--data", str(shared_data), "--models-dir",
+                       str(tmp_path / "models"), "--json", str(out), "--scale", "2"])
+    assert code == 0
+    report = json.loads(out.read_text())
+    assert report["identical_per_item_vs_batched"] == {
+        "results": True, "raw_model_outputs": True, "raw_diff": report["identical_per_item_vs_batched"]["raw_diff"]}
+    assert report["modes"]["per_item"]["work"] == report["modes"]["batched"]["work"]
+    assert report["modes"]["cached"]["cache"]["misses"] == 0
+    assert all(e["gflop"] > 0 for e in report["stage_efficiency_batched_fp32"].values())
+    assert report["scaling"]["n_big"] == 4
+    assert "| per_item |" in capsys.readouterr().out
