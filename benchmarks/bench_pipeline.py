@@ -379,7 +379,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
 
 def _mean_abs_diff(a: Any, b: Any) -> float:
-    pairs = [(x.score, y.score) for x, y in zip(a.responses, b.responses) if x.score is not None and y.score is not None]
+    pairs = [(x.score, y.score) for x, y in zip(a.responses, b.responses)
+             if x.score is not None and y.score is not None]
     return sum(abs(x - y) for x, y in pairs) / max(1, len(pairs))
 
 
