@@ -5,10 +5,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import json
+import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-__all__ = ["Q2Config", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "ROLES"]
+__all__ = ["Q2Config", "ConfigOption", "config_options", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL",
+           "DEFAULT_NLI_MODEL", "ROLES"]
 
 DEFAULT_QG_MODEL = "mrm8488/t5-base-finetuned-question-generation-ap"
 DEFAULT_QA_MODEL = "ktrapeznikov/albert-xlarge-v2-squad-v2"
@@ -57,7 +59,8 @@ class Q2Config:
     qg_max_input_tokens: int = _f(512, "longest QG input (answer + response) accepted; longer rows get an error")
     qg_input_template: str = _f(
         "answer: {answer}  context: {context} </s>",
-        "QG input; the original appends a literal </s>, which the tokenizer doubles with its own EOS",
+        "QG input with {answer} and {context}, or {highlighted} (the response with the candidate between <hl> "
+        "marks); the original appends a literal </s>, which the tokenizer doubles with its own EOS",
     )
     question_mode: str = _f(
         "single", "single: first passing question per candidate; all: every passing question", ("single", "all")
@@ -104,8 +107,10 @@ class Q2Config:
             length, stride = getattr(self, f"{prefix}_max_length"), getattr(self, f"{prefix}_stride")
             if not 0 <= stride < length // 2:
                 raise ValueError(f"Q2Config.{prefix}_stride must be in [0, {prefix}_max_length / 2), got {stride!r}")
-        if "{answer}" not in self.qg_input_template or "{context}" not in self.qg_input_template:
-            raise ValueError("Q2Config.qg_input_template must contain {answer} and {context}")
+        tpl = self.qg_input_template
+        if not ("{answer}" in tpl and "{context}" in tpl) and "{highlighted}" not in tpl:
+            raise ValueError("Q2Config.qg_input_template must contain {answer} and {context}, or {highlighted} "
+                             "(the response with the candidate wrapped in <hl> marks)")
 
     # -- derived settings ---------------------------------------------------------------------------------------
     def role_device(self, role: str) -> str:
@@ -140,3 +145,26 @@ class Q2Config:
                   "qa_batch_size", "nli_batch_size", "per_item", "cache_dir"}
         data = {k: v for k, v in self.to_dict().items() if k not in ignore}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+
+
+@dataclass(frozen=True)
+class ConfigOption:
+    """One :class:`Q2Config` field seen as a command-line option (what a CLI adapter needs to declare it)."""
+
+    name: str
+    type: type  # str, int or bool; ``Optional[...]`` is unwrapped (``default`` may still be None)
+    default: Any
+    help: str
+    choices: Optional[tuple]
+
+
+def config_options() -> list[ConfigOption]:
+    """Every :class:`Q2Config` field, in declaration order: the one list CLI front ends build their flags from."""
+    hints = typing.get_type_hints(Q2Config)
+    options = []
+    for f in dataclasses.fields(Q2Config):
+        hint = hints[f.name]
+        args = [a for a in typing.get_args(hint) if a is not type(None)]
+        options.append(ConfigOption(f.name, args[0] if args else hint, f.default, f.metadata.get("help", ""),
+                                    f.metadata.get("choices")))
+    return options

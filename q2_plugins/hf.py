@@ -58,6 +58,14 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
     return tokenizer, model
 
 
+def highlight(answer: str, context: str, mark: str = "<hl>") -> str:
+    """The context with the first occurrence of the answer wrapped in highlight marks (for highlight-style QG)."""
+    i = context.find(answer)
+    if i < 0:
+        return context
+    return f"{context[:i]}{mark} {answer} {mark}{context[i + len(answer):]}"
+
+
 def _length_batches(lengths: Sequence[int], batch_size: int, sort: bool) -> list[list[int]]:
     order = sorted(range(len(lengths)), key=lambda i: lengths[i]) if sort else list(range(len(lengths)))
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
@@ -106,7 +114,7 @@ class HFQuestionGenerator(_HFComponent):
 
     def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
         torch = _torch()
-        texts = [self.input_template.format(answer=a, context=c) for a, c in pairs]
+        texts = [self.input_template.format(answer=a, context=c, highlighted=highlight(a, c)) for a, c in pairs]
         encoded = self.tokenizer(texts, add_special_tokens=True)["input_ids"]
         for ids in encoded:
             if len(ids) > self.max_input_tokens:

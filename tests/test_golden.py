@@ -290,3 +290,13 @@ def test_results_are_json_and_add():
     other = paper_scorer(use_nli=False).score(responses=[LA_RESP], knowledge=[LA_KNOW])
     with pytest.raises(ValueError, match="different signatures"):
         a + other
+
+
+def test_highlight_template():
+    from q2_plugins.hf import highlight
+
+    assert highlight("Paris", "I love Paris and Paris loves me") == "I love <hl> Paris <hl> and Paris loves me"
+    assert highlight("Rome", "I love Paris") == "I love Paris"
+    Q2Config(qg_input_template="generate question: {highlighted}")
+    with pytest.raises(ValueError, match="qg_input_template"):
+        Q2Config(qg_input_template="question for {answer}")
