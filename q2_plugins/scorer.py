@@ -288,11 +288,8 @@ class Q2Scorer:
             if len(out) != len(part):
                 raise RuntimeError(f"component returned {len(out)} outputs for {len(part)} inputs")
             return out
-        except Exception:
+        except Exception as e:  # noqa: BLE001 - any component error becomes a per-item failure
             if len(part) == 1:
-                import sys
-
-                e = sys.exc_info()[1]
                 return [_Failure(f"{type(e).__name__}: {e}")]
         # one bad item must not fail the others: retry one by one
         return [Q2Scorer._call_isolated(fn, [it])[0] for it in part]
