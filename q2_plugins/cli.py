@@ -6,30 +6,25 @@ import argparse
 import dataclasses
 import json
 import sys
-import typing
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import __version__
-from .config import Q2Config
+from .config import Q2Config, config_options
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
 
 def _add_config_flags(parser: argparse.ArgumentParser) -> None:
     group = parser.add_argument_group("Q2 configuration (one flag per Q2Config field)")
-    hints = typing.get_type_hints(Q2Config)
-    for f in dataclasses.fields(Q2Config):
-        flag = "--" + f.name.replace("_", "-")
-        help_text = f.metadata.get("help", "")
-        hint = hints[f.name]
-        base = [a for a in typing.get_args(hint) if a is not type(None)][0] if typing.get_args(hint) else hint
-        if base is bool:
-            group.add_argument(flag, dest=f.name, action=argparse.BooleanOptionalAction, default=f.default,
-                               help=help_text)
+    for opt in config_options():
+        flag = "--" + opt.name.replace("_", "-")
+        if opt.type is bool:
+            group.add_argument(flag, dest=opt.name, action=argparse.BooleanOptionalAction, default=opt.default,
+                               help=opt.help)
         else:
-            group.add_argument(flag, dest=f.name, type=base, default=f.default, choices=f.metadata.get("choices"),
-                               help=f"{help_text} (default: {f.default})")
+            group.add_argument(flag, dest=opt.name, type=opt.type, default=opt.default, choices=opt.choices,
+                               help=f"{opt.help} (default: {opt.default})")
 
 
 def config_from_args(args: argparse.Namespace) -> Q2Config:
@@ -70,6 +65,10 @@ def build_parser() -> argparse.ArgumentParser:
     f = sub.add_parser("prefetch", help="download the configured models into a directory, for offline machines")
     f.add_argument("--output-dir", required=True)
     _add_config_flags(f)
+
+    from .metaeval.cli import add_parser as add_meta_eval_parser
+
+    add_meta_eval_parser(sub, _add_config_flags)
     return parser
 
 
@@ -195,6 +194,12 @@ def _make_test_models(args: argparse.Namespace) -> int:
     return 0
 
 
+def _meta_eval(args: argparse.Namespace) -> int:
+    from .metaeval.cli import run
+
+    return run(args)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -203,7 +208,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         return {"score": _score, "replay": _replay, "prefetch": _prefetch,
-                "make-test-models": _make_test_models}[args.command](args)
+                "make-test-models": _make_test_models, "meta-eval": _meta_eval}[args.command](args)
     except (InputFormatError, ModelLoadError, ValueError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -13,9 +13,9 @@ from __future__ import annotations
 import re
 import string
 from collections import Counter
-from typing import Callable
+from typing import Callable, Sequence
 
-__all__ = ["NORMALIZATIONS", "normalize", "token_f1", "answers_match"]
+__all__ = ["NORMALIZATIONS", "normalize", "token_f1", "tokens_f1", "answers_match"]
 
 _PUNCT_TABLE = str.maketrans("", "", string.punctuation)
 _PUNCT_SET = frozenset(string.punctuation)
@@ -62,8 +62,11 @@ def token_f1(reference: str, prediction: str, normalization: str = "q2-original"
     if prediction == "":
         return 0.0
     norm = _get(normalization)
-    ref_tokens = norm(reference).split()
-    pred_tokens = norm(prediction).split()
+    return tokens_f1(norm(reference).split(), norm(prediction).split())
+
+
+def tokens_f1(ref_tokens: Sequence[str], pred_tokens: Sequence[str]) -> float:
+    """F1 of two token lists by their multiset overlap, in the original's arithmetic (0 when nothing is shared)."""
     common = Counter(ref_tokens) & Counter(pred_tokens)
     num_same = sum(common.values())
     if num_same == 0:

@@ -3,6 +3,11 @@
 The recorded format is the original pipeline's ``*_out.steps.csv``: one row per kept question with columns
 ``id, response, cand, question, knowledge, knowledge_ans, score``; ``knowledge_ans`` is the QA model's decoded text
 (``[CLS]`` for its null answer); rows with ``cand == "NO_Q"`` mark responses with no valid question.
+
+The steps hold no NLI labels, so a replay without an NLI model gives Q² w/o NLI. The original run's per-response
+scores (``*_scores.csv``: ``id, Q2_no_nli, Q2``) are the second recorded source: :func:`load_recorded_scores` reads
+them; ``Q2`` there is the full metric (NLI answer comparison and the end-to-end NLI fallback) as the original
+computed it, and ``Q2_no_nli`` gives the fallback values of responses without questions.
 """
 
 from __future__ import annotations
@@ -16,7 +21,8 @@ from .components import Answer, AnswerKind, NLILabel, NLIModel
 from .results import Q2Result, QuestionResult, ResponseResult, ResponseStatus
 from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_hypothesis, question_score
 
-__all__ = ["RecordedQuestion", "RecordedResponse", "load_original_steps", "decoded_answer", "replay"]
+__all__ = ["RecordedQuestion", "RecordedResponse", "RecordedScores", "load_original_steps", "load_recorded_scores",
+           "decoded_answer", "replay"]
 
 _RECORDED_COLUMNS = ("id", "response", "cand", "question", "knowledge", "knowledge_ans")
 
@@ -36,6 +42,35 @@ class RecordedResponse:
     knowledge: str
     questions: list[RecordedQuestion] = field(default_factory=list)
     fallback: Optional[float] = None  # recorded fallback score for responses without questions
+
+
+@dataclass(frozen=True)
+class RecordedScores:
+    """One response's recorded per-response scores: ``q2`` with NLI, ``q2_no_nli`` with token F1 only."""
+
+    id: str
+    response: str
+    q2: float
+    q2_no_nli: float
+
+
+def load_recorded_scores(path: str | Path) -> dict[str, RecordedScores]:
+    """Read an original ``*_scores.csv`` (columns ``id, response, Q2_no_nli, Q2``) into id -> scores."""
+    path = Path(path)
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f)
+        missing = [c for c in ("id", "response", "Q2_no_nli", "Q2") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: expected the original scores columns ['id', 'response', 'Q2_no_nli', 'Q2'], "
+                             f"missing {missing}")
+        out = {}
+        for line, row in enumerate(reader, start=2):
+            try:
+                out[row["id"]] = RecordedScores(row["id"], row["response"], float(row["Q2"]), float(row["Q2_no_nli"]))
+            except ValueError:
+                raise ValueError(f"{path}:{line}: Q2 / Q2_no_nli must be numbers, got {row['Q2']!r} / "
+                                 f"{row['Q2_no_nli']!r}") from None
+    return out
 
 
 def decoded_answer(text: str, null_token: str = "[CLS]") -> Answer:

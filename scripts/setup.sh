@@ -8,5 +8,5 @@ PY=${PYTHON:-python3}
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 "${PIP[@]}" install -c constraints.txt --upgrade pip
 "${PIP[@]}" install -c constraints.txt torch==2.13.0
-"${PIP[@]}" install -c constraints.txt -e ".[${Q2_EXTRAS:-dev,evaluate,lm-eval,metaeval}]"
+"${PIP[@]}" install -c constraints.txt -e ".[${Q2_EXTRAS:-dev,evaluate,lm-eval,metaeval,bertscore}]"
 echo "q2-plugins installed in .venv ($(.venv/bin/python -c 'import q2_plugins; print(q2_plugins.__version__)'))"

@@ -1,0 +1,20 @@
+"""Meta-evaluation: how well a factual-consistency metric agrees with human labels, beside the usual baselines.
+
+The paper's experiments (Honovich et al. 2021, Sections 4 and 5) as a library and as ``q2 meta-eval``:
+
+* :mod:`.loaders` reads annotated data (the paper's WoW sets, BEGIN, DialFact-, Dialogue-NLI-style files and any
+  table with response / knowledge / label columns) into :class:`.data.MetaEvalData`.
+* :mod:`.scores` brings metric scores in: a ``q2 score`` output file, a replay of recorded per-question outputs, or
+  scoring on the fly with a :class:`~q2_plugins.Q2Scorer`.
+* :mod:`.baselines` scores the same examples with token-F1 overlap, BLEU, BERTScore and end-to-end NLI.
+* :mod:`.experiments` runs the response-level, per-subset, system-level, robustness and control experiments;
+  :mod:`.stats` holds the statistics (scikit-learn / SciPy where they have them).
+* :mod:`.report` and :mod:`.plots` write the markdown tables, the JSON file and the figures.
+
+Nothing heavy is imported here: scikit-learn, SciPy, sacrebleu and matplotlib (the ``metaeval`` extra) load when an
+experiment first needs them.
+"""
+
+from __future__ import annotations
+
+__all__ = ["data", "loaders", "scores", "baselines", "stats", "experiments", "plots", "report"]

@@ -1,0 +1,376 @@
+"""Loaders of annotated data into :class:`~q2_plugins.metaeval.data.MetaEvalData`.
+
+Each checks the format it expects and raises :class:`DataFormatError` saying what is wrong and which loader or option
+fits instead. Only the standard library is used (no pandas).
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+from collections import Counter
+from pathlib import Path
+from typing import Any, Callable, Iterable, Optional, Sequence
+
+from ..io import InputFormatError, read_rows
+from .data import Example, MetaEvalData, PairedContext
+
+__all__ = [
+    "DataFormatError",
+    "WOW_SUBSETS",
+    "BEGIN_LABELS",
+    "DIALFACT_LABELS",
+    "load_wow",
+    "load_begin",
+    "load_dialfact",
+    "load_dnli",
+    "load_table",
+    "load_dataset",
+    "LOADERS",
+]
+
+WOW_SUBSETS = ("dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memnet_inconsistent")
+_WOW_COLUMNS = ("episode_idx", "round", "response", "knowledge")
+_CROSS_COLUMNS = ("episode_idx", "round", "knowledge", "dodeca_response", "memnet_response", "dodeca_label",
+                  "memnet_label")
+BEGIN_LABELS = ("entailment", "hallucination", "generic", "off-topic", "contradiction")
+_BEGIN_COLUMNS = ("evidence", "response", "gold label")
+DIALFACT_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
+_DNLI_LABELS = {"entailment": "entailment", "positive": "entailment", "neutral": "neutral",
+                "contradiction": "contradiction", "negative": "contradiction"}
+
+
+class DataFormatError(InputFormatError):
+    """A data file is not in the format its loader reads; the message says what to change."""
+
+
+def _csv_rows(path: Path, required: Sequence[str], what: str, delimiter: str = ",") -> tuple[list[str], list[dict]]:
+    if not path.is_file():
+        raise DataFormatError(f"No {what} file {path}")
+    with path.open(newline="", encoding="utf-8") as f:
+        reader = csv.DictReader(f, delimiter=delimiter)
+        columns = list(reader.fieldnames or [])
+        missing = [c for c in required if c not in columns]
+        if missing:
+            raise DataFormatError(f"{path} is not a {what} file: no column(s) {missing}; its columns are {columns}")
+        return columns, list(reader)
+
+
+def _json_objects(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]:
+    """(line or position, object) of a JSONL file, or of a file holding one JSON list of objects (the Dialogue NLI
+    release is such a list, whatever its extension)."""
+    if not path.is_file():
+        raise DataFormatError(f"No {what} file {path}")
+    text = path.read_text(encoding="utf-8")
+    if text.lstrip().startswith("["):
+        try:
+            items = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise DataFormatError(f"{path} is not valid JSON: {e.msg} (line {e.lineno})") from None
+        for i, obj in enumerate(items):
+            if not isinstance(obj, dict):
+                raise DataFormatError(f"{path}: item {i} is a JSON {type(obj).__name__}, expected an object")
+            yield i, obj
+        return
+    for n, line in enumerate(text.splitlines(), start=1):
+        if not line.strip():
+            continue
+        try:
+            obj = json.loads(line)
+        except json.JSONDecodeError as e:
+            raise DataFormatError(f"{path} line {n} is not valid JSON ({e.msg}); the {what} loader reads JSONL, "
+                                  f"one object per line") from None
+        if not isinstance(obj, dict):
+            raise DataFormatError(f"{path} line {n} is a JSON {type(obj).__name__}, expected an object")
+        yield n, obj
+
+
+def _field(obj: dict[str, Any], names: Sequence[str], where: str) -> Any:
+    for name in names:
+        if name in obj:
+            return obj[name]
+    raise DataFormatError(f"{where}: no field {' / '.join(repr(n) for n in names)}; its fields are {sorted(obj)}")
+
+
+def _text(value: Any, where: str) -> str:
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return " ".join(v.strip() for v in value)
+    if not isinstance(value, str):
+        raise DataFormatError(f"{where} must be a string, got {type(value).__name__}")
+    return value
+
+
+# -- the paper's WoW annotations ---------------------------------------------------------------------------------
+def load_wow(path: str | Path, *, cross_annotation: bool = True) -> MetaEvalData:
+    """The Q² paper's Wizard-of-Wikipedia annotations.
+
+    ``path`` is the folder holding ``dodeca_consistent.csv``, ``dodeca_inconsistent.csv``, ``memnet_consistent.csv``
+    and ``memnet_inconsistent.csv`` (the 600 response-level examples; ids ``<file stem>:<row id>``, the ids the
+    original run's outputs use) and, optionally, ``cross_annotation.csv`` (544 contexts answered by both systems,
+    ``<system>_label`` 1 = inconsistent). A cross-annotated response that is one of the 600 (same system, episode,
+    round and text) is that example; the others become :attr:`MetaEvalData.extra` examples
+    ``cross_annotation:<row>:<system>``.
+    """
+    folder = Path(path)
+    if not folder.is_dir():
+        raise DataFormatError(f"The wow loader reads a folder with {', '.join(f'{s}.csv' for s in WOW_SUBSETS)}; "
+                              f"{folder} is not a folder")
+    absent = [s for s in WOW_SUBSETS if not (folder / f"{s}.csv").is_file()]
+    if absent:
+        found = sorted(p.name for p in folder.iterdir())
+        raise DataFormatError(f"{folder} is not the Q² WoW annotation folder: no {[f'{s}.csv' for s in absent]} "
+                              f"(found {found})")
+    examples: list[Example] = []
+    by_turn: dict[tuple[str, str, str], Example] = {}  # (system, episode, round) -> example
+    pool: dict[str, list[str]] = {}
+    for stem in WOW_SUBSETS:
+        system, label = stem.split("_")
+        columns, rows = _csv_rows(folder / f"{stem}.csv", _WOW_COLUMNS, "Q² WoW annotation")
+        index_column = columns[0] if columns[0] not in _WOW_COLUMNS else None
+        for pos, row in enumerate(rows):
+            rid = row[index_column] if index_column else str(pos)
+            ex = Example(
+                id=f"{stem}:{rid}", response=row["response"], knowledge=row["knowledge"],
+                consistent=label == "consistent", label=label, subset=stem, dialogue=row["episode_idx"],
+                history=row.get("message"),
+            )
+            examples.append(ex)
+            by_turn[(system, row["episode_idx"], row["round"])] = ex
+            pool.setdefault(ex.dialogue, []).append(ex.knowledge)  # type: ignore[arg-type]
+    contexts: list[PairedContext] = []
+    extra: list[Example] = []
+    notes: list[str] = []
+    cross_file = folder / "cross_annotation.csv"
+    if cross_annotation and cross_file.is_file():
+        columns, rows = _csv_rows(cross_file, _CROSS_COLUMNS, "Q² cross annotation")
+        index_column = columns[0] if columns[0] not in _CROSS_COLUMNS else None
+        disagree = 0
+        for pos, row in enumerate(rows):
+            rid = row[index_column] if index_column else str(pos)
+            ids, consistent = {}, {}
+            for system in ("dodeca", "memnet"):
+                value = row[f"{system}_label"].strip()
+                if value not in ("0", "1"):
+                    raise DataFormatError(f"{cross_file} row {rid}: {system}_label must be 0 or 1 "
+                                          f"(1 = inconsistent), got {value!r}")
+                consistent[system] = value == "0"
+                match = by_turn.get((system, row["episode_idx"], row["round"]))
+                if match is not None and match.response == row[f"{system}_response"]:
+                    ids[system] = match.id
+                    disagree += match.consistent != consistent[system]
+                    continue
+                ex = Example(
+                    id=f"cross_annotation:{rid}:{system}", response=row[f"{system}_response"],
+                    knowledge=row["knowledge"], consistent=consistent[system],
+                    label="consistent" if consistent[system] else "inconsistent", subset=f"{system}_cross",
+                    dialogue=row["episode_idx"], history=row.get("message"),
+                )
+                extra.append(ex)
+                ids[system] = ex.id
+            contexts.append(PairedContext(f"cross_annotation:{rid}", ids, consistent))
+            pool.setdefault(row["episode_idx"], []).append(row["knowledge"])
+        shared = sum(1 for c in contexts for i in c.example_ids.values() if not i.startswith("cross_annotation:"))
+        notes.append(f"cross annotation: {len(contexts)} contexts; {shared} of their {2 * len(contexts)} responses "
+                     f"are response-level examples, {len(extra)} are not")
+        if disagree:
+            notes.append(f"cross annotation: {disagree} responses labelled differently from the response-level set "
+                         f"(the system level uses the cross-annotation label)")
+    elif cross_annotation:
+        notes.append(f"no {cross_file.name} in {folder}: no system-level experiment")
+    return MetaEvalData(
+        name="wow", source=str(folder), examples=examples, contexts=contexts, extra=extra,
+        label_scheme="file name: <system>_consistent / <system>_inconsistent; cross annotation 1 = inconsistent",
+        dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()}, notes=notes,
+    )
+
+
+# -- BEGIN ---------------------------------------------------------------------------------------------------------
+def load_begin(path: str | Path) -> MetaEvalData:
+    """BEGIN v1 TSV (``evidence``, ``previous turn``, ``response``, ``gold label``, ...).
+
+    Binary view as in TRUE: ``entailment`` is consistent, the other four labels are not. The five-way label is kept
+    in :attr:`Example.label` and is the subset, so the per-subset table shows the mean score per BEGIN label.
+    """
+    path = Path(path)
+    _, rows = _csv_rows(path, _BEGIN_COLUMNS, "BEGIN (v1 TSV)", delimiter="\t")
+    unknown = sorted({r["gold label"] for r in rows} - set(BEGIN_LABELS))
+    if unknown:
+        raise DataFormatError(f"{path}: unknown BEGIN gold label(s) {unknown}; expected {list(BEGIN_LABELS)}")
+    examples = [
+        Example(id=f"begin:{i}", response=r["response"], knowledge=r["evidence"],
+                consistent=r["gold label"] == "entailment", label=r["gold label"], subset=r["gold label"],
+                history=r.get("previous turn"))
+        for i, r in enumerate(rows)
+    ]
+    return MetaEvalData(name="begin", source=str(path), examples=examples,
+                        label_scheme="BEGIN gold label: entailment = consistent; hallucination, generic, off-topic, "
+                                     "contradiction = inconsistent")
+
+
+# -- DialFact-style JSONL ------------------------------------------------------------------------------------------
+def _evidence_text(item: Any, where: str) -> str:
+    if isinstance(item, str):
+        return item
+    if isinstance(item, (list, tuple)):
+        texts = [v for v in item if isinstance(v, str)]
+        if texts:  # [page title, sentence, ...]: the sentence is the longest string
+            return max(texts, key=len)
+    if isinstance(item, dict):
+        for key in ("sentence", "text", "evidence"):
+            if isinstance(item.get(key), str):
+                return item[key]
+    raise DataFormatError(f"{where}: an evidence item must be a string, a list holding the sentence, or an object "
+                          f"with 'sentence' / 'text'; got {item!r:.80}")
+
+
+def load_dialfact(path: str | Path) -> MetaEvalData:
+    """DialFact-style JSONL: one object per line with ``response``, ``evidence_list`` (or ``evidence``: a list of
+    sentences, or of ``[title, sentence, ...]`` lists, whose longest string is taken) and ``response_label`` (or
+    ``label``): SUPPORTS (consistent), REFUTES or NOT ENOUGH INFO. ``context`` (list of turns) becomes the history,
+    ``id`` the example id."""
+    path = Path(path)
+    examples = []
+    no_evidence = 0
+    for n, obj in _json_objects(path, "DialFact"):
+        where = f"{path} line {n}"
+        label = str(_field(obj, ("response_label", "label"), where)).strip().upper()
+        if label not in DIALFACT_LABELS:
+            raise DataFormatError(f"{where}: label {label!r} is not one of {list(DIALFACT_LABELS)}")
+        evidence = _field(obj, ("evidence_list", "evidence"), where)
+        if isinstance(evidence, str):
+            evidence = [evidence]
+        if not isinstance(evidence, list):
+            raise DataFormatError(f"{where}: the evidence must be a list, got {type(evidence).__name__}")
+        knowledge = " ".join(_evidence_text(item, where).strip() for item in evidence)
+        no_evidence += not knowledge.strip()
+        context = obj.get("context")
+        examples.append(Example(
+            id=str(obj.get("id", f"dialfact:{n}")), response=_text(_field(obj, ("response",), where), where),
+            knowledge=knowledge, consistent=label == "SUPPORTS", label=label, subset=label,
+            history=_text(context, where) if context else None,
+        ))
+    if not examples:
+        raise DataFormatError(f"{path} holds no examples")
+    notes = [f"{no_evidence} examples have no evidence text"] if no_evidence else []
+    return MetaEvalData(name="dialfact", source=str(path), examples=examples, notes=notes,
+                        label_scheme="SUPPORTS = consistent; REFUTES, NOT ENOUGH INFO = inconsistent")
+
+
+# -- Dialogue NLI-style JSONL --------------------------------------------------------------------------------------
+def load_dnli(path: str | Path) -> MetaEvalData:
+    """Dialogue NLI-style data: JSONL (or a JSON list) of objects with ``premise`` / ``sentence1`` (the knowledge),
+    ``hypothesis`` / ``sentence2`` (the response) and ``label`` / ``gold_label``: entailment (or positive) is
+    consistent, neutral and contradiction (or negative) are not."""
+    path = Path(path)
+    examples = []
+    for n, obj in _json_objects(path, "Dialogue NLI"):
+        where = f"{path} record {n}"
+        raw = str(_field(obj, ("label", "gold_label"), where)).strip().lower()
+        label = _DNLI_LABELS.get(raw)
+        if label is None:
+            raise DataFormatError(f"{where}: label {raw!r} is not one of {sorted(_DNLI_LABELS)}")
+        examples.append(Example(
+            id=str(obj.get("id", f"dnli:{n}")),
+            response=_text(_field(obj, ("hypothesis", "sentence2"), where), where),
+            knowledge=_text(_field(obj, ("premise", "sentence1"), where), where),
+            consistent=label == "entailment", label=label, subset=label,
+            dialogue=str(obj["dialogue_id"]) if "dialogue_id" in obj else None,
+        ))
+    if not examples:
+        raise DataFormatError(f"{path} holds no examples")
+    return MetaEvalData(name="dnli", source=str(path), examples=examples,
+                        label_scheme="entailment / positive = consistent; neutral, contradiction / negative = "
+                                     "inconsistent")
+
+
+# -- any table ------------------------------------------------------------------------------------------------------
+def load_table(
+    path: str | Path,
+    *,
+    consistent_labels: Sequence[str],
+    response_column: str = "response",
+    knowledge_column: str = "knowledge",
+    label_column: str = "label",
+    id_column: Optional[str] = None,
+    subset_column: Optional[str] = None,
+    split_column: Optional[str] = None,
+    dialogue_column: Optional[str] = None,
+    history_column: Optional[str] = None,
+    score_columns: Sequence[str] = (),
+    input_format: Optional[str] = None,
+) -> MetaEvalData:
+    """Any CSV / TSV / JSONL file with response, knowledge and label columns.
+
+    ``consistent_labels`` are the label values (compared as stripped, lower-cased strings) meaning consistent; every
+    other value is inconsistent. Ids are the ``id_column`` values, else the row number (0-based), matching the
+    ``row`` field that ``q2 score`` writes for the same file. ``score_columns`` are metric scores stored in the file
+    itself (read as :attr:`Example.extra_scores`; empty cells are missing scores).
+    """
+    if not consistent_labels:
+        raise DataFormatError("Name the label values that mean consistent, e.g. --consistent-labels 1 "
+                              "or --consistent-labels consistent,entailment (every other value is inconsistent)")
+    positive = {str(v).strip().lower() for v in consistent_labels}
+    optional = [c for c in (id_column, subset_column, split_column, dialogue_column, history_column) if c]
+    required = (response_column, knowledge_column, label_column, *optional, *score_columns)
+    examples = []
+    for i, row in enumerate(read_rows(path, input_format)):
+        if "__error__" in row:
+            raise DataFormatError(f"{path}: {row['__error__']}")
+        missing = [c for c in required if c not in row]
+        if missing:
+            raise DataFormatError(f"{path} row {i}: no field(s) {missing}; its fields are {sorted(row)}. Name the "
+                                  f"right ones with --response-column / --knowledge-column / --label-column "
+                                  f"(and the other --*-column flags)")
+        where = f"{path} row {i}"
+        label = str(row[label_column]).strip()
+        scores = {}
+        for c in score_columns:
+            value = row[c]
+            if value is None or (isinstance(value, str) and not value.strip()):
+                continue
+            try:
+                scores[c] = float(value)
+            except (TypeError, ValueError):
+                raise DataFormatError(f"{where}: score column {c!r} holds {value!r}, not a number") from None
+        examples.append(Example(
+            id=str(row[id_column]) if id_column else str(i),
+            response=_text(row[response_column], f"{where} {response_column}"),
+            knowledge=_text(row[knowledge_column], f"{where} {knowledge_column}"),
+            consistent=label.lower() in positive, label=label,
+            subset=str(row[subset_column]) if subset_column else "all",
+            dialogue=str(row[dialogue_column]) if dialogue_column else None,
+            history=_text(row[history_column], where) if history_column and row[history_column] else None,
+            split=str(row[split_column]).strip().lower() if split_column else None,
+            extra_scores=scores,
+        ))
+    if not examples:
+        raise DataFormatError(f"{path} holds no rows")
+    counts = Counter(ex.label for ex in examples)
+    if all(ex.consistent for ex in examples) or not any(ex.consistent for ex in examples):
+        raise DataFormatError(f"{path}: with --consistent-labels {sorted(positive)} every row is in one class; "
+                              f"the labels in {label_column!r} are {dict(counts)}")
+    pool: dict[str, list[str]] = {}
+    for ex in examples:
+        if ex.dialogue is not None:
+            pool.setdefault(ex.dialogue, []).append(ex.knowledge)
+    return MetaEvalData(
+        name=Path(path).stem, source=str(path), examples=examples,
+        label_scheme=f"{label_column} in {sorted(positive)} = consistent; other values inconsistent",
+        dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()},
+    )
+
+
+LOADERS: dict[str, Callable[..., MetaEvalData]] = {
+    "wow": load_wow,
+    "begin": load_begin,
+    "dialfact": load_dialfact,
+    "dnli": load_dnli,
+    "table": load_table,
+}
+
+
+def load_dataset(kind: str, path: str | Path, **options: Any) -> MetaEvalData:
+    """Load ``path`` with the loader named ``kind`` (one of :data:`LOADERS`)."""
+    if kind not in LOADERS:
+        raise ValueError(f"Unknown data set kind {kind!r}; expected one of {sorted(LOADERS)}")
+    return LOADERS[kind](path, **options)

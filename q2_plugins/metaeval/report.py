@@ -1,0 +1,210 @@
+"""Writing a meta-evaluation report: markdown tables for the terminal and a JSON file."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional, Sequence
+
+__all__ = ["to_markdown", "write_json"]
+
+
+def _pct(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{100 * x:.2f}%"
+
+
+def _num(x: Optional[float], digits: int = 3) -> str:
+    return "n/a" if x is None else f"{x:.{digits}f}"
+
+
+def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
+    lines = ["| " + " | ".join(header) + " |", "|" + "|".join("---" for _ in header) + "|"]
+    lines += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return lines + [""]
+
+
+def _dagger(normalised: bool) -> str:
+    return " †" if normalised else ""
+
+
+def _metrics_section(report: dict[str, Any]) -> list[str]:
+    rows = []
+    for m in report["metrics"]:
+        cov = m["coverage"]
+        rows.append([m["name"], m["source"], f"{cov['examples']}/{cov['of']}", f"`{m['signature'] or 'n/a'}`"])
+    return ["### Metrics", ""] + _table(["metric", "scores from", "responses scored", "signature"], rows)
+
+
+def _response_section(block: dict[str, Any]) -> list[str]:
+    tuned = "split" in block
+    header = ["metric", "n", f"accuracy@{block['threshold']:g}", "balanced acc.", "ROC AUC", "AP (incons.)",
+              "P / R (incons.)", "mean consistent", "mean inconsistent"]
+    if tuned:
+        header += ["tuned threshold", "test acc. (tuned)", f"test acc. (@{block['threshold']:g})"]
+    rows = []
+    any_norm = False
+    for name, r in block["metrics"].items():
+        if not r["n"]:
+            rows.append([name, "0"] + ["n/a"] * (len(header) - 2))
+            continue
+        any_norm |= r["normalised"]
+        inc = r["inconsistent"]
+        dist = r["distribution"]
+        row = [name + _dagger(r["normalised"]), f"{r['n']}" + (f" ({r['n_missing']} unscored)" if r["n_missing"]
+                                                                else ""),
+               _pct(r["accuracy"]), _pct(r["balanced_accuracy"]), _num(r["roc_auc"]), _num(r["ap_inconsistent"]),
+               f"{_pct(inc['precision'])} / {_pct(inc['recall'])}", _num(dist["consistent"].get("mean")),
+               _num(dist["inconsistent"].get("mean"))]
+        if tuned:
+            t = r.get("tuned")
+            row += ([_num(t["threshold"]), _pct(t["test"]["accuracy"]), _pct(t["test_at_fixed_threshold"]["accuracy"])]
+                    if t else ["n/a"] * 3)
+        rows.append(row)
+    out = [f"### Response level (score <= {block['threshold']:g} counts as inconsistent)", ""]
+    out += _table(header, rows)
+    if tuned:
+        s = block["split"]
+        out += [f"Threshold tuned for accuracy on the dev split, applied to the test split ({s['how']}; "
+                f"{s['n_dev']} dev, {s['n_test']} test).", ""]
+    if any_norm:
+        out += ["† not bounded to [0, 1]: threshold statistics and means use min-max normalised scores.", ""]
+    return out
+
+
+def _subset_section(block: dict[str, Any]) -> list[str]:
+    names = block["metrics"]
+    q_metric = next((n for n in names if any(n in r["questions"] for r in block["rows"])), None)
+    header = ["subset", "n"] + names
+    if q_metric:
+        header += ["questions", "q / response", "no answer in knowledge", "fallback"]
+    rows = []
+    for r in block["rows"]:
+        cells = [r["subset"], str(r["n"])]
+        for n in names:
+            partial = "" if r["n_scored"][n] == r["n"] else f" (n={r['n_scored'][n]})"
+            cells.append(_num(r["mean"][n]) + partial)
+        if q_metric:
+            q = r["questions"].get(q_metric)
+            cells += ([str(q["questions"]), _num(q["questions_per_response"], 2), _pct(q["no_answer_rate"]),
+                       _pct(q["fallback_rate"])] if q else ["n/a"] * 4)
+        rows.append(cells)
+    out = ["### Mean score per subset (the paper's Table 2)", ""] + _table(header, rows)
+    if q_metric:
+        out += [f"Question columns are {q_metric}'s: questions kept, per response with questions, share of them "
+                f"with no answer in the knowledge, share of responses scored by the end-to-end NLI fallback.", ""]
+    return out
+
+
+def _system_section(block: dict[str, Any]) -> list[str]:
+    levels = ", ".join(f"{100 * c:g}" for c in block["levels"])
+    out = ["### System level: simulated systems (the paper's Section 5)", "",
+           f"{block['n_one_inconsistent']} of {block['n_contexts']} paired contexts have exactly one inconsistent "
+           f"response. {block['reps']} repetitions: {block['size']} contexts sampled with replacement, "
+           f"c in {{{levels}}}% of them answered inconsistently; Spearman correlation of the system score with the "
+           f"true ranking (seed {block['seed']}).", ""]
+    rows = []
+    for name, r in block["per_metric"].items():
+        n = r["n_contexts"]
+        scored = f"{n} of {block['n_one_inconsistent']}"
+        if "spearman_mean" not in r:
+            rows.append([name, scored, "n/a (fewer than 2 contexts)", "n/a"])
+        else:
+            rows.append([name, scored, _num(r["spearman_mean"]),
+                         f"[{_num(r['spearman_low'])}, {_num(r['spearman_high'])}]"])
+    out += _table(["metric", "contexts with both responses scored", "Spearman (mean)", "95% interval"], rows)
+    short = [name for name, r in block["per_metric"].items() if r["n_contexts"] < block["n_one_inconsistent"]]
+    if short:
+        out += [f"Not every context could be used for {', '.join(short)}: a context counts only when both of its "
+                f"responses have a score. Score the cross-annotation responses (`--export-inputs`, `q2 score`, "
+                f"`--scores`) or use `--compute` to cover all {block['n_one_inconsistent']}.", ""]
+    common = block["common"]
+    if "metrics" in common:
+        out += [f"Like for like, on the {common['n_contexts']} contexts every metric scores (same simulated "
+                f"systems):", ""]
+        rows = [[name, _num(r["spearman_mean"]), f"[{_num(r['spearman_low'])}, {_num(r['spearman_high'])}]"]
+                for name, r in common["metrics"].items()]
+        out += _table(["metric", "Spearman (mean)", "95% interval"], rows)
+    return out
+
+
+def _robustness_section(block: dict[str, Any]) -> list[str]:
+    names = [n for n, r in block["metrics"].items() if "mean" in r]
+    out = ["### Score robustness", "",
+           f"Systems of {block['size']} responses drawn from the consistent and inconsistent pools, a share c "
+           f"inconsistent; mean system score [95% interval] over {block['reps']} repetitions (seed {block['seed']}).",
+           ""]
+    rows = []
+    for j, c in enumerate(block["levels"]):
+        row = [f"{c:g}"]
+        for n in names:
+            r = block["metrics"][n]
+            row.append(f"{_num(r['mean'][j])} [{_num(r['low'][j])}, {_num(r['high'][j])}]")
+        rows.append(row)
+    out += _table(["c"] + [n + _dagger(block["metrics"][n]["normalised"]) for n in names], rows)
+    return out
+
+
+def _random_knowledge_section(block: dict[str, Any]) -> list[str]:
+    kinds = list(block)
+    out = ["### Control: random knowledge", "",
+           "Mean score with the example's own knowledge -> with knowledge of another turn of the same dialogue / of "
+           "another dialogue (over the examples with a substitution scored under both; n in brackets).", ""]
+    for kind in kinds:
+        out.append(f"- {kind.replace('_', ' ')}: {block[kind]['n_substituted']} of {block[kind]['n_examples']} "
+                   f"examples have a substitution")
+    out.append("")
+    first = block[kinds[0]]["subsets"]
+    rows = []
+    for subset, cell in first.items():
+        for metric in cell:
+            row = [subset, metric]
+            for kind in kinds:
+                c = block[kind]["subsets"][subset][metric]
+                row.append("n/a (no scores)" if not c["n"] else
+                           f"{_num(c['original'])} -> {_num(c['substituted'])} (n={c['n']})")
+            rows.append(row)
+    out += _table(["subset", "metric"] + [k.replace("_", " ") for k in kinds], rows)
+    return out
+
+
+def _length_section(block: dict[str, Any]) -> list[str]:
+    out = ["### Control: response length", "",
+           f"Mean length ({block['unit']}): consistent {_num(block['mean_consistent'], 1)}, inconsistent "
+           f"{_num(block['mean_inconsistent'], 1)}; ROC AUC of length alone as a consistency score: "
+           f"{_num(block['length_roc_auc'])}.", ""]
+    rows = [[name, str(r["n"]), _num(r["spearman"])] for name, r in block["spearman_with_length"].items()]
+    out += _table(["metric", "n", "Spearman with length"], rows)
+    return out
+
+
+_SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
+    ("response_level", _response_section),
+    ("subsets", _subset_section),
+    ("system_level", _system_section),
+    ("robustness", _robustness_section),
+    ("random_knowledge", _random_knowledge_section),
+    ("length", _length_section),
+]
+
+
+def to_markdown(report: dict[str, Any]) -> str:
+    """The report as markdown: data and metrics, then one table per experiment that ran."""
+    d = report["data"]
+    lines = [f"## Q² meta-evaluation: {d['name']} ({d['source']})", "",
+             f"{d['n']} responses: {d['n_consistent']} consistent, {d['n_inconsistent']} inconsistent "
+             f"({d['label_scheme']}).", "", f"Signature: `{report['signature']}`", ""]
+    lines += _metrics_section(report)
+    for key, section in _SECTIONS:
+        if key in report:
+            lines += section(report[key])
+    notes = list(d.get("notes", []))
+    notes += [f"{m['name']}: {n}" for m in report["metrics"] for n in m["notes"]]
+    notes += [f"skipped {k}: {v}" for k, v in report["skipped"].items()]
+    notes += [f"plot: {p}" for p in report.get("plots", [])]
+    if notes:
+        lines += ["### Notes", ""] + [f"- {n}" for n in notes] + [""]
+    return "\n".join(lines)
+
+
+def write_json(report: dict[str, Any], path: str | Path) -> None:
+    Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

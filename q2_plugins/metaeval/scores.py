@@ -1,0 +1,266 @@
+"""Where a meta-evaluation's metric scores come from.
+
+Three sources, all keyed by example id (:attr:`~q2_plugins.metaeval.data.Example.id`):
+
+* a **scores file**: the JSONL ``q2 score --output`` writes (``id`` or ``row``, and the per-response result fields),
+  or any CSV / JSONL with an ``id`` (or ``row``) and a ``score`` field, e.g. another metric's output. Score the file
+  :func:`export_inputs` writes and every example, paired-context response and control input has its id.
+* a **replay** of a recorded run of the original pipeline (:func:`replay_scores`), e.g. ``shared/data/q2_original_run``:
+  Q² is the recorded per-response ``Q2`` column of ``*_scores.csv`` (the recorded steps have no NLI labels);
+  Q² w/o NLI, the number of questions and the share of questions with no answer in the knowledge come from replaying
+  the recorded per-question outputs (``*_out.steps.csv``) through the scoring layer.
+* **on the fly** (:func:`compute_q2`) with a :class:`~q2_plugins.Q2Scorer`.
+
+No score is ever invented: a response without one (no valid question and no fallback, an error, absent from the
+file) is listed in :attr:`MetricScores.missing` or simply not covered, and every experiment reports its coverage.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Mapping, Optional, Sequence
+
+import numpy as np
+
+from ..io import read_rows
+from ..replay import load_original_steps, load_recorded_scores, replay
+from ..results import ResponseResult
+from .data import Example
+from .loaders import DataFormatError
+
+__all__ = [
+    "QuestionStats",
+    "MetricScores",
+    "metrics_from_results",
+    "read_scores_file",
+    "replay_scores",
+    "compute_q2",
+    "column_scores",
+    "write_scores_file",
+    "export_inputs",
+]
+
+_RESULT_FIELDS = {"index", "status", "score", "score_no_nli", "num_questions", "num_candidates", "used_fallback",
+                  "fallback_label", "error", "candidates", "questions", "dropped"}
+
+
+@dataclass(frozen=True)
+class QuestionStats:
+    """Per-response question counts of a Q² score. ``num_no_answer`` is None when the questions were not recorded
+    (a ``q2 score`` file written without ``--explain``)."""
+
+    num_questions: int
+    num_no_answer: Optional[int]
+    used_fallback: bool
+
+
+@dataclass
+class MetricScores:
+    """One metric's scores by example id, with where they came from."""
+
+    name: str
+    values: dict[str, float]
+    source: str
+    signature: Optional[str] = None
+    bounded: bool = True  # scores live in [0, 1], so a fixed threshold means something
+    missing: dict[str, str] = field(default_factory=dict)  # id -> why there is no score
+    questions: dict[str, QuestionStats] = field(default_factory=dict)
+    notes: list[str] = field(default_factory=list)
+
+    def array(self, ids: Sequence[str]) -> np.ndarray:
+        """Scores of ``ids`` in order, NaN where there is none."""
+        return np.array([self.values.get(i, np.nan) for i in ids], dtype=np.float64)
+
+    def coverage(self, ids: Iterable[str]) -> tuple[int, int]:
+        ids = list(ids)
+        return sum(i in self.values for i in ids), len(ids)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": self.name, "source": self.source, "signature": self.signature, "bounded": self.bounded,
+                "n_scores": len(self.values), "n_missing": len(self.missing), "notes": list(self.notes)}
+
+
+def _no_answer_count(result: ResponseResult) -> Optional[int]:
+    if result.questions is None:
+        return None
+    return sum(q.knowledge_answer_kind == "no_answer" for q in result.questions)
+
+
+def metrics_from_results(ids: Sequence[str], results: Sequence[ResponseResult], *, name: str = "Q2", source: str,
+                         signature: Optional[str] = None, with_nli: Optional[bool] = None) -> list[MetricScores]:
+    """Q² and Q² w/o NLI from per-response results.
+
+    ``with_nli=False`` (the scorer ran with ``use_nli=False``) yields only ``"<name> w/o NLI"``. ``None`` (unknown,
+    e.g. a scores file) yields both, unless ``score`` equals ``score_no_nli`` everywhere: then only ``name``, with a
+    note.
+    """
+    full = MetricScores(name, {}, source, signature)
+    no_nli = MetricScores(f"{name} w/o NLI", {}, source, signature)
+    for i, res in zip(ids, results):
+        if res.score is None:
+            full.missing[i] = no_nli.missing[i] = res.error or res.status
+            continue
+        full.values[i] = float(res.score)
+        no_nli.values[i] = float(res.score_no_nli if res.score_no_nli is not None else res.score)
+        full.questions[i] = no_nli.questions[i] = QuestionStats(res.num_questions, _no_answer_count(res),
+                                                                res.used_fallback)
+    if with_nli is False:
+        return [no_nli]
+    if with_nli is None and full.values == no_nli.values:
+        full.notes.append("score equals score_no_nli for every response (scored without NLI?): one metric kept")
+        return [full]
+    return [full, no_nli]
+
+
+def _match(found: Iterable[str], known: Mapping[str, Example], what: str) -> list[str]:
+    """Check that ``found`` ids overlap the data's; returns notes on what did not match."""
+    found = list(found)
+    unknown = [i for i in found if i not in known]
+    if found and len(unknown) == len(found):
+        raise DataFormatError(
+            f"None of the {len(found)} ids in {what} (e.g. {unknown[:3]}) is an example id of the data "
+            f"(e.g. {list(known)[:3]}). Score the file written by `q2 meta-eval ... --export-inputs FILE` "
+            f"(`q2 score --input FILE --output SCORES`), whose rows carry the example ids."
+        )
+    return [f"{len(unknown)} ids in {what} are not examples of the data (ignored), e.g. {unknown[:3]}"] if unknown \
+        else []
+
+
+def read_scores_file(path: str | Path, known: Mapping[str, Example], *, name: str = "Q2") -> list[MetricScores]:
+    """Read a ``q2 score`` output (both Q² variants and the question counts) or a generic id / score file."""
+    path = Path(path)
+    rows = list(read_rows(path))
+    if not rows:
+        raise DataFormatError(f"Scores file {path} is empty")
+    ids, records = [], []
+    for n, row in enumerate(rows, start=1):
+        if "__error__" in row:
+            raise DataFormatError(f"Scores file {path}: {row['__error__']}")
+        if "id" in row:
+            key = str(row["id"])
+        elif "row" in row:
+            key = str(row["row"])
+        else:
+            raise DataFormatError(f"Scores file {path} record {n} has neither 'id' nor 'row'; its fields are "
+                                  f"{sorted(row)}")
+        if "score" not in row:
+            raise DataFormatError(f"Scores file {path} record {n} has no 'score' field; its fields are {sorted(row)}")
+        ids.append(key)
+        records.append(row)
+    duplicates = sorted(i for i, n in Counter(ids).items() if n > 1)
+    if duplicates:
+        raise DataFormatError(f"Scores file {path} scores the same id more than once: {duplicates[:5]}")
+    notes = _match(ids, known, f"scores file {path}")
+    keep = [(i, r) for i, r in zip(ids, records) if i in known]
+    source = f"scores file {path}"
+    if all("status" in r for _, r in keep):  # a q2 score output
+        results = [ResponseResult.from_dict({k: v for k, v in r.items() if k in _RESULT_FIELDS}) for _, r in keep]
+        metrics = metrics_from_results([i for i, _ in keep], results, name=name, source=source)
+    else:
+        metric = MetricScores(name, {}, source)
+        for i, r in keep:
+            value = r["score"]
+            if value is None or (isinstance(value, str) and not value.strip()):
+                metric.missing[i] = "no score in the file"
+                continue
+            try:
+                metric.values[i] = float(value)
+            except (TypeError, ValueError):
+                raise DataFormatError(f"Scores file {path}: the score of {i!r} is {value!r}, not a number") from None
+        metrics = [metric]
+    for m in metrics:
+        m.notes.extend(notes)
+    return metrics
+
+
+def replay_scores(run_dir: str | Path, known: Mapping[str, Example], *, name: str = "Q2") -> list[MetricScores]:
+    """Scores of a recorded run of the original pipeline: one sub-folder ``<subset>/`` per data file holding
+    ``<subset>_out.steps.csv`` and ``<subset>_scores.csv``; response ``id`` there is example ``<subset>:<id>``.
+
+    ``name`` is the recorded per-response ``Q2`` (with NLI); ``"<name> w/o NLI"`` is the replay of the recorded
+    questions (responses without questions take their recorded fallback value). Every replayed response must have
+    the example's text, or the run is not of this data.
+    """
+    folder = Path(run_dir)
+    if not folder.is_dir():
+        raise DataFormatError(f"--replay expects the folder of a recorded run (sub-folders <subset>/ with "
+                              f"<subset>_out.steps.csv and <subset>_scores.csv); {folder} is not a folder")
+    subsets = sorted(p for p in folder.iterdir() if (p / f"{p.name}_out.steps.csv").is_file())
+    if not subsets:
+        raise DataFormatError(f"{folder} holds no <subset>/<subset>_out.steps.csv: not a recorded run of the "
+                              f"original pipeline")
+    source_q2 = f"recorded per-response Q2 of {folder}/*/*_scores.csv"
+    source_replay = f"replay of the recorded questions {folder}/*/*_out.steps.csv"
+    full = MetricScores(name, {}, source_q2, signature="original run (recorded)")
+    no_nli = MetricScores(f"{name} w/o NLI", {}, source_replay, signature="replay|norm:q2-original")
+    found = []
+    for sub in subsets:
+        scores_csv = sub / f"{sub.name}_scores.csv"
+        if not scores_csv.is_file():
+            raise DataFormatError(f"{sub} has steps but no {scores_csv.name} (the recorded per-response scores)")
+        recorded = load_recorded_scores(scores_csv)
+        records = load_original_steps(sub / f"{sub.name}_out.steps.csv",
+                                      {k: v.q2_no_nli for k, v in recorded.items()})
+        result = replay(records, explain=True)
+        for rec, res in zip(records, result.responses):
+            eid = f"{sub.name}:{rec.id}"
+            found.append(eid)
+            if eid not in known:
+                continue
+            if known[eid].response != rec.response or rec.id not in recorded:
+                raise DataFormatError(f"{sub}: recorded response {rec.id} is not the response of example {eid} "
+                                      f"(or has no recorded Q2): the run is not of this data")
+            stats = QuestionStats(res.num_questions, _no_answer_count(res), res.used_fallback)
+            full.values[eid] = recorded[rec.id].q2
+            full.questions[eid] = stats
+            if res.score_no_nli is None:
+                no_nli.missing[eid] = res.status
+            else:
+                no_nli.values[eid] = res.score_no_nli
+                no_nli.questions[eid] = stats
+    notes = _match(found, known, f"recorded run {folder}")
+    for m in (full, no_nli):
+        m.notes.extend(notes)
+    return [full, no_nli]
+
+
+def compute_q2(examples: Sequence[Example], scorer: Any, *, name: str = "Q2", progress: bool = False
+               ) -> tuple[list[MetricScores], list[ResponseResult]]:
+    """Score ``examples`` with a :class:`~q2_plugins.Q2Scorer` (with explanations, for the question counts).
+    Returns the metrics and the per-response results (for :func:`write_scores_file`)."""
+    result = scorer.score(responses=[ex.response for ex in examples], knowledge=[ex.knowledge for ex in examples],
+                          explain=True, progress=progress)
+    metrics = metrics_from_results([ex.id for ex in examples], result.responses, name=name,
+                                   source="computed on the fly", signature=result.signature,
+                                   with_nli=scorer.config.use_nli)
+    return metrics, result.responses
+
+
+def column_scores(examples: Sequence[Example]) -> list[MetricScores]:
+    """Metrics stored in the data file itself (:attr:`Example.extra_scores`, from ``--score-column``)."""
+    metrics: dict[str, MetricScores] = {}
+    for ex in examples:
+        for column, value in ex.extra_scores.items():
+            metrics.setdefault(column, MetricScores(column, {}, "column of the data file")).values[ex.id] = value
+    return list(metrics.values())
+
+
+def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[ResponseResult]) -> None:
+    """Write per-response results in the ``q2 score --output`` format (readable by :func:`read_scores_file`)."""
+    with open(path, "w", encoding="utf-8") as f:
+        for row, (i, res) in enumerate(zip(ids, results)):
+            f.write(json.dumps({"row": row, "id": i, **res.to_dict()}, ensure_ascii=False) + "\n")
+
+
+def export_inputs(path: str | Path, examples: Sequence[Example]) -> int:
+    """Write the scoring inputs (``id``, ``response``, ``knowledge``, ``history``, ``label``, ``subset``) as JSONL for
+    ``q2 score``; returns the number of rows."""
+    with open(path, "w", encoding="utf-8") as f:
+        for ex in examples:
+            row = {"id": ex.id, "response": ex.response, "knowledge": ex.knowledge, "history": ex.history or "",
+                   "label": ex.label, "subset": ex.subset}
+            f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    return len(examples)
