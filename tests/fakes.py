@@ -78,3 +78,29 @@ class FakePersonal:
 
     def is_personal(self, questions: Sequence[str]) -> list[bool]:
         return [q in self.personal for q in questions]
+
+
+class ScriptedScorer:
+    """Duck-typed ``Q2Scorer`` for selection rules: ``table[response]`` is the score (None: no valid question);
+    responses missing from the table are errors. Records every call."""
+
+    signature = "scripted"
+
+    def __init__(self, table: dict) -> None:
+        self.table = table
+        self.calls: list[dict] = []
+
+    def score(self, *, responses, knowledge, history=None, explain=False):
+        from q2_plugins.results import Q2Result, ResponseResult, ResponseStatus
+
+        self.calls.append({"responses": list(responses), "knowledge": list(knowledge), "history": history})
+        out = []
+        for i, r in enumerate(responses):
+            if r not in self.table:
+                out.append(ResponseResult(i, ResponseStatus.ERROR, error="unscripted"))
+            elif self.table[r] is None:
+                out.append(ResponseResult(i, ResponseStatus.NO_VALID_QUESTION))
+            else:
+                s = self.table[r]
+                out.append(ResponseResult(i, ResponseStatus.SCORED, score=s, score_no_nli=s, num_questions=1))
+        return Q2Result(out, self.signature)

@@ -1,0 +1,183 @@
+"""lm-eval integration: the ``q2`` metrics, ``process_results`` reading the knowledge from the document, the
+``q2_rerank`` filter (best of ``repeats: k`` by Q²) and the bundled ``q2_wow`` tasks.
+
+Importing this module registers, in lm-eval's registries:
+
+- metrics ``q2``, ``q2_no_nli``, ``q2_coverage`` (higher is better) and ``q2_fallback_rate`` (lower is better),
+  all aggregated by ``mean``. A document whose response has no score (an error, or no valid question with the
+  fallback off) reports no ``q2`` value, so ``q2`` is the mean over scored responses, as in the core; it still
+  counts in ``q2_coverage`` / ``q2_fallback_rate`` unless it is an error.
+- filter ``q2_rerank``: keeps, per document, the candidate with the highest Q² against the document's knowledge.
+
+A task YAML that says ``process_results: !function q2_plugins.lm_eval_ext.process_results`` imports this module
+while lm-eval reads it, before metrics and filters are looked up. The Q² configuration comes from the environment
+variable ``Q2_LM_EVAL_CONFIG`` (a JSON object of ``Q2Config`` fields, or the path of a JSON file), with keyword
+options of :func:`make_process_results` / the filter on top; the scorer is built once per configuration.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Callable, Optional
+
+try:
+    # lm-eval's own aggregations ("mean", ...) are registered when lm_eval.api.metrics is imported; register_metric
+    # looks the aggregation up at once, so this import must come first.
+    import lm_eval.api.metrics  # noqa: F401
+    from lm_eval.api.filter import Filter
+    from lm_eval.api.registry import filter_registry, metric_registry, register_filter, register_metric
+except ModuleNotFoundError as e:  # pragma: no cover - depends on the environment
+    raise ModuleNotFoundError(
+        "q2_plugins.lm_eval_ext needs lm-eval: pip install 'q2-plugins[lm-eval]' (lm-eval>=0.4.5)"
+    ) from e
+
+from ..adapters import config_from_env, shared_scorer
+from ..results import ResponseResult, ResponseStatus
+from ..scorer import Q2Scorer
+
+__all__ = [
+    "CONFIG_ENV",
+    "TASKS_DIR",
+    "SAMPLE_DATA",
+    "scorer",
+    "result_metrics",
+    "make_process_results",
+    "process_results",
+    "q2",
+    "Q2RerankFilter",
+    "load_q2_wow",
+    "wow_prompt",
+    "task_manager",
+]
+
+CONFIG_ENV = "Q2_LM_EVAL_CONFIG"
+TASKS_DIR = Path(__file__).resolve().parent / "tasks"
+SAMPLE_DATA = TASKS_DIR / "q2_wow" / "q2_wow_sample.jsonl"
+
+
+def scorer(**options: Any) -> Q2Scorer:
+    """The process-wide scorer for ``$Q2_LM_EVAL_CONFIG`` plus ``options`` (built once per configuration)."""
+    return shared_scorer(config_from_env(CONFIG_ENV, options), slot="lm_eval")
+
+
+def result_metrics(result: ResponseResult) -> dict[str, float]:
+    """Per-document values of the registered metrics (see the module docstring for what is left out)."""
+    if result.status == ResponseStatus.ERROR:
+        return {}
+    out = {"q2_coverage": float(result.status == ResponseStatus.SCORED),
+           "q2_fallback_rate": float(result.used_fallback)}
+    if result.score is not None:
+        out["q2"] = result.score
+        out["q2_no_nli"] = result.score_no_nli  # type: ignore[assignment]
+    return out
+
+
+def _first(results: Any) -> Any:
+    """lm-eval passes one entry per request; a filter may leave a list of candidates: take the first."""
+    value = results[0] if isinstance(results, (list, tuple)) else results
+    while isinstance(value, (list, tuple)) and value:
+        value = value[0]
+    return value
+
+
+def _field(doc: dict, key: str, what: str) -> Any:
+    if key not in doc:
+        raise KeyError(f"q2: the document has no {what} field {key!r} (fields: {sorted(doc)}); "
+                       f"name it with make_process_results({what}=...) or the filter's `{what}:` option")
+    return doc[key]
+
+
+def make_process_results(knowledge: str = "knowledge", history: Optional[str] = None,
+                         **options: Any) -> Callable[[dict, list], dict]:
+    """A ``process_results(doc, results)`` for lm-eval that scores the model's response against
+    ``doc[knowledge]`` (a string or a list of sentences). ``options`` are ``Q2Config`` fields."""
+
+    def process_results(doc: dict, results: list) -> dict[str, float]:
+        hist = None if history is None else [_field(doc, history, "history")]
+        res = scorer(**options).score(responses=[_first(results)], knowledge=[_field(doc, knowledge, "knowledge")],
+                                      history=hist)
+        return result_metrics(res.responses[0])
+
+    return process_results
+
+
+#: ``process_results`` for documents with a ``knowledge`` field.
+process_results = make_process_results()
+
+
+def q2(references: list, predictions: list, **options: Any) -> dict[str, float]:
+    """The registered ``q2`` metric for tasks *without* ``process_results``: lm-eval passes ``doc_to_target`` as
+    the reference, so such a task makes ``doc_to_target`` return the knowledge. ``options`` (the metric's keys in
+    ``metric_list``, other than ``aggregation`` / ``higher_is_better``) are ``Q2Config`` fields."""
+    res = scorer(**options).score(responses=list(predictions), knowledge=list(references))
+    return result_metrics(res.responses[0]) if len(res) == 1 else res.stats.summary()
+
+
+def _register() -> None:
+    """Register the metrics and the filter once (re-importing this module must not fail lm-eval's registry)."""
+    specs = {"q2": True, "q2_no_nli": True, "q2_coverage": True, "q2_fallback_rate": False}
+    for name, higher in specs.items():
+        if name not in metric_registry:
+            register_metric(metric=name, higher_is_better=higher, aggregation="mean")(q2)
+    if "q2_rerank" not in filter_registry:
+        register_filter("q2_rerank")(Q2RerankFilter)
+
+
+class Q2RerankFilter(Filter):
+    """Keep, per document, the candidate response with the highest Q² against the document's knowledge.
+
+    For tasks with ``repeats: k``: every candidate of every document is scored in one call; the output per document
+    is ``[best]`` (chain ``take_first`` after it, as with ``majority_vote``). Ties and unscored candidates follow
+    :func:`q2_plugins.rerank.rerank`. YAML options: ``knowledge`` (document field, default ``knowledge``) and any
+    ``Q2Config`` field.
+    """
+
+    def __init__(self, knowledge: str = "knowledge", **options: Any) -> None:
+        self.knowledge = knowledge
+        self.options = options
+
+    def apply(self, resps: Any, docs: list) -> list:
+        from ..rerank import rerank_batch
+
+        candidates = [[r] if isinstance(r, str) else list(r) for r in resps]
+        knowledge = [_field(doc, self.knowledge, "knowledge") for doc in docs]
+        ranked = rerank_batch(candidates, knowledge, scorer=scorer(**self.options))
+        return [[r.best_text] for r in ranked]
+
+
+_register()
+
+
+# -- the bundled q2_wow task ------------------------------------------------------------------------------------------
+def load_q2_wow(q2_wow_data: Optional[str] = None, **_metadata: Any) -> Any:
+    """``custom_dataset`` of the ``q2_wow`` tasks: the bundled 8-row sample, or the WoW-style JSONL given with
+    ``--metadata '{"q2_wow_data": "FILE.jsonl"}'`` (fields: ``history`` list of turns, ``knowledge``, ``response``)."""
+    import datasets
+
+    path = Path(q2_wow_data) if q2_wow_data else SAMPLE_DATA
+    rows = [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    for i, row in enumerate(rows):
+        missing = {"history", "knowledge", "response"} - set(row)
+        if missing:
+            raise ValueError(f"{path}: line {i + 1} lacks the field(s) {sorted(missing)}")
+    return datasets.DatasetDict({"test": datasets.Dataset.from_list(rows)})
+
+
+def wow_prompt(doc: dict) -> str:
+    """Wizard-of-Wikipedia prompt: the knowledge, then the turns (the apprentice speaks last), then ``Wizard:``."""
+    turns = doc["history"] if isinstance(doc["history"], list) else [doc["history"]]
+    speakers = ["Apprentice", "Wizard"]
+    first = (len(turns) - 1) % 2  # the last turn is the apprentice's
+    lines = [f"Knowledge: {doc['knowledge']}"]
+    lines += [f"{speakers[(first + i) % 2]}: {turn}" for i, turn in enumerate(turns)]
+    return "\n".join(lines) + "\nWizard:"
+
+
+def task_manager(include_path: Any = None, **kwargs: Any) -> Any:
+    """An lm-eval ``TaskManager`` that also finds the bundled tasks (``q2_wow``, ``q2_wow_rerank``)."""
+    from lm_eval.tasks import TaskManager
+
+    extra = [] if include_path is None else (list(include_path) if isinstance(include_path, (list, tuple))
+                                             else [include_path])
+    return TaskManager(include_path=[str(TASKS_DIR), *map(str, extra)], **kwargs)
