@@ -15,14 +15,14 @@ from q2_plugins import Q2Config, Q2Scorer
 from q2_plugins.cli import main
 from q2_plugins.components import Answer, AnswerKind, NLILabel
 from q2_plugins.errors import ModelLoadError
-from q2_plugins.testing import build_all, build_bert_qa, build_roberta_nli, corpus_sentences
+from q2_plugins.testing import build_bert_qa, build_roberta_nli, corpus_sentences
 
 SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
 
 
 @pytest.fixture(scope="session")
-def tiny(tmp_path_factory) -> dict[str, Path]:
-    return build_all(tmp_path_factory.mktemp("tiny-models"))
+def tiny(tiny_models) -> dict[str, Path]:
+    return tiny_models
 
 
 def tiny_config(tiny, **kw) -> Q2Config:
