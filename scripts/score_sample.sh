@@ -6,7 +6,7 @@
 #                                                 # Exercises the real code path; the scores mean nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-Q2_EXTRAS=dev bash scripts/setup.sh
+Q2_EXTRAS=dev Q2_PARLAI=0 bash scripts/setup.sh
 mkdir -p out
 ARGS=()
 if [ "${1:-}" = "--random-models" ]; then

@@ -1,0 +1,180 @@
+"""``--metrics q2`` inside ParlAI's evaluation loop (``eval_model``, ``train_model`` validation, ...).
+
+ParlAI computes metrics in the teacher: ``FixedDialogTeacher.observe`` receives the model's response and feeds
+``TeacherMetrics``. The hook (:mod:`parlai_ext.hook`) swaps in :class:`Q2TeacherMetrics` and wraps ``observe`` so that
+each response, with the knowledge from the teacher's own message, goes into a buffer shared by the teacher and its
+batch clones. The buffer is scored in one :meth:`Q2Scorer.score` call when it holds ``--q2-score-every``
+responses and whenever the teacher reports; the result's additive statistics become ParlAI metrics, so partial
+results add up exactly to the full-data figures:
+
+==================  ==================================================================================
+``q2``              mean Q² over scored responses (sum of scores / responses scored; NaN, shown blank, if none)
+``q2_no_nli``       the same without NLI ("Q2 w/o NLI"); only when ``--q2-use-nli true``
+``q2_coverage``     share of responses with at least one valid question (errors excluded)
+``q2_fallback_rate`` share scored by the end-to-end NLI fallback (errors excluded)
+``q2_errors``       responses that could not be scored (SumMetric)
+``q2_no_knowledge`` examples whose knowledge is Wizard of Wikipedia's ``no_passages_used`` (SumMetric; not scored)
+==================  ==================================================================================
+
+Per-example Q² is not in ``observation['metrics']``: scoring one example at a time is what the buffer avoids.
+"""
+
+from __future__ import annotations
+
+import functools
+import math
+from typing import Any, Optional
+
+from parlai.core.metrics import AverageMetric, Metric, SumMetric, TeacherMetrics
+
+from .options import NO_KNOWLEDGE, config_from_opt, knowledge_error, knowledge_field, scorer_for
+
+__all__ = ["Q2TeacherMetrics", "Q2AverageMetric", "Q2KnowledgeFieldError", "wants_q2", "patch_teachers"]
+
+
+class Q2KnowledgeFieldError(ValueError):
+    """The teacher's message lacks the knowledge field (see ``--q2-knowledge-field``)."""
+
+
+def wants_q2(metrics_list: Optional[str]) -> bool:
+    """True when ``--metrics`` asks for Q² (``q2``, or ``all``)."""
+    names = {n.strip() for n in (metrics_list or "").split(",")}
+    return "q2" in names or "all" in names
+
+
+class Q2AverageMetric(AverageMetric):
+    """An AverageMetric that is NaN (a blank cell in ParlAI's table) when nothing was counted, never 0."""
+
+    def value(self) -> float:
+        return math.nan if self._denom == 0 else super().value()
+
+
+class _Pending:
+    """Responses waiting for one Q² call; one per teacher, shared with its batch clones."""
+
+    def __init__(self) -> None:
+        self.responses: list[Any] = []
+        self.knowledge: list[Any] = []
+        self.history: list[Any] = []
+        self.opt: Optional[dict[str, Any]] = None
+        self.config: Any = None
+        self.scorer: Any = None
+        self.signature_logged = False
+
+    def configure(self, opt: Any) -> None:
+        every = opt.get("q2_score_every", 256)
+        if not isinstance(every, int) or every < 1:
+            raise ValueError(f"--q2-score-every must be a positive integer, got {every!r}")
+        self.opt = {"field": knowledge_field(opt), "history": bool(opt.get("q2_history", False)), "every": every}
+        self.config = config_from_opt(opt)  # bad options fail here; the models load at the first response to score
+
+    def discard(self) -> None:
+        self.responses.clear()
+        self.knowledge.clear()
+        self.history.clear()
+
+
+class Q2TeacherMetrics(TeacherMetrics):
+    """ParlAI's ``TeacherMetrics`` plus the Q² buffer (only when ``--metrics`` asks for ``q2`` or ``all``)."""
+
+    def __init__(self, metrics_list: str = "default", shared: Optional[dict[str, Any]] = None) -> None:
+        super().__init__(metrics_list=metrics_list, shared=shared)
+        if shared is not None and "q2" in shared:
+            self.q2: Optional[_Pending] = shared["q2"]
+        else:
+            self.q2 = _Pending() if wants_q2(metrics_list) else None
+
+    def share(self) -> dict[str, Any]:
+        shared = super().share()
+        if self.q2 is not None:
+            shared["q2"] = self.q2
+        return shared
+
+    def report(self) -> dict[str, Metric]:
+        self.score_pending()
+        return super().report()
+
+    def clear(self) -> None:
+        if self.q2 is not None:
+            self.q2.discard()
+        super().clear()
+
+    def _add_total(self, key: str, value: Metric) -> None:
+        # into the running totals only: these figures belong to no single example
+        self._data[key] = self._data.get(key) + value
+
+    def add_q2_example(self, teacher: Any, action: Any, response: Any) -> None:
+        """Collect one (response, knowledge[, history]); scores the buffer when it is full."""
+        pending = self.q2
+        if pending is None:
+            return
+        if pending.opt is None:
+            pending.configure(teacher.opt)
+        field = pending.opt["field"]  # type: ignore[index]
+        if field not in action:
+            raise Q2KnowledgeFieldError(knowledge_error(action, field, f"--metrics q2 (teacher {teacher.getID()})"))
+        history = _episode_history(teacher, action) if pending.opt["history"] else None  # type: ignore[index]
+        knowledge = action[field]
+        if knowledge == NO_KNOWLEDGE:
+            self.add("q2_no_knowledge", SumMetric(1))
+            return
+        if pending.scorer is None:
+            pending.scorer = scorer_for(pending.config)
+        pending.responses.append(response.get("text"))
+        pending.knowledge.append(knowledge)
+        pending.history.append(history)
+        if len(pending.responses) >= pending.opt["every"]:  # type: ignore[index]
+            self.score_pending()
+
+    def score_pending(self) -> None:
+        """Score the buffered responses in one core call and add the results to the running totals."""
+        pending = self.q2
+        if pending is None or not pending.responses:
+            return
+        result = pending.scorer.score(responses=list(pending.responses), knowledge=list(pending.knowledge),
+                                      history=list(pending.history) if pending.opt["history"] else None)
+        pending.discard()
+        s = result.stats
+        valid = s.n - s.n_errors
+        self._add_total("q2", Q2AverageMetric(s.sum_score, s.n_scored))
+        if pending.scorer.config.use_nli:
+            self._add_total("q2_no_nli", Q2AverageMetric(s.sum_score_no_nli, s.n_scored))
+        self._add_total("q2_coverage", Q2AverageMetric(s.n_with_questions, valid))
+        self._add_total("q2_fallback_rate", Q2AverageMetric(s.n_fallback, valid))
+        self._add_total("q2_errors", SumMetric(s.n_errors))
+        if not pending.signature_logged:
+            pending.signature_logged = True
+            from parlai.utils import logging
+
+            logging.info(f"q2 signature: {result.signature}")
+
+
+def _episode_history(teacher: Any, action: Any) -> list[str]:
+    """The episode before this response: earlier teacher turns and their gold responses, then this turn."""
+    past: list[str] = getattr(teacher, "_q2_episode", [])
+    text = action.get("text")
+    history = past + ([text] if text else [])
+    labels = action.get("labels", action.get("eval_labels")) or [""]
+    teacher._q2_episode = [] if action.get("episode_done", False) else history + [labels[0]]
+    return history
+
+
+def _wrap_observe(original: Any) -> Any:
+    @functools.wraps(original)
+    def observe(self: Any, observation: Any) -> Any:
+        metrics = getattr(self, "metrics", None)
+        if (getattr(metrics, "q2", None) is not None and observation is not None
+                and getattr(self, "lastY", None) is not None):
+            metrics.add_q2_example(self, self.last_act, observation)
+        return original(self, observation)
+
+    observe.__q2_plugins__ = True  # type: ignore[attr-defined]
+    return observe
+
+
+def patch_teachers(teachers: Any) -> None:
+    """Patch the module ``parlai.core.teachers`` (idempotent)."""
+    teachers.TeacherMetrics = Q2TeacherMetrics
+    fixed = teachers.FixedDialogTeacher
+    if not getattr(fixed.observe, "__q2_plugins__", False):
+        fixed.observe = _wrap_observe(fixed.observe)

@@ -1,0 +1,141 @@
+"""The ``--q2-*`` options in ParlAI's parser, their mapping onto :class:`Q2Config`, and the scorer they select.
+
+Every :class:`Q2Config` field is one ParlAI option ``--q2-<field>`` (``qg_model`` -> ``--q2-qg-model``), built from
+:func:`q2_plugins.config.config_options`, the list the ``q2`` command line uses too. ParlAI style: booleans take a
+value (``--q2-use-nli false``); a boolean that is on by default also gets a switch (``--q2-no-nli``,
+``--q2-no-fallback``, ...). Three options belong to the ParlAI side only: ``--q2-knowledge-field``,
+``--q2-history`` and ``--q2-score-every``.
+"""
+
+from __future__ import annotations
+
+import functools
+from typing import Any, Mapping, Optional
+
+from q2_plugins.config import Q2Config, config_options
+
+__all__ = [
+    "GROUP_TITLE", "NO_KNOWLEDGE", "add_q2_args", "patch_parser", "config_from_opt", "scorer_for",
+    "register_scorer", "unregister_scorer", "knowledge_field", "knowledge_error",
+]
+
+GROUP_TITLE = "Q2 factual consistency (q2-plugins: --metrics q2, Q2 reranking)"
+# Wizard of Wikipedia's value for "the wizard used no knowledge" (parlai.tasks.wizard_of_wikipedia TOKEN_NOCHOSEN).
+NO_KNOWLEDGE = "no_passages_used"
+_DEFAULT_FIELD = "checked_sentence"
+
+
+def _negative_flag(name: str) -> str:
+    return "--q2-no-" + name.removeprefix("use_").replace("_", "-")
+
+
+def add_q2_args(parser: Any) -> None:
+    """Add the Q2 argument group to a ``ParlaiParser`` (once; later calls do nothing)."""
+    if "--q2-knowledge-field" in parser._option_string_actions:
+        return
+    group = parser.add_argument_group(GROUP_TITLE)
+    group.add_argument(
+        "--q2-knowledge-field", default=_DEFAULT_FIELD,
+        help="field of the teacher's message holding the knowledge a response is scored against (a string or a "
+             f"list of strings). Wizard of Wikipedia: checked_sentence, the sentence the wizard used; examples whose "
+             f"value is {NO_KNOWLEDGE} are not scored and are counted as q2_no_knowledge",
+    )
+    group.add_argument(
+        "--q2-history", type="bool", default=False,
+        help="pass the episode so far (the teacher's turns and the gold responses before this one) to the Q2 core "
+             "as the history of each response (Q2 as published does not read it)",
+    )
+    group.add_argument(
+        "--q2-score-every", type=int, default=256,
+        help="--metrics q2 scores the responses it has collected in one Q2 call every this many responses and at "
+             "every report",
+    )
+    for opt in config_options():
+        flag = "--q2-" + opt.name.replace("_", "-")
+        if opt.type is bool:
+            group.add_argument(flag, type="bool", default=opt.default, help=opt.help)
+            if opt.default:
+                group.add_argument(_negative_flag(opt.name), dest=f"q2_{opt.name}", action="store_false",
+                                   help=f"same as {flag} false")
+        else:
+            group.add_argument(flag, type=opt.type, default=opt.default, choices=opt.choices, help=opt.help)
+
+
+def patch_parser(parser_class: Any) -> None:
+    """Make ``parser_class.add_parlai_args`` (ParlAI's common arguments of every script) add the Q2 group too."""
+    original = parser_class.add_parlai_args
+    if getattr(original, "__q2_plugins__", False):
+        return
+
+    @functools.wraps(original)
+    def add_parlai_args(self: Any, *args: Any, **kwargs: Any) -> Any:
+        out = original(self, *args, **kwargs)
+        add_q2_args(self)
+        return out
+
+    add_parlai_args.__q2_plugins__ = True  # type: ignore[attr-defined]
+    parser_class.add_parlai_args = add_parlai_args
+
+
+def config_from_opt(opt: Mapping[str, Any]) -> Q2Config:
+    """The :class:`Q2Config` that the ``--q2-*`` options in ``opt`` describe (absent options: the defaults)."""
+    try:
+        return Q2Config.from_dict({o.name: opt.get(f"q2_{o.name}", o.default) for o in config_options()})
+    except ValueError as e:  # the core names the field; in ParlAI it is the option --q2-<field>
+        import re
+
+        flags = [f"--q2-{name.replace('_', '-')}" for name in re.findall(r"Q2Config\.(\w+)", str(e))]
+        raise ValueError(f"{e} (ParlAI option {' / '.join(flags) or '--q2-*'})") from e
+
+
+def knowledge_field(opt: Mapping[str, Any]) -> str:
+    return opt.get("q2_knowledge_field") or _DEFAULT_FIELD
+
+
+def knowledge_error(message: Mapping[str, Any], field: str, who: str) -> str:
+    """The one message for a teacher message that lacks the knowledge field: names the field and the option."""
+    fields = ", ".join(sorted(str(k) for k in message.keys() if not str(k).endswith("_vec"))) or "none"
+    return (f"{who}: the message has no {field!r} field, so there is no knowledge to score the response against "
+            f"(message fields: {fields}). Name the field that holds the knowledge with --q2-knowledge-field FIELD "
+            f"(Wizard of Wikipedia: checked_sentence).")
+
+
+_REGISTERED: list[Any] = []
+
+
+def register_scorer(scorer: Any) -> None:
+    """Use ``scorer`` for ParlAI runs whose ``--q2-*`` options give ``scorer.config`` (see ``parlai_ext``)."""
+    if not hasattr(scorer, "config") or not hasattr(scorer, "score"):
+        raise TypeError(f"Expected a Q2Scorer (an object with .config and .score), but got {type(scorer).__name__}")
+    _REGISTERED.insert(0, scorer)
+
+
+def unregister_scorer(scorer: Any) -> None:
+    if scorer in _REGISTERED:
+        _REGISTERED.remove(scorer)
+
+
+def scorer_for(config: Q2Config, load: bool = True) -> Any:
+    """A registered scorer for ``config``, else the process-wide one (models load once per process).
+
+    ``load`` loads the models now, so that a wrong model path fails at the first example, not at the report.
+    """
+    scorer: Optional[Any] = next((s for s in _REGISTERED if s.config == config), None)
+    if scorer is None:
+        from q2_plugins.adapters import shared_scorer
+
+        scorer = shared_scorer(config, slot="parlai")
+    if load:
+        c = scorer.config
+        parts = ["candidate_extractor", "question_generator", "question_answerer"]
+        parts += ["personal_filter"] if c.remove_personal else []
+        parts += ["nli"] if (c.use_nli or c.fallback) else []
+        from q2_plugins.errors import ModelLoadError
+
+        try:
+            for part in parts:
+                getattr(scorer, part, None)
+        except ModelLoadError as e:
+            raise ModelLoadError(f"{e}\nIn ParlAI these settings are --q2-qg-model, --q2-qa-model, --q2-nli-model and "
+                                 f"--q2-spacy-model.") from e
+    return scorer

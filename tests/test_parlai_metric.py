@@ -1,0 +1,179 @@
+"""``--metrics q2`` in ParlAI's eval loop, in-process, with a scripted scorer (no models, no training).
+
+The ``repeat_label`` agent answers with the gold response, so the scored pairs are known and the report can be
+checked against the same pairs scored offline.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import warnings
+
+import pytest
+
+if not os.environ.get("CI"):  # locally the parlai extra is optional; CI must run these tests
+    pytest.importorskip("parlai")
+
+warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
+
+import parlai_ext  # noqa: E402
+from parlai_ext.metric import Q2KnowledgeFieldError  # noqa: E402
+from parlai_ext.options import NO_KNOWLEDGE, config_from_opt  # noqa: E402
+from parlai_ext.testing import write_wow_data  # noqa: E402
+from q2_plugins import Q2Config, Q2Result, Q2Stats  # noqa: E402
+from q2_plugins.results import ResponseResult, ResponseStatus  # noqa: E402
+
+parlai_ext.enable()
+
+from parlai.scripts.eval_model import EvalModel, setup_args  # noqa: E402
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
+
+
+class ScriptedScorer:
+    """Stands in for Q2Scorer: a response's score is fixed by its text; every call is recorded."""
+
+    signature = "scripted"
+
+    def __init__(self, config: Q2Config = Q2Config()) -> None:
+        self.config = config
+        self.calls: list[dict] = []
+
+    @staticmethod
+    def result_for(i: int, response: str) -> ResponseResult:
+        n = len(response.split())
+        if n % 5 == 0:
+            return ResponseResult(i, ResponseStatus.FALLBACK, score=0.5, score_no_nli=0.5, used_fallback=True)
+        return ResponseResult(i, ResponseStatus.SCORED, score=(n % 3) / 2, score_no_nli=(n % 2) / 2, num_questions=1)
+
+    def score(self, *, responses, knowledge, history=None, explain=False):
+        self.calls.append({"responses": list(responses), "knowledge": list(knowledge), "history": history})
+        return Q2Result([self.result_for(i, r) for i, r in enumerate(responses)], self.signature)
+
+
+@pytest.fixture(scope="module")
+def datapath(tmp_path_factory):
+    path = tmp_path_factory.mktemp("parlai_data")
+    write_wow_data(path)
+    return str(path)
+
+
+@pytest.fixture
+def scorer():
+    s = ScriptedScorer()
+    parlai_ext.register_scorer(s)
+    yield s
+    parlai_ext.unregister_scorer(s)
+
+
+def evaluate(datapath, **kwargs):
+    kwargs.setdefault("task", "wizard_of_wikipedia:Generator")
+    report = EvalModel.main(datapath=datapath, model="repeat_label", log_every_n_secs=1e9, **kwargs)
+    return {k: v.value() if hasattr(v, "value") else v for k, v in report.items()}
+
+
+def offline_stats(scorer, responses):
+    return Q2Stats.of(scorer.result_for(i, r) for i, r in enumerate(responses))
+
+
+@pytest.mark.parametrize("batchsize", [1, 3])
+def test_report_matches_offline_scoring_of_the_same_pairs(datapath, scorer, batchsize, tmp_path):
+    report = evaluate(datapath, metrics="default,q2", batchsize=batchsize, report_filename=str(tmp_path / "r.json"))
+    pairs = [(r, k) for call in scorer.calls for r, k in zip(call["responses"], call["knowledge"])]
+    assert len(pairs) == 9  # 3 episodes x 4 turns, the 4th uses no knowledge
+    assert report["q2_no_knowledge"] == 3
+    assert NO_KNOWLEDGE not in [k for _, k in pairs]
+    expected = offline_stats(scorer, [r for r, _ in pairs])
+    assert report["q2"] == pytest.approx(expected.score)
+    assert report["q2_no_nli"] == pytest.approx(expected.score_no_nli)
+    assert report["q2_coverage"] == pytest.approx(expected.coverage)
+    assert report["q2_fallback_rate"] == pytest.approx(expected.fallback_rate)
+    assert report["q2_errors"] == 0
+    assert report["exs"] == 12 and "f1" in report  # ParlAI's own metrics are still there
+    saved = json.loads((tmp_path / "r.json").read_text())["report"]
+    for key in ("q2", "q2_coverage", "q2_fallback_rate"):
+        assert saved[key] == pytest.approx(report[key])
+
+
+def test_same_numbers_with_any_batch_size(datapath, scorer):
+    one = evaluate(datapath, metrics="q2", batchsize=1)
+    four = evaluate(datapath, metrics="q2", batchsize=4)
+    for key in ("q2", "q2_no_nli", "q2_coverage", "q2_fallback_rate", "q2_no_knowledge"):
+        assert one[key] == pytest.approx(four[key]), key
+
+
+def test_scores_in_batches_not_per_example(datapath, scorer):
+    evaluate(datapath, metrics="q2", batchsize=2, q2_score_every=4)
+    assert [len(c["responses"]) for c in scorer.calls] == [4, 4, 1]  # full buffers, then the rest at the report
+
+
+def test_knowledge_is_the_checked_sentence(datapath, scorer):
+    import parlai.tasks.wizard_of_wikipedia.agents as wow
+
+    evaluate(datapath, metrics="q2")
+    knowledge = scorer.calls[0]["knowledge"]
+    with open(os.path.join(datapath, "wizard_of_wikipedia", "valid_random_split.json")) as f:
+        first = json.load(f)[0]["dialog"]
+    assert knowledge[0] == next(iter(first[1]["checked_sentence"].values()))
+    assert wow.TOKEN_NOCHOSEN == NO_KNOWLEDGE
+
+
+@pytest.mark.parametrize("metrics, scored", [("default", False), ("all", True), ("f1,q2", True), ("q2", True)])
+def test_metric_names(datapath, scorer, metrics, scored):
+    report = evaluate(datapath, metrics=metrics)
+    assert ("q2" in report) is scored
+    assert bool(scorer.calls) is scored
+
+
+def test_missing_field_is_one_clear_error(datapath, scorer):
+    with pytest.raises(Q2KnowledgeFieldError) as info:
+        evaluate(datapath, metrics="q2", q2_knowledge_field="gold_knowledge")
+    message = str(info.value)
+    assert "'gold_knowledge'" in message and "--q2-knowledge-field" in message and "checked_sentence" in message
+    assert not scorer.calls
+
+
+def test_other_teachers_name_their_field(tmp_path, scorer):
+    data = tmp_path / "dialogs.txt"
+    data.write_text(
+        "text:Where is the Louvre?\tlabels:It is in Paris.\tfacts:The Louvre is a museum in Paris.\n"
+        "text:Who painted it?\tlabels:Leonardo da Vinci.\tfacts:Leonardo da Vinci painted the Mona Lisa."
+        "\tepisode_done:True\n"
+    )
+    report = evaluate(str(tmp_path), task="fromfile:parlaiformat", fromfile_datapath=str(data), metrics="q2",
+                      q2_knowledge_field="facts", q2_history=True)
+    assert report["q2"] == pytest.approx(offline_stats(scorer, ["It is in Paris.", "Leonardo da Vinci."]).score)
+    call = scorer.calls[0]
+    assert call["knowledge"] == ["The Louvre is a museum in Paris.", "Leonardo da Vinci painted the Mona Lisa."]
+    assert call["history"] == [["Where is the Louvre?"], ["Where is the Louvre?", "It is in Paris.", "Who painted it?"]]
+
+
+def test_options_in_help_and_mapped_onto_the_config():
+    parser = setup_args()
+    text = parser.format_help()
+    for flag in ("--q2-qg-model", "--q2-qa-model", "--q2-nli-model", "--q2-device", "--q2-batch-size",
+                 "--q2-no-nli", "--q2-knowledge-field", "--q2-score-every"):
+        assert flag in text, flag
+    opt = parser.parse_args(["--q2-qg-model", "/m/qg", "--q2-no-nli", "--q2-batch-size", "4",
+                             "--q2-question-mode", "all", "--q2-fallback", "false"])
+    assert config_from_opt(opt) == Q2Config(qg_model="/m/qg", use_nli=False, batch_size=4, question_mode="all",
+                                            fallback=False)
+    assert config_from_opt(parser.parse_args([])) == Q2Config()
+
+
+def test_no_scored_response_reports_nan(datapath, scorer):
+    def fail(i, response):
+        return ResponseResult(i, ResponseStatus.ERROR, error="scripted")
+
+    scorer.result_for = fail
+    report = evaluate(datapath, metrics="q2")
+    assert math.isnan(report["q2"]) and report["q2_errors"] == 9
+
+
+@pytest.mark.parametrize("options, message", [({"q2_score_every": 0}, "--q2-score-every"),
+                                              ({"q2_batch_size": 0}, "ParlAI option --q2-batch-size")])
+def test_bad_options_fail_at_the_first_example(datapath, options, message):
+    with pytest.raises(ValueError, match=message):
+        evaluate(datapath, metrics="q2", **options)
