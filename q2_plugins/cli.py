@@ -1,4 +1,5 @@
-"""Command line: ``q2 score``, ``q2 replay``, ``q2 prefetch``. Config flags map one-to-one onto :class:`Q2Config`."""
+"""Command line: ``q2 score``, ``q2 replay``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``. Config flags map
+one-to-one onto :class:`Q2Config`."""
 
 from __future__ import annotations
 
@@ -67,8 +68,10 @@ def build_parser() -> argparse.ArgumentParser:
     _add_config_flags(f)
 
     from .metaeval.cli import add_parser as add_meta_eval_parser
+    from .perturb import add_parser as add_perturb_parser
 
     add_meta_eval_parser(sub, _add_config_flags)
+    add_perturb_parser(sub)
     return parser
 
 
@@ -200,6 +203,12 @@ def _meta_eval(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _perturb(args: argparse.Namespace) -> int:
+    from .perturb import run
+
+    return run(args)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -208,7 +217,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     try:
         return {"score": _score, "replay": _replay, "prefetch": _prefetch,
-                "make-test-models": _make_test_models, "meta-eval": _meta_eval}[args.command](args)
+                "make-test-models": _make_test_models, "meta-eval": _meta_eval,
+                "perturb": _perturb}[args.command](args)
     except (InputFormatError, ModelLoadError, ValueError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2

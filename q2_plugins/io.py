@@ -5,9 +5,9 @@ from __future__ import annotations
 import csv
 import json
 from pathlib import Path
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator, Optional, Sequence
 
-__all__ = ["read_rows", "InputFormatError"]
+__all__ = ["read_rows", "read_checked_rows", "InputFormatError"]
 
 
 class InputFormatError(ValueError):
@@ -56,3 +56,16 @@ def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, 
                 f"Name the right ones with --response-column / --knowledge-column / --history-column."
             )
         yield from reader
+
+
+def read_checked_rows(path: str | Path, fmt: Optional[str] = None, required: Sequence[str] = (), *, hint: str = "",
+                      error: type[InputFormatError] = InputFormatError) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(row number, row)`` of rows that all have the ``required`` fields: an unreadable row or a missing field
+    raises ``error``, whose message ends with ``hint`` (which options name the fields)."""
+    for n, row in enumerate(read_rows(path, fmt)):
+        if "__error__" in row:
+            raise error(f"{path}: {row['__error__']}")
+        missing = [c for c in required if c not in row]
+        if missing:
+            raise error(f"{path} row {n}: no field(s) {missing}; its fields are {sorted(row)}. {hint}")
+        yield n, row

@@ -56,6 +56,9 @@ class ResponseResult:
     used_fallback: bool = False
     fallback_label: Optional[str] = None
     error: Optional[str] = None
+    label: Optional[str] = None  # BEGIN five-way label (q2_plugins.taxonomy); None when not labelled
+    label3: Optional[str] = None  # coarse three-way label: entailment / neutral / contradiction
+    label_reason: Optional[str] = None
     candidates: Optional[list[str]] = None
     questions: Optional[list[QuestionResult]] = None
     dropped: Optional[list[DroppedQuestion]] = None
@@ -71,6 +74,9 @@ class ResponseResult:
             "used_fallback": self.used_fallback,
             "fallback_label": self.fallback_label,
             "error": self.error,
+            "label": self.label,
+            "label3": self.label3,
+            "label_reason": self.label_reason,
         }
         if self.questions is not None:
             out["candidates"] = self.candidates

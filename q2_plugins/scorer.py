@@ -21,12 +21,14 @@ from .config import Q2Config
 from .normalize import answers_match
 from .results import DroppedQuestion, Q2Result, QuestionResult, ResponseResult, ResponseStatus
 from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_hypothesis, question_score
+from .taxonomy import SIGNALS_VERSION, SpacyTextSignals, TextSignals, classify
 
 __all__ = ["Q2Scorer", "score"]
 
 
 # which component serves each stage (spaCy stages are cached too: re-scoring should not even parse again)
-_STAGE_ROLE = {"candidates": "cand", "personal": "personal", "qg": "qg", "qa": "qa", "nli": "nli"}
+_STAGE_ROLE = {"candidates": "cand", "personal": "personal", "qg": "qg", "qa": "qa", "nli": "nli",
+               "signals": "signals"}
 
 
 class _Failure:
@@ -95,9 +97,10 @@ class Q2Scorer:
         self._qa = question_answerer
         self._nli = nli
         self._personal = personal_filter
+        self._signals: Optional[SpacyTextSignals] = None
         self._custom = {
             "cand": candidate_extractor, "qg": question_generator, "qa": question_answerer, "nli": nli,
-            "personal": personal_filter,
+            "personal": personal_filter, "signals": None,
         }
         if cache is None and config.cache_dir:
             cache = Q2Cache(config.cache_dir)
@@ -127,6 +130,13 @@ class Q2Scorer:
 
             self._personal = SpacyPersonalFilter(self._nlp())
         return self._personal
+
+    @property
+    def text_signals(self) -> SpacyTextSignals:
+        """The text signals of the BEGIN-style labels (:mod:`q2_plugins.taxonomy`), from the spaCy pipeline."""
+        if self._signals is None:
+            self._signals = SpacyTextSignals(self._nlp())
+        return self._signals
 
     def _load(self, role: str, kind: str) -> tuple[Any, Any]:
         from .hf import load_model
@@ -184,7 +194,7 @@ class Q2Scorer:
         custom = self._custom[role]
         if custom is not None:
             return str(getattr(custom, "signature", f"custom:{type(custom).__name__}"))
-        if role == "cand" or role == "personal":
+        if role in ("cand", "personal", "signals"):
             nlp = self._nlp()
             return f"spacy:{nlp.meta.get('lang')}_{nlp.meta.get('name')}-{nlp.meta.get('version')}"
         c = self.config
@@ -202,6 +212,8 @@ class Q2Scorer:
             return f"{c.qa_decoding}-win{c.qa_max_length}-stride{c.qa_stride}{extra}"
         if role == "nli":
             return f"win{c.nli_max_length}-stride{c.nli_stride}"
+        if role == "signals":
+            return SIGNALS_VERSION
         return ""
 
     def _fallback_id(self) -> str:
@@ -455,14 +467,20 @@ class Q2Scorer:
             else:
                 r.fallback_label = out
 
-        return Q2Result([self._assemble(r, explain) for r in rows], self.signature)
+        # 8. text signals of the BEGIN-style label (q2_plugins.taxonomy)
+        labelled = [r for r in rows if r.error is None]
+        signals = self._run_stage("signals", [(r.response, r.knowledge) for r in labelled],
+                                  lambda part: self.text_signals.compute([tuple(p) for p in part]),
+                                  encode=TextSignals.to_dict, decode=TextSignals.from_dict, progress=progress)
+        return Q2Result([self._assemble(r, explain, signals.get((r.response, r.knowledge))) for r in rows],
+                        self.signature)
 
     def _fallback_pair(self, row: _Row) -> tuple[str, str]:
         premise = row.knowledge.lower() if self.config.fallback_lowercase_knowledge else row.knowledge
         return premise, row.response
 
     @staticmethod
-    def _assemble(r: _Row, explain: bool) -> ResponseResult:
+    def _assemble(r: _Row, explain: bool, signals: Any = None) -> ResponseResult:
         res = ResponseResult(index=r.index, status=ResponseStatus.ERROR, num_candidates=len(r.candidates))
         if r.error is not None:
             res.error = r.error
@@ -478,10 +496,17 @@ class Q2Scorer:
             res.score = res.score_no_nli = NLI_SCORES[r.fallback_label]
         else:
             res.status = ResponseStatus.NO_VALID_QUESTION
-        if explain and r.error is None:
+        if r.error is None:  # the label reads the explanations, so they are attached first and dropped after
             res.candidates = list(r.candidates)
             res.questions = list(r.questions)
             res.dropped = list(r.dropped)
+        if isinstance(signals, _Failure):
+            res.label_reason = f"not labelled: text signals failed: {signals.message}"
+        else:
+            verdict = classify(res, signals)
+            res.label, res.label3, res.label_reason = verdict.label, verdict.label3, verdict.reason
+        if not explain:
+            res.candidates = res.questions = res.dropped = None
         return res
 
 

@@ -7,7 +7,8 @@ The paper's experiments (Honovich et al. 2021, Sections 4 and 5) as a library an
 * :mod:`.scores` brings metric scores in: a ``q2 score`` output file, a replay of recorded per-question outputs, or
   scoring on the fly with a :class:`~q2_plugins.Q2Scorer`.
 * :mod:`.baselines` scores the same examples with token-F1 overlap, BLEU, BERTScore and end-to-end NLI.
-* :mod:`.experiments` runs the response-level, per-subset, system-level, robustness and control experiments;
+* :mod:`.experiments` runs the response-level, per-subset, system-level, robustness and control experiments, and
+  the BEGIN-taxonomy and stress-pair experiments;
   :mod:`.stats` holds the statistics (scikit-learn / SciPy where they have them).
 * :mod:`.report` and :mod:`.plots` write the markdown tables, the JSON file and the figures.
 

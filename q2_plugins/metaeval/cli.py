@@ -49,7 +49,8 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     d = m.add_argument_group("data")
     d.add_argument("--dataset", required=True, choices=sorted(LOADERS),
                    help="wow: the Q2 paper's WoW annotation folder; begin: BEGIN v1 TSV; dialfact / dnli: JSONL; "
-                        "table: any CSV / TSV / JSONL with the columns named below")
+                        "stress: stress pairs written by q2 perturb; table: any CSV / TSV / JSONL with the columns "
+                        "named below")
     d.add_argument("--data", required=True, help="data file, or folder for --dataset wow")
     t = m.add_argument_group("--dataset table")
     t.add_argument("--response-column", default="response")
@@ -86,6 +87,9 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     b.add_argument("--bertscore-rescale", action=argparse.BooleanOptionalAction, default=True,
                    help="rescale BERTScore with its baseline file (as the paper)")
     b.add_argument("--bertscore-batch-size", type=int, default=64)
+    b.add_argument("--text-rules", action=argparse.BooleanOptionalAction, default=True,
+                   help="for the taxonomy and stress experiments, also label every response by the BEGIN rules on "
+                        "text signals alone (no Q2 evidence, no model; spaCy)")
     e = m.add_argument_group("experiments")
     e.add_argument("--experiments", type=_names, default=EXPERIMENTS,
                    help=f"comma-separated from {list(EXPERIMENTS)} (default: all the data allows)")
@@ -156,9 +160,17 @@ def run(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..cli import config_from_args
     from .baselines import NLIBaseline, build_baselines, score_baselines
-    from .experiments import MetaEvalOptions, control_variants, run_meta_eval
+    from .experiments import MetaEvalOptions, control_variants, has_begin_labels, run_meta_eval
     from .report import to_markdown, write_json
-    from .scores import column_scores, compute_q2, export_inputs, read_scores_file, replay_scores, write_scores_file
+    from .scores import (
+        column_scores,
+        compute_q2,
+        export_inputs,
+        read_scores_file,
+        replay_scores,
+        text_rule_labels,
+        write_scores_file,
+    )
 
     data = _load(args)
     options = MetaEvalOptions(
@@ -222,6 +234,9 @@ def run(args: argparse.Namespace) -> int:
     baselines = build_baselines(_baseline_names(args.baselines), nli_factory=nli_baseline, bertscore=bertscore,
                                 spacy_model=config.spacy_model)
     metrics.add(score_baselines(baselines, to_score), "baseline")
+    if args.text_rules and (("taxonomy" in options.experiments and has_begin_labels(data))
+                            or ("stress" in options.experiments and data.pairs)):
+        metrics.add([text_rule_labels(data.examples, spacy_model=config.spacy_model)], "text rules")
 
     result = run_meta_eval(data, list(metrics), options, variants=variants)
     if args.output_dir:

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional
 
-__all__ = ["Example", "PairedContext", "MetaEvalData"]
+__all__ = ["Example", "PairedContext", "PerturbedPair", "MetaEvalData"]
 
 
 @dataclass(frozen=True)
@@ -49,6 +49,18 @@ class PairedContext:
         return len(self.consistent) == 2 and sum(not v for v in self.consistent.values()) == 1
 
 
+@dataclass(frozen=True)
+class PerturbedPair:
+    """A stress pair (``q2 perturb``): the example holding the original response and knowledge, the example holding
+    its perturbation by ``method``, and the label the perturbed response should get (BEGIN's five-way labels)."""
+
+    id: str
+    method: str
+    original_id: str
+    perturbed_id: str
+    expected_label: Optional[str] = None
+
+
 @dataclass
 class MetaEvalData:
     """A loaded data set.
@@ -56,6 +68,7 @@ class MetaEvalData:
     ``examples`` is the response-level set. ``contexts`` (may be empty) are the paired contexts of the system-level
     experiment; their responses that are not response-level examples are in ``extra``. ``dialogue_knowledge`` maps
     a dialogue id to every knowledge text seen in it (the pool of the "same dialogue" random-knowledge control).
+    ``pairs`` (may be empty) are stress pairs of two response-level examples each.
     """
 
     name: str
@@ -66,6 +79,7 @@ class MetaEvalData:
     extra: list[Example] = field(default_factory=list)
     dialogue_knowledge: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    pairs: list[PerturbedPair] = field(default_factory=list)
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -77,6 +91,10 @@ class MetaEvalData:
             missing = [i for i in ctx.example_ids.values() if i not in seen]
             if missing:
                 raise ValueError(f"{self.name}: context {ctx.id} refers to unknown example(s) {missing}")
+        for pair in self.pairs:
+            missing = [i for i in (pair.original_id, pair.perturbed_id) if i not in seen]
+            if missing:
+                raise ValueError(f"{self.name}: stress pair {pair.id} refers to unknown example(s) {missing}")
 
     def all_examples(self) -> Iterator[Example]:
         yield from self.examples
@@ -105,6 +123,9 @@ class MetaEvalData:
             out["n_contexts"] = len(self.contexts)
             out["n_contexts_one_inconsistent"] = sum(c.one_inconsistent for c in self.contexts)
             out["n_extra_responses"] = len(self.extra)
+        if self.pairs:
+            out["n_pairs"] = len(self.pairs)
+            out["pairs_by_method"] = dict(Counter(p.method for p in self.pairs))
         if self.notes:
             out["notes"] = list(self.notes)
         return out

@@ -32,12 +32,16 @@ __all__ = [
     "robustness",
     "random_knowledge",
     "length_control",
+    "taxonomy",
+    "stress",
+    "BEGIN_PAPER_BASELINE",
+    "has_begin_labels",
     "run_meta_eval",
     "scored_examples",
     "MetaEvalRun",
 ]
 
-EXPERIMENTS = ("response", "subsets", "system", "robustness", "random-knowledge", "length")
+EXPERIMENTS = ("response", "subsets", "system", "robustness", "random-knowledge", "length", "taxonomy", "stress")
 RANDOM_KNOWLEDGE = ("same_dialogue", "other_dialogue")
 
 
@@ -362,6 +366,85 @@ def length_control(data: MetaEvalData, metrics: Sequence[MetricScores]) -> dict[
     return out
 
 
+# -- BEGIN's taxonomy ------------------------------------------------------------------------------------------------
+# The best fine-tuned classifiers of the BEGIN paper (BERT / T5 trained on MNLI plus adversarial data), dev split of
+# the preprint's data version (the released data was revised since, so the figures compare loosely).
+BEGIN_PAPER_BASELINE = {
+    "name": "BEGIN paper: best of BERT / T5 fine-tuned on MNLI + adversarial data (dev, preprint data)",
+    "three_way": {"accuracy": 0.710, "macro_f1": 0.526},
+    "five_way": {"accuracy": 0.464, "macro_f1": 0.335},
+}
+
+
+def has_begin_labels(data: MetaEvalData) -> bool:
+    from ..taxonomy import LABELS
+
+    return bool(data.examples) and all(ex.label in LABELS for ex in data.examples)
+
+
+def taxonomy(data: MetaEvalData, metrics: Sequence[MetricScores]) -> dict[str, Any]:
+    """Five-way and three-way agreement of each label source with BEGIN's gold labels (accuracy, macro-F1, per
+    label, confusion matrix), over the examples the source labels, beside the BEGIN paper's best baseline."""
+    from ..taxonomy import COARSE, LABELS, LABELS3
+
+    out: dict[str, Any] = {"labels": list(LABELS), "labels3": list(LABELS3), "reference": BEGIN_PAPER_BASELINE,
+                           "metrics": {}}
+    for m in metrics:
+        if not m.labels:
+            continue
+        kept = [ex for ex in data.examples if ex.id in m.labels]
+        gold, pred = [ex.label for ex in kept], [m.labels[ex.id] for ex in kept]
+        out["metrics"][m.name] = {
+            "n": len(kept), "n_missing": len(data.examples) - len(kept),
+            "five_way": stats.classification_metrics(gold, pred, LABELS),
+            "three_way": stats.classification_metrics([COARSE[g] for g in gold], [COARSE[p] for p in pred], LABELS3),
+        }
+    return out
+
+
+# -- stress pairs ---------------------------------------------------------------------------------------------------
+def stress(data: MetaEvalData, metrics: Sequence[MetricScores]) -> dict[str, Any]:
+    """Per perturbation method, how often each metric scores the original above its perturbation (and ties, below),
+    over the pairs it scores on both sides; for label sources, how often the perturbation gets the expected label."""
+    from ..taxonomy import COARSE
+
+    methods = list(dict.fromkeys(p.method for p in data.pairs))
+    groups = [(method, [p for p in data.pairs if p.method == method]) for method in methods]
+    if len(groups) > 1:
+        groups.append(("all", list(data.pairs)))
+    out: dict[str, Any] = {"methods": methods, "rows": []}
+    for name, pairs in groups:
+        row: dict[str, Any] = {"method": name, "n_pairs": len(pairs), "scores": {}, "labels": {}}
+        for m in metrics:
+            both = [p for p in pairs if p.original_id in m.values and p.perturbed_id in m.values]
+            if m.values:
+                orig = m.array([p.original_id for p in both])
+                pert = m.array([p.perturbed_id for p in both])
+                row["scores"][m.name] = {
+                    "n": len(both),
+                    "above": _f(np.mean(orig > pert)) if both else None,
+                    "ties": _f(np.mean(orig == pert)) if both else None,
+                    "below": _f(np.mean(orig < pert)) if both else None,
+                    "mean_original": _f(orig.mean()) if both else None,
+                    "mean_perturbed": _f(pert.mean()) if both else None,
+                }
+            expected = [p for p in pairs if p.expected_label and p.perturbed_id in m.labels]
+            if m.labels:
+                got = [m.labels[p.perturbed_id] for p in expected]
+                row["labels"][m.name] = {
+                    "n": len(expected),
+                    "expected_label": _f(np.mean([g == p.expected_label for g, p in zip(got, expected)]))
+                    if expected else None,
+                    "expected_label3": _f(np.mean([COARSE[g] == COARSE[p.expected_label]  # type: ignore[index]
+                                                   for g, p in zip(got, expected)])) if expected else None,
+                    "original_entailment": _f(np.mean([m.labels[p.original_id] == "entailment" for p in pairs
+                                                       if p.original_id in m.labels]))
+                    if any(p.original_id in m.labels for p in pairs) else None,
+                }
+        out["rows"].append(row)
+    return out
+
+
 # -- one run ------------------------------------------------------------------------------------------------------
 @dataclass
 class MetaEvalRun:
@@ -369,7 +452,8 @@ class MetaEvalRun:
 
     report: dict[str, Any]
     data: MetaEvalData
-    metrics: list[MetricScores] = field(default_factory=list)
+    metrics: list[MetricScores] = field(default_factory=list)  # with scores
+    label_sources: list[MetricScores] = field(default_factory=list)  # every metric, label sources without scores too
 
 
 def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: Optional[MetaEvalOptions] = None,
@@ -395,6 +479,9 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
     }
     for m, d in zip(metrics, report["metrics"]):
         d["coverage"] = {"examples": m.coverage(ex.id for ex in data.examples)[0], "of": len(data.examples)}
+        d["labelled"] = sum(ex.id in m.labels for ex in data.examples)
+    labelled = list(metrics)
+    metrics = [m for m in metrics if not m.labels_only]  # label sources without scores: taxonomy and stress only
     todo = options.experiments
     if "response" in todo:
         report["response_level"] = response_level(data, metrics, options)
@@ -414,4 +501,16 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
             report["skipped"]["random-knowledge"] = "no random-knowledge inputs were scored"
     if "length" in todo:
         report["length"] = length_control(data, metrics)
-    return MetaEvalRun(report, data, list(metrics))
+    if "taxonomy" in todo:
+        if not has_begin_labels(data):
+            report["skipped"]["taxonomy"] = "the data has no BEGIN five-way labels (entailment, hallucination, ...)"
+        elif not any(m.labels for m in labelled):
+            report["skipped"]["taxonomy"] = "no metric gives labels (q2 score results, --compute, or the text rules)"
+        else:
+            report["taxonomy"] = taxonomy(data, labelled)
+    if "stress" in todo:
+        if data.pairs:
+            report["stress"] = stress(data, labelled)
+        else:
+            report["skipped"]["stress"] = "the data has no stress pairs (q2 perturb writes them; --dataset stress)"
+    return MetaEvalRun(report, data, list(metrics), labelled)

@@ -12,8 +12,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from ..io import InputFormatError, read_rows
-from .data import Example, MetaEvalData, PairedContext
+from ..io import InputFormatError, read_checked_rows
+from .data import Example, MetaEvalData, PairedContext, PerturbedPair
 
 __all__ = [
     "DataFormatError",
@@ -25,6 +25,7 @@ __all__ = [
     "load_dialfact",
     "load_dnli",
     "load_table",
+    "load_stress",
     "load_dataset",
     "LOADERS",
 ]
@@ -313,14 +314,9 @@ def load_table(
     optional = [c for c in (id_column, subset_column, split_column, dialogue_column, history_column) if c]
     required = (response_column, knowledge_column, label_column, *optional, *score_columns)
     examples = []
-    for i, row in enumerate(read_rows(path, input_format)):
-        if "__error__" in row:
-            raise DataFormatError(f"{path}: {row['__error__']}")
-        missing = [c for c in required if c not in row]
-        if missing:
-            raise DataFormatError(f"{path} row {i}: no field(s) {missing}; its fields are {sorted(row)}. Name the "
-                                  f"right ones with --response-column / --knowledge-column / --label-column "
-                                  f"(and the other --*-column flags)")
+    hint = ("Name the right ones with --response-column / --knowledge-column / --label-column (and the other "
+            "--*-column flags)")
+    for i, row in read_checked_rows(path, input_format, required, hint=hint, error=DataFormatError):
         where = f"{path} row {i}"
         label = str(row[label_column]).strip()
         scores = {}
@@ -360,12 +356,61 @@ def load_table(
     )
 
 
+# -- stress pairs (q2 perturb) -------------------------------------------------------------------------------------
+_STRESS_FIELDS = ("method", "original_response", "original_knowledge", "perturbed_response", "perturbed_knowledge")
+
+
+def load_stress(path: str | Path) -> MetaEvalData:
+    """Stress pairs as ``q2 perturb`` writes them: JSONL with ``method``, ``original_response``,
+    ``original_knowledge``, ``perturbed_response``, ``perturbed_knowledge`` and optionally ``id``, ``source_id`` and
+    ``expected_label`` (a BEGIN label).
+
+    Each original becomes one consistent example (``original:<source_id>``, subset ``original``), shared by its
+    pairs; each perturbation an inconsistent example (the pair id, subset = the method, label = the expected label).
+    """
+    path = Path(path)
+    examples: list[Example] = []
+    pairs: list[PerturbedPair] = []
+    originals: dict[str, tuple[str, str]] = {}
+    for n, obj in _json_objects(path, "stress pairs"):
+        where = f"{path} line {n}"
+        missing = [f for f in _STRESS_FIELDS if f not in obj]
+        if missing:
+            raise DataFormatError(f"{where}: no field(s) {missing}; a stress-pair file (from `q2 perturb`) has "
+                                  f"{list(_STRESS_FIELDS)}; its fields are {sorted(obj)}")
+        expected = obj.get("expected_label")
+        if expected is not None and expected not in BEGIN_LABELS:
+            raise DataFormatError(f"{where}: expected_label {expected!r} is not one of {list(BEGIN_LABELS)}")
+        method = str(obj["method"])
+        source = str(obj.get("source_id", f"line{n}"))
+        texts = tuple(_text(obj[f], f"{where} {f}") for f in _STRESS_FIELDS[1:])
+        oid = f"original:{source}"
+        if oid not in originals:
+            originals[oid] = texts[:2]
+            examples.append(Example(id=oid, response=texts[0], knowledge=texts[1], consistent=True, label="original",
+                                    subset="original"))
+        elif originals[oid] != texts[:2]:
+            raise DataFormatError(f"{where}: source_id {source!r} names two different originals")
+        pid = str(obj.get("id", f"{source}:{method}"))
+        examples.append(Example(id=pid, response=texts[2], knowledge=texts[3], consistent=False,
+                                label=expected or "perturbed", subset=method))
+        pairs.append(PerturbedPair(pid, method, oid, pid, expected))
+    if not pairs:
+        raise DataFormatError(f"{path} holds no stress pairs")
+    try:
+        return MetaEvalData(name="stress", source=str(path), examples=examples, pairs=pairs,
+                            label_scheme="originals consistent, perturbations inconsistent (subset = method)")
+    except ValueError as e:  # duplicate ids
+        raise DataFormatError(f"{path}: {e}") from None
+
+
 LOADERS: dict[str, Callable[..., MetaEvalData]] = {
     "wow": load_wow,
     "begin": load_begin,
     "dialfact": load_dialfact,
     "dnli": load_dnli,
     "table": load_table,
+    "stress": load_stress,
 }
 
 

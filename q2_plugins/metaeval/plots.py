@@ -1,4 +1,5 @@
-"""Figures in the style of the paper's: precision / recall curves, score histograms per label, score robustness.
+"""Figures in the style of the paper's: precision / recall curves, score histograms per label, score robustness; and
+confusion matrices of BEGIN labels.
 
 matplotlib (the ``metaeval`` extra) through its object API (``matplotlib.figure.Figure``): no pyplot, no change to
 the caller's backend or style; nothing is shown, files are written.
@@ -16,7 +17,7 @@ import numpy as np
 from .deps import require
 from .experiments import MetaEvalRun, scored_examples
 
-__all__ = ["plot_all", "plot_pr_curves", "plot_histograms", "plot_robustness"]
+__all__ = ["plot_all", "plot_pr_curves", "plot_histograms", "plot_robustness", "plot_confusion"]
 
 _STYLE = "seaborn-v0_8-darkgrid"  # the look of the paper's seaborn figures, without seaborn
 
@@ -104,6 +105,43 @@ def plot_robustness(run: MetaEvalRun, path: str | Path) -> Path:
     return Path(path)
 
 
+def _draw_confusion(ax: Any, block: dict[str, Any], title: str) -> None:
+    counts = np.array(block["confusion"], dtype=float)
+    totals = counts.sum(axis=1, keepdims=True)
+    share = np.divide(counts, totals, out=np.zeros_like(counts), where=totals > 0)  # colour: share of the gold row
+    ax.imshow(share, cmap="Blues", vmin=0.0, vmax=1.0)
+    labels = block["labels"]
+    ax.set_xticks(range(len(labels)), labels, rotation=30, ha="right")
+    ax.set_yticks(range(len(labels)), labels)
+    ax.grid(False)
+    for i in range(len(labels)):
+        for j in range(len(labels)):
+            ax.text(j, i, f"{int(counts[i, j])}", ha="center", va="center",
+                    color="white" if share[i, j] > 0.5 else "black", fontsize=9)
+    ax.set_xlabel("Predicted")
+    ax.set_ylabel("Gold")
+    ax.set_title(f"{title}: accuracy {100 * block['accuracy']:.1f}%, macro-F1 {100 * block['macro_f1']:.1f}",
+                 fontsize=10)
+
+
+def plot_confusion(run: MetaEvalRun, folder: str | Path) -> list[Path]:
+    """One figure per label source: five-way and three-way confusion matrices against BEGIN's gold labels (counts;
+    colour = share of the gold label's row)."""
+    paths = []
+    for name, r in run.report["taxonomy"]["metrics"].items():
+        if not r["n"]:
+            continue
+        path = Path(folder) / f"confusion_{_slug(name)}.png"
+        with _figure(figsize=(12, 5)) as fig:
+            axes = fig.subplots(1, 2, gridspec_kw={"width_ratios": [5, 3]})
+            _draw_confusion(axes[0], r["five_way"], f"{name}, five-way (n={r['n']})")
+            _draw_confusion(axes[1], r["three_way"], "three-way")
+            fig.tight_layout()
+            fig.savefig(path, dpi=110)
+        paths.append(path)
+    return paths
+
+
 def plot_all(run: MetaEvalRun, folder: str | Path) -> list[Path]:
     """Every figure the run's experiments allow, written into ``folder``."""
     folder = Path(folder)
@@ -114,4 +152,6 @@ def plot_all(run: MetaEvalRun, folder: str | Path) -> list[Path]:
         paths += plot_histograms(run, folder)
     if "robustness" in run.report:
         paths.append(plot_robustness(run, folder / "robustness.png"))
+    if "taxonomy" in run.report:
+        paths += plot_confusion(run, folder)
     return paths

@@ -31,7 +31,8 @@ def _metrics_section(report: dict[str, Any]) -> list[str]:
     rows = []
     for m in report["metrics"]:
         cov = m["coverage"]
-        rows.append([m["name"], m["source"], f"{cov['examples']}/{cov['of']}", f"`{m['signature'] or 'n/a'}`"])
+        scored = f"{cov['examples']}/{cov['of']}" + (f" ({m['labelled']} labelled)" if m.get("labelled") else "")
+        rows.append([m["name"], m["source"], scored, f"`{m['signature'] or 'n/a'}`"])
     return ["### Metrics", ""] + _table(["metric", "scores from", "responses scored", "signature"], rows)
 
 
@@ -177,6 +178,61 @@ def _length_section(block: dict[str, Any]) -> list[str]:
     return out
 
 
+def _confusion_table(block: dict[str, Any]) -> list[str]:
+    labels = block["labels"]
+    rows = [[f"**{gold}**"] + [str(c) for c in counts] for gold, counts in zip(labels, block["confusion"])]
+    return _table(["gold / predicted"] + labels, rows)
+
+
+def _taxonomy_section(block: dict[str, Any]) -> list[str]:
+    out = ["### BEGIN taxonomy: labels against the gold labels", ""]
+    rows = []
+    for name, r in block["metrics"].items():
+        three, five = r["three_way"], r["five_way"]
+        n = f"{r['n']}" + (f" ({r['n_missing']} unlabelled)" if r["n_missing"] else "")
+        rows.append([name, n, _pct(three.get("accuracy")), _num(100 * three["macro_f1"], 1) if r["n"] else "n/a",
+                     _pct(five.get("accuracy")), _num(100 * five["macro_f1"], 1) if r["n"] else "n/a"])
+    ref = block["reference"]
+    rows.append([ref["name"], "", _pct(ref["three_way"]["accuracy"]), _num(100 * ref["three_way"]["macro_f1"], 1),
+                 _pct(ref["five_way"]["accuracy"]), _num(100 * ref["five_way"]["macro_f1"], 1)])
+    out += _table(["labels from", "n", "3-way accuracy", "3-way macro-F1", "5-way accuracy", "5-way macro-F1"], rows)
+    out += ["Three-way: entailment / neutral (hallucination, generic, off-topic) / contradiction. Macro-F1 averages "
+            "the labels present in the gold or the predicted labels.", ""]
+    for name, r in block["metrics"].items():
+        if r["n"]:
+            out += [f"Five-way confusion, {name} (rows gold, columns predicted):", ""]
+            out += _confusion_table(r["five_way"])
+    return out
+
+
+def _stress_section(block: dict[str, Any]) -> list[str]:
+    out = ["### Stress pairs: original scored above its perturbation", ""]
+    names = list(dict.fromkeys(n for r in block["rows"] for n in r["scores"]))
+    if names:
+        rows = []
+        for r in block["rows"]:
+            cells = [r["method"], str(r["n_pairs"])]
+            for n in names:
+                c = r["scores"][n]
+                cells.append("n/a (no pair scored)" if not c["n"] else
+                             f"{_pct(c['above'])} (ties {_pct(c['ties'])}, n={c['n']})")
+            rows.append(cells)
+        out += _table(["method", "pairs"] + names, rows)
+        out += ["Share of the pairs scored on both sides where the original's score is strictly higher; ties are "
+                "neither.", ""]
+    labellers = list(dict.fromkeys(n for r in block["rows"] for n in r["labels"]))
+    if labellers:
+        rows = []
+        for r in block["rows"]:
+            for n in labellers:
+                c = r["labels"][n]
+                rows.append([r["method"], n, str(c["n"]), _pct(c["expected_label"]), _pct(c["expected_label3"]),
+                             _pct(c["original_entailment"])])
+        out += _table(["method", "labels from", "n", "expected label", "expected 3-way label",
+                       "originals labelled entailment"], rows)
+    return out
+
+
 _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("response_level", _response_section),
     ("subsets", _subset_section),
@@ -184,6 +240,8 @@ _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("robustness", _robustness_section),
     ("random_knowledge", _random_knowledge_section),
     ("length", _length_section),
+    ("taxonomy", _taxonomy_section),
+    ("stress", _stress_section),
 ]
 
 

@@ -39,12 +39,13 @@ __all__ = [
     "replay_scores",
     "compute_q2",
     "column_scores",
+    "text_rule_labels",
     "write_scores_file",
     "export_inputs",
 ]
 
 _RESULT_FIELDS = {"index", "status", "score", "score_no_nli", "num_questions", "num_candidates", "used_fallback",
-                  "fallback_label", "error", "candidates", "questions", "dropped"}
+                  "fallback_label", "error", "label", "label3", "label_reason", "candidates", "questions", "dropped"}
 
 
 @dataclass(frozen=True)
@@ -59,7 +60,8 @@ class QuestionStats:
 
 @dataclass
 class MetricScores:
-    """One metric's scores by example id, with where they came from."""
+    """One metric's scores by example id, with where they came from; ``labels`` are BEGIN five-way labels by id, for
+    metrics that give them (Q² results; the text rules give labels only, no scores)."""
 
     name: str
     values: dict[str, float]
@@ -69,6 +71,12 @@ class MetricScores:
     missing: dict[str, str] = field(default_factory=dict)  # id -> why there is no score
     questions: dict[str, QuestionStats] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
+    labels: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def labels_only(self) -> bool:
+        """A label source without scores: left out of the score experiments."""
+        return bool(self.labels) and not self.values
 
     def array(self, ids: Sequence[str]) -> np.ndarray:
         """Scores of ``ids`` in order, NaN where there is none."""
@@ -80,7 +88,8 @@ class MetricScores:
 
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "signature": self.signature, "bounded": self.bounded,
-                "n_scores": len(self.values), "n_missing": len(self.missing), "notes": list(self.notes)}
+                "n_scores": len(self.values), "n_missing": len(self.missing), "n_labels": len(self.labels),
+                "notes": list(self.notes)}
 
 
 def _no_answer_count(result: ResponseResult) -> Optional[int]:
@@ -95,7 +104,7 @@ def metrics_from_results(ids: Sequence[str], results: Sequence[ResponseResult], 
 
     ``with_nli=False`` (the scorer ran with ``use_nli=False``) yields only ``"<name> w/o NLI"``. ``None`` (unknown,
     e.g. a scores file) yields both, unless ``score`` equals ``score_no_nli`` everywhere: then only ``name``, with a
-    note.
+    note. The results' BEGIN-style labels (responses without a score have one too) go with the first metric.
     """
     full = MetricScores(name, {}, source, signature)
     no_nli = MetricScores(f"{name} w/o NLI", {}, source, signature)
@@ -107,12 +116,14 @@ def metrics_from_results(ids: Sequence[str], results: Sequence[ResponseResult], 
         no_nli.values[i] = float(res.score_no_nli if res.score_no_nli is not None else res.score)
         full.questions[i] = no_nli.questions[i] = QuestionStats(res.num_questions, _no_answer_count(res),
                                                                 res.used_fallback)
+    out = [full, no_nli]
     if with_nli is False:
-        return [no_nli]
-    if with_nli is None and full.values == no_nli.values:
+        out = [no_nli]
+    elif with_nli is None and full.values == no_nli.values:
         full.notes.append("score equals score_no_nli for every response (scored without NLI?): one metric kept")
-        return [full]
-    return [full, no_nli]
+        out = [full]
+    out[0].labels = {i: res.label for i, res in zip(ids, results) if res.label is not None}
+    return out
 
 
 def _match(found: Iterable[str], known: Mapping[str, Example], what: str) -> list[str]:
@@ -246,6 +257,24 @@ def column_scores(examples: Sequence[Example]) -> list[MetricScores]:
         for column, value in ex.extra_scores.items():
             metrics.setdefault(column, MetricScores(column, {}, "column of the data file")).values[ex.id] = value
     return list(metrics.values())
+
+
+def text_rule_labels(examples: Sequence[Example], *, nlp: Any = None, spacy_model: str = "en_core_web_sm",
+                     name: str = "Text rules") -> MetricScores:
+    """BEGIN labels from :mod:`q2_plugins.taxonomy`'s rules on the text signals alone (no Q² evidence): the
+    model-free part of Q²'s labels, tuned on BEGIN dev. A label source without scores."""
+    from .. import __version__
+    from ..taxonomy import SIGNALS_VERSION, classify_texts
+
+    usable = [ex for ex in examples if ex.response.strip() and ex.knowledge.strip()]
+    verdicts = classify_texts([ex.response for ex in usable], [ex.knowledge for ex in usable], nlp=nlp,
+                              spacy_model=spacy_model)
+    metric = MetricScores(name, {}, "q2_plugins.taxonomy rules on text signals only (no Q2 evidence)",
+                          signature=f"taxonomy-text|{SIGNALS_VERSION}|spacy:{spacy_model}|q2:{__version__}")
+    metric.labels = {ex.id: v.label for ex, v in zip(usable, verdicts) if v.label is not None}
+    metric.missing = {ex.id: "empty response or knowledge" for ex in examples
+                      if not (ex.response.strip() and ex.knowledge.strip())}
+    return metric
 
 
 def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[ResponseResult]) -> None:

@@ -27,6 +27,7 @@ __all__ = [
     "interval",
     "simulate_paired_systems",
     "simulate_mixed_systems",
+    "classification_metrics",
 ]
 
 
@@ -226,3 +227,32 @@ def simulate_mixed_systems(inconsistent: np.ndarray, consistent: np.ndarray, lev
         total += con[rng.integers(0, con.size, size=(reps, size - k))].sum(axis=1)
         out[:, j] = total / size
     return out
+
+
+def classification_metrics(gold: Sequence[str], predicted: Sequence[str], labels: Sequence[str]) -> dict[str, Any]:
+    """Multi-class agreement of predicted with gold labels: accuracy, macro-F1, per-label precision / recall / F1 and
+    the confusion matrix (rows gold, columns predicted, in the order of ``labels``).
+
+    Macro-F1 averages over the labels that occur in the gold or the predicted labels (scikit-learn's default), so a
+    gold label that is never predicted counts with F1 0 and a label absent from both does not count.
+    """
+    metrics = require("sklearn.metrics")
+    gold, predicted = list(gold), list(predicted)
+    if len(gold) != len(predicted):
+        raise ValueError(f"Expected as many predicted labels as gold labels, but got {len(predicted)} for {len(gold)}")
+    unknown = sorted((set(gold) | set(predicted)) - set(labels))
+    if unknown:
+        raise ValueError(f"Labels {unknown} are not among {list(labels)}")
+    if not gold:
+        return {"n": 0, "labels": list(labels)}
+    present = [lab for lab in labels if lab in set(gold) | set(predicted)]
+    p, r, f, support = metrics.precision_recall_fscore_support(gold, predicted, labels=list(labels), zero_division=0.0)
+    return {
+        "n": len(gold),
+        "labels": list(labels),
+        "accuracy": float(metrics.accuracy_score(gold, predicted)),
+        "macro_f1": float(metrics.f1_score(gold, predicted, labels=present, average="macro", zero_division=0.0)),
+        "per_label": {lab: {"precision": float(p[i]), "recall": float(r[i]), "f1": float(f[i]),
+                            "support": int(support[i])} for i, lab in enumerate(labels)},
+        "confusion": metrics.confusion_matrix(gold, predicted, labels=list(labels)).tolist(),
+    }

@@ -1,0 +1,459 @@
+"""Stress pairs for factual-consistency metrics: grounded responses perturbed so that they no longer hold.
+
+In the spirit of Santhanam et al., "Rome was built in 1776" (Conv-FEVER) and of BEGIN's adversarial data, each
+(response, knowledge) pair yields up to four labelled pairs, one per method:
+
+* ``negation`` — the response negated on an auxiliary or copular verb (:data:`NEGATABLE`): "is" -> "is not",
+  "can" -> "cannot", "didn't" -> "did". Expected: contradiction.
+* ``entity_swap`` — a named entity (spaCy NER) that the response shares with the knowledge is replaced, in the
+  response, by another entity of the same type seen in the data (never one in this response or knowledge).
+  Expected: contradiction.
+* ``random_pairing`` — the response with another example's knowledge: of the same topic when the data has topics
+  and one is available (expected: hallucination, topical but unverifiable), else of another topic (expected:
+  off-topic).
+* ``inversion`` — subject and object of a knowledge clause swapped ("Romulus built Rome" -> "Rome built Romulus";
+  passives through their agent), in the knowledge sentence the response draws on. Expected: contradiction.
+
+Sentences where a method does not apply are skipped, and the reason counted, never forced: no negatable verb, only a
+question's inverted verb, a clause negated elsewhere, no shared entity, no replacement of the type, no
+clause with a movable noun subject and object. Every random choice comes from ``random.Random`` seeded with
+``(seed, source id, method)``: the same input and seed give the same pairs, whatever the other rows or methods.
+"""
+
+from __future__ import annotations
+
+import random
+import re
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from typing import Any, Literal, Mapping, Optional, Sequence, Union
+
+from .taxonomy import COARSE
+
+__all__ = [
+    "METHODS",
+    "NEGATABLE",
+    "EXPECTED_LABEL",
+    "Edit",
+    "Skip",
+    "StressPair",
+    "PerturbReport",
+    "negate",
+    "swap_entity",
+    "invert",
+    "entity_pool",
+    "make_stress_pairs",
+]
+
+METHODS = ("negation", "entity_swap", "random_pairing", "inversion")
+NEGATABLE = frozenset({"are", "is", "was", "were", "have", "has", "had", "do", "does", "did", "can", "could", "may",
+                       "might", "must", "shall", "should", "will", "would"})
+EXPECTED_LABEL = {"negation": "contradiction", "entity_swap": "contradiction", "inversion": "contradiction",
+                  "random_pairing": "off-topic"}  # random pairing within a topic: hallucination
+_PERTURBS = {"negation": "response", "entity_swap": "response", "inversion": "knowledge",
+             "random_pairing": "knowledge"}
+_NOT = frozenset({"not", "n't"})
+_OTHER_NEGATIONS = frozenset({"never", "no", "nothing", "nobody", "none", "nowhere", "neither", "nor"})
+_SUBJECTS = ("nsubj", "nsubjpass", "expl")
+_NOUNS = ("NOUN", "PROPN")
+_UNMOVABLE = frozenset({"relcl", "acl", "appos", "conj", "cc", "punct"})  # children that make a phrase unmovable
+
+
+@dataclass(frozen=True)
+class Edit:
+    """A perturbed text, what changed, and the expected label when it is not the method's usual one."""
+
+    text: str
+    change: str
+    expected_label: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class Skip:
+    """The method does not apply; ``reason`` is counted in the report."""
+
+    reason: str
+
+
+def _content_forms(doc: Any) -> set[str]:
+    """Lower-cased forms and lemmas of the content words (no stop words, punctuation or space) of a doc or span."""
+    words = [t for t in doc if not (t.is_stop or t.is_punct or t.is_space)]
+    return {t.lower_ for t in words} | {t.lemma_.lower() for t in words}
+
+
+def _by_overlap(doc: Any, words: set[str]) -> list[tuple[int, Any]]:
+    """(overlap, sentence) for the sentences of ``doc``, most content words in ``words`` first (stable)."""
+    scored = [(len(_content_forms(s) & words), i, s) for i, s in enumerate(doc.sents)]
+    return [(n, s) for n, _, s in sorted(scored, key=lambda x: (-x[0], x[1]))]
+
+
+# -- negation -----------------------------------------------------------------------------------------------------
+def _negation_site(tok: Any) -> Union[Literal["insert", "remove"], Skip]:
+    """"insert" or "remove" for a negatable verb token, or why it cannot be negated."""
+    clause = tok.head if tok.dep_ in ("aux", "auxpass") else tok
+    subjects = [c for c in clause.children if c.dep_ in _SUBJECTS]
+    if subjects and subjects[0].i > tok.i:
+        return Skip("only a question's inverted verb")
+    nxt = tok.nbor(1) if tok.i + 1 < len(tok.doc) else None
+    if nxt is not None and nxt.lower_ in _NOT:
+        return "remove"
+    if nxt is not None and nxt.lower_ in _OTHER_NEGATIONS:
+        return Skip("negated by another word (never, no, ...)")
+    if any(c.dep_ == "neg" for c in list(clause.children) + list(tok.children)):
+        return Skip("negated by another word (never, no, ...)")
+    return "insert"
+
+
+def negate(response_doc: Any, knowledge_words: Optional[set[str]] = None) -> Union[Edit, Skip]:
+    """Negate one auxiliary or copular verb of the response (or remove its negation).
+
+    The verb is the first negatable one of the sentence sharing most content words with the knowledge
+    (``knowledge_words``, lower-cased forms and lemmas), preferring verbs of the sentence's main clause. Only the
+    words of :data:`NEGATABLE`, used as auxiliaries (or any form of "be"), count; contracted forms ("'s") do not.
+    """
+    text = response_doc.text
+    reasons: Counter[str] = Counter()
+    for _, sent in _by_overlap(response_doc, knowledge_words or set()):
+        verbs = [t for t in sent if t.lower_ in NEGATABLE and (t.pos_ == "AUX" or t.lemma_ == "be")]
+        verbs.sort(key=lambda t: (0 if t == sent.root or (t.dep_.startswith("aux") and t.head == sent.root) else 1,
+                                  t.i))
+        for tok in verbs:
+            site = _negation_site(tok)
+            if isinstance(site, Skip):
+                reasons[site.reason] += 1
+                continue
+            end = tok.idx + len(tok.text)
+            if site == "remove":
+                neg = tok.nbor(1)
+                return Edit(text[:end] + text[neg.idx + len(neg.text):], f"removed {neg.text!r} after {tok.text!r}")
+            added = "not" if tok.lower_ == "can" else " not"  # "cannot", as written
+            return Edit(text[:end] + added + text[end:], f"{tok.text!r} -> {tok.text + added!r}")
+    if reasons:
+        return Skip(reasons.most_common(1)[0][0])
+    return Skip("no auxiliary or copular verb to negate")
+
+
+# -- entity swap ----------------------------------------------------------------------------------------------------
+def _occurs(needle: str, haystack: str) -> bool:
+    return re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack, flags=re.IGNORECASE) is not None
+
+
+def entity_pool(docs: Sequence[Any]) -> dict[str, list[str]]:
+    """Named entities of ``docs`` by type: each distinct (case-insensitively) text once, in order of appearance, in
+    its first cased form if one was seen (lower-cased data sets mix with cased ones)."""
+    pool: dict[str, dict[str, str]] = {}
+    for doc in docs:
+        for ent in doc.ents:
+            name = ent.text.strip()
+            if name and "\n" not in name and any(ch.isalnum() for ch in name):
+                forms = pool.setdefault(ent.label_, {})
+                if forms.get(name.lower(), name.lower()) == name.lower():  # prefer a cased form
+                    forms[name.lower()] = name
+    return {label: list(names.values()) for label, names in pool.items()}
+
+
+def swap_entity(response_doc: Any, knowledge: str, pool: Mapping[str, Sequence[str]],
+                rng: random.Random) -> Union[Edit, Skip]:
+    """Replace (every mention of) an entity the response shares with the knowledge by another of its type."""
+    text = response_doc.text
+    shared: dict[tuple[str, str], str] = {}
+    for ent in response_doc.ents:
+        if _occurs(ent.text, knowledge):
+            shared.setdefault((ent.text.lower(), ent.label_), ent.text)
+    if not shared:
+        return Skip("no named entity shared by response and knowledge")
+    keys = sorted(shared)
+    rng.shuffle(keys)
+    for key in keys:
+        name, label = shared[key], key[1]
+        options = sorted({c for c in pool.get(label, ()) if c.lower() != name.lower() and not _occurs(c, knowledge)
+                          and not _occurs(c, text)})
+        if not options:
+            continue
+        new = rng.choice(options)
+        if name == name.lower():
+            new = new.lower()
+        pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", flags=re.IGNORECASE)
+        swapped = pattern.sub(new.replace("\\", "\\\\"), text)  # a literal replacement
+        return Edit(swapped, f"{name!r} -> {new!r} ({label})")
+    return Skip("no other entity of the shared entity's type in the data")
+
+
+# -- subject / object inversion ---------------------------------------------------------------------------------
+def _phrase(tok: Any) -> Optional[Any]:
+    """The subtree span of a noun ``tok``; None when moving it would take a clause, a coordination or an apposition
+    along (the result would be mangled) or when ``tok`` is no noun."""
+    if tok.pos_ not in _NOUNS or any(c.dep_ in _UNMOVABLE for c in tok.children):
+        return None
+    return tok.doc[tok.left_edge.i : tok.right_edge.i + 1]
+
+
+def _clause(verb: Any) -> Optional[tuple[Any, Any]]:
+    """(subject phrase, object phrase) of an active clause with a direct object or of a passive with an agent, both
+    movable noun phrases, subject first; None otherwise. (The verb's own tag is not checked: the tagger sometimes
+    calls a verb a noun, "the dog bit the cat", while the parser still gives it a subject and an object.)"""
+    children = list(verb.children)
+    subj = next((c for c in children if c.dep_ == "nsubj"), None)
+    obj = next((c for c in children if c.dep_ == "dobj"), None)
+    if subj is None or obj is None:
+        subj = next((c for c in children if c.dep_ == "nsubjpass"), None)
+        agent = next((c for c in children if c.dep_ == "agent"), None)
+        obj = next((c for c in agent.children if c.dep_ == "pobj"), None) if agent is not None else None
+    if subj is None or obj is None:
+        return None
+    s, o = _phrase(subj), _phrase(obj)
+    if s is None or o is None or s.end > o.start or s.text.lower() == o.text.lower():
+        return None
+    return s, o
+
+
+def invert(knowledge_doc: Any, response_words: set[str]) -> Union[Edit, Skip]:
+    """Swap subject and object of the first invertible clause of the knowledge whose subject and object both share a
+    content word with the response (``response_words``, lower-cased forms and lemmas): a relation the response draws
+    on. Sentences sharing most with the response are tried first, main clauses first."""
+    text = knowledge_doc.text
+    ranked = [(n, s) for n, s in _by_overlap(knowledge_doc, response_words) if n > 0]
+    if not ranked:
+        return Skip("no knowledge sentence shares a content word with the response")
+    reason = "no clause with a movable noun subject and object in the sentences the response draws on"
+    for _, sent in ranked:
+        for verb in sorted(sent, key=lambda t: (t != sent.root, t.i)):
+            found = _clause(verb)
+            if found is None:
+                continue
+            s, o = found
+            if not (_content_forms(s) & response_words and _content_forms(o) & response_words):
+                reason = "the response names no invertible clause's subject and object"
+                continue
+            subj, obj = s.text, o.text
+            if s.start == sent.start and text[s.start_char].isupper():
+                if s[0].pos_ != "PROPN":
+                    subj = subj[0].lower() + subj[1:]
+                obj = obj[0].upper() + obj[1:]
+            new = text[:s.start_char] + obj + text[s.end_char:o.start_char] + subj + text[o.end_char:]
+            return Edit(new, f"{s.text!r} <-> {o.text!r}")
+    return Skip(reason)
+
+
+# -- random pairing -------------------------------------------------------------------------------------------------
+def _key(text: str) -> str:
+    return " ".join(text.lower().split())
+
+
+def _pair_randomly(i: int, knowledge: Sequence[str], topics: Optional[Sequence[Optional[str]]],
+                   by_topic: Mapping[str, list[str]], distinct: Sequence[str],
+                   rng: random.Random) -> Union[Edit, Skip]:
+    """Another example's knowledge: of the same topic when possible (hallucination), else any other (off-topic)."""
+    own = _key(knowledge[i])
+    topic = topics[i] if topics is not None else None
+    if topic:
+        same = [k for k in by_topic.get(topic, []) if _key(k) != own]
+        if same:
+            return Edit(rng.choice(same), "knowledge of the same topic", "hallucination")
+    for _ in range(1000):
+        other = rng.choice(distinct)
+        if _key(other) != own and not (topic and other in by_topic.get(topic, ())):
+            change = "knowledge of another topic" if topic else "knowledge of another example (no topic)"
+            return Edit(other, change, "off-topic")
+    return Skip("no other knowledge in the data")
+
+
+# -- the whole data set -------------------------------------------------------------------------------------------
+@dataclass
+class StressPair:
+    """An original (response, knowledge) pair and one perturbation of it, with the label it should now get."""
+
+    id: str
+    source_id: str
+    method: str
+    expected_label: str
+    expected_label3: str
+    change: str
+    original_response: str
+    original_knowledge: str
+    perturbed_response: str
+    perturbed_knowledge: str
+    topic: Optional[str] = None
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+@dataclass
+class PerturbReport:
+    """How many pairs each method made, and why it skipped the others."""
+
+    n_rows: int
+    methods: tuple[str, ...]
+    seed: int
+    made: Counter = field(default_factory=Counter)
+    skipped: dict[str, Counter] = field(default_factory=dict)
+
+    def skip(self, method: str, reason: str) -> None:
+        self.skipped.setdefault(method, Counter())[reason] += 1
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"n_rows": self.n_rows, "seed": self.seed,
+                "methods": {m: {"pairs": self.made[m], "skipped": sum(self.skipped.get(m, Counter()).values()),
+                                "reasons": dict(self.skipped.get(m, Counter()).most_common())}
+                            for m in self.methods}}
+
+
+def _text(value: Any) -> Optional[str]:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def make_stress_pairs(
+    *,
+    responses: Sequence[Any],
+    knowledge: Sequence[Any],
+    ids: Optional[Sequence[Any]] = None,
+    topics: Optional[Sequence[Any]] = None,
+    methods: Sequence[str] = METHODS,
+    seed: int = 0,
+    nlp: Any = None,
+    spacy_model: str = "en_core_web_sm",
+) -> tuple[list[StressPair], PerturbReport]:
+    """Perturb every (response, knowledge) pair with every method; returns the pairs (row order, then method order)
+    and the report of what was made and skipped. Rows with an empty response or knowledge are skipped by every
+    method. ``ids`` (default: the row numbers) must be unique; ``topics`` steer the random pairing."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"Unknown perturbation method(s) {unknown}; expected names from {list(METHODS)}")
+    methods = tuple(dict.fromkeys(methods))
+    n = len(responses)
+    if len(knowledge) != n:
+        raise ValueError(f"Expected as many knowledge texts as responses, but got {len(knowledge)} for {n}")
+    for name, column in (("ids", ids), ("topics", topics)):
+        if column is not None and len(column) != n:
+            raise ValueError(f"Expected one of {name} per response, but got {len(column)} for {n}")
+    source_ids = [str(i) for i in (ids if ids is not None else range(n))]
+    repeated = sorted(k for k, c in Counter(source_ids).items() if c > 1)
+    if repeated:
+        raise ValueError(f"ids must be unique; repeated: {repeated[:5]}")
+    topic_of = [str(t) if t not in (None, "") else None for t in topics] if topics is not None else None
+    if nlp is None:
+        from .spacy_parts import load_spacy
+
+        nlp = load_spacy(spacy_model)
+
+    resp = [_text(r) for r in responses]
+    know = [_text(k) for k in knowledge]
+    usable = [i for i in range(n) if resp[i] is not None and know[i] is not None]
+    report = PerturbReport(n, methods, seed)
+    rdocs = dict(zip(usable, nlp.pipe([resp[i] for i in usable])))
+    unique_k = list(dict.fromkeys(know[i] for i in usable))
+    kdocs = dict(zip(unique_k, nlp.pipe(unique_k)))
+    pool = entity_pool(list(rdocs.values()) + list(kdocs.values())) if "entity_swap" in methods else {}
+    distinct = list(unique_k)
+    by_topic: dict[str, list[str]] = {}
+    if topic_of is not None:
+        for i in usable:
+            if topic_of[i] is not None and know[i] not in by_topic.setdefault(topic_of[i], []):
+                by_topic[topic_of[i]].append(know[i])  # type: ignore[arg-type]
+
+    pairs: list[StressPair] = []
+    for i in range(n):
+        if i not in rdocs:
+            for m in methods:
+                report.skip(m, "empty response or knowledge")
+            continue
+        rdoc, kdoc = rdocs[i], kdocs[know[i]]
+        for method in methods:
+            rng = random.Random(f"{seed}|{source_ids[i]}|{method}")
+            if method == "negation":
+                out = negate(rdoc, _content_forms(kdoc))
+            elif method == "entity_swap":
+                out = swap_entity(rdoc, kdoc.text, pool, rng)
+            elif method == "inversion":
+                out = invert(kdoc, _content_forms(rdoc))
+            else:
+                out = _pair_randomly(i, know, topic_of, by_topic, distinct, rng)  # type: ignore[arg-type]
+            if isinstance(out, Skip):
+                report.skip(method, out.reason)
+                continue
+            report.made[method] += 1
+            new_r, new_k = (out.text, kdoc.text) if _PERTURBS[method] == "response" else (rdoc.text, out.text)
+            expected = out.expected_label or EXPECTED_LABEL[method]
+            pairs.append(StressPair(
+                id=f"{source_ids[i]}:{method}", source_id=source_ids[i], method=method, expected_label=expected,
+                expected_label3=COARSE[expected], change=out.change, original_response=rdoc.text,
+                original_knowledge=kdoc.text, perturbed_response=new_r, perturbed_knowledge=new_k,
+                topic=topic_of[i] if topic_of is not None else None,
+            ))
+    return pairs, report
+
+
+# -- command line: q2 perturb --------------------------------------------------------------------------------------
+def _keep_filter(spec: Optional[str]) -> Optional[tuple[str, set[str]]]:
+    if not spec:
+        return None
+    column, sep, values = spec.partition("=")
+    if not sep or not column or not values:
+        raise ValueError(f"--keep expects COLUMN=VALUE[,VALUE...], got {spec!r}")
+    return column, {v.strip() for v in values.split(",")}
+
+
+def add_parser(sub: Any) -> Any:
+    """Add the ``perturb`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
+    p = sub.add_parser("perturb", help="turn a grounded-dialogue file into labelled stress pairs",
+                       description="Perturb each (response, knowledge) row: negation, entity swap, random pairing, "
+                                   "subject/object inversion of the knowledge. Writes one JSONL pair per applicable "
+                                   "method; rows a method does not apply to are skipped and counted.")
+    p.add_argument("--input", required=True, help="JSONL or CSV/TSV file, one response per row")
+    p.add_argument("--output", required=True, help="JSONL file of stress pairs")
+    p.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
+    p.add_argument("--response-column", default="response")
+    p.add_argument("--knowledge-column", default="knowledge")
+    p.add_argument("--id-column", help="row ids (default: 'id' when the file has it, else the row number)")
+    p.add_argument("--topic-column", help="topics for the random pairing (default: 'topic' when the file has it)")
+    p.add_argument("--keep", metavar="COLUMN=VALUE[,VALUE]",
+                   help="only rows whose COLUMN is one of the values, e.g. 'gold label=entailment' for BEGIN")
+    p.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated from {list(METHODS)} (default: all)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--spacy-model", default="en_core_web_sm")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
+    return p
+
+
+def run(args: Any) -> int:
+    """``q2 perturb``: read, perturb, write the pairs, print what was made and skipped."""
+    import json
+
+    from .io import read_checked_rows
+
+    keep = _keep_filter(args.keep)
+    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
+    required = (args.response_column, args.knowledge_column) + tuple(
+        c for c in (args.id_column, args.topic_column, keep[0] if keep else None) if c)
+    hint = "Name the right ones with --response-column / --knowledge-column / --id-column / --topic-column / --keep"
+    rows = list(read_checked_rows(args.input, args.input_format, required, hint=hint))
+    n_read = len(rows)
+    if keep:
+        rows = [(n, row) for n, row in rows if str(row[keep[0]]).strip() in keep[1]]
+    first = rows[0][1] if rows else {}
+    id_column = args.id_column or ("id" if "id" in first else None)
+    topic_column = args.topic_column or ("topic" if "topic" in first else None)
+    pairs, report = make_stress_pairs(
+        responses=[row[args.response_column] for _, row in rows],
+        knowledge=[row[args.knowledge_column] for _, row in rows],
+        ids=[row.get(id_column) if id_column else n for n, row in rows],
+        topics=[row.get(topic_column) for _, row in rows] if topic_column else None,
+        methods=methods, seed=args.seed, spacy_model=args.spacy_model,
+    )
+    with open(args.output, "w", encoding="utf-8") as f:
+        for pair in pairs:
+            f.write(json.dumps(pair.to_dict(), ensure_ascii=False) + "\n")
+    summary = {"input": args.input, "n_read": n_read, "keep": args.keep, "output": args.output,
+               "n_pairs": len(pairs), "id_column": id_column, "topic_column": topic_column, **report.to_dict()}
+    if args.format == "json":
+        print(json.dumps(summary, indent=2, ensure_ascii=False))
+        return 0
+    kept = f" ({report.n_rows} kept by --keep {args.keep})" if keep else ""
+    print(f"q2 perturb: {n_read} rows read{kept}, seed {args.seed}, topics: {topic_column or 'none'}")
+    print("| method | pairs | skipped | why skipped |\n|---|---|---|---|")
+    for method, m in summary["methods"].items():
+        why = "; ".join(f"{reason}: {count}" for reason, count in m["reasons"].items())
+        print(f"| {method} | {m['pairs']} | {m['skipped']} | {why} |")
+    print(f"wrote {len(pairs)} pairs to {args.output}")
+    return 0
