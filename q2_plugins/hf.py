@@ -7,6 +7,7 @@ never changes a result) and returns outputs in input order. Models are loaded by
 from __future__ import annotations
 
 import os
+import time
 from typing import Any, Callable, Optional, Sequence, TypeVar
 
 from .components import Answer, AnswerKind, NLILabel
@@ -71,6 +72,36 @@ def _length_batches(lengths: Sequence[int], batch_size: int, sort: bool) -> list
     return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
 
 
+class _ForwardClock:
+    """Wall time inside a model's own ``forward`` calls (and its encoder's, which ``generate`` calls directly).
+
+    Hooks count only the outermost call, so nested modules are not counted twice. What ``generate`` does between
+    decoder steps (beam bookkeeping, logits processors, cache reordering) is outside the clock.
+    """
+
+    def __init__(self, model: Any) -> None:
+        self.seconds = 0.0
+        self._depth = 0
+        self._t0 = 0.0
+        modules = [model]
+        encoder = getattr(model, "get_encoder", None)
+        if callable(encoder) and getattr(model.config, "is_encoder_decoder", False):
+            modules.append(encoder())
+        for module in modules:
+            module.register_forward_pre_hook(self._enter)
+            module.register_forward_hook(self._exit)
+
+    def _enter(self, *_: Any) -> None:
+        if self._depth == 0:
+            self._t0 = time.perf_counter()
+        self._depth += 1
+
+    def _exit(self, *_: Any) -> None:
+        self._depth -= 1
+        if self._depth == 0:
+            self.seconds += time.perf_counter() - self._t0
+
+
 class _HFComponent:
     def __init__(self, tokenizer: Any, model: Any, batch_size: int, sort_by_length: bool = True) -> None:
         self.tokenizer = tokenizer
@@ -78,20 +109,66 @@ class _HFComponent:
         self.batch_size = batch_size
         self.sort_by_length = sort_by_length
         self.device = next(model.parameters()).device
-        self.forward_seconds = 0.0  # time inside model forwards, for benchmarks
+        self._clock = _ForwardClock(model)
+        self.reset_stats()
+
+    def reset_stats(self) -> None:
+        """Zero the counters benchmarks read: time in calls and in forwards, real and padded input tokens."""
+        self.call_seconds = 0.0  # inside model(...) / model.generate(...)
+        self._clock.seconds = 0.0
+        self.tokens = 0  # input tokens fed to the model
+        self.padded_tokens = 0  # input positions computed, padding included
+
+    @property
+    def forward_seconds(self) -> float:
+        """Wall time inside the model's forward passes since the last :meth:`reset_stats`."""
+        return self._clock.seconds
 
     def _pad(self, features: list[dict[str, list[int]]]) -> dict[str, Any]:
         batch = self.tokenizer.pad(features, padding=True, return_tensors="pt")
+        self.tokens += sum(len(f["input_ids"]) for f in features)
+        self.padded_tokens += int(batch["input_ids"].numel())
         return {k: v.to(self.device) for k, v in batch.items()}
 
     def _timed(self, fn: Callable[..., T], **kwargs: Any) -> T:
-        import time
-
         t0 = time.perf_counter()
         try:
             return fn(**kwargs)
         finally:
-            self.forward_seconds += time.perf_counter() - t0
+            self.call_seconds += time.perf_counter() - t0
+
+
+_BEAM_CACHE_CLASS: Any = None
+
+
+def _beam_search_cache(model: Any) -> Optional[Any]:
+    """An encoder-decoder cache for beam search that never reorders its cross-attention part, or None.
+
+    Every beam of an input attends to the same encoder output, so its cross-attention keys and values are the same
+    for all beams of that input, and beam search only ever picks beams within an input: reordering them (what the
+    default cache does after every decoder step, a copy of every layer's keys and values) moves nothing. The
+    self-attention cache is reordered as usual. None (the library's default cache is used) when this transformers
+    version has no such cache classes.
+    """
+    global _BEAM_CACHE_CLASS
+    if not getattr(model.config, "is_encoder_decoder", False):
+        return None
+    try:
+        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
+    except ImportError:  # pragma: no cover - transformers without Cache classes
+        return None
+    if _BEAM_CACHE_CLASS is None:
+
+        class BeamSharedCrossAttentionCache(EncoderDecoderCache):
+            def reorder_cache(self, beam_idx: Any) -> None:
+                self.self_attention_cache.reorder_cache(beam_idx)
+
+        _BEAM_CACHE_CLASS = BeamSharedCrossAttentionCache
+    try:
+        config = model.config.get_text_config(decoder=True)
+        return _BEAM_CACHE_CLASS(DynamicCache(config=config), DynamicCache(config=config))
+    except TypeError:  # pragma: no cover - older DynamicCache without config
+        return _BEAM_CACHE_CLASS(DynamicCache(), DynamicCache())
 
 
 class HFQuestionGenerator(_HFComponent):
@@ -111,6 +188,8 @@ class HFQuestionGenerator(_HFComponent):
         self.input_template = input_template
         # extra model.generate arguments (benchmarks fix the question length with min/max_new_tokens)
         self.generate_overrides: dict[str, Any] = {}
+        # beam search without copying the cross-attention cache after every step (same beams; off = library default)
+        self.share_cross_attention = True
 
     def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
         torch = _torch()
@@ -130,6 +209,9 @@ class HFQuestionGenerator(_HFComponent):
         gen_kwargs.update(self.generate_overrides)
         for batch in _length_batches([len(x) for x in encoded], self.batch_size, self.sort_by_length):
             inputs = self._pad([{"input_ids": encoded[i]} for i in batch])
+            cache = _beam_search_cache(self.model) if self.num_beams > 1 and self.share_cross_attention else None
+            if cache is not None:
+                inputs["past_key_values"] = cache
             with torch.inference_mode():
                 generated = self._timed(self.model.generate, **inputs, **gen_kwargs)
             decoded = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
