@@ -26,6 +26,7 @@ import shutil
 import sys
 import tempfile
 import time
+import warnings
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -198,7 +199,10 @@ def make_components(paths: dict[str, Path], dtype: str, qg_len: int, int8: bool 
     if int8:
         from torch.ao.quantization import quantize_dynamic
 
-        m_qg, m_qa, m_nli = (quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8) for m in (m_qg, m_qa, m_nli))
+        with warnings.catch_warnings():  # torch.ao's deprecation notice; the API still works in this torch
+            warnings.simplefilter("ignore")
+            m_qg, m_qa, m_nli = (quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8)
+                                 for m in (m_qg, m_qa, m_nli))
     qg = HFQuestionGenerator(tok_qg, m_qg, batch_size=1, max_length=128)
     qg.generate_overrides = {"min_new_tokens": qg_len, "max_new_tokens": qg_len, "max_length": None}
     qa = HFQuestionAnswerer(tok_qa, m_qa, batch_size=1)
@@ -210,7 +214,7 @@ def set_mode(hf: dict[str, Any], batched: bool, batch_sizes: dict[str, int]) -> 
     for role, comp in hf.items():
         comp.batch_size = batch_sizes[role] if batched else 1
         comp.sort_by_length = batched
-        comp.forward_seconds = 0.0
+        comp.reset_stats()
 
 
 def run(hf: dict[str, Any], nlp: Any, oracle: Oracle, records: Sequence[RecordedResponse], *, batched: bool,
@@ -228,12 +232,17 @@ def run(hf: dict[str, Any], nlp: Any, oracle: Oracle, records: Sequence[Recorded
                           explain=True)
     wall = time.perf_counter() - t0
     forward = {role: hf[role].forward_seconds for role in hf}
+    calls = {role: hf[role].call_seconds for role in hf}
     return {
         "wall_s": wall,
         "responses_per_s": len(records) / wall,
         "stage_s": dict(scorer.timings),
         "forward_s": forward,
+        "call_s": calls,
+        # strict: time inside the models' forward passes; calls: also generate()'s beam bookkeeping between steps
         "forward_share": sum(forward.values()) / wall,
+        "call_share": sum(calls.values()) / wall,
+        "tokens": {role: {"real": hf[role].tokens, "padded": hf[role].padded_tokens} for role in hf},
         "flops": {role: w.flops for role, w in wrappers.items()} if count_flops else None,
         "result": result,
         "real": {role: w.real for role, w in wrappers.items()},
@@ -339,15 +348,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     report["speedup_cached_vs_first"] = batched["wall_s"] / cached["wall_s"]
     report["peak_rss_gb_fp32"] = peak_rss_gb()
 
+    flops = None
     if not args.no_flops:
         counted = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes, count_flops=True)
-        eff = {}
-        for role in ("qg", "qa", "nli"):
-            secs = batched["forward_s"][role]
-            gflops = counted["flops"][role] / secs / 1e9 if secs else float("nan")
-            eff[role] = {"gflop": counted["flops"][role] / 1e9, "forward_s": secs, "gflop_per_s": gflops,
-                         "share_of_fp32_peak": gflops / report["peak_gflops"]["float32"]}
-        report["stage_efficiency_batched_fp32"] = eff
+        flops = counted["flops"]
+        report["stage_efficiency_batched_fp32"] = efficiency(flops, batched, "float32")
 
     if args.scale:
         big = load_workload(data, args.n * args.scale)
@@ -363,6 +368,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         del hf
         hf = make_components(paths, dtype, args.qg_length, int8=int8)
         r = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes)
+        if flops is not None and int8 is False:
+            r["efficiency"] = efficiency(flops, r, dtype)  # same batches, so the same FLOPs as the fp32 run
         report[flag] = summarise(flag, r) | {
             "speedup_vs_fp32_per_item": per_item["wall_s"] / r["wall_s"],
             "speedup_vs_fp32_batched": batched["wall_s"] / r["wall_s"],
@@ -371,11 +378,71 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         }
         print(f"{flag:10} {r['wall_s']:8.1f} s", flush=True)
 
+    # the peak again at the end: a machine that got busier during the run shows up as two different figures
+    end_peak = {"float32": matmul_peak(torch.float32), "bfloat16": matmul_peak(torch.bfloat16)}
+    report["peak_gflops_start"] = report["peak_gflops"]
+    report["peak_gflops_end"] = end_peak
+    report["peak_gflops"] = {k: max(v, end_peak[k]) for k, v in report["peak_gflops"].items()}
+    for key in ("stage_efficiency_batched_fp32",):
+        if key in report:
+            report[key] = rescale(report[key], report["peak_gflops"]["float32"])
+    if "bf16" in report and "efficiency" in report["bf16"]:
+        report["bf16"]["efficiency"] = rescale(report["bf16"]["efficiency"], report["peak_gflops"]["bfloat16"])
+    report["targets"] = targets(report)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(report, indent=2, default=str))
     print_table(report)
     print(f"\nJSON: {args.json}")
     return 0
+
+
+def efficiency(flops: dict[str, int], r: dict[str, Any], dtype: str) -> dict[str, Any]:
+    """FLOP rate of each model stage: over its time inside model calls (generate's beam bookkeeping included) and
+    inside forward passes only. FLOPs are counted on the batched run, so they include padding; ``padding_share`` is
+    the share of computed input positions that were padding."""
+    out = {}
+    for role in ("qg", "qa", "nli"):
+        tok = r["tokens"][role]
+        out[role] = {
+            "dtype": dtype, "gflop": flops[role] / 1e9, "call_s": r["call_s"][role], "forward_s": r["forward_s"][role],
+            "gflop_per_s": flops[role] / 1e9 / r["call_s"][role] if r["call_s"][role] else float("nan"),
+            "gflop_per_s_in_forward": flops[role] / 1e9 / r["forward_s"][role] if r["forward_s"][role] else
+            float("nan"),
+            "padding_share": 1 - tok["real"] / tok["padded"] if tok["padded"] else 0.0,
+        }
+    return out
+
+
+def rescale(eff: dict[str, Any], peak: float) -> dict[str, Any]:
+    return {role: e | {"peak_gflop_per_s": peak, "share_of_peak": e["gflop_per_s"] / peak,
+                       "share_of_peak_in_forward": e["gflop_per_s_in_forward"] / peak} for role, e in eff.items()}
+
+
+def targets(rep: dict[str, Any]) -> list[dict[str, Any]]:
+    """The performance targets, each with the measured value (None: not measured in this run)."""
+    m = rep["modes"]
+    eff = rep.get("stage_efficiency_batched_fp32", {})
+    rows = [
+        ("fp32 batched / per-item speed-up", ">= 2", rep["speedup_batched_vs_per_item"], lambda v: v >= 2),
+        ("per-item and batched results identical", "yes", rep["identical_per_item_vs_batched"]["results"],
+         lambda v: v is True),
+    ]
+    for role in ("qg", "qa", "nli"):
+        rows.append((f"{role} stage share of the fp32 matmul peak", ">= 0.80",
+                     eff[role]["share_of_peak"] if role in eff else None, lambda v: v >= 0.8))
+    rows += [
+        ("bf16 speed-up over the fp32 per-item reference", ">= 4",
+         rep["bf16"]["speedup_vs_fp32_per_item"] if "bf16" in rep else None, lambda v: v >= 4),
+        ("share of batched wall time inside model forwards", ">= 0.75", m["batched"]["forward_share"],
+         lambda v: v >= 0.75),
+        ("cached re-run speed-up", ">= 50", rep["speedup_cached_vs_first"], lambda v: v >= 50),
+        ("peak RSS with the three fp32 models, GB", "<= 4", rep["peak_rss_gb_fp32"], lambda v: v <= 4),
+        ("time for 10x the responses / time for N", "<= 10.5",
+         rep["scaling"]["time_ratio"] if "scaling" in rep and rep["scaling"]["n_big"] == 10 * rep["scaling"]["n"]
+         else None, lambda v: v <= 10.5),
+    ]
+    return [{"target": name, "goal": goal, "measured": v, "met": None if v is None else bool(ok(v))}
+            for name, goal, v, ok in rows]
 
 
 def _mean_abs_diff(a: Any, b: Any) -> float:
@@ -386,12 +453,13 @@ def _mean_abs_diff(a: Any, b: Any) -> float:
 
 def print_table(rep: dict[str, Any]) -> None:
     m = rep["modes"]
-    print("\n| mode | wall s | resp/s | forward share | qg s | qa s | nli s | spaCy s |")
-    print("|---|---:|---:|---:|---:|---:|---:|---:|")
+    print("\n| mode | wall s | resp/s | in forwards | in model calls | qg s | qa s | nli s | spaCy s |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|")
     rows = [(k, v) for k, v in m.items()] + [(k, rep[k]) for k in ("bf16", "int8") if k in rep]
     for name, r in rows:
         st = r["stage_s"]
         print(f"| {name} | {r['wall_s']:.1f} | {r['responses_per_s']:.3f} | {100 * r['forward_share']:.0f}% | "
+              f"{100 * r['call_share']:.0f}% | "
               f"{st.get('qg', 0):.1f} | {st.get('qa', 0):.1f} | {st.get('nli', 0):.1f} | "
               f"{st.get('candidates', 0) + st.get('personal', 0):.1f} |")
     print(f"\nbatched / per-item speed-up: {rep['speedup_batched_vs_per_item']:.2f}x; identical results: "
@@ -399,10 +467,15 @@ def print_table(rep: dict[str, Any]) -> None:
           f"{rep['identical_per_item_vs_batched']['raw_model_outputs']}")
     print(f"cached re-run speed-up: {rep['speedup_cached_vs_first']:.0f}x; peak RSS (fp32, 3 models): "
           f"{rep['peak_rss_gb_fp32']:.2f} GB")
-    if "stage_efficiency_batched_fp32" in rep:
-        for role, e in rep["stage_efficiency_batched_fp32"].items():
-            print(f"{role}: {e['gflop']:.0f} GFLOP in {e['forward_s']:.1f} s = {e['gflop_per_s']:.0f} GFLOP/s "
-                  f"({100 * e['share_of_fp32_peak']:.0f}% of the fp32 matmul peak)")
+    effs = [("fp32", rep.get("stage_efficiency_batched_fp32"))]
+    if "bf16" in rep:
+        effs.append(("bf16", rep["bf16"].get("efficiency")))
+    for name, eff in effs:
+        for role, e in (eff or {}).items():
+            print(f"{name} {role}: {e['gflop']:.0f} GFLOP in {e['call_s']:.1f} s of calls = {e['gflop_per_s']:.0f} "
+                  f"GFLOP/s ({100 * e['share_of_peak']:.0f}% of the {e['peak_gflop_per_s']:.0f} GFLOP/s matmul peak; "
+                  f"{100 * e['share_of_peak_in_forward']:.0f}% inside forwards), padding "
+                  f"{100 * e['padding_share']:.1f}% of input positions")
     if "scaling" in rep:
         s = rep["scaling"]
         print(f"scaling: {s['n_big']} vs {s['n']} responses costs {s['time_ratio']:.2f}x the time")
@@ -414,6 +487,13 @@ def print_table(rep: dict[str, Any]) -> None:
                   f"{100 * d['qa_span_changed']:.1f}%, filter {100 * d['filter_changed']:.1f}%, NLI label "
                   f"{100 * d['nli_label_changed']:.1f}%; mean |dQ2| {rep[k]['q2_abs_diff_mean']:.3f}")
 
+    if "targets" in rep:
+        print("\n| target | goal | measured | met |\n|---|---|---:|---|")
+        for t in rep["targets"]:
+            v = t["measured"]
+            shown = "-" if v is None else (f"{v:.2f}" if isinstance(v, float) else str(v))
+            met = "not measured" if t["met"] is None else ("yes" if t["met"] else "NO")
+            print(f"| {t['target']} | {t['goal']} | {shown} | {met} |")
 
 if __name__ == "__main__":
     sys.exit(main())
