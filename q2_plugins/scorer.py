@@ -374,9 +374,11 @@ class Q2Scorer:
                                        lambda part: self.personal_filter.is_personal([p[0] for p in part]),
                                        progress=progress)
 
-        # 4. the response's own answer: rounds over beam ranks ("single") or all questions at once ("all")
+        # 4. the response's own answer: rounds over beam ranks ("single") or all questions at once ("all").
+        # Step 5 (the knowledge's answer) of the questions found valid in a round rides in the next round's batch.
         pointer = [0] * len(slots)
         valid: list[tuple[int, int, str, str]] = []  # (slot index, beam rank, question, response answer text)
+        kqa_out: dict[Hashable, Any] = {}
         pending = set(range(len(slots)))
         while pending:
             batch: list[tuple[int, int, str]] = []
@@ -402,9 +404,12 @@ class Q2Scorer:
                     pending.discard(s)
             if not batch:
                 break
-            qa_out = self._run_stage("qa", [(q, slots[s][0].response) for s, _, q in batch],
+            k_items = [(q, slots[s][0].knowledge) for s, _, q, _ in valid
+                       if slots[s][0].error is None and (q, slots[s][0].knowledge) not in kqa_out]
+            qa_out = self._run_stage("qa", [(q, slots[s][0].response) for s, _, q in batch] + k_items,
                                      lambda part: self.question_answerer.answer([tuple(p) for p in part]),
                                      encode=Answer.to_dict, decode=Answer.from_dict, progress=progress)
+            kqa_out.update((it, qa_out[it]) for it in k_items)
             for s, rank, q in batch:
                 row, cand, _ = slots[s]
                 ans = qa_out[(q, row.response)]
@@ -421,10 +426,11 @@ class Q2Scorer:
         valid.sort(key=lambda v: (v[0], v[1]))  # candidate order, then beam rank, as the original lists them
         valid = [v for v in valid if slots[v[0]][0].error is None]
 
-        # 5. answer every valid question from the knowledge
-        kqa_out = self._run_stage("qa", [(q, slots[s][0].knowledge) for s, _, q, _ in valid],
-                                  lambda part: self.question_answerer.answer([tuple(p) for p in part]),
-                                  encode=Answer.to_dict, decode=Answer.from_dict, progress=progress)
+        # 5. answer every valid question from the knowledge (those of the last round, and any not asked yet)
+        kqa_out.update(self._run_stage(
+            "qa", [(q, slots[s][0].knowledge) for s, _, q, _ in valid if (q, slots[s][0].knowledge) not in kqa_out],
+            lambda part: self.question_answerer.answer([tuple(p) for p in part]),
+            encode=Answer.to_dict, decode=Answer.from_dict, progress=progress))
 
         # 6. compare answers: F1, upgraded by NLI
         compared: list[tuple[int, str, str, Answer, float]] = []
@@ -438,7 +444,14 @@ class Q2Scorer:
         nli_pairs = []
         if c.use_nli:
             nli_pairs = [nli_premise_hypothesis(q, slots[s][1], k) for s, q, _, k, f1 in compared if needs_nli(k, f1)]
-        nli_out = self._run_stage("nli", nli_pairs, lambda part: self.nli.predict([tuple(p) for p in part]),
+        # 7 (inputs). Responses without a valid question get end-to-end NLI: every compared answer ends as a question
+        # or an error of its row, so these are known now, and both kinds of NLI pair go in one batched call.
+        compared_rows = {slots[s][0].index for s, *_ in compared}
+        need_fallback = ([r for r in active if r.error is None and r.index not in compared_rows]
+                         if c.fallback else [])
+        fb_pairs = [self._fallback_pair(r) for r in need_fallback]
+        nli_out = self._run_stage("nli", nli_pairs + fb_pairs,
+                                  lambda part: self.nli.predict([tuple(p) for p in part]),
                                   encode=lambda x: x.value, decode=NLILabel, progress=progress)
         for s, q, resp_ans, k_ans, f1 in compared:
             row, cand, _ = slots[s]
@@ -456,12 +469,8 @@ class Q2Scorer:
             ))
 
         # 7. end-to-end NLI fallback for responses without a valid question
-        need_fallback = [r for r in active if r.error is None and not r.questions] if c.fallback else []
-        fb_pairs = [self._fallback_pair(r) for r in need_fallback]
-        fb_out = self._run_stage("nli", fb_pairs, lambda part: self.nli.predict([tuple(p) for p in part]),
-                                 encode=lambda x: x.value, decode=NLILabel, progress=progress)
         for r, pair in zip(need_fallback, fb_pairs):
-            out = fb_out[pair]
+            out = nli_out[pair]
             if isinstance(out, _Failure):
                 r.error = f"fallback NLI failed: {out.message}"
             else:

@@ -175,7 +175,22 @@ def test_single_mode_takes_first_passing_question_and_explains_drops():
     assert r.score == (1.0 + f1_france) / 2  # the neutral default keeps the F1
     # rounds: the first QA batch holds the first non-personal question of every candidate
     assert scorer._qa.calls[0] == [("What is the capital of France?", R), ("Paris is the capital of what?", R)]
-    assert scorer._qa.calls[1] == [("Where is Paris?", R)]
+    # the second round's batch also carries the knowledge's answer to the question the first round validated, and
+    # the last call answers the second round's valid question from the knowledge
+    assert scorer._qa.calls[1] == [("Where is Paris?", R), ("What is the capital of France?", K)]
+    assert scorer._qa.calls[2:] == [[("Where is Paris?", K)]]
+
+
+def test_answer_nli_and_fallback_nli_share_one_call():
+    r2, k2 = "Hmm, sounds nice.", "Bananas are yellow."
+    scorer = filter_scorer()
+    scorer._candidates.table[r2] = []
+    scorer._nli.table[("bananas are yellow.", r2)] = C
+    res = scorer.score(responses=[R, r2], knowledge=[K, k2], explain=True)
+    assert [r.status for r in res.responses] == ["scored", "fallback"]
+    assert res.responses[1].fallback_label == "contradiction"
+    assert len(scorer._nli.calls) == 1
+    assert ("bananas are yellow.", r2) in scorer._nli.calls[0] and len(scorer._nli.calls[0]) == 2
 
 
 def test_all_mode_keeps_every_passing_question_in_beam_order():
