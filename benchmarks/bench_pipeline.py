@@ -308,7 +308,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--n", type=int, default=16, help="responses in the main comparison")
     ap.add_argument("--scale", type=int, default=0, help="also time the batched run on scale*N responses (e.g. 10)")
     ap.add_argument("--qg-length", type=int, default=16, help="fixed generated question length in tokens")
-    ap.add_argument("--batch-sizes", default="qg=16,qa=32,nli=32")
+    ap.add_argument("--batch-sizes", default="",
+                    help="e.g. qg=16,qa=32,nli=32 (default: the Q2Config defaults, what a user gets)")
     ap.add_argument("--bf16", action="store_true", help="also run the batched pipeline in bfloat16")
     ap.add_argument("--int8", action="store_true", help="also run the batched pipeline with dynamic int8 Linear layers")
     ap.add_argument("--no-flops", action="store_true", help="skip the (untimed) FLOP-counting pass")
@@ -316,7 +317,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     args = ap.parse_args(argv)
 
     data = Path(args.data)
-    batch_sizes = {k: int(v) for k, v in (kv.split("=") for kv in args.batch_sizes.split(","))}
+    batch_sizes = {role: Q2Config().role_batch_size(role) for role in ("qg", "qa", "nli")}
+    batch_sizes |= {k: int(v) for k, v in (kv.split("=") for kv in args.batch_sizes.split(",") if kv)}
     report: dict[str, Any] = {
         "machine": {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                     "torch": torch.__version__, "python": platform.python_version(), "processor": platform.machine()},
