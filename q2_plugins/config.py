@@ -45,10 +45,16 @@ class Q2Config:
     qg_dtype: Optional[str] = _f(None, "dtype of the QG model (default: --dtype)", _DTYPES)
     qa_dtype: Optional[str] = _f(None, "dtype of the QA model (default: --dtype)", _DTYPES)
     nli_dtype: Optional[str] = _f(None, "dtype of the NLI model (default: --dtype)", _DTYPES)
-    batch_size: int = _f(16, "inputs per forward pass, batched across responses")
-    qg_batch_size: Optional[int] = _f(None, "QG inputs per generate call (default: --batch-size)")
-    qa_batch_size: Optional[int] = _f(None, "QA windows per forward pass (default: --batch-size)")
-    nli_batch_size: Optional[int] = _f(None, "NLI pairs per forward pass (default: --batch-size)")
+    batch_size: int = _f(32, "most inputs per forward pass, batched across responses")
+    qg_batch_size: Optional[int] = _f(None, "most QG inputs per generate call (default: --batch-size)")
+    qa_batch_size: Optional[int] = _f(None, "most QA windows per forward pass (default: --batch-size)")
+    nli_batch_size: Optional[int] = _f(None, "most NLI pairs per forward pass (default: --batch-size)")
+    batch_tokens: Optional[int] = _f(
+        2048, "most padded input tokens per forward pass (inputs x longest input): bounds activation memory "
+              "whatever the input lengths; 0 or None: --batch-size alone decides")
+    qg_batch_tokens: Optional[int] = _f(None, "token cap of a QG generate call (default: --batch-tokens)")
+    qa_batch_tokens: Optional[int] = _f(None, "token cap of a QA forward pass (default: --batch-tokens)")
+    nli_batch_tokens: Optional[int] = _f(None, "token cap of an NLI forward pass (default: --batch-tokens)")
     per_item: bool = _f(False, "reference mode: batch size 1 everywhere, no length sorting (same results, slower)")
     # question generation
     qg_decoding: str = _f("beam", "question decoding", ("beam", "greedy"))
@@ -91,12 +97,16 @@ class Q2Config:
             choices = f.metadata.get("choices")
             if choices and value is not None and value not in choices:
                 raise ValueError(f"Q2Config.{f.name} must be one of {list(choices)}, got {value!r}")
-        for name in ("batch_size", "qg_batch_size", "qa_batch_size", "nli_batch_size", "qg_num_beams",
+        for name in ("batch_size", "qg_batch_size", "qa_batch_size", "nli_batch_size", "qg_batch_tokens",
+                     "qa_batch_tokens", "nli_batch_tokens", "qg_num_beams",
                      "qg_num_return", "qg_max_length", "qg_max_input_tokens", "qa_max_length",
                      "qa_max_answer_tokens", "nli_max_length"):
             value = getattr(self, name)
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
                 raise ValueError(f"Q2Config.{name} must be a positive integer, got {value!r}")
+        if self.batch_tokens is not None and (not isinstance(self.batch_tokens, int) or
+                                              isinstance(self.batch_tokens, bool) or self.batch_tokens < 0):
+            raise ValueError(f"Q2Config.batch_tokens must be a non-negative integer or None, got {self.batch_tokens!r}")
         if self.qg_no_repeat_ngram < 0:
             raise ValueError(f"Q2Config.qg_no_repeat_ngram must be >= 0, got {self.qg_no_repeat_ngram!r}")
         if self.qg_decoding == "beam" and self.qg_num_return > self.qg_num_beams:
@@ -124,6 +134,11 @@ class Q2Config:
             return 1
         return getattr(self, f"{role}_batch_size") or self.batch_size
 
+    def role_batch_tokens(self, role: str) -> Optional[int]:
+        if self.per_item:
+            return None
+        return getattr(self, f"{role}_batch_tokens") or self.batch_tokens or None
+
     def replace(self, **changes: Any) -> "Q2Config":
         return dataclasses.replace(self, **changes)
 
@@ -142,7 +157,8 @@ class Q2Config:
     def fingerprint(self) -> str:
         """Hash of every setting that can change a score (not devices, batch sizes or the cache location)."""
         ignore = {"device", "qg_device", "qa_device", "nli_device", "batch_size", "qg_batch_size",
-                  "qa_batch_size", "nli_batch_size", "per_item", "cache_dir"}
+                  "qa_batch_size", "nli_batch_size", "batch_tokens", "qg_batch_tokens", "qa_batch_tokens",
+                  "nli_batch_tokens", "per_item", "cache_dir"}
         data = {k: v for k, v in self.to_dict().items() if k not in ignore}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 

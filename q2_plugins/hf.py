@@ -67,9 +67,61 @@ def highlight(answer: str, context: str, mark: str = "<hl>") -> str:
     return f"{context[:i]}{mark} {answer} {mark}{context[i + len(answer):]}"
 
 
-def _length_batches(lengths: Sequence[int], batch_size: int, sort: bool) -> list[list[int]]:
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i]) if sort else list(range(len(lengths)))
-    return [order[i : i + batch_size] for i in range(0, len(order), batch_size)]
+# A forward pass costs about as much as this many more input tokens would: small matrix products run far below the
+# machine's speed, and every pass has fixed work. Batching trades this against padding (see _length_batches).
+BATCH_OVERHEAD_TOKENS = 64
+
+
+def _length_batches(lengths: Sequence[int], batch_size: int, sort: bool, max_tokens: Optional[int] = None,
+                    overhead: int = BATCH_OVERHEAD_TOKENS) -> list[list[int]]:
+    """Index batches of at most ``batch_size`` inputs and, with ``max_tokens``, at most that many padded tokens
+    (inputs x longest input; an input longer than the cap goes alone).
+
+    Sorted by length, the inputs are cut into the consecutive batches that minimise the padded tokens computed plus
+    ``overhead`` per batch: a few very long inputs no longer pad a batch of short ones, and similar lengths still
+    fill whole batches. Unsorted (the per-item reference mode), batches are consecutive runs in input order.
+    """
+    n = len(lengths)
+    if not sort:
+        order = list(range(n))
+        return [order[i : i + batch_size] for i in range(0, n, batch_size)] if max_tokens is None else \
+            _greedy_batches(order, lengths, batch_size, max_tokens)
+    order = sorted(range(n), key=lambda i: lengths[i])
+    sorted_lengths = [lengths[i] for i in order]
+    best = [0] + [0] * n  # best[j]: least cost of batching the j shortest inputs
+    start = [0] * (n + 1)  # where the last batch of that best split starts
+    for j in range(1, n + 1):
+        longest = sorted_lengths[j - 1]
+        best_cost, best_start = None, j - 1
+        for size in range(1, min(batch_size, j) + 1):
+            if size > 1 and max_tokens is not None and size * longest > max_tokens:
+                break
+            cost = best[j - size] + size * longest + overhead
+            if best_cost is None or cost <= best_cost:  # ties: the larger batch
+                best_cost, best_start = cost, j - size
+        best[j], start[j] = best_cost or 0, best_start
+    batches: list[list[int]] = []
+    j = n
+    while j > 0:
+        batches.append(order[start[j] : j])
+        j = start[j]
+    return batches[::-1]
+
+
+def _greedy_batches(order: list[int], lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
+    batches: list[list[int]] = []
+    current: list[int] = []
+    longest = 0
+    for i in order:
+        grown = max(longest, lengths[i])
+        if current and (len(current) >= batch_size or grown * (len(current) + 1) > max_tokens):
+            batches.append(current)
+            current, grown = [], lengths[i]
+        current.append(i)
+        longest = grown
+    if current:
+        batches.append(current)
+    return batches
 
 
 class _ForwardClock:
@@ -103,31 +155,38 @@ class _ForwardClock:
 
 
 class _HFComponent:
-    def __init__(self, tokenizer: Any, model: Any, batch_size: int, sort_by_length: bool = True) -> None:
+    def __init__(self, tokenizer: Any, model: Any, batch_size: int, sort_by_length: bool = True,
+                 batch_tokens: Optional[int] = None) -> None:
         self.tokenizer = tokenizer
         self.model = model
         self.batch_size = batch_size
+        self.batch_tokens = batch_tokens
         self.sort_by_length = sort_by_length
         self.device = next(model.parameters()).device
         self._clock = _ForwardClock(model)
         self.reset_stats()
 
     def reset_stats(self) -> None:
-        """Zero the counters benchmarks read: time in calls and in forwards, real and padded input tokens."""
+        """Zero the counters benchmarks read: time in calls and in forwards, real and padded input tokens, batches."""
         self.call_seconds = 0.0  # inside model(...) / model.generate(...)
         self._clock.seconds = 0.0
         self.tokens = 0  # input tokens fed to the model
         self.padded_tokens = 0  # input positions computed, padding included
+        self.batches = 0  # forward passes / generate calls
 
     @property
     def forward_seconds(self) -> float:
         """Wall time inside the model's forward passes since the last :meth:`reset_stats`."""
         return self._clock.seconds
 
+    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
+        return _length_batches(lengths, self.batch_size, self.sort_by_length, self.batch_tokens)
+
     def _pad(self, features: list[dict[str, list[int]]]) -> dict[str, Any]:
         batch = self.tokenizer.pad(features, padding=True, return_tensors="pt")
         self.tokens += sum(len(f["input_ids"]) for f in features)
         self.padded_tokens += int(batch["input_ids"].numel())
+        self.batches += 1
         return {k: v.to(self.device) for k, v in batch.items()}
 
     def _timed(self, fn: Callable[..., T], **kwargs: Any) -> T:
@@ -177,8 +236,8 @@ class HFQuestionGenerator(_HFComponent):
     def __init__(self, tokenizer: Any, model: Any, *, batch_size: int, decoding: str = "beam", num_beams: int = 5,
                  num_return: int = 5, no_repeat_ngram: int = 3, max_length: int = 128, max_input_tokens: int = 512,
                  input_template: str = "answer: {answer}  context: {context} </s>",
-                 sort_by_length: bool = True) -> None:
-        super().__init__(tokenizer, model, batch_size, sort_by_length)
+                 sort_by_length: bool = True, batch_tokens: Optional[int] = None) -> None:
+        super().__init__(tokenizer, model, batch_size, sort_by_length, batch_tokens)
         self.decoding = decoding
         self.num_beams = num_beams if decoding == "beam" else 1
         self.num_return = num_return if decoding == "beam" else 1
@@ -207,7 +266,7 @@ class HFQuestionGenerator(_HFComponent):
         if self.decoding == "beam":
             gen_kwargs.update(no_repeat_ngram_size=self.no_repeat_ngram, early_stopping=True)
         gen_kwargs.update(self.generate_overrides)
-        for batch in _length_batches([len(x) for x in encoded], self.batch_size, self.sort_by_length):
+        for batch in self._batches([len(x) for x in encoded]):
             inputs = self._pad([{"input_ids": encoded[i]} for i in batch])
             cache = _beam_search_cache(self.model) if self.num_beams > 1 and self.share_cross_attention else None
             if cache is not None:
@@ -232,8 +291,8 @@ class HFQuestionAnswerer(_HFComponent):
 
     def __init__(self, tokenizer: Any, model: Any, *, batch_size: int, decoding: str = "original",
                  max_length: int = 512, stride: int = 128, max_answer_tokens: int = 30,
-                 sort_by_length: bool = True) -> None:
-        super().__init__(tokenizer, model, batch_size, sort_by_length)
+                 sort_by_length: bool = True, batch_tokens: Optional[int] = None) -> None:
+        super().__init__(tokenizer, model, batch_size, sort_by_length, batch_tokens)
         self.decoding = decoding
         self.max_length = max_length
         self.stride = stride
@@ -253,7 +312,7 @@ class HFQuestionAnswerer(_HFComponent):
         start_logits: list[Any] = [None] * n_windows
         end_logits: list[Any] = [None] * n_windows
         lengths = [len(ids) for ids in enc["input_ids"]]
-        for batch in _length_batches(lengths, self.batch_size, self.sort_by_length):
+        for batch in self._batches(lengths):
             inputs = self._pad([{k: enc[k][w] for k in keys} for w in batch])
             with torch.inference_mode():
                 outputs = self._timed(self.model, **inputs)
@@ -340,8 +399,8 @@ class HFNLI(_HFComponent):
     """
 
     def __init__(self, tokenizer: Any, model: Any, *, batch_size: int, max_length: int = 512, stride: int = 128,
-                 model_name: str = "", sort_by_length: bool = True) -> None:
-        super().__init__(tokenizer, model, batch_size, sort_by_length)
+                 model_name: str = "", sort_by_length: bool = True, batch_tokens: Optional[int] = None) -> None:
+        super().__init__(tokenizer, model, batch_size, sort_by_length, batch_tokens)
         self.max_length = max_length
         self.stride = stride
         self.labels = nli_label_map(model.config.id2label, model_name)
@@ -356,7 +415,7 @@ class HFNLI(_HFComponent):
         keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc]
         lengths = [len(ids) for ids in enc["input_ids"]]
         window_labels: list[NLILabel] = [NLILabel.NEUTRAL] * len(lengths)
-        for batch in _length_batches(lengths, self.batch_size, self.sort_by_length):
+        for batch in self._batches(lengths):
             inputs = self._pad([{k: enc[k][w] for k in keys} for w in batch])
             with torch.inference_mode():
                 logits = self._timed(self.model, **inputs).logits

@@ -156,7 +156,7 @@ class Q2Scorer:
                 tok, model, batch_size=c.role_batch_size("qg"), decoding=c.qg_decoding, num_beams=c.qg_num_beams,
                 num_return=c.qg_num_return, no_repeat_ngram=c.qg_no_repeat_ngram, max_length=c.qg_max_length,
                 max_input_tokens=c.qg_max_input_tokens, input_template=c.qg_input_template,
-                sort_by_length=not c.per_item,
+                sort_by_length=not c.per_item, batch_tokens=c.role_batch_tokens("qg"),
             )
         return self._qg
 
@@ -170,6 +170,7 @@ class Q2Scorer:
             self._qa = HFQuestionAnswerer(
                 tok, model, batch_size=c.role_batch_size("qa"), decoding=c.qa_decoding, max_length=c.qa_max_length,
                 stride=c.qa_stride, max_answer_tokens=c.qa_max_answer_tokens, sort_by_length=not c.per_item,
+                batch_tokens=c.role_batch_tokens("qa"),
             )
         return self._qa
 
@@ -181,7 +182,8 @@ class Q2Scorer:
             c = self.config
             tok, model = self._load("nli", "classification")
             self._nli = HFNLI(tok, model, batch_size=c.role_batch_size("nli"), max_length=c.nli_max_length,
-                              stride=c.nli_stride, model_name=c.nli_model, sort_by_length=not c.per_item)
+                              stride=c.nli_stride, model_name=c.nli_model, sort_by_length=not c.per_item,
+                              batch_tokens=c.role_batch_tokens("nli"))
         return self._nli
 
     # -- signature ----------------------------------------------------------------------------------------------

@@ -78,3 +78,79 @@ def test_forward_clock_and_token_counters(tiny_models, rows):
     qg.generate([("Paris", "Paris is the capital of France."), ("France", "Paris is the capital of France.")])
     # generate calls the encoder and then the decoder step by step: the clock sees them all, and only them
     assert 0 < qg.forward_seconds <= qg.call_seconds
+
+
+@pytest.mark.parametrize("max_tokens", [None, 1, 40, 100, 10_000])
+@pytest.mark.parametrize("sort", [True, False])
+def test_length_batches_respect_count_and_token_caps(max_tokens, sort):
+    from q2_plugins.hf import _length_batches
+
+    lengths = [5, 30, 7, 12, 12, 50, 3, 8, 21, 9, 60, 4]
+    batches = _length_batches(lengths, 4, sort, max_tokens)
+    flat = [i for b in batches for i in b]
+    assert sorted(flat) == list(range(len(lengths)))  # every input exactly once
+    assert flat == (sorted(range(len(lengths)), key=lambda i: lengths[i]) if sort else list(range(len(lengths))))
+    for b in batches:
+        assert 1 <= len(b) <= 4
+        if max_tokens is not None and len(b) > 1:
+            assert len(b) * max(lengths[i] for i in b) <= max_tokens
+    if max_tokens == 1:
+        assert all(len(b) == 1 for b in batches)  # inputs longer than the cap go alone
+
+
+def test_token_capped_batches_give_per_item_results(tiny_models, rows):
+    responses = [r["response"] for r in rows]
+    knowledge = [r["knowledge"] for r in rows]
+    capped = _scorer(tiny_models, batch_size=64, batch_tokens=96, question_mode="all", remove_personal=False)
+    per_item = _scorer(tiny_models, per_item=True, batch_tokens=96, question_mode="all", remove_personal=False)
+    assert capped.question_answerer.batch_tokens == 96 and per_item.question_answerer.batch_tokens is None
+    a = capped.score(responses=responses, knowledge=knowledge, explain=True)
+    b = per_item.score(responses=responses, knowledge=knowledge, explain=True)
+    assert a.to_dict() == b.to_dict()
+    qa, one = capped.question_answerer, per_item.question_answerer
+    assert one.padded_tokens == one.tokens  # per-item: no padding
+    assert 1 < qa.batches < one.batches  # batched, and the cap split the batches
+    assert a.signature == b.signature  # token caps are not part of the signature
+
+
+def _cost(batches, lengths, overhead):
+    return sum(len(b) * max(lengths[i] for i in b) + overhead for b in batches)
+
+
+def _all_splits(n):
+    """Every way to cut range(n) into consecutive non-empty runs."""
+    if n == 0:
+        yield []
+        return
+    for first in range(1, n + 1):
+        for rest in _all_splits(n - first):
+            yield [list(range(first))] + [[i + first for i in r] for r in rest]
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_length_batches_are_the_cheapest_split_of_the_sorted_inputs(seed):
+    import random
+
+    from q2_plugins.hf import _length_batches
+
+    rng = random.Random(seed)
+    lengths = [rng.choice([3, 5, 8, 20, 40, 41, 200]) for _ in range(rng.randint(1, 9))]
+    batch_size, max_tokens, overhead = rng.choice([2, 3, 4, 16]), rng.choice([None, 60, 400]), rng.choice([0, 16, 128])
+    batches = _length_batches(lengths, batch_size, True, max_tokens, overhead)
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    feasible = [
+        [[order[i] for i in run] for run in split] for split in _all_splits(len(lengths))
+        if all(len(run) <= batch_size and (len(run) == 1 or max_tokens is None or
+                                           len(run) * max(lengths[order[i]] for i in run) <= max_tokens)
+               for run in split)
+    ]
+    assert batches in feasible
+    assert _cost(batches, lengths, overhead) == min(_cost(b, lengths, overhead) for b in feasible)
+
+
+def test_length_batches_fill_batches_of_similar_lengths_and_isolate_outliers():
+    from q2_plugins.hf import _length_batches
+
+    assert [len(b) for b in _length_batches([50] * 12, 4, True)] == [4, 4, 4]
+    batches = _length_batches([20] * 8 + [500], 16, True)
+    assert batches == [list(range(8)), [8]]  # one long input does not pad eight short ones to 500 tokens
