@@ -84,17 +84,20 @@ def build_models(root: Path, data: Path, sizes: str) -> dict[str, Path]:
     return paths
 
 
-def load_workload(data: Path, n: int) -> list[RecordedResponse]:
-    """n responses spread evenly over the four annotated subsets, in file order."""
+def load_workload(data: Path, n: int, every: int = 1) -> list[RecordedResponse]:
+    """n responses spread evenly over the four annotated subsets, in file order; with ``every`` > 1, each subset's
+    every-th of them (the N responses of a scaling run are then a systematic sample of its N x every)."""
     per = [load_original_steps(data / "q2_original_run" / s / f"{s}_out.steps.csv") for s in SUBSETS]
-    out: list[RecordedResponse] = []
-    i = 0
-    while len(out) < n:
-        for recs in per:
-            if i < len(recs) and len(out) < n:
-                out.append(recs[i])
+    picked: list[list[RecordedResponse]] = [[] for _ in per]
+    i = total = 0
+    while total < n * every:
+        for k, recs in enumerate(per):
+            if i < len(recs) and total < n * every:
+                picked[k].append(recs[i])
+                total += 1
         i += 1
-    return out
+    sampled = [recs[::every] for recs in picked]
+    return [r for group in zip(*sampled) for r in group] + [r for g in sampled for r in g[len(min(sampled, key=len)):]]
 
 
 class Oracle:
@@ -211,8 +214,10 @@ def make_components(paths: dict[str, Path], dtype: str, qg_len: int, int8: bool 
 
 
 def set_mode(hf: dict[str, Any], batched: bool, batch_sizes: dict[str, int]) -> None:
+    defaults = Q2Config()
     for role, comp in hf.items():
         comp.batch_size = batch_sizes[role] if batched else 1
+        comp.batch_tokens = defaults.role_batch_tokens(role) if batched else None
         comp.sort_by_length = batched
         comp.reset_stats()
 
@@ -328,7 +333,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     paths = build_models(Path(args.models_dir), data, args.sizes)
     report["build_or_reuse_models_s"] = time.perf_counter() - t0
     report["peak_gflops"] = {"float32": matmul_peak(torch.float32), "bfloat16": matmul_peak(torch.bfloat16)}
-    records = load_workload(data, args.n)
+    records = load_workload(data, args.n, every=max(1, args.scale))
     oracle = Oracle(load_workload(data, max(args.n, args.n * args.scale)))
     nlp = load_spacy("en_core_web_sm")
     hf = make_components(paths, "float32", args.qg_length)
@@ -367,8 +372,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.scale:
         big = load_workload(data, args.n * args.scale)
         scaled = run(hf, nlp, oracle, big, batched=True, batch_sizes=batch_sizes)
-        report["scaling"] = {"n": args.n, "n_big": len(big), "time_n": batched["wall_s"],
+        report["scaling"] = {"n": len(records), "n_big": len(big), "time_n": batched["wall_s"],
                              "time_big": scaled["wall_s"], "time_ratio": scaled["wall_s"] / batched["wall_s"],
+                             # how much more model input the big set really holds (responses differ in work)
+                             "token_ratio": {r: scaled["tokens"][r]["real"] / max(1, batched["tokens"][r]["real"])
+                                             for r in hf},
                              "big": summarise("batched_big", scaled)}
         print(f"batched x{args.scale} {scaled['wall_s']:8.1f} s", flush=True)
 
@@ -490,7 +498,9 @@ def print_table(rep: dict[str, Any]) -> None:
                   f"{100 * e['padding_share']:.1f}% of input positions")
     if "scaling" in rep:
         s = rep["scaling"]
-        print(f"scaling: {s['n_big']} vs {s['n']} responses costs {s['time_ratio']:.2f}x the time")
+        tr = ", ".join(f"{r} {v:.2f}x" for r, v in s["token_ratio"].items())
+        print(f"scaling: {s['n_big']} vs {s['n']} responses costs {s['time_ratio']:.2f}x the time, for {tr} the "
+              f"model input tokens")
     for k in ("bf16", "int8"):
         if k in rep:
             d = rep[k]["decisions_vs_fp32"]

@@ -106,6 +106,7 @@ class Q2Scorer:
             cache = Q2Cache(config.cache_dir)
         self.cache = cache
         self.timings: dict[str, float] = {}
+        self._memo: dict[str, dict[Hashable, Any]] = {}  # stage -> input -> output, within one score() call
         self._signature: Optional[str] = None
         self._part_ids: dict[str, str] = {}
 
@@ -261,13 +262,16 @@ class Q2Scorer:
         """Run ``fn`` over the unique ``items``; returns item -> output or :class:`_Failure`."""
         t0 = time.perf_counter()
         unique = list(dict.fromkeys(items))
-        results: dict[Hashable, Any] = {}
+        # outputs computed earlier in this score() call (a question asked again in a later filter round, say)
+        memo = self._memo.setdefault(name, {})
+        results: dict[Hashable, Any] = {it: memo[it] for it in unique if it in memo}
         namespace = None
-        if self.cache is not None and unique:
+        if self.cache is not None and len(results) < len(unique):
             role = _STAGE_ROLE[name]
             namespace = f"{name}|{self._part_id(role)}|{self._stage_settings(role)}"
-            cached = self.cache.get_many(namespace, [list(it) for it in unique])  # type: ignore[arg-type]
-            for it, val in zip(unique, cached):
+            asked = [it for it in unique if it not in results]
+            cached = self.cache.get_many(namespace, [list(it) for it in asked])  # type: ignore[arg-type]
+            for it, val in zip(asked, cached):
                 if val is not None:
                     results[it] = decode(val)
         todo = [it for it in unique if it not in results]
@@ -292,6 +296,7 @@ class Q2Scorer:
                     bar.update(len(part))
             if bar is not None:
                 bar.close()
+        memo.update((it, out) for it, out in results.items() if not isinstance(out, _Failure))
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
         return results
 
@@ -335,6 +340,7 @@ class Q2Scorer:
         if history is not None and len(history) != len(responses):
             raise ValueError(f"Expected one history per response, but got {len(history)} for {len(responses)}")
         self.timings = {}
+        self._memo = {}
         c = self.config
         rows: list[_Row] = []
         for i, (resp, know) in enumerate(zip(responses, knowledge)):

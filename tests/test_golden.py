@@ -315,3 +315,23 @@ def test_highlight_template():
     Q2Config(qg_input_template="generate question: {highlighted}")
     with pytest.raises(ValueError, match="qg_input_template"):
         Q2Config(qg_input_template="question for {answer}")
+
+
+def test_an_input_asked_again_in_a_later_round_is_not_computed_again():
+    # both candidates' beams hold "Which city?": round 1 asks it for "Paris" (it answers "Paris"), round 2 would ask
+    # it again for "France" after "What country?" fails; its answer is reused, and the filter still judges it
+    # against "France" (a mismatch)
+    scorer = make_scorer(
+        cands={R: ["Paris", "France"]},
+        qg={("Paris", R): ["Which city?"], ("France", R): ["What country?", "Which city?"]},
+        qa={("Which city?", R): "Paris", ("Which city?", K): "Paris"},
+    )
+    r = scorer.score(responses=[R], knowledge=[K], explain=True).responses[0]
+    assert [q.question for q in r.questions] == ["Which city?"]
+    assert [(d.candidate, d.question, d.reason) for d in r.dropped] == [
+        ("France", "What country?", "no_answer_in_response"), ("France", "Which city?", "answer_mismatch")]
+    asked = [p for call in scorer._qa.calls for p in call]
+    assert asked.count(("Which city?", R)) == 1
+    # a new score() call computes again (nothing is kept between calls without --cache-dir)
+    scorer.score(responses=[R], knowledge=[K])
+    assert [p for call in scorer._qa.calls for p in call].count(("Which city?", R)) == 2
