@@ -97,16 +97,15 @@ class Q2Config:
             choices = f.metadata.get("choices")
             if choices and value is not None and value not in choices:
                 raise ValueError(f"Q2Config.{f.name} must be one of {list(choices)}, got {value!r}")
-        for name in ("batch_size", "qg_batch_size", "qa_batch_size", "nli_batch_size", "qg_batch_tokens",
-                     "qa_batch_tokens", "nli_batch_tokens", "qg_num_beams",
+        for name in ("batch_size", "qg_batch_size", "qa_batch_size", "nli_batch_size", "batch_tokens",
+                     "qg_batch_tokens", "qa_batch_tokens", "nli_batch_tokens", "qg_num_beams",
                      "qg_num_return", "qg_max_length", "qg_max_input_tokens", "qa_max_length",
                      "qa_max_answer_tokens", "nli_max_length"):
             value = getattr(self, name)
-            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < 1):
-                raise ValueError(f"Q2Config.{name} must be a positive integer, got {value!r}")
-        if self.batch_tokens is not None and (not isinstance(self.batch_tokens, int) or
-                                              isinstance(self.batch_tokens, bool) or self.batch_tokens < 0):
-            raise ValueError(f"Q2Config.batch_tokens must be a non-negative integer or None, got {self.batch_tokens!r}")
+            lowest = 0 if name == "batch_tokens" else 1  # batch_tokens=0: no token cap
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < lowest):
+                kind = "a positive integer" if lowest else "a non-negative integer or None"
+                raise ValueError(f"Q2Config.{name} must be {kind}, got {value!r}")
         if self.qg_no_repeat_ngram < 0:
             raise ValueError(f"Q2Config.qg_no_repeat_ngram must be >= 0, got {self.qg_no_repeat_ngram!r}")
         if self.qg_decoding == "beam" and self.qg_num_return > self.qg_num_beams:

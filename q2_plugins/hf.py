@@ -77,51 +77,30 @@ def _length_batches(lengths: Sequence[int], batch_size: int, sort: bool, max_tok
     """Index batches of at most ``batch_size`` inputs and, with ``max_tokens``, at most that many padded tokens
     (inputs x longest input; an input longer than the cap goes alone).
 
-    Sorted by length, the inputs are cut into the consecutive batches that minimise the padded tokens computed plus
-    ``overhead`` per batch: a few very long inputs no longer pad a batch of short ones, and similar lengths still
-    fill whole batches. Unsorted (the per-item reference mode), batches are consecutive runs in input order.
+    The inputs, sorted by length (or in input order with ``sort`` off, as the per-item reference mode runs them), are
+    cut into the consecutive batches that minimise the padded tokens computed plus ``overhead`` per batch: a few very
+    long inputs no longer pad a batch of short ones, and similar lengths still fill whole batches.
     """
     n = len(lengths)
-    if not sort:
-        order = list(range(n))
-        return [order[i : i + batch_size] for i in range(0, n, batch_size)] if max_tokens is None else \
-            _greedy_batches(order, lengths, batch_size, max_tokens)
-    order = sorted(range(n), key=lambda i: lengths[i])
-    sorted_lengths = [lengths[i] for i in order]
-    best = [0] + [0] * n  # best[j]: least cost of batching the j shortest inputs
+    order = sorted(range(n), key=lambda i: lengths[i]) if sort else list(range(n))
+    best = [0] * (n + 1)  # best[j]: least cost of batching the first j inputs of ``order``
     start = [0] * (n + 1)  # where the last batch of that best split starts
     for j in range(1, n + 1):
-        longest = sorted_lengths[j - 1]
-        best_cost, best_start = None, j - 1
+        longest = 0
+        best[j] = -1
         for size in range(1, min(batch_size, j) + 1):
+            longest = max(longest, lengths[order[j - size]])
             if size > 1 and max_tokens is not None and size * longest > max_tokens:
-                break
+                break  # size x longest only grows with size
             cost = best[j - size] + size * longest + overhead
-            if best_cost is None or cost <= best_cost:  # ties: the larger batch
-                best_cost, best_start = cost, j - size
-        best[j], start[j] = best_cost or 0, best_start
+            if best[j] < 0 or cost <= best[j]:  # ties: the larger batch
+                best[j], start[j] = cost, j - size
     batches: list[list[int]] = []
     j = n
     while j > 0:
         batches.append(order[start[j] : j])
         j = start[j]
     return batches[::-1]
-
-
-def _greedy_batches(order: list[int], lengths: Sequence[int], batch_size: int, max_tokens: int) -> list[list[int]]:
-    batches: list[list[int]] = []
-    current: list[int] = []
-    longest = 0
-    for i in order:
-        grown = max(longest, lengths[i])
-        if current and (len(current) >= batch_size or grown * (len(current) + 1) > max_tokens):
-            batches.append(current)
-            current, grown = [], lengths[i]
-        current.append(i)
-        longest = grown
-    if current:
-        batches.append(current)
-    return batches
 
 
 class _ForwardClock:

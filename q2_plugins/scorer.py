@@ -262,7 +262,7 @@ class Q2Scorer:
         """Run ``fn`` over the unique ``items``; returns item -> output or :class:`_Failure`."""
         t0 = time.perf_counter()
         unique = list(dict.fromkeys(items))
-        # outputs computed earlier in this score() call (a question asked again in a later filter round, say)
+        # outputs (and failures) computed earlier in this score() call: a question asked again in a later round, say
         memo = self._memo.setdefault(name, {})
         results: dict[Hashable, Any] = {it: memo[it] for it in unique if it in memo}
         namespace = None
@@ -296,7 +296,7 @@ class Q2Scorer:
                     bar.update(len(part))
             if bar is not None:
                 bar.close()
-        memo.update((it, out) for it, out in results.items() if not isinstance(out, _Failure))
+        memo.update(results)
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
         return results
 
@@ -386,7 +386,6 @@ class Q2Scorer:
         # Step 5 (the knowledge's answer) of the questions found valid in a round rides in the next round's batch.
         pointer = [0] * len(slots)
         valid: list[tuple[int, int, str, str]] = []  # (slot index, beam rank, question, response answer text)
-        kqa_out: dict[Hashable, Any] = {}
         pending = set(range(len(slots)))
         while pending:
             batch: list[tuple[int, int, str]] = []
@@ -412,12 +411,11 @@ class Q2Scorer:
                     pending.discard(s)
             if not batch:
                 break
-            k_items = [(q, slots[s][0].knowledge) for s, _, q, _ in valid
-                       if slots[s][0].error is None and (q, slots[s][0].knowledge) not in kqa_out]
+            # (those answered in an earlier round come from the call's memo)
+            k_items = [(q, slots[s][0].knowledge) for s, _, q, _ in valid if slots[s][0].error is None]
             qa_out = self._run_stage("qa", [(q, slots[s][0].response) for s, _, q in batch] + k_items,
                                      lambda part: self.question_answerer.answer([tuple(p) for p in part]),
                                      encode=Answer.to_dict, decode=Answer.from_dict, progress=progress)
-            kqa_out.update((it, qa_out[it]) for it in k_items)
             for s, rank, q in batch:
                 row, cand, _ = slots[s]
                 ans = qa_out[(q, row.response)]
@@ -434,11 +432,10 @@ class Q2Scorer:
         valid.sort(key=lambda v: (v[0], v[1]))  # candidate order, then beam rank, as the original lists them
         valid = [v for v in valid if slots[v[0]][0].error is None]
 
-        # 5. answer every valid question from the knowledge (those of the last round, and any not asked yet)
-        kqa_out.update(self._run_stage(
-            "qa", [(q, slots[s][0].knowledge) for s, _, q, _ in valid if (q, slots[s][0].knowledge) not in kqa_out],
-            lambda part: self.question_answerer.answer([tuple(p) for p in part]),
-            encode=Answer.to_dict, decode=Answer.from_dict, progress=progress))
+        # 5. answer every valid question from the knowledge (only the last round's are not in the memo yet)
+        kqa_out = self._run_stage("qa", [(q, slots[s][0].knowledge) for s, _, q, _ in valid],
+                                  lambda part: self.question_answerer.answer([tuple(p) for p in part]),
+                                  encode=Answer.to_dict, decode=Answer.from_dict, progress=progress)
 
         # 6. compare answers: F1, upgraded by NLI
         compared: list[tuple[int, str, str, Answer, float]] = []

@@ -154,3 +154,14 @@ def test_length_batches_fill_batches_of_similar_lengths_and_isolate_outliers():
     assert [len(b) for b in _length_batches([50] * 12, 4, True)] == [4, 4, 4]
     batches = _length_batches([20] * 8 + [500], 16, True)
     assert batches == [list(range(8)), [8]]  # one long input does not pad eight short ones to 500 tokens
+
+
+def test_token_cap_settings():
+    assert Q2Config().role_batch_tokens("qa") == 2048
+    assert Q2Config(batch_tokens=0).role_batch_tokens("qa") is None  # 0: no cap
+    assert Q2Config(batch_tokens=None, nli_batch_tokens=512).role_batch_tokens("nli") == 512
+    assert Q2Config(per_item=True).role_batch_tokens("qg") is None
+    with pytest.raises(ValueError, match="batch_tokens must be a non-negative integer or None"):
+        Q2Config(batch_tokens=-1)
+    with pytest.raises(ValueError, match="qa_batch_tokens must be a positive integer"):
+        Q2Config(qa_batch_tokens=0)
