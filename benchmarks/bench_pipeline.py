@@ -97,7 +97,7 @@ def load_workload(data: Path, n: int, every: int = 1) -> list[RecordedResponse]:
                 total += 1
         i += 1
     sampled = [recs[::every] for recs in picked]
-    return [r for group in zip(*sampled) for r in group] + [r for g in sampled for r in g[len(min(sampled, key=len)):]]
+    return [g[i] for i in range(max(map(len, sampled))) for g in sampled if i < len(g)]  # round robin again
 
 
 class Oracle:
@@ -365,9 +365,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     flops = None
     if not args.no_flops:
-        counted = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes, count_flops=True)
-        flops = counted["flops"]
-        report["stage_efficiency_batched_fp32"] = efficiency(flops, batched, "float32")
+        flops = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes, count_flops=True)["flops"]
 
     if args.scale:
         big = load_workload(data, args.n * args.scale)
@@ -380,14 +378,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                              "big": summarise("batched_big", scaled)}
         print(f"batched x{args.scale} {scaled['wall_s']:8.1f} s", flush=True)
 
+    runs: dict[str, dict[str, Any]] = {}
     for flag, dtype, int8 in (("bf16", "bfloat16", False), ("int8", "float32", True)):
         if not getattr(args, flag):
             continue
         del hf
         hf = make_components(paths, dtype, args.qg_length, int8=int8)
-        r = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes)
-        if flops is not None and int8 is False:
-            r["efficiency"] = efficiency(flops, r, dtype)  # same batches, so the same FLOPs as the fp32 run
+        r = runs[flag] = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes)
         report[flag] = summarise(flag, r) | {
             "speedup_vs_fp32_per_item": per_item["wall_s"] / r["wall_s"],
             "speedup_vs_fp32_batched": batched["wall_s"] / r["wall_s"],
@@ -401,11 +398,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     report["peak_gflops_start"] = report["peak_gflops"]
     report["peak_gflops_end"] = end_peak
     report["peak_gflops"] = {k: max(v, end_peak[k]) for k, v in report["peak_gflops"].items()}
-    for key in ("stage_efficiency_batched_fp32",):
-        if key in report:
-            report[key] = rescale(report[key], report["peak_gflops"]["float32"])
-    if "bf16" in report and "efficiency" in report["bf16"]:
-        report["bf16"]["efficiency"] = rescale(report["bf16"]["efficiency"], report["peak_gflops"]["bfloat16"])
+    if flops is not None:
+        report["stage_efficiency_batched_fp32"] = efficiency(flops, batched, report["peak_gflops"]["float32"])
+        if "bf16" in runs:  # the same batches as the fp32 run, so the same FLOPs
+            report["bf16"]["efficiency"] = efficiency(flops, runs["bf16"], report["peak_gflops"]["bfloat16"])
     report["targets"] = targets(report)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(report, indent=2, default=str))
@@ -414,26 +410,23 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     return 0
 
 
-def efficiency(flops: dict[str, int], r: dict[str, Any], dtype: str) -> dict[str, Any]:
-    """FLOP rate of each model stage: over its time inside model calls (generate's beam bookkeeping included) and
-    inside forward passes only. FLOPs are counted on the batched run, so they include padding; ``padding_share`` is
-    the share of computed input positions that were padding."""
+def efficiency(flops: dict[str, int], r: dict[str, Any], peak: float) -> dict[str, Any]:
+    """FLOP rate of each model stage, and its share of the matmul ``peak``: over its time inside model calls
+    (generate's beam bookkeeping included) and inside forward passes only. FLOPs are counted on the batched run, so
+    they include padding; ``padding_share`` is the share of computed input positions that were padding."""
     out = {}
     for role in ("qg", "qa", "nli"):
         tok = r["tokens"][role]
+        gflop, call_s, forward_s = flops[role] / 1e9, r["call_s"][role], r["forward_s"][role]
+        rate = gflop / call_s if call_s else float("nan")
+        rate_in_forward = gflop / forward_s if forward_s else float("nan")
         out[role] = {
-            "dtype": dtype, "gflop": flops[role] / 1e9, "call_s": r["call_s"][role], "forward_s": r["forward_s"][role],
-            "gflop_per_s": flops[role] / 1e9 / r["call_s"][role] if r["call_s"][role] else float("nan"),
-            "gflop_per_s_in_forward": flops[role] / 1e9 / r["forward_s"][role] if r["forward_s"][role] else
-            float("nan"),
+            "gflop": gflop, "call_s": call_s, "forward_s": forward_s, "gflop_per_s": rate,
+            "gflop_per_s_in_forward": rate_in_forward, "peak_gflop_per_s": peak, "share_of_peak": rate / peak,
+            "share_of_peak_in_forward": rate_in_forward / peak,
             "padding_share": 1 - tok["real"] / tok["padded"] if tok["padded"] else 0.0,
         }
     return out
-
-
-def rescale(eff: dict[str, Any], peak: float) -> dict[str, Any]:
-    return {role: e | {"peak_gflop_per_s": peak, "share_of_peak": e["gflop_per_s"] / peak,
-                       "share_of_peak_in_forward": e["gflop_per_s_in_forward"] / peak} for role, e in eff.items()}
 
 
 def targets(rep: dict[str, Any]) -> list[dict[str, Any]]:
