@@ -179,7 +179,8 @@ def _prefetch(args: argparse.Namespace) -> int:
     kinds = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
     for role, kind in kinds.items():
         name = getattr(config, f"{role}_model")
-        tok, model = load_model(role, name, getattr(config, f"{role}_revision"), "cpu", "float32", kind)
+        tok, model = load_model(role, name, getattr(config, f"{role}_revision"), "cpu", "float32", kind,
+                                cpu_kernels="torch")  # saved as loaded: no packed weights
         target = out / role
         tok.save_pretrained(target)
         model.save_pretrained(target)

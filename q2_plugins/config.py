@@ -45,6 +45,9 @@ class Q2Config:
     qg_dtype: Optional[str] = _f(None, "dtype of the QG model (default: --dtype)", _DTYPES)
     qa_dtype: Optional[str] = _f(None, "dtype of the QA model (default: --dtype)", _DTYPES)
     nli_dtype: Optional[str] = _f(None, "dtype of the NLI model (default: --dtype)", _DTYPES)
+    cpu_kernels: str = _f(
+        "onednn", "matrix products of the models' Linear layers on the CPU: onednn (weights packed once at load, "
+                  "float32/bfloat16; several times faster) or torch (PyTorch's default)", ("onednn", "torch"))
     batch_size: int = _f(32, "most inputs per forward pass, batched across responses")
     qg_batch_size: Optional[int] = _f(None, "most QG inputs per generate call (default: --batch-size)")
     qa_batch_size: Optional[int] = _f(None, "most QA windows per forward pass (default: --batch-size)")
@@ -154,8 +157,8 @@ class Q2Config:
         return cls(**dict(data))
 
     def fingerprint(self) -> str:
-        """Hash of every setting that can change a score (not devices, batch sizes or the cache location)."""
-        ignore = {"device", "qg_device", "qa_device", "nli_device", "batch_size", "qg_batch_size",
+        """Hash of every setting that can change a score (not devices, kernels, batch sizes or the cache location)."""
+        ignore = {"device", "qg_device", "qa_device", "nli_device", "cpu_kernels", "batch_size", "qg_batch_size",
                   "qa_batch_size", "nli_batch_size", "batch_tokens", "qg_batch_tokens", "qa_batch_tokens",
                   "nli_batch_tokens", "per_item", "cache_dir"}
         data = {k: v for k, v in self.to_dict().items() if k not in ignore}

@@ -26,8 +26,15 @@ def _torch() -> Any:
     return torch
 
 
-def load_model(role: str, name: str, revision: Optional[str], device: str, dtype: str, kind: str) -> tuple[Any, Any]:
-    """Load tokenizer + model for a role through the Auto classes; errors say what to change."""
+def load_model(role: str, name: str, revision: Optional[str], device: str, dtype: str, kind: str,
+               cpu_kernels: str = "onednn") -> tuple[Any, Any]:
+    """Load tokenizer + model for a role through the Auto classes; errors say what to change.
+
+    On the CPU with ``cpu_kernels="onednn"``, the Linear layers get their weights packed for oneDNN
+    (:mod:`q2_plugins.onednn`); ``"torch"`` keeps PyTorch's own matmul.
+    """
+    if cpu_kernels not in ("onednn", "torch"):
+        raise ValueError(f"cpu_kernels must be 'onednn' or 'torch', got {cpu_kernels!r}")
     try:
         import transformers
     except ModuleNotFoundError as e:  # pragma: no cover - core dependency
@@ -56,6 +63,10 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
         )
     model.to(device)
     model.eval()
+    if cpu_kernels == "onednn" and torch.device(device).type == "cpu":
+        from .onednn import pack_linear_layers
+
+        pack_linear_layers(model)
     return tokenizer, model
 
 

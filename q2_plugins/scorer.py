@@ -144,7 +144,7 @@ class Q2Scorer:
 
         c = self.config
         return load_model(role, getattr(c, f"{role}_model"), getattr(c, f"{role}_revision"), c.role_device(role),
-                          c.role_dtype(role), kind)
+                          c.role_dtype(role), kind, c.cpu_kernels)
 
     @property
     def question_generator(self) -> QuestionGenerator:
