@@ -39,6 +39,7 @@ from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
 from q2_plugins.components import Answer  # noqa: E402
 from q2_plugins.hf import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model  # noqa: E402
 from q2_plugins.normalize import answers_match  # noqa: E402
+from q2_plugins.onednn import available, flop_formulas  # noqa: E402
 from q2_plugins.replay import RecordedResponse, load_original_steps  # noqa: E402
 from q2_plugins.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy  # noqa: E402
 from q2_plugins.testing import build_albert_qa, build_roberta_nli, build_t5_qg  # noqa: E402
@@ -135,7 +136,7 @@ class _Counted:
             return
         from torch.utils.flop_counter import FlopCounterMode
 
-        with FlopCounterMode(display=False) as fc:
+        with FlopCounterMode(display=False, custom_mapping=flop_formulas()) as fc:
             yield
         self.flops += fc.get_total_flops()
 
@@ -195,10 +196,12 @@ class BenchNLI(_Counted):
         return real
 
 
-def make_components(paths: dict[str, Path], dtype: str, qg_len: int, int8: bool = False) -> dict[str, Any]:
-    tok_qg, m_qg = load_model("qg", str(paths["qg"]), None, "cpu", dtype, "seq2seq")
-    tok_qa, m_qa = load_model("qa", str(paths["qa"]), None, "cpu", dtype, "qa")
-    tok_nli, m_nli = load_model("nli", str(paths["nli"]), None, "cpu", dtype, "classification")
+def make_components(paths: dict[str, Path], dtype: str, qg_len: int, int8: bool = False,
+                    cpu_kernels: str = "onednn") -> dict[str, Any]:
+    kernels = "torch" if int8 else cpu_kernels  # dynamic quantization replaces nn.Linear layers, not packed ones
+    tok_qg, m_qg = load_model("qg", str(paths["qg"]), None, "cpu", dtype, "seq2seq", kernels)
+    tok_qa, m_qa = load_model("qa", str(paths["qa"]), None, "cpu", dtype, "qa", kernels)
+    tok_nli, m_nli = load_model("nli", str(paths["nli"]), None, "cpu", dtype, "classification", kernels)
     if int8:
         from torch.ao.quantization import quantize_dynamic
 
@@ -258,19 +261,27 @@ def run(hf: dict[str, Any], nlp: Any, oracle: Oracle, records: Sequence[Recorded
     }
 
 
-def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 5, trials: int = 5) -> float:
-    """GFLOP/s of an n x n matmul: the best of ``trials`` timings of ``reps`` products (the machine's peak, not a
-    moment when something else ran)."""
+def matmul_peak(dtype: torch.dtype, n: int = 2048, reps: int = 5, trials: int = 5) -> dict[str, float]:
+    """GFLOP/s of an n x n matmul, the best of ``trials`` timings of ``reps`` products (the machine's peak, not a
+    moment when something else ran), with PyTorch's matmul and with a oneDNN packed weight; ``best``: the higher."""
     a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    for _ in range(2):
-        a @ b
-    best = 0.0
-    for _ in range(trials):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            a @ b
-        best = max(best, 2 * n**3 * reps / (time.perf_counter() - t0) / 1e9)
-    return best
+    products = {"torch": lambda: a @ b}
+    if available():
+        packed = torch.ops.mkldnn._reorder_linear_weight(b.t().contiguous())
+        products["onednn"] = lambda: torch.ops.mkldnn._linear_pointwise(a, packed, None, "none", [], "")
+    out = {}
+    for name, product in products.items():
+        for _ in range(2):
+            product()
+        best = 0.0
+        for _ in range(trials):
+            t0 = time.perf_counter()
+            for _ in range(reps):
+                product()
+            best = max(best, 2 * n**3 * reps / (time.perf_counter() - t0) / 1e9)
+        out[name] = best
+    out["best"] = max(out.values())
+    return out
 
 
 def decision_diff(ref: dict[str, dict], other: dict[str, dict], oracle: Oracle) -> dict[str, Any]:
@@ -299,6 +310,14 @@ def peak_rss_gb() -> float:
     return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
 
 
+def current_rss_gb() -> Optional[float]:
+    """Resident memory now (Linux); unlike the peak, it leaves out pages that were resident only for a moment."""
+    try:
+        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024**3
+    except (OSError, ValueError, IndexError):
+        return None
+
+
 def summarise(name: str, r: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in r.items() if k not in ("result", "real")} | {"mode": name}
 
@@ -317,6 +336,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="e.g. qg=16,qa=32,nli=32 (default: the Q2Config defaults, what a user gets)")
     ap.add_argument("--bf16", action="store_true", help="also run the batched pipeline in bfloat16")
     ap.add_argument("--int8", action="store_true", help="also run the batched pipeline with dynamic int8 Linear layers")
+    ap.add_argument("--torch-kernels", action="store_true",
+                    help="also run per-item and batched with PyTorch's own matmul (cpu_kernels=torch): what the "
+                         "packed oneDNN Linear layers bring, and the speed-up over a reference on library defaults")
     ap.add_argument("--no-flops", action="store_true", help="skip the (untimed) FLOP-counting pass")
     ap.add_argument("--json", default=str(REPO / "out" / "bench.json"))
     args = ap.parse_args(argv)
@@ -332,15 +354,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     t0 = time.perf_counter()
     paths = build_models(Path(args.models_dir), data, args.sizes)
     report["build_or_reuse_models_s"] = time.perf_counter() - t0
-    report["peak_gflops"] = {"float32": matmul_peak(torch.float32), "bfloat16": matmul_peak(torch.bfloat16)}
+    peaks_start = {"float32": matmul_peak(torch.float32), "bfloat16": matmul_peak(torch.bfloat16)}
+    report["peak_gflops"] = {k: v["best"] for k, v in peaks_start.items()}
     records = load_workload(data, args.n, every=max(1, args.scale))
     oracle = Oracle(load_workload(data, max(args.n, args.n * args.scale)))
     nlp = load_spacy("en_core_web_sm")
     hf = make_components(paths, "float32", args.qg_length)
     report["rss_after_loading_gb"] = peak_rss_gb()
+    report["current_rss_after_loading_gb"] = current_rss_gb()
 
-    print(f"N={args.n} responses; peak matmul {report['peak_gflops']['float32']:.0f} GFLOP/s fp32, "
-          f"{report['peak_gflops']['bfloat16']:.0f} bf16", flush=True)
+    print(f"N={args.n} responses; peak matmul GFLOP/s (PyTorch / oneDNN packed): fp32 "
+          f"{peaks_start['float32']['torch']:.0f} / {peaks_start['float32'].get('onednn', float('nan')):.0f}, bf16 "
+          f"{peaks_start['bfloat16']['torch']:.0f} / {peaks_start['bfloat16'].get('onednn', float('nan')):.0f}",
+          flush=True)
     per_item = run(hf, nlp, oracle, records, batched=False, batch_sizes=batch_sizes)
     print(f"per-item   {per_item['wall_s']:8.1f} s", flush=True)
     cache_dir = tempfile.mkdtemp(prefix="q2-bench-cache-")
@@ -362,6 +388,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     report["speedup_batched_vs_per_item"] = per_item["wall_s"] / batched["wall_s"]
     report["speedup_cached_vs_first"] = batched["wall_s"] / cached["wall_s"]
     report["peak_rss_gb_fp32"] = peak_rss_gb()
+    report["current_rss_gb_fp32"] = current_rss_gb()
 
     flops = None
     if not args.no_flops:
@@ -393,11 +420,28 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         }
         print(f"{flag:10} {r['wall_s']:8.1f} s", flush=True)
 
+    if args.torch_kernels:
+        del hf
+        hf = make_components(paths, "float32", args.qg_length, cpu_kernels="torch")
+        ref = run(hf, nlp, oracle, records, batched=False, batch_sizes=batch_sizes)
+        print(f"per-item, torch kernels {ref['wall_s']:8.1f} s", flush=True)
+        tb = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes)
+        print(f"batched, torch kernels  {tb['wall_s']:8.1f} s", flush=True)
+        report["torch_kernels"] = {
+            "per_item": summarise("per_item_torch_kernels", ref), "batched": summarise("batched_torch_kernels", tb),
+            "speedup_onednn_vs_torch_per_item": ref["wall_s"] / per_item["wall_s"],
+            "speedup_onednn_vs_torch_batched": tb["wall_s"] / batched["wall_s"],
+            # the default (batched, oneDNN) against a per-item run on the library's defaults, as the original ran
+            "speedup_batched_vs_torch_per_item": ref["wall_s"] / batched["wall_s"],
+            "identical_results_vs_onednn": tb["result"].to_dict() == batched["result"].to_dict(),
+            "decisions_vs_onednn": decision_diff(batched["real"], tb["real"], oracle),
+        }
+
     # the peak again at the end: a machine that got busier during the run shows up as two different figures
     end_peak = {"float32": matmul_peak(torch.float32), "bfloat16": matmul_peak(torch.bfloat16)}
-    report["peak_gflops_start"] = report["peak_gflops"]
+    report["peak_gflops_start"] = peaks_start
     report["peak_gflops_end"] = end_peak
-    report["peak_gflops"] = {k: max(v, end_peak[k]) for k, v in report["peak_gflops"].items()}
+    report["peak_gflops"] = {k: max(v["best"], end_peak[k]["best"]) for k, v in peaks_start.items()}
     if flops is not None:
         report["stage_efficiency_batched_fp32"] = efficiency(flops, batched, report["peak_gflops"]["float32"])
         if "bf16" in runs:  # the same batches as the fp32 run, so the same FLOPs
@@ -435,6 +479,9 @@ def targets(rep: dict[str, Any]) -> list[dict[str, Any]]:
     eff = rep.get("stage_efficiency_batched_fp32", {})
     rows = [
         ("fp32 batched / per-item speed-up", ">= 2", rep["speedup_batched_vs_per_item"], lambda v: v >= 2),
+        ("fp32 batched / per-item on PyTorch's matmul (as the original)", ">= 2",
+         rep["torch_kernels"]["speedup_batched_vs_torch_per_item"] if "torch_kernels" in rep else None,
+         lambda v: v >= 2),
         ("per-item and batched results identical", "yes", rep["identical_per_item_vs_batched"]["results"],
          lambda v: v is True),
         ("per-item and batched raw model outputs identical", "yes",
@@ -479,7 +526,9 @@ def print_table(rep: dict[str, Any]) -> None:
           f"{rep['identical_per_item_vs_batched']['results']}, identical raw model outputs: "
           f"{rep['identical_per_item_vs_batched']['raw_model_outputs']}")
     print(f"cached re-run speed-up: {rep['speedup_cached_vs_first']:.0f}x; peak RSS (fp32, 3 models): "
-          f"{rep['peak_rss_gb_fp32']:.2f} GB")
+          f"{rep['peak_rss_gb_fp32']:.2f} GB (after loading: peak {rep['rss_after_loading_gb']:.2f} GB, "
+          f"resident then {rep['current_rss_after_loading_gb'] or float('nan'):.2f} GB; after the runs: resident "
+          f"{rep['current_rss_gb_fp32'] or float('nan'):.2f} GB)")
     effs = [("fp32", rep.get("stage_efficiency_batched_fp32"))]
     if "bf16" in rep:
         effs.append(("bf16", rep["bf16"].get("efficiency")))
@@ -494,6 +543,15 @@ def print_table(rep: dict[str, Any]) -> None:
         tr = ", ".join(f"{r} {v:.2f}x" for r, v in s["token_ratio"].items())
         print(f"scaling: {s['n_big']} vs {s['n']} responses costs {s['time_ratio']:.2f}x the time, for {tr} the "
               f"model input tokens")
+    if "torch_kernels" in rep:
+        t = rep["torch_kernels"]
+        d = t["decisions_vs_onednn"]
+        print(f"PyTorch's matmul instead of packed oneDNN: per-item {t['per_item']['wall_s']:.1f} s "
+              f"({t['speedup_onednn_vs_torch_per_item']:.2f}x slower), batched {t['batched']['wall_s']:.1f} s "
+              f"({t['speedup_onednn_vs_torch_batched']:.2f}x slower); the default is "
+              f"{t['speedup_batched_vs_torch_per_item']:.2f}x a per-item run on PyTorch's matmul; identical results: "
+              f"{t['identical_results_vs_onednn']}, changed decisions: QA span {100 * d['qa_span_changed']:.1f}%, "
+              f"NLI label {100 * d['nli_label_changed']:.1f}%, QG beams {100 * d['qg_beams_changed']:.1f}%")
     for k in ("bf16", "int8"):
         if k in rep:
             d = rep[k]["decisions_vs_fp32"]

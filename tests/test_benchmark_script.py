@@ -21,7 +21,7 @@ def test_benchmark_script_smoke(tmp_path, shared_data, capsys):
     spec.loader.exec_module(bench)
     out = tmp_path / "bench.json"
     code = bench.main(["--sizes", "tiny", "--n", "2", "--data", str(shared_data), "--models-dir",
-                       str(tmp_path / "models"), "--json", str(out), "--scale", "2"])
+                       str(tmp_path / "models"), "--json", str(out), "--scale", "2", "--torch-kernels"])
     assert code == 0
     report = json.loads(out.read_text())
     same = report["identical_per_item_vs_batched"]
@@ -32,4 +32,8 @@ def test_benchmark_script_smoke(tmp_path, shared_data, capsys):
     assert report["modes"]["cached"]["cache"]["misses"] == 0
     assert all(e["gflop"] > 0 for e in report["stage_efficiency_batched_fp32"].values())
     assert report["scaling"]["n_big"] == 4
+    kernels = report["torch_kernels"]
+    assert kernels["per_item"]["work"] == report["modes"]["per_item"]["work"]
+    assert kernels["speedup_batched_vs_torch_per_item"] > 0
+    assert set(report["peak_gflops_start"]["float32"]) >= {"torch", "best"}
     assert "| per_item |" in capsys.readouterr().out
