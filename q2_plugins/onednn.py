@@ -14,8 +14,13 @@ they agree with PyTorch's to float rounding, and a row's output never depends on
 
 from __future__ import annotations
 
+import ctypes
 import math
+import mmap
+import sys
 import warnings
+import weakref
+from pathlib import Path
 from typing import Any, Optional
 
 import torch
@@ -38,6 +43,39 @@ def _ops() -> Optional[Any]:
 def available() -> bool:
     """True when this PyTorch build has oneDNN and the packed-linear operators."""
     return _ops() is not None
+
+
+def _file_mappings() -> list[tuple[int, int]]:
+    """Address ranges where this process maps a file (Linux; [] elsewhere): a checkpoint loaded with mmap, say."""
+    if not sys.platform.startswith("linux"):
+        return []
+    try:
+        lines = Path("/proc/self/maps").read_text().splitlines()
+    except OSError:
+        return []
+    out = []
+    for line in lines:
+        parts = line.split(maxsplit=5)
+        if len(parts) == 6 and parts[5].startswith("/"):
+            lo, hi = (int(x, 16) for x in parts[0].split("-"))
+            out.append((lo, hi))
+    return out
+
+
+def _drop_file_pages(start: int, nbytes: int, mappings: list[tuple[int, int]]) -> None:
+    """Let the kernel drop the resident pages of a freed tensor storage that lived in a file mapping.
+
+    Only whole pages inside the freed bytes are dropped, and only in a file mapping: such a page is read again from
+    the file if it is ever touched, while nothing can touch it since its storage is gone. Anonymous memory (where
+    dropping would zero the pages) is never touched.
+    """
+    page = mmap.PAGESIZE
+    lo = -(-start // page) * page
+    hi = (start + nbytes) // page * page
+    if hi <= lo or not any(m_lo <= lo and hi <= m_hi for m_lo, m_hi in mappings):
+        return
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.madvise(ctypes.c_void_p(lo), ctypes.c_size_t(hi - lo), ctypes.c_int(4))  # MADV_DONTNEED; failure is harmless
 
 
 class PackedLinear(torch.nn.Module):
@@ -98,6 +136,9 @@ def pack_linear_layers(model: Any) -> int:
     # One layer at a time, so that each original weight is freed as soon as its packed copy exists: memory never
     # holds two copies of the model. A Linear reachable from two parents is packed once (it stays alive, so its id
     # is not reused before its second parent is reached).
+    # Weights loaded from safetensors are views of a memory-mapped file, whose pages, once read for packing, would stay
+    # resident beside the packed copy: a weight's pages are dropped as soon as the weight is freed.
+    mappings = _file_mappings()
     done: dict[int, PackedLinear] = {}
     for parent, name in slots:
         child = getattr(parent, name)
@@ -107,10 +148,13 @@ def pack_linear_layers(model: Any) -> int:
         if packed is None:
             packed = PackedLinear(child)
             done[id(child)] = packed
+        storage = child.weight.untyped_storage()
+        span, alive = (storage.data_ptr(), storage.nbytes()), weakref.ref(storage)
         setattr(parent, name, packed)
-        del child, packed
-    # Weights loaded from safetensors are views of a memory-mapped file: the pages read while packing stay resident
-    # until nothing refers to the file. Copying the remaining (non-Linear) tensors lets the mapping go.
+        del child, packed, storage
+        if alive() is None:  # no tensor (a tied embedding, a view) uses these bytes any more
+            _drop_file_pages(*span, mappings)
+    # The remaining (non-Linear) tensors are copied, so nothing refers to the mapped file any more and it is unmapped.
     with torch.no_grad():
         for tensor in [*model.parameters(), *model.buffers()]:
             tensor.data = tensor.data.clone()

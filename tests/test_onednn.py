@@ -126,3 +126,22 @@ def test_kernels_do_not_change_scores_or_the_signature(tiny_models):
         signatures.append(result.signature)
     assert results[0] == results[1]
     assert signatures[0] == signatures[1]
+
+
+def test_dropping_file_pages_keeps_contents_and_never_touches_anonymous_memory(tmp_path):
+    import mmap
+
+    page = mmap.PAGESIZE
+    data = torch.arange(4 * page // 4, dtype=torch.float32)
+    path = tmp_path / "weights.bin"
+    path.write_bytes(data.numpy().tobytes())
+    with open(path, "rb") as fh:
+        mapped = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_COPY)  # private, as checkpoints are mapped
+    view = torch.frombuffer(mapped, dtype=torch.float32)
+    assert any(lo <= view.data_ptr() < hi for lo, hi in onednn._file_mappings())
+    onednn._drop_file_pages(view.data_ptr(), view.nbytes, onednn._file_mappings())
+    assert torch.equal(view, data)  # read again from the file
+    anonymous = data.clone()
+    onednn._drop_file_pages(anonymous.data_ptr(), anonymous.nbytes, onednn._file_mappings())
+    assert torch.equal(anonymous, data)  # not a file mapping: left alone (dropping would have zeroed it)
+    del view
