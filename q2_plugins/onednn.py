@@ -3,8 +3,8 @@
 PyTorch runs a float32 ``nn.Linear`` on the CPU through its BLAS (MKL), which re-packs the weight matrix on every
 call; on the few hundred rows a Q² batch holds (and the few rows of a beam-search step) that leaves much of the CPU
 idle. oneDNN can pack a weight once into its own blocked layout and multiply against it directly: on the 2-core
-AVX-512 machine the benchmark runs on, every Linear shape of the three paper models ran 1.3x-4x faster, and a plain
-2048 x 2048 product 1.25x faster (``benchmarks/bench_pipeline.py`` measures both libraries' peaks).
+AVX-512 machine the benchmarks ran on, the three paper models' Linear shapes ran 1.1x-4.6x faster (most on the few
+rows of a beam step; ``benchmarks/bench_linear.py``), and a plain 2048 x 2048 product 1.2x-1.5x faster.
 
 :func:`pack_linear_layers` swaps every ``nn.Linear`` of a model for a :class:`PackedLinear` after checking, on the
 model's first Linear, that the packed product matches PyTorch's; where oneDNN or its operators are missing, or the
@@ -21,28 +21,32 @@ import sys
 import warnings
 import weakref
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any
 
 import torch
 
-__all__ = ["available", "pack_linear_layers", "PackedLinear", "flop_formulas", "PACKABLE_DTYPES"]
+__all__ = ["available", "bf16_supported", "pack_linear_layers", "PackedLinear", "flop_formulas", "PACKABLE_DTYPES"]
 
 PACKABLE_DTYPES = ("float32", "bfloat16")
 
 
-def _ops() -> Optional[Any]:
-    if not torch.backends.mkldnn.is_available():
-        return None
-    try:
-        torch.ops.mkldnn._reorder_linear_weight, torch.ops.mkldnn._linear_pointwise
-    except (AttributeError, RuntimeError):  # this build has no such operators
-        return None
-    return torch.ops.mkldnn
-
-
 def available() -> bool:
     """True when this PyTorch build has oneDNN and the packed-linear operators."""
-    return _ops() is not None
+    if not torch.backends.mkldnn.is_available():
+        return False
+    try:
+        return all(callable(getattr(torch.ops.mkldnn, op)) for op in ("_reorder_linear_weight", "_linear_pointwise"))
+    except (AttributeError, RuntimeError):  # this build has no such operators
+        return False
+
+
+def bf16_supported() -> bool:
+    """True when oneDNN runs bfloat16 products on this CPU (AVX-512 or newer)."""
+    check = getattr(torch.ops.mkldnn, "_is_mkldnn_bf16_supported", None)
+    try:
+        return bool(check()) if check is not None else False
+    except RuntimeError:
+        return False
 
 
 def _file_mappings() -> list[tuple[int, int]]:
@@ -88,11 +92,11 @@ class PackedLinear(torch.nn.Module):
         with torch.no_grad():
             # the packed weight keeps ``weight``'s name and dtype: model code that reads ``layer.weight.dtype``
             # (T5 does) still works
-            self.weight = _ops()._reorder_linear_weight(linear.weight.detach().contiguous())
+            self.weight = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach().contiguous())
             self.bias = None if linear.bias is None else linear.bias.detach().clone()
 
     def forward(self, x: Any) -> Any:
-        return _ops()._linear_pointwise(x, self.weight, self.bias, "none", [], "")
+        return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
 
     def extra_repr(self) -> str:
         return f"in_features={self.in_features}, out_features={self.out_features}, bias={self.bias is not None}"
@@ -112,9 +116,10 @@ def pack_linear_layers(model: Any) -> int:
     """Replace every ``nn.Linear`` of a CPU ``model`` in float32 or bfloat16 by a :class:`PackedLinear`.
 
     Returns how many layers were replaced: 0 when oneDNN is unavailable, the model is not on the CPU or not in a
-    packable dtype, or the packed product disagrees with PyTorch's (then a warning says so).
+    packable dtype (bfloat16 needs a CPU oneDNN runs it on), or the packed product disagrees with PyTorch's (then a
+    warning says so).
     """
-    if _ops() is None:
+    if not available():
         return 0
     slots = [(parent, name) for parent in model.modules() for name, child in parent.named_children()
              if type(child) is torch.nn.Linear]
@@ -122,6 +127,8 @@ def pack_linear_layers(model: Any) -> int:
         return 0
     first = getattr(*slots[0])
     if first.weight.device.type != "cpu" or str(first.weight.dtype).replace("torch.", "") not in PACKABLE_DTYPES:
+        return 0
+    if first.weight.dtype == torch.bfloat16 and not bf16_supported():
         return 0
     try:
         ok = _matches(first, PackedLinear(first))
@@ -133,11 +140,10 @@ def pack_linear_layers(model: Any) -> int:
                       stacklevel=2)
         return 0
     del first
-    # One layer at a time, so that each original weight is freed as soon as its packed copy exists: memory never
-    # holds two copies of the model. A Linear reachable from two parents is packed once (it stays alive, so its id
-    # is not reused before its second parent is reached).
-    # Weights loaded from safetensors are views of a memory-mapped file, whose pages, once read for packing, would stay
-    # resident beside the packed copy: a weight's pages are dropped as soon as the weight is freed.
+    # One layer at a time, each original weight freed as soon as its packed copy exists, so memory never holds two
+    # copies of the model. Weights loaded from safetensors live in a memory-mapped file whose pages, once read for
+    # packing, would stay resident beside the copy: they are dropped as soon as the weight is freed. A Linear reachable
+    # from two parents is packed once (it stays alive until its last parent, so its id is not reused before).
     mappings = _file_mappings()
     done: dict[int, PackedLinear] = {}
     for parent, name in slots:

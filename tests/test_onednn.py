@@ -63,11 +63,11 @@ def test_packed_models_compute_what_the_library_computes(tiny_models, role):
             torch.testing.assert_close(alone, inside, rtol=1e-5, atol=1e-5)
 
 
-def test_bfloat16_is_packed_and_close(tiny_models):
+def test_bfloat16_is_packed_where_the_cpu_runs_it_and_close_either_way(tiny_models):
     tok, plain = load_model("nli", str(tiny_models["nli"]), None, "cpu", "bfloat16", "classification",
                             cpu_kernels="torch")
     _, packed = load_model("nli", str(tiny_models["nli"]), None, "cpu", "bfloat16", "classification")
-    assert not _linears(packed)
+    assert bool(_linears(packed)) is not onednn.bf16_supported()
     enc = _inputs("nli", tok)
     with torch.inference_mode():
         torch.testing.assert_close(packed(**enc).logits.float(), plain(**enc).logits.float(), rtol=0.05, atol=0.05)
