@@ -493,6 +493,9 @@ def targets(rep: dict[str, Any]) -> list[dict[str, Any]]:
     rows += [
         ("bf16 speed-up over the fp32 per-item reference", ">= 4",
          rep["bf16"]["speedup_vs_fp32_per_item"] if "bf16" in rep else None, lambda v: v >= 4),
+        ("bf16 speed-up over the fp32 per-item reference on PyTorch's matmul", ">= 4",
+         rep["torch_kernels"]["per_item"]["wall_s"] / rep["bf16"]["wall_s"]
+         if "bf16" in rep and "torch_kernels" in rep else None, lambda v: v >= 4),
         ("share of batched wall time inside model forwards", ">= 0.75", m["batched"]["forward_share"],
          lambda v: v >= 0.75),
         ("cached re-run speed-up", ">= 50", rep["speedup_cached_vs_first"], lambda v: v >= 50),
