@@ -220,6 +220,44 @@ def _beam_search_cache(model: Any) -> Optional[Any]:
         return _BEAM_CACHE_CLASS(DynamicCache(), DynamicCache())
 
 
+def _cross_attention_layers(model: Any) -> Optional[list[Any]]:
+    """The decoder's cross-attention modules of a T5-style model (``decoder.block[i].layer[1].EncDecAttention`` with
+    ``k``, ``v`` and ``key_value_proj_dim``), or None for another architecture."""
+    blocks = getattr(getattr(model, "decoder", None), "block", None)
+    if blocks is None:
+        return None
+    layers = []
+    for block in blocks:
+        attn = getattr(block.layer[1], "EncDecAttention", None) if len(block.layer) > 2 else None
+        if attn is None or not all(hasattr(attn, a) for a in ("k", "v", "key_value_proj_dim")):
+            return None
+        layers.append(attn)
+    return layers
+
+
+def _prefill_cross_attention(model: Any, cache: Any, inputs: dict[str, Any], num_beams: int) -> Optional[Any]:
+    """Run the encoder once and put each input's cross-attention keys and values, repeated for its beams, in the
+    cache; returns the encoder output for ``generate``, or None (nothing done) for a model that is not T5-style.
+
+    ``generate`` would copy the encoder output to every beam and project keys and values from each copy: the same
+    product, num_beams times over (about an eighth of a T5-base question's FLOPs at 5 beams).
+    """
+    layers = _cross_attention_layers(model)
+    if layers is None:
+        return None
+    encoded = model.get_encoder()(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
+                                  return_dict=True)
+    states = encoded.last_hidden_state
+    shape = (*states.shape[:-1], -1)
+    for i, attn in enumerate(layers):
+        keys = attn.k(states).view(*shape, attn.key_value_proj_dim).transpose(1, 2)
+        values = attn.v(states).view(*shape, attn.key_value_proj_dim).transpose(1, 2)
+        cache.cross_attention_cache.update(keys.repeat_interleave(num_beams, dim=0),
+                                           values.repeat_interleave(num_beams, dim=0), i)
+        cache.is_updated[i] = True
+    return encoded
+
+
 class HFQuestionGenerator(_HFComponent):
     """Answer-aware T5 question generation (beam or greedy), batched across all candidates."""
 
@@ -237,7 +275,8 @@ class HFQuestionGenerator(_HFComponent):
         self.input_template = input_template
         # extra model.generate arguments (benchmarks fix the question length with min/max_new_tokens)
         self.generate_overrides: dict[str, Any] = {}
-        # beam search without copying the cross-attention cache after every step (same beams; off = library default)
+        # beam search with cross-attention keys and values computed once per input and never copied between steps
+        # (same beams; off = the library's default cache)
         self.share_cross_attention = True
 
     def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
@@ -258,16 +297,23 @@ class HFQuestionGenerator(_HFComponent):
         gen_kwargs.update(self.generate_overrides)
         for batch in self._batches([len(x) for x in encoded]):
             inputs = self._pad([{"input_ids": encoded[i]} for i in batch])
-            cache = _beam_search_cache(self.model) if self.num_beams > 1 and self.share_cross_attention else None
-            if cache is not None:
-                inputs["past_key_values"] = cache
             with torch.inference_mode():
-                generated = self._timed(self.model.generate, **inputs, **gen_kwargs)
+                generated = self._timed(self._generate_batch, inputs=inputs, gen_kwargs=gen_kwargs)
             decoded = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
             for j, i in enumerate(batch):
                 group = decoded[j * self.num_return : (j + 1) * self.num_return]
                 out[i] = [q.replace("question: ", "", 1) for q in group]
         return out
+
+
+    def _generate_batch(self, inputs: dict[str, Any], gen_kwargs: dict[str, Any]) -> Any:
+        cache = _beam_search_cache(self.model) if self.num_beams > 1 and self.share_cross_attention else None
+        if cache is not None:
+            encoded = _prefill_cross_attention(self.model, cache, inputs, self.num_beams)
+            inputs = dict(inputs, past_key_values=cache)
+            if encoded is not None:
+                inputs["encoder_outputs"] = encoded
+        return self.model.generate(**inputs, **gen_kwargs)
 
 
 class HFQuestionAnswerer(_HFComponent):

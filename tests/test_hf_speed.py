@@ -165,3 +165,22 @@ def test_token_cap_settings():
         Q2Config(batch_tokens=-1)
     with pytest.raises(ValueError, match="qa_batch_tokens must be a positive integer"):
         Q2Config(qa_batch_tokens=0)
+
+
+def test_beam_search_projects_cross_attention_keys_once_per_input(tiny_models, rows):
+    qg = _scorer(tiny_models, batch_size=8).question_generator
+    pairs = [(c, r["response"]) for r in rows[:3] for c in r["response"].split()[:2]]
+    projected_rows = []
+    attn = qg.model.decoder.block[0].layer[1].EncDecAttention
+    handle = attn.k.register_forward_hook(lambda m, args, out: projected_rows.append(out.shape[0]))
+    try:
+        qg.share_cross_attention = True
+        qg.generate(pairs)
+        once = sum(projected_rows)
+        projected_rows.clear()
+        qg.share_cross_attention = False
+        qg.generate(pairs)
+        default = sum(projected_rows)
+    finally:
+        handle.remove()
+    assert once == len(pairs) and default == len(pairs) * qg.num_beams
