@@ -30,8 +30,8 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
                cpu_kernels: str = "onednn") -> tuple[Any, Any]:
     """Load tokenizer + model for a role through the Auto classes; errors say what to change.
 
-    On the CPU with ``cpu_kernels="onednn"``, the Linear layers get their weights packed for oneDNN
-    (:mod:`q2_plugins.onednn`); ``"torch"`` keeps PyTorch's own matmul.
+    With ``cpu_kernels="onednn"``, the Linear layers of a CPU model get their weights packed for oneDNN
+    (:mod:`q2_plugins.onednn`, which leaves other devices alone); ``"torch"`` keeps PyTorch's own matmul.
     """
     if cpu_kernels not in ("onednn", "torch"):
         raise ValueError(f"cpu_kernels must be 'onednn' or 'torch', got {cpu_kernels!r}")
@@ -63,7 +63,7 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
         )
     model.to(device)
     model.eval()
-    if cpu_kernels == "onednn" and torch.device(device).type == "cpu":
+    if cpu_kernels == "onednn":
         from .onednn import pack_linear_layers
 
         pack_linear_layers(model)
@@ -304,7 +304,6 @@ class HFQuestionGenerator(_HFComponent):
                 group = decoded[j * self.num_return : (j + 1) * self.num_return]
                 out[i] = [q.replace("question: ", "", 1) for q in group]
         return out
-
 
     def _generate_batch(self, inputs: dict[str, Any], gen_kwargs: dict[str, Any]) -> Any:
         cache = _beam_search_cache(self.model) if self.num_beams > 1 and self.share_cross_attention else None

@@ -3,7 +3,7 @@
 PyTorch runs a float32 ``nn.Linear`` on the CPU through its BLAS (MKL), which re-packs the weight matrix on every
 call; on the few hundred rows a Q² batch holds (and the few rows of a beam-search step) that leaves much of the CPU
 idle. oneDNN can pack a weight once into its own blocked layout and multiply against it directly: on the 2-core
-AVX-512 machine the benchmarks ran on, the three paper models' Linear shapes ran 1.1x-4.6x faster (most on the few
+AVX-512 machine the benchmarks ran on, the three paper models' Linear shapes ran 1.1x-5.2x faster (most on the few
 rows of a beam step; ``benchmarks/bench_linear.py``), and a plain 2048 x 2048 product 1.2x-1.5x faster.
 
 :func:`pack_linear_layers` swaps every ``nn.Linear`` of a model for a :class:`PackedLinear` after checking, on the
@@ -83,17 +83,17 @@ def _drop_file_pages(start: int, nbytes: int, mappings: list[tuple[int, int]]) -
 
 
 class PackedLinear(torch.nn.Module):
-    """``y = x W^T + b`` with ``W`` packed once for oneDNN. Inference only: the packed weight is not a parameter."""
+    """``y = x W^T + b`` with ``W`` (out x in, as ``nn.Linear`` keeps it) packed once for oneDNN. Inference only: the
+    packed weight is not a parameter."""
 
-    def __init__(self, linear: Any) -> None:
+    def __init__(self, weight: Any, bias: Any = None) -> None:
         super().__init__()
-        self.in_features = linear.in_features
-        self.out_features = linear.out_features
+        self.out_features, self.in_features = weight.shape
         with torch.no_grad():
             # the packed weight keeps ``weight``'s name and dtype: model code that reads ``layer.weight.dtype``
             # (T5 does) still works
-            self.weight = torch.ops.mkldnn._reorder_linear_weight(linear.weight.detach().contiguous())
-            self.bias = None if linear.bias is None else linear.bias.detach().clone()
+            self.weight = torch.ops.mkldnn._reorder_linear_weight(weight.detach().contiguous())
+            self.bias = None if bias is None else bias.detach().clone()
 
     def forward(self, x: Any) -> Any:
         return torch.ops.mkldnn._linear_pointwise(x, self.weight, self.bias, "none", [], "")
@@ -131,7 +131,7 @@ def pack_linear_layers(model: Any) -> int:
     if first.weight.dtype == torch.bfloat16 and not bf16_supported():
         return 0
     try:
-        ok = _matches(first, PackedLinear(first))
+        ok = _matches(first, PackedLinear(first.weight, first.bias))
     except RuntimeError as e:  # an operator this build or CPU does not support
         warnings.warn(f"oneDNN packed Linear layers unavailable here ({e}); using PyTorch's matmul", stacklevel=2)
         return 0
@@ -148,11 +148,9 @@ def pack_linear_layers(model: Any) -> int:
     done: dict[int, PackedLinear] = {}
     for parent, name in slots:
         child = getattr(parent, name)
-        if isinstance(child, PackedLinear):
-            continue
         packed = done.get(id(child))
         if packed is None:
-            packed = PackedLinear(child)
+            packed = PackedLinear(child.weight, child.bias)
             done[id(child)] = packed
         storage = child.weight.untyped_storage()
         span, alive = (storage.data_ptr(), storage.nbytes()), weakref.ref(storage)
