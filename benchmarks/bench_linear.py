@@ -13,15 +13,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
+from bench_pipeline import best_seconds  # noqa: E402  (this script's own folder is on the path)
 
-from q2_plugins.onednn import available  # noqa: E402
+from q2_plugins.onednn import PackedLinear, available, bf16_supported  # noqa: E402
 
 # (model, layer, in, out, rows)
 SHAPES = [
@@ -38,23 +38,12 @@ SHAPES = [
 ]
 
 
-def best_seconds(fn: Callable[[], object], reps: int = 5, trials: int = 5) -> float:
-    fn()
-    best = float("inf")
-    for _ in range(trials):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / reps)
-    return best
-
-
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--dtype", choices=("float32", "bfloat16"), default="float32")
     args = ap.parse_args(argv)
-    if not available():
-        print("this PyTorch build has no oneDNN packed-linear operators")
+    if not available() or (args.dtype == "bfloat16" and not bf16_supported()):
+        print(f"oneDNN packed Linear layers in {args.dtype} are not available with this PyTorch build on this CPU")
         return 1
     dtype = getattr(torch, args.dtype)
     torch.manual_seed(0)
@@ -64,13 +53,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     with torch.inference_mode():
         for model, layer, k, n, all_rows in SHAPES:
             weight = torch.randn(n, k, dtype=dtype)
-            packed = torch.ops.mkldnn._reorder_linear_weight(weight)
+            packed = PackedLinear(weight)
             for m in all_rows:
                 x = torch.randn(m, k, dtype=dtype)
                 flop = 2 * m * k * n
                 plain = flop / best_seconds(lambda x=x, w=weight: torch.nn.functional.linear(x, w)) / 1e9
-                fast = flop / best_seconds(
-                    lambda x=x, w=packed: torch.ops.mkldnn._linear_pointwise(x, w, None, "none", [], "")) / 1e9
+                fast = flop / best_seconds(lambda x=x, p=packed: p(x)) / 1e9
                 print(f"| {model} | {layer} | {k} x {n} | {m} | {plain:.0f} | {fast:.0f} | {fast / plain:.2f}x |")
     return 0
 
