@@ -6,10 +6,12 @@ never changes a result) and returns outputs in input order. Models are loaded by
 
 from __future__ import annotations
 
+import contextlib
 import os
 import time
-from typing import Any, Callable, Optional, Sequence, TypeVar
+from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
 
+from .beam import T5BeamSearch, beam_settings
 from .components import Answer, AnswerKind, NLILabel
 from .errors import ModelLoadError, model_load_message
 
@@ -133,6 +135,15 @@ class _ForwardClock:
             module.register_forward_pre_hook(self._enter)
             module.register_forward_hook(self._exit)
 
+    @contextlib.contextmanager
+    def timing(self) -> Iterator[None]:
+        """Count the time inside this block as forward time (for model computations made outside ``forward``)."""
+        self._enter()
+        try:
+            yield
+        finally:
+            self._exit()
+
     def _enter(self, *_: Any) -> None:
         if self._depth == 0:
             self._t0 = time.perf_counter()
@@ -220,44 +231,6 @@ def _beam_search_cache(model: Any) -> Optional[Any]:
         return _BEAM_CACHE_CLASS(DynamicCache(), DynamicCache())
 
 
-def _cross_attention_layers(model: Any) -> Optional[list[Any]]:
-    """The decoder's cross-attention modules of a T5-style model (``decoder.block[i].layer[1].EncDecAttention`` with
-    ``k``, ``v`` and ``key_value_proj_dim``), or None for another architecture."""
-    blocks = getattr(getattr(model, "decoder", None), "block", None)
-    if blocks is None:
-        return None
-    layers = []
-    for block in blocks:
-        attn = getattr(block.layer[1], "EncDecAttention", None) if len(block.layer) > 2 else None
-        if attn is None or not all(hasattr(attn, a) for a in ("k", "v", "key_value_proj_dim")):
-            return None
-        layers.append(attn)
-    return layers
-
-
-def _prefill_cross_attention(model: Any, cache: Any, inputs: dict[str, Any], num_beams: int) -> Optional[Any]:
-    """Run the encoder once and put each input's cross-attention keys and values, repeated for its beams, in the
-    cache; returns the encoder output for ``generate``, or None (nothing done) for a model that is not T5-style.
-
-    ``generate`` would copy the encoder output to every beam and project keys and values from each copy: the same
-    product, num_beams times over (about an eighth of a T5-base question's FLOPs at 5 beams).
-    """
-    layers = _cross_attention_layers(model)
-    if layers is None:
-        return None
-    encoded = model.get_encoder()(input_ids=inputs["input_ids"], attention_mask=inputs["attention_mask"],
-                                  return_dict=True)
-    states = encoded.last_hidden_state
-    shape = (*states.shape[:-1], -1)
-    for i, attn in enumerate(layers):
-        keys = attn.k(states).view(*shape, attn.key_value_proj_dim).transpose(1, 2)
-        values = attn.v(states).view(*shape, attn.key_value_proj_dim).transpose(1, 2)
-        cache.cross_attention_cache.update(keys.repeat_interleave(num_beams, dim=0),
-                                           values.repeat_interleave(num_beams, dim=0), i)
-        cache.is_updated[i] = True
-    return encoded
-
-
 class HFQuestionGenerator(_HFComponent):
     """Answer-aware T5 question generation (beam or greedy), batched across all candidates."""
 
@@ -275,9 +248,10 @@ class HFQuestionGenerator(_HFComponent):
         self.input_template = input_template
         # extra model.generate arguments (benchmarks fix the question length with min/max_new_tokens)
         self.generate_overrides: dict[str, Any] = {}
-        # beam search with cross-attention keys and values computed once per input and never copied between steps
-        # (same beams; off = the library's default cache)
-        self.share_cross_attention = True
+        # beam search by q2_plugins.beam for T5-style models (same beams, less work per step); off: the library's
+        # generate, with a cache that never reorders cross-attention
+        self.own_beam_search = True
+        self._beam: Optional[T5BeamSearch] = None
 
     def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
         torch = _torch()
@@ -295,24 +269,45 @@ class HFQuestionGenerator(_HFComponent):
         if self.decoding == "beam":
             gen_kwargs.update(no_repeat_ngram_size=self.no_repeat_ngram, early_stopping=True)
         gen_kwargs.update(self.generate_overrides)
-        for batch in self._batches([len(x) for x in encoded]):
-            inputs = self._pad([{"input_ids": encoded[i]} for i in batch])
+        settings = beam_settings(self.model, gen_kwargs) if self.num_beams > 1 and self.own_beam_search else None
+        if settings is not None and self._beam is None:
+            self._beam = T5BeamSearch.for_model(self.model)
+        own = settings is not None and self._beam is not None
+        groups = self._batches([len(x) for x in encoded])  # encoder batches: similar lengths, little padding
+        # the decoder's cost per input does not depend on its length: our beam search decodes consecutive encoder
+        # batches together, up to batch_size inputs; generate takes one encoder batch at a time
+        calls = _merge_consecutive(groups, self.batch_size) if own else [[g] for g in groups]
+        for call in calls:
+            padded = [self._pad([{"input_ids": encoded[i]} for i in g]) for g in call]
             with torch.inference_mode():
-                generated = self._timed(self._generate_batch, inputs=inputs, gen_kwargs=gen_kwargs)
+                if own:
+                    pairs_in = [(p["input_ids"], p["attention_mask"]) for p in padded]
+                    generated = self._timed(self._beam.generate, encoder_batches=pairs_in, settings=settings,
+                                            timer=self._clock.timing)
+                else:
+                    generated = self._timed(self._library_generate, inputs=padded[0], gen_kwargs=gen_kwargs)
             decoded = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
-            for j, i in enumerate(batch):
+            for j, i in enumerate(i for g in call for i in g):
                 group = decoded[j * self.num_return : (j + 1) * self.num_return]
                 out[i] = [q.replace("question: ", "", 1) for q in group]
         return out
 
-    def _generate_batch(self, inputs: dict[str, Any], gen_kwargs: dict[str, Any]) -> Any:
-        cache = _beam_search_cache(self.model) if self.num_beams > 1 and self.share_cross_attention else None
+    def _library_generate(self, inputs: dict[str, Any], gen_kwargs: dict[str, Any]) -> Any:
+        cache = _beam_search_cache(self.model) if self.num_beams > 1 else None
         if cache is not None:
-            encoded = _prefill_cross_attention(self.model, cache, inputs, self.num_beams)
             inputs = dict(inputs, past_key_values=cache)
-            if encoded is not None:
-                inputs["encoder_outputs"] = encoded
         return self.model.generate(**inputs, **gen_kwargs)
+
+
+def _merge_consecutive(groups: list[list[int]], most: int) -> list[list[list[int]]]:
+    """Consecutive groups joined while their total size stays within ``most``."""
+    calls: list[list[list[int]]] = []
+    for g in groups:
+        if calls and sum(map(len, calls[-1])) + len(g) <= most:
+            calls[-1].append(g)
+        else:
+            calls.append([g])
+    return calls
 
 
 class HFQuestionAnswerer(_HFComponent):

@@ -40,12 +40,12 @@ def test_beam_cache_keeps_cross_attention_in_place_and_reorders_self_attention(t
 
 
 @pytest.mark.parametrize("batch_size", [1, 6])
-def test_beam_search_without_cross_attention_copies_returns_the_same_questions(tiny_models, rows, batch_size):
+def test_own_beam_search_returns_the_questions_of_generate(tiny_models, rows, batch_size):
     qg = _scorer(tiny_models, batch_size=batch_size).question_generator
     pairs = [(c, r["response"]) for r in rows for c in r["response"].split()[:2]]
-    qg.share_cross_attention = True
+    qg.own_beam_search = True
     fast = qg.generate(pairs)
-    qg.share_cross_attention = False
+    qg.own_beam_search = False
     default = qg.generate(pairs)
     assert fast == default
     assert len({tuple(q) for q in fast}) > 1  # different inputs give different beams: the test can tell them apart
@@ -174,11 +174,11 @@ def test_beam_search_projects_cross_attention_keys_once_per_input(tiny_models, r
     attn = qg.model.decoder.block[0].layer[1].EncDecAttention
     handle = attn.k.register_forward_hook(lambda m, args, out: projected_rows.append(out.shape[0]))
     try:
-        qg.share_cross_attention = True
+        qg.own_beam_search = True
         qg.generate(pairs)
         once = sum(projected_rows)
         projected_rows.clear()
-        qg.share_cross_attention = False
+        qg.own_beam_search = False
         qg.generate(pairs)
         default = sum(projected_rows)
     finally:
