@@ -155,6 +155,7 @@ class T5BeamSearch:
 
         with timed():
             state = self._encode(encoder_batches, beams)
+        state["positions"] = max_length - 1  # the most positions the decoder is fed
         batch = state["batch"]
         rows = batch * beams
         fill = s.pad or s.eos[0]  # what the library writes after a sequence's end
@@ -263,10 +264,11 @@ class T5BeamSearch:
 
     def _self_buffers(self, state: dict[str, Any], positions: int) -> list[tuple[Any, Any]]:
         """Every layer's self-attention key and value buffers, ``[inputs, heads, positions x beams, head_dim]``
-        (slot ``position * beams + beam``), grown by doubling when a step needs more positions."""
+        (slot ``position * beams + beam``), grown by doubling (up to the most positions a call can need) when a step
+        needs more positions."""
         torch = _torch()
         if positions > state["capacity"]:
-            capacity = max(16, 2 * state["capacity"], positions)
+            capacity = min(max(16, 2 * state["capacity"], positions), max(positions, state["positions"]))
             batch, beams = state["batch"], state["beams"]
             device = state["cross_mask"].device
             shape = (batch, self.heads, capacity * beams, self.head_dim)

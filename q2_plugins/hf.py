@@ -33,8 +33,9 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
                cpu_kernels: str = "onednn") -> tuple[Any, Any]:
     """Load tokenizer + model for a role through the Auto classes; errors say what to change.
 
-    With ``cpu_kernels="onednn"``, the Linear layers of a CPU model get their weights packed for oneDNN
-    (:mod:`q2_plugins.onednn`, which leaves other devices alone); ``"torch"`` keeps PyTorch's own matmul.
+    With ``cpu_kernels="onednn"``, the Linear layers of a CPU model get their weights packed for oneDNN and a
+    tanh-approximated GELU runs as one kernel (:mod:`q2_plugins.onednn`, which leaves other devices alone);
+    ``"torch"`` keeps PyTorch's own matmul and the model's own activation code.
     """
     if cpu_kernels not in ("onednn", "torch"):
         raise ValueError(f"cpu_kernels must be 'onednn' or 'torch', got {cpu_kernels!r}")
@@ -67,9 +68,10 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
     model.to(device)
     model.eval()
     if cpu_kernels == "onednn":
-        from .onednn import pack_linear_layers
+        from .onednn import fuse_tanh_gelu, pack_linear_layers
 
-        pack_linear_layers(model)
+        if pack_linear_layers(model):  # a CPU model on fast kernels: its activations too
+            fuse_tanh_gelu(model)
     return tokenizer, model
 
 

@@ -25,7 +25,8 @@ from typing import Any
 
 import torch
 
-__all__ = ["available", "bf16_supported", "pack_linear_layers", "PackedLinear", "flop_formulas", "PACKABLE_DTYPES"]
+__all__ = ["available", "bf16_supported", "pack_linear_layers", "fuse_tanh_gelu", "PackedLinear", "flop_formulas",
+           "PACKABLE_DTYPES"]
 
 PACKABLE_DTYPES = ("float32", "bfloat16")
 
@@ -110,6 +111,24 @@ def _matches(linear: Any, packed: PackedLinear) -> bool:
         got = packed(x).float()
     tol = 1e-2 if linear.weight.dtype == torch.bfloat16 else 1e-4
     return got.shape == want.shape and bool(torch.allclose(got, want, rtol=tol, atol=tol * float(want.abs().max())))
+
+
+def fuse_tanh_gelu(model: Any) -> int:
+    """Replace the tanh-approximated GELU that some models (ALBERT's ``gelu_new``) compute as five elementwise
+    passes over the activations by PyTorch's single-pass kernel of the same function; returns how many.
+
+    On ALBERT-xlarge's 8192-wide feed-forward activations the five passes took about 12x the time of one. The two
+    agree to float rounding (about 1 element in 100 differs, by one unit in the last place), like two matmul kernels.
+    """
+    try:
+        from transformers.activations import GELUTanh, NewGELUActivation
+    except ImportError:  # pragma: no cover - transformers without these classes
+        return 0
+    slots = [(parent, name) for parent in model.modules() for name, child in parent.named_children()
+             if type(child) is NewGELUActivation]
+    for parent, name in slots:
+        setattr(parent, name, GELUTanh())
+    return len(slots)
 
 
 def pack_linear_layers(model: Any) -> int:

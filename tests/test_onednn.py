@@ -145,3 +145,17 @@ def test_dropping_file_pages_keeps_contents_and_never_touches_anonymous_memory(t
     onednn._drop_file_pages(anonymous.data_ptr(), anonymous.nbytes, onednn._file_mappings())
     assert torch.equal(anonymous, data)  # not a file mapping: left alone (dropping would have zeroed it)
     del view
+
+
+def test_tanh_gelu_runs_as_one_kernel_on_fast_kernels_only(tiny_models):
+    from transformers.activations import GELUTanh, NewGELUActivation
+
+    _, plain = load_model("qa", str(tiny_models["qa"]), None, "cpu", "float32", "qa", cpu_kernels="torch")
+    _, fast = load_model("qa", str(tiny_models["qa"]), None, "cpu", "float32", "qa")
+    assert any(type(m) is NewGELUActivation for m in plain.modules())  # ALBERT's gelu_new
+    assert not any(type(m) is NewGELUActivation for m in fast.modules())
+    assert any(type(m) is GELUTanh for m in fast.modules())
+    x = torch.linspace(-8, 8, 10_001)
+    torch.testing.assert_close(GELUTanh()(x), NewGELUActivation()(x), rtol=1e-6, atol=1e-6)
+    _, half = load_model("qa", str(tiny_models["qa"]), None, "cpu", "float16", "qa")
+    assert any(type(m) is NewGELUActivation for m in half.modules())  # nothing packed: nothing swapped
