@@ -362,7 +362,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                          "packed oneDNN Linear layers bring, and the speed-up over a reference on library defaults")
     ap.add_argument("--no-flops", action="store_true", help="skip the (untimed) FLOP-counting pass")
     ap.add_argument("--json", default=str(REPO / "out" / "bench.json"))
+    ap.add_argument("--from-json", metavar="PATH",
+                    help="measure nothing: recompute the derived figures of an earlier run's JSON and print them")
     args = ap.parse_args(argv)
+    if args.from_json:
+        report = json.loads(Path(args.from_json).read_text())
+        report["ceilings"] = ceilings(report)
+        report["targets"] = targets(report)
+        print_table(report)
+        return 0
 
     data = Path(args.data)
     batch_sizes = {role: Q2Config().role_batch_size(role) for role in ("qg", "qa", "nli")}
@@ -469,12 +477,32 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         report["stage_efficiency_batched_fp32"] = efficiency(flops, batched, report["peak_gflops"]["float32"])
         if "bf16" in runs:  # the same batches as the fp32 run, so the same FLOPs
             report["bf16"]["efficiency"] = efficiency(flops, runs["bf16"], report["peak_gflops"]["bfloat16"])
+    report["ceilings"] = ceilings(report)
     report["targets"] = targets(report)
     Path(args.json).parent.mkdir(parents=True, exist_ok=True)
     Path(args.json).write_text(json.dumps(report, indent=2, default=str))
     print_table(report)
     print(f"\nJSON: {args.json}")
     return 0
+
+
+def ceilings(rep: dict[str, Any]) -> dict[str, Any]:
+    """The most any batched run could gain over this run's per-item reference: its wall time against the batched
+    run's model FLOPs at the measured matmul peak (every stage at 100%) plus the batched run's time outside model
+    calls. A speed-up target above the ceiling cannot be met on this machine by batching or kernels alone."""
+    eff = rep.get("stage_efficiency_batched_fp32")
+    if not eff:
+        return {}
+    batched = rep["modes"]["batched"]
+    outside = batched["wall_s"] - sum(batched["call_s"].values())
+    gflop = sum(e["gflop"] for e in eff.values())
+    per_item = rep["modes"]["per_item"]["wall_s"]
+    out = {"gflop": gflop, "outside_model_calls_s": outside}
+    for dtype, key in (("float32", "fp32"), ("bfloat16", "bf16")):
+        best = gflop / rep["peak_gflops"][dtype] + outside
+        out[f"{key}_seconds_at_peak"] = best
+        out[f"{key}_speedup_ceiling_vs_per_item"] = per_item / best
+    return out
 
 
 def efficiency(flops: dict[str, int], r: dict[str, Any], peak: float) -> dict[str, Any]:
@@ -591,6 +619,12 @@ def print_table(rep: dict[str, Any]) -> None:
                   f"{100 * d['qa_span_changed']:.1f}%, filter {100 * d['filter_changed']:.1f}%, NLI label "
                   f"{100 * d['nli_label_changed']:.1f}%; mean |dQ2| {rep[k]['q2_abs_diff_mean']:.3f}")
 
+    c = rep.get("ceilings")
+    if c:
+        print(f"ceilings: the batched run's {c['gflop']:.0f} GFLOP at 100% of the matmul peak, plus its "
+              f"{c['outside_model_calls_s']:.1f} s outside model calls, would take {c['fp32_seconds_at_peak']:.1f} s "
+              f"in fp32 ({c['fp32_speedup_ceiling_vs_per_item']:.2f}x the per-item run) and "
+              f"{c['bf16_seconds_at_peak']:.1f} s in bf16 ({c['bf16_speedup_ceiling_vs_per_item']:.2f}x)")
     if "targets" in rep:
         print("\n| target | goal | measured | met |\n|---|---|---:|---|")
         for t in rep["targets"]:

@@ -37,3 +37,10 @@ def test_benchmark_script_smoke(tmp_path, shared_data, capsys):
     assert kernels["speedup_batched_vs_torch_per_item"] > 0
     assert set(report["peak_gflops_start"]["float32"]) >= {"torch", "best"}
     assert "| per_item |" in capsys.readouterr().out
+    assert report["qg_vs_library_generate"]["inputs"] > 0
+    assert report["qg_vs_library_generate"]["inputs_with_other_questions"] == 0  # our beam search = generate's
+    ceil = report["ceilings"]
+    assert ceil["fp32_seconds_at_peak"] > 0 and ceil["bf16_seconds_at_peak"] < ceil["fp32_seconds_at_peak"]
+    # the derived figures are recomputed from the JSON alone, measuring nothing
+    assert bench.main(["--from-json", str(out)]) == 0
+    assert "ceilings:" in capsys.readouterr().out
