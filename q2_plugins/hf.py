@@ -1,7 +1,9 @@
 """Transformers-backed components: T5 question generation, extractive QA with windows, NLI.
 
-Each component takes a whole list of inputs, sorts it by length, runs padded batches with attention masks (padding
-never changes a result) and returns outputs in input order. Models are loaded by :func:`load_model`.
+Each component takes a whole list of inputs, sorts it by length, runs it in batches and returns outputs in input
+order; padding never changes a result. QA and NLI windows run packed end to end where the model allows
+(:mod:`q2_plugins.packed`), padded batches with attention masks otherwise; beam-search QG on a T5-style model runs
+:mod:`q2_plugins.beam`, other decoding the library's ``generate``. Models are loaded by :func:`load_model`.
 """
 
 from __future__ import annotations
