@@ -76,6 +76,9 @@ def beam_settings(model: Any, gen_kwargs: dict[str, Any]) -> Optional[BeamSettin
     eos = tuple(eos) if isinstance(eos, (list, tuple)) else (eos,)
     if not eos or None in eos or start is None or isinstance(start, (list, tuple)):
         return None
+    max_new = resolved.get("max_new_tokens")
+    if (max_new if max_new is not None else (resolved.get("max_length") or 20) - 1) < 1:
+        return None  # nothing to generate: generate says why
     return BeamSettings(
         num_beams=num_beams, num_return=resolved.get("num_return_sequences") or 1,
         max_new_tokens=resolved.get("max_new_tokens"), max_length=resolved.get("max_length") or 20,

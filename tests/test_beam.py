@@ -112,7 +112,7 @@ def test_ngram_ban_is_the_library_processor(n):
 @pytest.mark.parametrize("extra", [dict(repetition_penalty=1.2), dict(do_sample=True),
                                    dict(num_beams=1, num_return_sequences=1), dict(num_beams=1),
                                    dict(bad_words_ids=[[5]]), dict(output_scores=True, return_dict_in_generate=True),
-                                   dict(not_a_setting=3)])
+                                   dict(not_a_setting=3), dict(max_length=1), dict(max_new_tokens=0)])
 def test_other_settings_go_to_generate(tiny_models, extra):
     _, model = load_model("qg", str(tiny_models["qg"]), None, "cpu", "float32", "seq2seq", "torch")
     assert beam_settings(model, dict(SETTINGS[0])) is not None
