@@ -11,9 +11,9 @@ of it to put each beam's history under its new row. Here, per step:
   projected once per input.
 
 Selection follows ``generate``'s beam search step for step (top 2 x beams continuations, finished hypotheses kept
-by length-normalised score, the same stopping rules), using the library's own logits processors, so the returned
-token ids are ``generate``'s whenever the step's log-probabilities are. They are the same computation in another
-summation order: tests check identical sequences against ``generate``, and the benchmark reports any change.
+by length-normalised score, the same stopping rules, n-gram ban and minimum length, applied in place), so the
+returned token ids are ``generate``'s whenever the step's log-probabilities are. They are the same computation in
+another summation order: tests check identical sequences against ``generate``, and the benchmark reports any change.
 """
 
 from __future__ import annotations
@@ -41,8 +41,7 @@ class BeamSettings:
 
     num_beams: int
     num_return: int
-    max_new_tokens: Optional[int]  # None: ``max_length`` counts the decoder start token too
-    max_length: int
+    max_length: int  # decoder tokens, the start token included
     min_new_tokens: int
     no_repeat_ngram: int
     length_penalty: float
@@ -77,11 +76,11 @@ def beam_settings(model: Any, gen_kwargs: dict[str, Any]) -> Optional[BeamSettin
     if not eos or None in eos or start is None or isinstance(start, (list, tuple)):
         return None
     max_new = resolved.get("max_new_tokens")
-    if (max_new if max_new is not None else (resolved.get("max_length") or 20) - 1) < 1:
+    max_length = 1 + max_new if max_new is not None else resolved.get("max_length") or 20  # 1: the start token
+    if max_length < 2:
         return None  # nothing to generate: generate says why
     return BeamSettings(
-        num_beams=num_beams, num_return=resolved.get("num_return_sequences") or 1,
-        max_new_tokens=resolved.get("max_new_tokens"), max_length=resolved.get("max_length") or 20,
+        num_beams=num_beams, num_return=resolved.get("num_return_sequences") or 1, max_length=max_length,
         min_new_tokens=resolved.get("min_new_tokens") or 0, no_repeat_ngram=resolved.get("no_repeat_ngram_size") or 0,
         length_penalty=float(resolved["length_penalty"]),
         early_stopping=resolved.get("early_stopping") or False, eos=tuple(map(int, eos)),
@@ -151,7 +150,7 @@ class T5BeamSearch:
         device = encoder_batches[0][0].device
         beams = s.num_beams
         prompt = 1  # the decoder starts from its start token
-        max_length = prompt + s.max_new_tokens if s.max_new_tokens is not None else s.max_length
+        max_length = s.max_length
         # continuations kept per input: enough for a full set of unfinished beams even if each end id takes one
         keep = max(2, 1 + len(s.eos)) * beams
         eos = torch.tensor(s.eos, device=device)
@@ -271,7 +270,7 @@ class T5BeamSearch:
         needs more positions."""
         torch = _torch()
         if positions > state["capacity"]:
-            capacity = min(max(16, 2 * state["capacity"], positions), max(positions, state["positions"]))
+            capacity = min(max(16, 2 * state["capacity"], positions), state["positions"])
             batch, beams = state["batch"], state["beams"]
             device = state["cross_mask"].device
             shape = (batch, self.heads, capacity * beams, self.head_dim)

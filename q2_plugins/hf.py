@@ -408,8 +408,7 @@ class HFQuestionAnswerer(_HFComponent):
                                                features=self._packed_features(features))
                 else:
                     outputs = self._timed(self.model, **self._pad(features))
-                    starts = outputs.start_logits.float().cpu()
-                    ends = outputs.end_logits.float().cpu()
+                    starts, ends = outputs.start_logits, outputs.end_logits
             for j, w in enumerate(batch):
                 start_logits[w] = starts[j][: lengths[w]].float().cpu()  # padding positions are never candidates
                 end_logits[w] = ends[j][: lengths[w]].float().cpu()

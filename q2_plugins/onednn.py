@@ -113,6 +113,12 @@ def _matches(linear: Any, packed: PackedLinear) -> bool:
     return got.shape == want.shape and bool(torch.allclose(got, want, rtol=tol, atol=tol * float(want.abs().max())))
 
 
+def _child_slots(model: Any, cls: type) -> list[tuple[Any, str]]:
+    """``(parent, attribute)`` of every submodule of exactly type ``cls``, once per parent that holds it."""
+    return [(parent, name) for parent in model.modules() for name, child in parent.named_children()
+            if type(child) is cls]
+
+
 def fuse_tanh_gelu(model: Any) -> int:
     """Replace the tanh-approximated GELU that some models (ALBERT's ``gelu_new``) compute as five elementwise
     passes over the activations by PyTorch's single-pass kernel of the same function; returns how many.
@@ -124,8 +130,7 @@ def fuse_tanh_gelu(model: Any) -> int:
         from transformers.activations import GELUTanh, NewGELUActivation
     except ImportError:  # pragma: no cover - transformers without these classes
         return 0
-    slots = [(parent, name) for parent in model.modules() for name, child in parent.named_children()
-             if type(child) is NewGELUActivation]
+    slots = _child_slots(model, NewGELUActivation)
     for parent, name in slots:
         setattr(parent, name, GELUTanh())
     return len(slots)
@@ -140,8 +145,7 @@ def pack_linear_layers(model: Any) -> int:
     """
     if not available():
         return 0
-    slots = [(parent, name) for parent in model.modules() for name, child in parent.named_children()
-             if type(child) is torch.nn.Linear]
+    slots = _child_slots(model, torch.nn.Linear)
     if not slots:
         return 0
     first = getattr(*slots[0])

