@@ -8,7 +8,9 @@ of it to put each beam's history under its new row. Here, per step:
 - self-attention keys and values are written once into a preallocated buffer and never moved: a hypothesis attends
   to the beam slots of its ancestors, looked up in a small index table, instead of its history being copied;
 - the beams of an input are the query rows of one attention product against that input's encoder keys and values,
-  projected once per input.
+  projected once per input;
+- an input whose beams are final (its pool full, or no running hypothesis able to beat its worst) stops being
+  decoded, where ``generate`` steps every input of a batch until the last one is done.
 
 Selection follows ``generate``'s beam search step for step (top 2 x beams continuations, finished hypotheses kept
 by length-normalised score, the same stopping rules, n-gram ban and minimum length, applied in place), so the
@@ -88,6 +90,38 @@ def beam_settings(model: Any, gen_kwargs: dict[str, Any]) -> Optional[BeamSettin
     )
 
 
+@dataclass
+class _DecoderState:
+    """What the decoder steps of one call read: per layer, the cross-attention keys and values of every input still
+    decoded (``[inputs, heads, longest input, head_dim]``, padding masked by ``cross_mask``) and the self-attention
+    buffers (``[inputs, heads, capacity x beams, head_dim]``, slot ``position * beams + beam``)."""
+
+    cross: list[tuple[Any, Any]]
+    cross_mask: Any
+    beams: int
+    positions: int  # the most positions the decoder is fed in this call
+    self_kv: Optional[list[tuple[Any, Any]]] = None
+    capacity: int = 0  # positions the self-attention buffers hold
+
+    @property
+    def batch(self) -> int:
+        return int(self.cross_mask.shape[0])
+
+    @property
+    def dtype(self) -> Any:
+        return self.cross_mask.dtype
+
+    def keep(self, inputs: Any) -> None:
+        """Keep only ``inputs`` (a 1-d index tensor, in order), and cut the encoder padding none of them needs
+        (masked keys weigh nothing; as between padded and unpadded batches, only rounding can differ)."""
+        mask = self.cross_mask[inputs]
+        width = int((mask[:, 0, 0, :] == 0).any(dim=0).nonzero().max()) + 1
+        self.cross_mask = mask[..., :width].contiguous()
+        self.cross = [(k[inputs, :, :width], v[inputs, :, :width]) for k, v in self.cross]
+        if self.self_kv is not None:
+            self.self_kv = [(k[inputs], v[inputs]) for k, v in self.self_kv]
+
+
 class T5BeamSearch:
     """Beam search over a T5-style encoder-decoder's own modules (see the module docstring).
 
@@ -108,6 +142,11 @@ class T5BeamSearch:
         self.head_dim = first.key_value_proj_dim
         cfg = model.config
         self.scale = cfg.d_model ** -0.5 if getattr(cfg, "scale_decoder_outputs", cfg.tie_word_embeddings) else None
+        # finished inputs leave the decoded batch once they are this share of it (0: as soon as one is). Leaving
+        # copies the others' keys and values, for 32 paper-size inputs about a sixth of a step's time, while each
+        # input gone saves its share of every later step (benchmarks/bench_beam_ends.py)
+        self.drop_fraction = 0.0
+        self.decoded_rows = 0  # hypotheses x steps the last call decoded
 
     @classmethod
     def for_model(cls, model: Any) -> Optional["T5BeamSearch"]:
@@ -141,8 +180,9 @@ class T5BeamSearch:
         """Token ids of the best ``num_return`` finished hypotheses per input, ``[inputs * num_return, length]``,
         laid out as ``generate`` returns them, for the inputs of all ``encoder_batches`` (``(input_ids,
         attention_mask)`` pairs, each padded to its own length) in order. The encoder runs per batch, so short inputs
-        are not padded to long ones; one beam search decodes them all. ``timer`` wraps each model computation (for
-        forward-time counters)."""
+        are not padded to long ones; one beam search decodes them all, and an input whose beams are final stops being
+        decoded (once ``drop_fraction`` of those still decoded are final). ``timer`` wraps each model computation
+        (for forward-time counters)."""
         torch = _torch()
 
         s = settings
@@ -156,10 +196,8 @@ class T5BeamSearch:
         eos = torch.tensor(s.eos, device=device)
 
         with timed():
-            state = self._encode(encoder_batches, beams)
-        state["positions"] = max_length - 1  # the most positions the decoder is fed
-        batch = state["batch"]
-        rows = batch * beams
+            state = self._encode(encoder_batches, beams, positions=max_length - 1)
+        batch = state.batch
         fill = s.pad or s.eos[0]  # what the library writes after a sequence's end
         seqs = torch.full((batch, beams, max_length), fill, dtype=torch.long, device=device)
         seqs[:, :, 0] = s.start
@@ -171,10 +209,16 @@ class T5BeamSearch:
         pool_done = torch.zeros(batch, beams, dtype=torch.bool, device=device)
         pool_len = torch.zeros(batch, beams, dtype=torch.long, device=device)
         improvable = torch.ones(batch, 1, dtype=torch.bool, device=device)
+        # the final pools, by input; an input leaves the decoded batch when nothing can enter its pool any more
+        final_seqs, final_len = pool_seqs.clone(), pool_len.clone()
+        inputs = torch.arange(batch, device=device)  # which input each decoded row group is
         top_mask = torch.arange(keep, device=device) < beams
         beam_ids = torch.arange(beams, device=device)
+        self.decoded_rows = 0
         cur = prompt
         while True:
+            rows = batch * beams
+            self.decoded_rows += rows
             ancestors[:, :, cur - 1] = beam_ids  # this step's keys go to each hypothesis' own slot
             with timed():
                 logits = self._step(state, seqs[:, :, cur - 1].reshape(rows), cur - 1, ancestors[:, :, :cur])
@@ -220,9 +264,23 @@ class T5BeamSearch:
             any_open = not bool(torch.all(pool_done)) or s.early_stopping is not True
             if not (bool(torch.any(improvable)) and any_open and not bool(torch.all(ends))):
                 break
+            # inputs whose pool nothing can enter any more (no running hypothesis can beat its worst, or, stopping
+            # early, it is full) leave the batch; their pools are kept aside
+            open_ = improvable[:, 0] & ~(torch.all(pool_done, dim=1) & (s.early_stopping is True))
+            closed = batch - int(open_.sum())
+            if closed and closed >= self.drop_fraction * batch:
+                gone, stay = (~open_).nonzero()[:, 0], open_.nonzero()[:, 0]
+                final_seqs[inputs[gone]], final_len[inputs[gone]] = pool_seqs[gone], pool_len[gone]
+                inputs, seqs, running, ancestors = inputs[stay], seqs[stay], running[stay], ancestors[stay]
+                pool_seqs, pool_scores, pool_done, pool_len = (pool_seqs[stay], pool_scores[stay], pool_done[stay],
+                                                               pool_len[stay])
+                improvable = improvable[stay]
+                state.keep(stay)
+                batch = state.batch
 
-        out = pool_seqs[:, : s.num_return].reshape(batch * s.num_return, max_length)
-        longest = int(pool_len[:, : s.num_return].max())
+        final_seqs[inputs], final_len[inputs] = pool_seqs, pool_len
+        out = final_seqs[:, : s.num_return].reshape(-1, max_length)
+        longest = int(final_len[:, : s.num_return].max())
         return out[:, : prompt + longest]
 
     @staticmethod
@@ -235,7 +293,7 @@ class T5BeamSearch:
         worst = torch.where(pool_done, torch.min(pool_scores, dim=1, keepdim=True)[0], _NEG)
         return torch.any(best_possible > worst, dim=-1, keepdim=True)
 
-    def _encode(self, encoder_batches: Sequence[tuple[Any, Any]], beams: int) -> dict[str, Any]:
+    def _encode(self, encoder_batches: Sequence[tuple[Any, Any]], beams: int, positions: int) -> _DecoderState:
         """Each batch's encoder output projected to every layer's cross-attention keys and values (once per input,
         not per beam), gathered into ``[inputs, heads, longest input, head_dim]`` with a mask over the padding."""
         torch = _torch()
@@ -261,37 +319,34 @@ class T5BeamSearch:
                 keys[start : start + n, :, :width] = attn.k(states).view(n, width, heads, head_dim).transpose(1, 2)
                 values[start : start + n, :, :width] = attn.v(states).view(n, width, heads, head_dim).transpose(1, 2)
             start += n
-        return {"cross": cross, "cross_mask": cross_mask, "batch": batch, "beams": beams, "dtype": cross_mask.dtype,
-                "self_kv": None, "capacity": 0}
+        return _DecoderState(cross=cross, cross_mask=cross_mask, beams=beams, positions=positions)
 
-    def _self_buffers(self, state: dict[str, Any], positions: int) -> list[tuple[Any, Any]]:
-        """Every layer's self-attention key and value buffers, ``[inputs, heads, positions x beams, head_dim]``
-        (slot ``position * beams + beam``), grown by doubling (up to the most positions a call can need) when a step
-        needs more positions."""
+    def _self_buffers(self, state: _DecoderState, positions: int) -> list[tuple[Any, Any]]:
+        """Every layer's self-attention key and value buffers, grown by doubling (up to the most positions a call
+        can need) when a step needs more positions."""
         torch = _torch()
-        if positions > state["capacity"]:
-            capacity = min(max(16, 2 * state["capacity"], positions), state["positions"])
-            batch, beams = state["batch"], state["beams"]
-            device = state["cross_mask"].device
-            shape = (batch, self.heads, capacity * beams, self.head_dim)
+        if positions > state.capacity:
+            capacity = min(max(16, 2 * state.capacity, positions), state.positions)
+            beams = state.beams
+            shape = (state.batch, self.heads, capacity * beams, self.head_dim)
             grown = []
             for i in range(len(self.blocks)):
-                k = torch.empty(shape, dtype=state["dtype"], device=device)
-                v = torch.empty(shape, dtype=state["dtype"], device=device)
-                if state["self_kv"] is not None:
-                    used = state["capacity"] * beams
-                    k[:, :, :used] = state["self_kv"][i][0][:, :, :used]
-                    v[:, :, :used] = state["self_kv"][i][1][:, :, :used]
+                k = torch.empty(shape, dtype=state.dtype, device=state.cross_mask.device)
+                v = torch.empty(shape, dtype=state.dtype, device=state.cross_mask.device)
+                if state.self_kv is not None:
+                    used = state.capacity * beams
+                    k[:, :, :used] = state.self_kv[i][0][:, :, :used]
+                    v[:, :, :used] = state.self_kv[i][1][:, :, :used]
                 grown.append((k, v))
-            state["self_kv"], state["capacity"] = grown, capacity
-        return state["self_kv"]
+            state.self_kv, state.capacity = grown, capacity
+        return state.self_kv
 
-    def _step(self, state: dict[str, Any], tokens: Any, position: int, ancestors: Any) -> Any:
+    def _step(self, state: _DecoderState, tokens: Any, position: int, ancestors: Any) -> Any:
         """Float32 logits ``[inputs x beams, vocab]`` for the tokens at ``position``; ``ancestors[b, i, p]`` is the
         beam slot holding hypothesis (b, i)'s keys for position ``p``."""
         torch = _torch()
         sdpa = torch.nn.functional.scaled_dot_product_attention
-        batch, beams, dtype = state["batch"], state["beams"], state["dtype"]
+        batch, beams, dtype = state.batch, state.beams, state.dtype
         rows, heads, head_dim = batch * beams, self.heads, self.head_dim
         seen = position + 1
         buffers = self._self_buffers(state, seen)
@@ -324,8 +379,8 @@ class T5BeamSearch:
 
             attn = ca_layer.EncDecAttention
             x = ca_layer.layer_norm(hidden)
-            keys, values = state["cross"][i]
-            out = sdpa(grouped(attn.q(x)), keys, values, attn_mask=state["cross_mask"], scale=1.0)
+            keys, values = state.cross[i]
+            out = sdpa(grouped(attn.q(x)), keys, values, attn_mask=state.cross_mask, scale=1.0)
             hidden = hidden + attn.o(merged(out))
             hidden = ff_layer(hidden)
         hidden = self.final_norm(hidden)

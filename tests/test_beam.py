@@ -82,6 +82,46 @@ def test_eos_likely_copy_finishes_hypotheses_at_different_lengths(tiny_models, t
     assert len(set(ended)) > 2  # the eos-likely models really finish hypotheses at several lengths
 
 
+def _varied_ends_copy(src: Path, out: Path) -> Path:
+    """A copy of a T5 model whose end-of-sequence logit depends strongly on the hidden state, so that inputs
+    finish their beams at different steps, as a trained model's questions do (seeded: the same model every run)."""
+    from transformers import AutoModelForSeq2SeqLM
+
+    shutil.copytree(src, out, dirs_exist_ok=True)
+    model = AutoModelForSeq2SeqLM.from_pretrained(src)
+    gen = torch.Generator().manual_seed(1)
+    with torch.no_grad():
+        weight = model.lm_head.weight
+        weight[1] += weight.std() * (20.0 + 24.0 * torch.randn(weight.shape[1], generator=gen))
+    model.save_pretrained(out)
+    return out
+
+
+@pytest.mark.parametrize("kernels", ["onednn", "torch"])
+@pytest.mark.parametrize("drop_fraction", [0.0, 0.25, 2.0], ids=["drop-each", "drop-quarter", "never-drop"])
+def test_inputs_leave_the_batch_when_final_with_the_same_token_ids(tiny_models, texts, tmp_path_factory, kernels,
+                                                                   drop_fraction):
+    """Inputs whose beams are final stop being decoded; every input's questions stay generate's."""
+    path = _varied_ends_copy(tiny_models["qg"], tmp_path_factory.mktemp("qg-varied-ends"))
+    tok, model = load_model("qg", str(path), None, "cpu", "float32", "seq2seq", kernels)
+    search = T5BeamSearch.for_model(model)
+    search.drop_fraction = drop_fraction
+    more = texts + [t.replace("answer:", "answer: the") for t in texts]  # 20 inputs
+    enc = tok(more, return_tensors="pt", padding=True)
+    for kw in [dict(SETTINGS[0], max_length=24), *SETTINGS[1:]]:
+        settings = beam_settings(model, kw)
+        with torch.inference_mode():
+            ours = search.generate([(enc["input_ids"], enc["attention_mask"])], settings)
+            library = model.generate(**enc, **kw)
+        assert torch.equal(ours, library), kw
+    # the Q² setting: inputs finish at different steps, so dropping them decodes fewer hypotheses
+    settings = beam_settings(model, dict(SETTINGS[0], max_length=24))
+    with torch.inference_mode():
+        search.generate([(enc["input_ids"], enc["attention_mask"])], settings)
+    everything = 23 * len(more) * settings.num_beams  # every input decoded to the longest question's end
+    assert (search.decoded_rows < everything) == (drop_fraction <= 1)
+
+
 def test_several_end_ids_as_generate(tiny_models, texts):
     """The adapter tests' QG copy ends a question at every odd id: many end ids, many finished hypotheses."""
     tok, model = load_model("qg", str(tiny_models["qg_short"]), None, "cpu", "float32", "seq2seq", "onednn")
