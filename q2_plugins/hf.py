@@ -189,9 +189,6 @@ class _HFComponent:
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
         self.sort_by_length = sort_by_length
-        # QA and NLI: run windows packed end to end instead of padded (same outputs, less work); off: padded
-        self.pack_windows = True
-        self._packed: Any = None
         self.device = next(model.parameters()).device
         self._clock = _ForwardClock(model)
         self.reset_stats()
@@ -211,25 +208,6 @@ class _HFComponent:
 
     def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
         return _length_batches(lengths, self.batch_size, self.sort_by_length, self.batch_tokens)
-
-    def _packer(self, kind: str) -> Optional[PackedEncoder]:
-        """The packed-window runner for this model, or None (padded batches): see :mod:`q2_plugins.packed`."""
-        if not self.pack_windows:
-            return None
-        if self._packed is None:
-            self._packed = PackedEncoder.for_model(self.model, kind) or False
-        return self._packed or None
-
-    def _packed_features(self, features: list[dict[str, list[int]]]) -> list[dict[str, list[int]]]:
-        n = sum(len(f["input_ids"]) for f in features)
-        self.tokens += n
-        self.padded_tokens += n  # no padding in the token-wise layers (attention pads per window)
-        self.batches += 1
-        return [{k: v for k, v in f.items() if k != "attention_mask"} for f in features]
-
-    def _packed_batch_list(self, lengths: Sequence[int]) -> list[list[int]]:
-        cap = min(self.batch_tokens or PACKED_BATCH_TOKENS, PACKED_BATCH_TOKENS)
-        return _packed_batches(lengths, self.batch_size, self.sort_by_length, cap)
 
     def _pad(self, features: list[dict[str, list[int]]]) -> dict[str, Any]:
         batch = self.tokenizer.pad(features, padding=True, return_tensors="pt")
@@ -253,6 +231,36 @@ class _HFComponent:
             return fn(**kwargs)
         finally:
             self.call_seconds += time.perf_counter() - t0
+
+
+class _WindowComponent(_HFComponent):
+    """A component that reads (question or premise, context) windows with an encoder: QA and NLI."""
+
+    def __init__(self, tokenizer: Any, model: Any, batch_size: int, sort_by_length: bool = True,
+                 batch_tokens: Optional[int] = None) -> None:
+        super().__init__(tokenizer, model, batch_size, sort_by_length, batch_tokens)
+        # run windows packed end to end instead of padded (same outputs, less work); off: padded batches
+        self.pack_windows = True
+        self._packed: Any = None
+
+    def _packer(self, kind: str) -> Optional[PackedEncoder]:
+        """The packed-window runner for this model, or None (padded batches): see :mod:`q2_plugins.packed`."""
+        if not self.pack_windows:
+            return None
+        if self._packed is None:
+            self._packed = PackedEncoder.for_model(self.model, kind) or False
+        return self._packed or None
+
+    def _packed_features(self, features: list[dict[str, list[int]]]) -> list[dict[str, list[int]]]:
+        n = sum(len(f["input_ids"]) for f in features)
+        self.tokens += n
+        self.padded_tokens += n  # no padding in the token-wise layers (attention pads per window)
+        self.batches += 1
+        return [{k: v for k, v in f.items() if k != "attention_mask"} for f in features]
+
+    def _packed_batch_list(self, lengths: Sequence[int]) -> list[list[int]]:
+        cap = min(self.batch_tokens or PACKED_BATCH_TOKENS, PACKED_BATCH_TOKENS)
+        return _packed_batches(lengths, self.batch_size, self.sort_by_length, cap)
 
 
 _BEAM_CACHE_CLASS: Any = None
@@ -367,7 +375,7 @@ def _merge_consecutive(groups: list[list[int]], most: int) -> list[list[list[int
     return calls
 
 
-class HFQuestionAnswerer(_HFComponent):
+class HFQuestionAnswerer(_WindowComponent):
     """Extractive QA that can say "no answer"; contexts longer than the window are read in overlapping windows.
 
     ``decoding="original"`` reproduces the original Q² code: independent argmax of start and end logits over the
@@ -483,7 +491,7 @@ def nli_label_map(id2label: dict[int, str], model_name: str) -> dict[int, NLILab
     return mapping
 
 
-class HFNLI(_HFComponent):
+class HFNLI(_WindowComponent):
     """Three-way NLI; a premise longer than the window is read in overlapping windows.
 
     Across windows: entailment if any window entails, else contradiction if any contradicts, else neutral.
