@@ -9,7 +9,7 @@ is not reproduced), with 8 to 24 new tokens per question. The benchmark's batche
 they leave once an eighth of it is final, and at the default share. It prints hypotheses decoded (rows x steps), the
 best of ``--repeats`` wall times, and whether the questions are identical.
 
-    python benchmarks/bench_beam_ends.py [--n 16] [--repeats 2]
+    python benchmarks/bench_beam_ends.py [--n 16] [--repeats 2] [--sizes tiny]
 
 Measures and prints; asserts nothing.
 """
@@ -24,9 +24,10 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_pipeline, also when loaded from elsewhere
 
 import torch  # noqa: E402
-from bench_pipeline import REPO, BenchCandidates, Oracle, build_models, load_workload  # noqa: E402  (this folder)
+from bench_pipeline import REPO, BenchCandidates, Oracle, build_models, load_workload  # noqa: E402
 
 from q2_plugins import Q2Config  # noqa: E402
 from q2_plugins.hf import HFQuestionGenerator, load_model  # noqa: E402
@@ -38,11 +39,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
     ap.add_argument("--models-dir", default=str(REPO / "out" / "bench-models"))
+    ap.add_argument("--sizes", choices=("paper", "tiny"), default="paper",
+                    help="tiny: the test-size models, to check the script itself quickly")
     ap.add_argument("--n", type=int, default=16, help="responses (every 10th of 10N, as in the main benchmark)")
     ap.add_argument("--repeats", type=int, default=2)
     args = ap.parse_args(argv)
 
-    paths = build_models(Path(args.models_dir), Path(args.data), "paper")
+    paths = build_models(Path(args.models_dir), Path(args.data), args.sizes)
     records = load_workload(Path(args.data), args.n, every=10)
     responses = [r.response for r in records]
     extractor = BenchCandidates(SpacyCandidateExtractor(load_spacy("en_core_web_sm")), Oracle(records))

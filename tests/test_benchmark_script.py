@@ -44,3 +44,19 @@ def test_benchmark_script_smoke(tmp_path, shared_data, capsys):
     # the derived figures are recomputed from the JSON alone, measuring nothing
     assert bench.main(["--from-json", str(out)]) == 0
     assert "ceilings:" in capsys.readouterr().out
+
+
+@pytest.mark.slow
+def test_beam_ends_script_smoke(tmp_path, shared_data, capsys):
+    spec = importlib.util.spec_from_file_location("bench_beam_ends", BENCH.parent / "bench_beam_ends.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    assert bench.main(["--sizes", "tiny", "--n", "2", "--repeats", "1", "--data", str(shared_data), "--models-dir",
+                       str(tmp_path / "models")]) == 0
+    rows = [line.split("|")[1:-1] for line in capsys.readouterr().out.splitlines() if line.startswith("| ")]
+    table = [[cell.strip() for cell in row] for row in rows[1:]]  # the header row first
+    assert [row[0] for row in table] == ["never", "once an eighth of it is final", "as soon as one is final (default)"]
+    decoded = [int(row[1]) for row in table]
+    assert decoded[0] >= decoded[1] >= decoded[2] > 0  # leaving earlier never decodes more
+    assert decoded[2] < decoded[0]  # the seeded models' inputs do finish at different steps
+    assert all(row[3] == "identical" for row in table)
