@@ -366,13 +366,8 @@ class HFQuestionGenerator(_HFComponent):
 
 def _merge_consecutive(groups: list[list[int]], most: int) -> list[list[list[int]]]:
     """Consecutive groups joined while their total size stays within ``most``."""
-    calls: list[list[list[int]]] = []
-    for g in groups:
-        if calls and sum(map(len, calls[-1])) + len(g) <= most:
-            calls[-1].append(g)
-        else:
-            calls.append([g])
-    return calls
+    runs = _packed_batches([len(g) for g in groups], len(groups), False, most)
+    return [[groups[j] for j in run] for run in runs]
 
 
 class HFQuestionAnswerer(_WindowComponent):

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import shutil
 from pathlib import Path
+from typing import Callable
 
 import pytest
 import torch
@@ -31,17 +32,22 @@ def texts() -> list[str]:
     return [f"answer: {c}  context: {r['response']} </s>" for r in rows for c in r["response"].split()[:2]][:10]
 
 
-def _eos_likely_copy(src: Path, out: Path, boost: float = 40.0) -> Path:
-    """A copy of a T5 model whose end-of-sequence logit is pushed up, so that hypotheses finish at many different
-    lengths (random weights alone rarely end a question)."""
+def _eos_pushed_copy(src: Path, out: Path, push: Callable[[torch.Tensor], torch.Tensor]) -> Path:
+    """A copy of a T5 model with ``push(lm_head.weight)`` added to its end-of-sequence row."""
     from transformers import AutoModelForSeq2SeqLM
 
     shutil.copytree(src, out, dirs_exist_ok=True)
     model = AutoModelForSeq2SeqLM.from_pretrained(src)
     with torch.no_grad():
-        model.lm_head.weight[1] += boost * model.lm_head.weight.std()
+        model.lm_head.weight[1] += push(model.lm_head.weight)
     model.save_pretrained(out)
     return out
+
+
+def _eos_likely_copy(src: Path, out: Path, boost: float = 40.0) -> Path:
+    """A copy of a T5 model whose end-of-sequence logit is pushed up, so that hypotheses finish at many different
+    lengths (random weights alone rarely end a question)."""
+    return _eos_pushed_copy(src, out, lambda weight: boost * weight.std())
 
 
 @pytest.fixture(scope="module", params=["plain", "eos-likely"])
@@ -85,16 +91,9 @@ def test_eos_likely_copy_finishes_hypotheses_at_different_lengths(tiny_models, t
 def _varied_ends_copy(src: Path, out: Path) -> Path:
     """A copy of a T5 model whose end-of-sequence logit depends strongly on the hidden state, so that inputs
     finish their beams at different steps, as a trained model's questions do (seeded: the same model every run)."""
-    from transformers import AutoModelForSeq2SeqLM
-
-    shutil.copytree(src, out, dirs_exist_ok=True)
-    model = AutoModelForSeq2SeqLM.from_pretrained(src)
     gen = torch.Generator().manual_seed(1)
-    with torch.no_grad():
-        weight = model.lm_head.weight
-        weight[1] += weight.std() * (20.0 + 24.0 * torch.randn(weight.shape[1], generator=gen))
-    model.save_pretrained(out)
-    return out
+    return _eos_pushed_copy(src, out, lambda weight: weight.std() * (
+        20.0 + 24.0 * torch.randn(weight.shape[1], generator=gen)))
 
 
 @pytest.mark.parametrize("kernels", ["onednn", "torch"])
