@@ -62,7 +62,9 @@ class Q2Cache:
 
     @staticmethod
     def _key(namespace: str, item: Any) -> str:
-        return hashlib.sha256(json.dumps([namespace, item], ensure_ascii=False).encode()).hexdigest()
+        # (surrogatepass: any Python string has a key, lone surrogates included; valid text keeps its UTF-8 bytes)
+        return hashlib.sha256(json.dumps([namespace, item], ensure_ascii=False).encode("utf-8", "surrogatepass"))\
+            .hexdigest()
 
     def get_many(self, namespace: str, items: Sequence[Any]) -> list[Optional[Any]]:
         keys = [self._key(namespace, it) for it in items]
@@ -80,7 +82,7 @@ class Q2Cache:
         return out
 
     def put_many(self, namespace: str, items: Iterable[tuple[Any, Any]]) -> None:
-        rows = [(self._key(namespace, it), json.dumps(val, ensure_ascii=False)) for it, val in items]
+        rows = [(self._key(namespace, it), json.dumps(val)) for it, val in items]  # ASCII: any string stores
         with self._lock:
             self._conn.executemany("INSERT OR REPLACE INTO kv (key, value) VALUES (?, ?)", rows)
             self._conn.commit()

@@ -262,6 +262,85 @@ class _WindowComponent(_HFComponent):
         cap = min(self.batch_tokens or PACKED_BATCH_TOKENS, PACKED_BATCH_TOKENS)
         return _packed_batches(lengths, self.batch_size, self.sort_by_length, cap)
 
+    # which side of a pair is windowed: QA reads (question, context) and windows the context; NLI reads
+    # (premise, hypothesis) and windows the premise
+    _windowed_side = 1
+    _fixed_name = "text"
+    _setting = "max_length"
+
+    def _rooms(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
+        """Tokens left for the windowed side of each pair once the other side and the special tokens are in."""
+        fixed = [p[1 - self._windowed_side] for p in pairs]
+        lengths = [len(ids) for ids in self.tokenizer(fixed, add_special_tokens=False)["input_ids"]]
+        added = self.tokenizer.num_special_tokens_to_add(pair=True)
+        return [self.max_length - n - added for n in lengths]
+
+    def unfit(self, pairs: Sequence[tuple[str, str]]) -> list[Optional[str]]:
+        """Why each pair cannot be read (its fixed side leaves no room in the window), or None. Measured once,
+        without tokenizing the windowed side."""
+        return [None if room > 0 else
+                f"the {self._fixed_name} is {self.max_length - room - self.tokenizer.num_special_tokens_to_add(pair=True)}"
+                f" tokens: no room left in the {self._setting}={self.max_length} window"
+                for room in self._rooms(pairs)]
+
+    def _windows(self, pairs: Sequence[tuple[str, str]], offsets: bool = False) -> "_Windows":
+        """Tokenize pairs into overlapping windows of the windowed side.
+
+        The stride is ``self.stride`` unless the other side leaves less room than that; then it is half the room
+        (the tokenizer needs a stride below the room). A pair whose other side fills the window raises ValueError.
+        """
+        rooms = self._rooms(pairs)
+        reasons = [r for r in self.unfit(pairs) if r] if min(rooms, default=1) <= 0 else []
+        if reasons:
+            raise ValueError(reasons[0])
+        strides = [self.stride if self.stride < room else room // 2 for room in rooms]
+        windows = _Windows(len(pairs))
+        for stride in sorted(set(strides)):
+            idx = [i for i, s in enumerate(strides) if s == stride]
+            part = [pairs[i] for i in idx]
+            enc = self.tokenizer(
+                [p[0] for p in part], [p[1] for p in part],
+                truncation="only_second" if self._windowed_side == 1 else "only_first",
+                max_length=self.max_length, stride=stride, return_overflowing_tokens=True,
+                return_offsets_mapping=offsets,
+            )
+            windows.add(enc, idx)
+        return windows
+
+
+class _Windows:
+    """Windows of several tokenizer calls, numbered in one sequence: ``features[w]``, the pair ``sample_of[w]``."""
+
+    def __init__(self, n_pairs: int) -> None:
+        self.n_pairs = n_pairs
+        self.features: list[dict[str, list[int]]] = []
+        self.sample_of: list[int] = []
+        self._source: list[tuple[Any, int]] = []
+
+    def add(self, enc: Any, pair_index: Sequence[int]) -> None:
+        keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc]
+        for w, i in enumerate(enc["overflow_to_sample_mapping"]):
+            self.features.append({k: enc[k][w] for k in keys})
+            self.sample_of.append(pair_index[i])
+            self._source.append((enc, w))
+
+    def input_ids(self, w: int) -> list[int]:
+        return self.features[w]["input_ids"]
+
+    def sequence_ids(self, w: int) -> list[Optional[int]]:
+        enc, local = self._source[w]
+        return enc.sequence_ids(local)
+
+    def offsets(self, w: int) -> list[tuple[int, int]]:
+        enc, local = self._source[w]
+        return enc["offset_mapping"][local]
+
+    def of_pairs(self) -> list[list[int]]:
+        out: list[list[int]] = [[] for _ in range(self.n_pairs)]
+        for w, i in enumerate(self.sample_of):
+            out[i].append(w)
+        return out
+
 
 _BEAM_CACHE_CLASS: Any = None
 
@@ -318,16 +397,43 @@ class HFQuestionGenerator(_HFComponent):
         self.own_beam_search = True
         self._beam: Optional[T5BeamSearch] = None
 
+    def _texts(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
+        return [self.input_template.format(answer=a, context=c, highlighted=highlight(a, c)) for a, c in pairs]
+
+    def _too_long(self, n: int) -> str:
+        return (f"QG input is {n} tokens, over qg_max_input_tokens={self.max_input_tokens}: "
+                f"the response is too long to generate questions from")
+
+    def unfit(self, pairs: Sequence[tuple[str, str]]) -> list[Optional[str]]:
+        """Why each (answer, context) cannot be asked about (its input is over ``max_input_tokens``), or None.
+
+        Each distinct context is measured once; a context over the limit on its own rejects all its answers
+        without building their inputs."""
+        out: list[Optional[str]] = [None] * len(pairs)
+        rest = list(range(len(pairs)))
+        if "{context}" in self.input_template or "{highlighted}" in self.input_template:
+            contexts = list(dict.fromkeys(c for _, c in pairs))
+            context_len = dict(zip(contexts, (len(ids) for ids in
+                                              self.tokenizer(contexts, add_special_tokens=False)["input_ids"])))
+            # (a margin: a context's tokens inside the template may differ by one at its edges)
+            rest = [i for i in rest if context_len[pairs[i][1]] <= self.max_input_tokens + 4]
+            for i in set(range(len(pairs))) - set(rest):
+                out[i] = (f"the response is {context_len[pairs[i][1]]} tokens, over qg_max_input_tokens="
+                          f"{self.max_input_tokens}: too long to generate questions from")
+        lengths = [len(ids) for ids in self.tokenizer(self._texts([pairs[i] for i in rest]),
+                                                      add_special_tokens=True)["input_ids"]] if rest else []
+        for i, n in zip(rest, lengths):
+            if n > self.max_input_tokens:
+                out[i] = self._too_long(n)
+        return out
+
     def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
         torch = _torch()
-        texts = [self.input_template.format(answer=a, context=c, highlighted=highlight(a, c)) for a, c in pairs]
+        texts = self._texts(pairs)
         encoded = self.tokenizer(texts, add_special_tokens=True)["input_ids"]
         for ids in encoded:
             if len(ids) > self.max_input_tokens:
-                raise ValueError(
-                    f"QG input is {len(ids)} tokens, over qg_max_input_tokens={self.max_input_tokens}: "
-                    f"the response is too long to generate questions from"
-                )
+                raise ValueError(self._too_long(len(ids)))
         out: list[list[str]] = [[] for _ in texts]
         gen_kwargs: dict[str, Any] = {"max_length": self.max_length, "num_beams": self.num_beams,
                                       "num_return_sequences": self.num_return, "do_sample": False}
@@ -388,23 +494,21 @@ class HFQuestionAnswerer(_WindowComponent):
         self.stride = stride
         self.max_answer_tokens = max_answer_tokens
 
+    _windowed_side = 1
+    _fixed_name = "question"
+    _setting = "qa_max_length"
+
     def answer(self, pairs: Sequence[tuple[str, str]]) -> list[Answer]:
         torch = _torch()
-        questions = [q for q, _ in pairs]
         contexts = [c for _, c in pairs]
-        enc = self.tokenizer(
-            questions, contexts, truncation="only_second", max_length=self.max_length, stride=self.stride,
-            return_overflowing_tokens=True, return_offsets_mapping=True,
-        )
-        sample_of = enc["overflow_to_sample_mapping"]
-        n_windows = len(enc["input_ids"])
-        keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc]
+        win = self._windows(pairs, offsets=self.decoding == "squad2")
+        n_windows = len(win.features)
         start_logits: list[Any] = [None] * n_windows
         end_logits: list[Any] = [None] * n_windows
-        lengths = [len(ids) for ids in enc["input_ids"]]
+        lengths = [len(f["input_ids"]) for f in win.features]
         packer = self._packer("qa")
         for batch in self._packed_batch_list(lengths) if packer else self._batches(lengths):
-            features = [{k: enc[k][w] for k in keys} for w in batch]
+            features = [win.features[w] for w in batch]
             with torch.inference_mode():
                 if packer:
                     starts, ends = self._timed(self._clocked(packer.qa_logits),
@@ -415,16 +519,13 @@ class HFQuestionAnswerer(_WindowComponent):
             for j, w in enumerate(batch):
                 start_logits[w] = starts[j][: lengths[w]].float().cpu()  # padding positions are never candidates
                 end_logits[w] = ends[j][: lengths[w]].float().cpu()
-        windows_of: list[list[int]] = [[] for _ in pairs]
-        for w, i in enumerate(sample_of):
-            windows_of[i].append(w)
         decode = self._decode_original if self.decoding == "original" else self._decode_squad2
-        return [decode(ws, enc, start_logits, end_logits, contexts[i]) for i, ws in enumerate(windows_of)]
+        return [decode(ws, win, start_logits, end_logits, contexts[i]) for i, ws in enumerate(win.of_pairs())]
 
     def _tokens_text(self, ids: Sequence[int]) -> str:
         return self.tokenizer.convert_tokens_to_string(self.tokenizer.convert_ids_to_tokens(list(ids)))
 
-    def _decode_original(self, windows: list[int], enc: Any, starts: list, ends: list, context: str) -> Answer:
+    def _decode_original(self, windows: list[int], win: _Windows, starts: list, ends: list, context: str) -> Answer:
         best: Optional[tuple[float, Answer]] = None
         for w in windows:
             s = int(starts[w].argmax())
@@ -435,13 +536,13 @@ class HFQuestionAnswerer(_WindowComponent):
                 answer = Answer(AnswerKind.EMPTY, "")
             else:
                 kind = AnswerKind.SPAN_FROM_NULL if s == 0 else AnswerKind.SPAN
-                answer = Answer(kind, self._tokens_text(enc["input_ids"][w][s : e + 1]))
+                answer = Answer(kind, self._tokens_text(win.input_ids(w)[s : e + 1]))
             value = float(starts[w][s] + ends[w][e])
             if best is None or value > best[0]:
                 best = (value, answer)
         return best[1] if best is not None else Answer.none()
 
-    def _decode_squad2(self, windows: list[int], enc: Any, starts: list, ends: list, context: str) -> Answer:
+    def _decode_squad2(self, windows: list[int], win: _Windows, starts: list, ends: list, context: str) -> Answer:
         torch = _torch()
         min_null = None
         best: Optional[tuple[float, int, int]] = None
@@ -449,7 +550,7 @@ class HFQuestionAnswerer(_WindowComponent):
             s_log, e_log = starts[w], ends[w]
             null = float(s_log[0] + e_log[0])
             min_null = null if min_null is None else min(min_null, null)
-            seq_ids = enc.sequence_ids(w)
+            seq_ids = win.sequence_ids(w)
             in_ctx = torch.tensor([sid == 1 for sid in seq_ids])
             scores = s_log[:, None] + e_log[None, :]
             n = len(seq_ids)
@@ -463,7 +564,7 @@ class HFQuestionAnswerer(_WindowComponent):
             s, e = divmod(flat, n)
             value = float(scores[s, e])
             if best is None or value > best[0]:
-                offsets = enc["offset_mapping"][w]
+                offsets = win.offsets(w)
                 best = (value, offsets[s][0], offsets[e][1])
         if best is None or min_null is None or best[0] <= min_null:
             return Answer.none()
@@ -499,19 +600,18 @@ class HFNLI(_WindowComponent):
         self.stride = stride
         self.labels = nli_label_map(model.config.id2label, model_name)
 
+    _windowed_side = 0
+    _fixed_name = "hypothesis (the response, for the fallback)"
+    _setting = "nli_max_length"
+
     def predict(self, pairs: Sequence[tuple[str, str]]) -> list[NLILabel]:
         torch = _torch()
-        enc = self.tokenizer(
-            [p for p, _ in pairs], [h for _, h in pairs], truncation="only_first", max_length=self.max_length,
-            stride=self.stride, return_overflowing_tokens=True,
-        )
-        sample_of = enc["overflow_to_sample_mapping"]
-        keys = [k for k in ("input_ids", "token_type_ids", "attention_mask") if k in enc]
-        lengths = [len(ids) for ids in enc["input_ids"]]
+        win = self._windows(pairs)
+        lengths = [len(f["input_ids"]) for f in win.features]
         window_labels: list[NLILabel] = [NLILabel.NEUTRAL] * len(lengths)
         packer = self._packer("classification")
         for batch in self._packed_batch_list(lengths) if packer else self._batches(lengths):
-            features = [{k: enc[k][w] for k in keys} for w in batch]
+            features = [win.features[w] for w in batch]
             with torch.inference_mode():
                 if packer:
                     logits = self._timed(self._clocked(packer.class_logits), features=self._packed_features(features))
@@ -519,11 +619,8 @@ class HFNLI(_WindowComponent):
                     logits = self._timed(self.model, **self._pad(features)).logits
             for j, w in enumerate(batch):
                 window_labels[w] = self.labels[int(logits[j].float().argmax())]
-        per_pair: list[list[NLILabel]] = [[] for _ in pairs]
-        for w, i in enumerate(sample_of):
-            per_pair[i].append(window_labels[w])
         out = []
-        for labels in per_pair:
+        for labels in ([window_labels[w] for w in ws] for ws in win.of_pairs()):
             if NLILabel.ENTAILMENT in labels:
                 out.append(NLILabel.ENTAILMENT)
             elif NLILabel.CONTRADICTION in labels:

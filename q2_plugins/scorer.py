@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import time
+import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Optional, Sequence
 
@@ -18,6 +19,7 @@ from .components import (
     QuestionGenerator,
 )
 from .config import Q2Config
+from .errors import ModelLoadError
 from .normalize import answers_match
 from .results import DroppedQuestion, Q2Result, QuestionResult, ResponseResult, ResponseStatus
 from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_hypothesis, question_score
@@ -29,6 +31,15 @@ __all__ = ["Q2Scorer", "score"]
 # which component serves each stage (spaCy stages are cached too: re-scoring should not even parse again)
 _STAGE_ROLE = {"candidates": "cand", "personal": "personal", "qg": "qg", "qa": "qa", "nli": "nli",
                "signals": "signals"}
+
+
+def _describe(e: BaseException) -> str:
+    """``Type: message`` on one line, whatever the exception's text holds."""
+    try:
+        text = str(e)
+    except BaseException:  # noqa: BLE001 - a __str__ that itself fails
+        text = repr(e)
+    return f"{type(e).__name__}: {' '.join(text.split())}"
 
 
 class _Failure:
@@ -52,16 +63,29 @@ class _Row:
     fallback_label: Optional[NLILabel] = None
 
 
+# characters that carry no text: whitespace, control and format characters (zero-width, direction marks, BOM)
+_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+
+
+def _plain(value: str) -> str:
+    """A plain ``str`` with the same characters (numpy strings and other ``str`` subclasses become ``str``)."""
+    return value if type(value) is str else str.__getitem__(value, slice(None))
+
+
 def _as_text(value: Any, what: str) -> tuple[Optional[str], Optional[str]]:
     """Return (text, error) for one input cell: a string, or a list of strings joined by spaces."""
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        value = " ".join(v.strip() for v in value)
+    if isinstance(value, (list, tuple)) and value and all(isinstance(v, str) for v in value):
+        value = " ".join(_plain(v).strip() for v in value)
     if value is None:
         return None, f"{what} is missing (None)"
     if not isinstance(value, str):
         return None, f"{what} must be a string, got {type(value).__name__}"
-    if not value.strip():
+    value = _plain(value)
+    if all(c.isspace() or unicodedata.category(c) in _BLANK_CATEGORIES for c in value):
         return None, f"{what} is empty"
+    for i, c in enumerate(value):
+        if "\ud800" <= c <= "\udfff":
+            return None, f"{what} is not valid Unicode: a lone surrogate {c!r} at character {i}"
     return value, None
 
 
@@ -187,6 +211,16 @@ class Q2Scorer:
                               batch_tokens=c.role_batch_tokens("nli"))
         return self._nli
 
+    def load(self) -> "Q2Scorer":
+        """Load every component this configuration needs now; a model that cannot load raises
+        :class:`~q2_plugins.errors.ModelLoadError` here, once. ``score()`` calls it before its first stage."""
+        c = self.config
+        needed = ["candidate_extractor", "question_generator", "question_answerer", "text_signals"]
+        needed += ["personal_filter"] * c.remove_personal + ["nli"] * (c.use_nli or c.fallback)
+        for name in needed:
+            getattr(self, name)
+        return self
+
     # -- signature ----------------------------------------------------------------------------------------------
     def _part_id(self, role: str) -> str:
         if role not in self._part_ids:
@@ -258,8 +292,12 @@ class Q2Scorer:
         encode: Callable[[Any], Any] = lambda x: x,
         decode: Callable[[Any], Any] = lambda x: x,
         progress: bool = False,
+        check: Optional[Callable[[list], list]] = None,
     ) -> dict[Hashable, Any]:
-        """Run ``fn`` over the unique ``items``; returns item -> output or :class:`_Failure`."""
+        """Run ``fn`` over the unique ``items``; returns item -> output or :class:`_Failure`.
+
+        ``check`` (a component's ``unfit``) names the items that cannot be processed; they fail before batching,
+        so they never cost their batch a one-by-one retry."""
         t0 = time.perf_counter()
         unique = list(dict.fromkeys(items))
         # outputs (and failures) computed earlier in this score() call: a question asked again in a later round, say
@@ -270,11 +308,19 @@ class Q2Scorer:
             role = _STAGE_ROLE[name]
             namespace = f"{name}|{self._part_id(role)}|{self._stage_settings(role)}"
             asked = [it for it in unique if it not in results]
-            cached = self.cache.get_many(namespace, [list(it) for it in asked])  # type: ignore[arg-type]
+            try:
+                cached = self.cache.get_many(namespace, [list(it) for it in asked])  # type: ignore[arg-type]
+            except Exception:  # noqa: BLE001 - an unreadable cache entry is a miss; the item is computed
+                cached = [None] * len(asked)
             for it, val in zip(asked, cached):
                 if val is not None:
                     results[it] = decode(val)
         todo = [it for it in unique if it not in results]
+        if todo and check is not None:
+            for it, reason in zip(todo, self._call_isolated(check, todo)):
+                if isinstance(reason, (str, _Failure)):
+                    results[it] = reason if isinstance(reason, _Failure) else _Failure(reason)
+            todo = [it for it in todo if it not in results]
         if todo:
             chunk = max(1, self.config.role_batch_size(name) if name in ("qg", "qa", "nli") else 64) * 8
             bar = None
@@ -291,7 +337,10 @@ class Q2Scorer:
                     if not isinstance(out, _Failure):
                         done.append((list(it), encode(out)))  # type: ignore[arg-type]
                 if namespace is not None and done:
-                    self.cache.put_many(namespace, done)  # type: ignore[union-attr]
+                    try:
+                        self.cache.put_many(namespace, done)  # type: ignore[union-attr]
+                    except Exception:  # noqa: BLE001 - not cached; the results themselves are kept
+                        pass
                 if bar is not None:
                     bar.update(len(part))
             if bar is not None:
@@ -302,14 +351,19 @@ class Q2Scorer:
 
     @staticmethod
     def _call_isolated(fn: Callable[[list], list], part: list) -> list:
+        """``fn(part)``; whatever it raises (a Rust panic from a tokenizer included) fails only the items that
+        cause it: a failed batch is retried one item at a time. A model that cannot load is no item's fault: its
+        :class:`ModelLoadError` propagates, as do interrupts."""
         try:
             out = list(fn(part))
             if len(out) != len(part):
                 raise RuntimeError(f"component returned {len(out)} outputs for {len(part)} inputs")
             return out
-        except Exception as e:  # noqa: BLE001 - any component error becomes a per-item failure
+        except (ModelLoadError, KeyboardInterrupt, SystemExit, GeneratorExit):
+            raise
+        except BaseException as e:  # noqa: BLE001 - any other component error becomes a per-item failure
             if len(part) == 1:
-                return [_Failure(f"{type(e).__name__}: {e}")]
+                return [_Failure(_describe(e))]
         # one bad item must not fail the others: retry one by one
         return [Q2Scorer._call_isolated(fn, [it])[0] for it in part]
 
@@ -348,6 +402,8 @@ class Q2Scorer:
             k_text, k_err = _as_text(know, "knowledge")
             rows.append(_Row(i, r_text or "", k_text or "", r_err or k_err))
         active = [r for r in rows if r.error is None]
+        if active:
+            self.load()
 
         # 1. answer candidates
         cand_out = self._run_stage("candidates", [(r.response,) for r in active],
@@ -364,7 +420,7 @@ class Q2Scorer:
         # 2. question generation, one call over every candidate of every response
         qg_out = self._run_stage("qg", [(cand, r.response) for r in active for cand in r.candidates],
                                  lambda part: self.question_generator.generate([tuple(p) for p in part]),
-                                 progress=progress)
+                                 progress=progress, check=lambda part: self._unfit(self.question_generator, part))
         slots: list[tuple[_Row, str, list[str]]] = []  # (row, candidate, ranked questions)
         for r in active:
             for cand in r.candidates:
@@ -415,7 +471,8 @@ class Q2Scorer:
             k_items = [(q, slots[s][0].knowledge) for s, _, q, _ in valid if slots[s][0].error is None]
             qa_out = self._run_stage("qa", [(q, slots[s][0].response) for s, _, q in batch] + k_items,
                                      lambda part: self.question_answerer.answer([tuple(p) for p in part]),
-                                     encode=Answer.to_dict, decode=Answer.from_dict, progress=progress)
+                                     encode=Answer.to_dict, decode=Answer.from_dict, progress=progress,
+                                     check=lambda part: self._unfit(self.question_answerer, part))
             for s, rank, q in batch:
                 row, cand, _ = slots[s]
                 ans = qa_out[(q, row.response)]
@@ -435,7 +492,8 @@ class Q2Scorer:
         # 5. answer every valid question from the knowledge (only the last round's are not in the memo yet)
         kqa_out = self._run_stage("qa", [(q, slots[s][0].knowledge) for s, _, q, _ in valid],
                                   lambda part: self.question_answerer.answer([tuple(p) for p in part]),
-                                  encode=Answer.to_dict, decode=Answer.from_dict, progress=progress)
+                                  encode=Answer.to_dict, decode=Answer.from_dict, progress=progress,
+                                  check=lambda part: self._unfit(self.question_answerer, part))
 
         # 6. compare answers: F1, upgraded by NLI
         compared: list[tuple[int, str, str, Answer, float]] = []
@@ -457,7 +515,8 @@ class Q2Scorer:
         fb_pairs = [self._fallback_pair(r) for r in need_fallback]
         nli_out = self._run_stage("nli", nli_pairs + fb_pairs,
                                   lambda part: self.nli.predict([tuple(p) for p in part]),
-                                  encode=lambda x: x.value, decode=NLILabel, progress=progress)
+                                  encode=lambda x: x.value, decode=NLILabel, progress=progress,
+                                  check=lambda part: self._unfit(self.nli, part))
         for s, q, resp_ans, k_ans, f1 in compared:
             row, cand, _ = slots[s]
             label = None
@@ -488,6 +547,12 @@ class Q2Scorer:
                                   encode=TextSignals.to_dict, decode=TextSignals.from_dict, progress=progress)
         return Q2Result([self._assemble(r, explain, signals.get((r.response, r.knowledge))) for r in rows],
                         self.signature)
+
+    @staticmethod
+    def _unfit(component: Any, part: list) -> list[Optional[str]]:
+        """The component's ``unfit`` reasons for stage items (tuples); None for all if it has no such check."""
+        unfit = getattr(component, "unfit", None)
+        return [None] * len(part) if unfit is None else list(unfit([tuple(p) for p in part]))
 
     def _fallback_pair(self, row: _Row) -> tuple[str, str]:
         premise = row.knowledge.lower() if self.config.fallback_lowercase_knowledge else row.knowledge
