@@ -40,7 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("score", help="score a JSONL/CSV file of responses and knowledge")
     p.add_argument("--input", required=True, help="JSONL or CSV/TSV file, one response per row")
     p.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
-    p.add_argument("--output", help="JSONL file of per-response results (in input order)")
+    p.add_argument("--output", help="JSONL file of per-response results (in input order), '-' for standard output "
+                                    "(the summary then goes to standard error); its summary, signature and config "
+                                    "go to OUTPUT.meta.json")
+    p.add_argument("--fail-on-error", action="store_true",
+                   help="exit 1 when any row gets an error (by default only when no row could be scored)")
     p.add_argument("--explain", action="store_true", help="include every question, its answers, F1 and NLI label")
     p.add_argument("--response-column", default="response")
     p.add_argument("--knowledge-column", default="knowledge")
@@ -80,6 +84,7 @@ def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any =
     if fmt == "json":
         print(json.dumps({**summary, "signature": signature}, indent=2), file=out)
         return
+    errors = summary.get("errors") or []
 
     def pct(x: Optional[float]) -> str:
         return "n/a" if x is None else f"{100 * x:.2f}%"
@@ -92,20 +97,47 @@ def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any =
     print(f"fallback      {pct(summary['fallback_rate'])}  (scored by end-to-end NLI)", file=out)
     print(f"responses     {summary['n']}  scored {summary['n_scored']}  no valid question "
           f"{summary['n_no_valid_question']}  errors {summary['n_errors']}", file=out)
+    for e in errors:
+        print(f"  {e['count']:>6} x  {e['message']}", file=out)
+    if summary.get("n_error_kinds", 0) > len(errors):
+        print(f"  ... and {summary['n_error_kinds'] - len(errors)} other kinds of row error", file=out)
     print(f"signature     {signature}", file=out)
 
 
+class _RowErrors:
+    """Row errors counted by kind (the message with its numbers masked); the first message of each kind shown."""
+
+    SHOWN = 5
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, list] = {}  # kind -> [first message, count], in order of first occurrence
+
+    def add(self, message: str) -> None:
+        import re
+
+        entry = self.kinds.setdefault(re.sub(r"\d+", "N", message), [message, 0])
+        entry[1] += 1
+
+    def summary(self) -> dict[str, Any]:
+        shown = [{"message": m, "count": n} for m, n in list(self.kinds.values())[: self.SHOWN]]
+        return {"errors": shown, "n_error_kinds": len(self.kinds)}
+
+
 def _score(args: argparse.Namespace) -> int:
-    from .io import read_rows
+    from .io import InputFormatError, ResultFile, meta_path, read_rows, same_file, write_json_atomic
     from .results import Q2Stats
     from .scorer import Q2Scorer
 
     config = config_from_args(args)
-    scorer = Q2Scorer(config)
+    to_stdout = args.output == "-"
+    if args.output and not to_stdout and Path(args.input).is_file() and same_file(args.input, args.output):
+        raise InputFormatError(f"--output {args.output} is the input file; name another file for the results")
     required = (args.response_column, args.knowledge_column) + ((args.history_column,) if args.history_column else ())
-    rows = read_rows(args.input, args.input_format, required)
-    out = open(args.output, "w", encoding="utf-8") if args.output else None
+    rows = read_rows(args.input, args.input_format, required)  # checks the file and its columns before anything
+    scorer = Q2Scorer(config).load()  # a model that cannot load stops the run here, once
+    out = ResultFile(args.output) if args.output else None
     stats = Q2Stats()
+    errors = _RowErrors()
     signature = ""
     offset = 0
     try:
@@ -115,19 +147,21 @@ def _score(args: argparse.Namespace) -> int:
             nonlocal stats, signature, offset
             if not chunk:
                 return
-            history = [row.get(args.history_column) for row in chunk] if args.history_column else None
-            result = scorer.score(
-                responses=[row.get(args.response_column) for row in chunk],
-                knowledge=[row.get(args.knowledge_column) for row in chunk],
-                history=history, explain=args.explain, progress=not args.no_progress,
-            )
-            for row, res in zip(chunk, result.responses):
+            problems = [row["__error__"] if "__error__" in row else _missing_fields(row, required) for row in chunk]
+            cols = [args.response_column, args.knowledge_column] + ([args.history_column] if args.history_column
+                                                                    else [])
+            values = [[None if p else row.get(c) for row, p in zip(chunk, problems)] for c in cols]
+            result = scorer.score(responses=values[0], knowledge=values[1],
+                                  history=values[2] if args.history_column else None, explain=args.explain,
+                                  progress=not args.no_progress)
+            for row, problem, res in zip(chunk, problems, result.responses):
                 res.index += offset
-                if "__error__" in row:
-                    res.error = f"{row['__error__']}; {res.error}"
+                if problem:
+                    res.error = problem
+                if res.error is not None:
+                    errors.add(res.error)
                 if out is not None:
-                    record = {"row": res.index, **({"id": row["id"]} if "id" in row else {}), **res.to_dict()}
-                    out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                    out.write({"row": res.index, **({"id": row["id"]} if "id" in row else {}), **res.to_dict()})
             if out is not None:
                 out.flush()
             stats = stats + result.stats
@@ -140,11 +174,40 @@ def _score(args: argparse.Namespace) -> int:
             if len(chunk) >= args.chunk_size:
                 flush()
         flush()
-    finally:
-        if out is not None:
-            out.close()
-    _print_summary(stats.summary(), signature or scorer.signature, args.format)
-    return 0
+    except BaseException as e:
+        partial = out.abandon() if out is not None else None
+        kept = f"; its {out.rows} rows so far are in {partial}, {args.output} is left as it was" if partial else ""
+        print(f"q2 score: the run stopped after {offset} rows{kept} ({type(e).__name__})", file=sys.stderr)
+        raise
+    summary = {**stats.summary(), **errors.summary()}
+    signature = signature or scorer.signature
+    code = 0
+    problem = ""
+    if stats.n_scored == 0:
+        code, problem = 1, f"no row could be scored ({stats.n} rows, {stats.n_errors} errors)"
+    elif args.fail_on_error and stats.n_errors:
+        code, problem = 1, f"{stats.n_errors} of {stats.n} rows have errors (--fail-on-error)"
+    if out is not None:
+        out.commit()
+        if not to_stdout:
+            write_json_atomic(meta_path(out.target), {
+                "format": "q2-score-results", "version": __version__, "signature": signature, "summary": summary,
+                "config": config.to_dict(), "rows": out.rows, "input": str(args.input), "output": str(out.target),
+                "columns": {"response": args.response_column, "knowledge": args.knowledge_column,
+                            "history": args.history_column},
+                "exit_code": code,
+            })
+    _print_summary(summary, signature, args.format, sys.stderr if to_stdout else sys.stdout)
+    if problem:
+        print(f"q2 score: {problem}", file=sys.stderr)
+    return code
+
+
+def _missing_fields(row: dict[str, Any], required: Sequence[str]) -> Optional[str]:
+    missing = [c for c in required if c not in row]
+    if not missing:
+        return None
+    return f"no field(s) {missing}; this record's fields are {sorted(map(str, row))[:20]}"
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -220,9 +283,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return {"score": _score, "replay": _replay, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
                 "perturb": _perturb}[args.command](args)
-    except (InputFormatError, ModelLoadError, ValueError) as e:
+    except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print(f"q2 {args.command}: interrupted", file=sys.stderr)
+        return 130
 
 
 if __name__ == "__main__":  # pragma: no cover

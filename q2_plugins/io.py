@@ -1,13 +1,30 @@
-"""Reading scoring inputs from JSONL or CSV files (the CLI's job; the core API takes lists)."""
+"""Reading scoring inputs from JSONL or CSV files and writing result files (the CLI's job; the core API takes
+lists).
+
+Reading never gives up on a file because of one record: a record that cannot be read becomes a row
+``{"__error__": message}`` whose message names its line, and the other records are read. Writing never destroys
+data: rows go to ``FILE.partial`` beside the target, renamed to ``FILE`` once the run is complete
+(see ``docs/failures.md``).
+"""
 
 from __future__ import annotations
 
 import csv
 import json
+import math
+import os
+import sys
 from pathlib import Path
-from typing import Any, Iterator, Optional, Sequence
+from typing import IO, Any, Iterator, Optional, Sequence
 
-__all__ = ["read_rows", "read_checked_rows", "InputFormatError"]
+__all__ = ["read_rows", "read_checked_rows", "input_columns", "InputFormatError", "json_line", "ResultFile",
+           "write_json_atomic", "meta_path", "same_file", "MAX_RECORD_BYTES"]
+
+#: a JSONL record longer than this is an error row (it is not parsed)
+MAX_RECORD_BYTES = 64 * 1024 * 1024
+#: integers with more digits than this are kept as their digit string (Python refuses to convert longer ones)
+MAX_INT_DIGITS = 1000
+_BOM = b"\xef\xbb\xbf"
 
 
 class InputFormatError(ValueError):
@@ -25,37 +42,160 @@ def _format_of(path: Path, fmt: Optional[str]) -> str:
     raise InputFormatError(f"Cannot tell the format of {path} from its extension; pass --input-format jsonl|csv|tsv")
 
 
-def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
-    """Yield one dict per row. A JSONL line that is not an object yields ``{"__error__": message}``."""
+def _checked_path(path: str | Path) -> Path:
     path = Path(path)
     if not path.is_file():
         raise InputFormatError(f"No input file {path}")
+    return path
+
+
+def _big_int(digits: str) -> Any:
+    return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else digits
+
+
+def _jsonl_records(path: Path) -> Iterator[tuple[int, Any, Optional[str]]]:
+    """``(line number, parsed value, None)`` or ``(line number, None, error message)`` per non-blank line; lines end at ``\\n`` only
+    (a ``\\r`` before it is dropped), a UTF-8 BOM at the start of the file is skipped."""
+    with path.open("rb") as f:
+        offset = 0
+        for n in range(1, sys.maxsize):
+            raw = f.readline(MAX_RECORD_BYTES + 1)
+            if not raw:
+                return
+            start = offset
+            offset += len(raw)
+            if len(raw) > MAX_RECORD_BYTES and not raw.endswith(b"\n"):
+                while raw and not raw.endswith(b"\n"):  # skip the rest of the line without holding it
+                    raw = f.readline(1 << 20)
+                    offset += len(raw)
+                yield n, None, f"line {n} is over {MAX_RECORD_BYTES} bytes; not read"
+                continue
+            if n == 1 and raw.startswith(_BOM):
+                raw = raw[len(_BOM):]
+                start += len(_BOM)
+            raw = raw.rstrip(b"\n").rstrip(b"\r")
+            if not raw.strip():
+                continue
+            try:
+                text = raw.decode("utf-8")
+            except UnicodeDecodeError as e:
+                yield n, None, (f"line {n} is not valid UTF-8: byte {raw[e.start]:#04x} at byte offset "
+                                 f"{start + e.start} of the file")
+                continue
+            try:
+                yield n, json.loads(text, strict=False, parse_int=_big_int, parse_constant=str), None
+            except json.JSONDecodeError as e:
+                yield n, None, f"line {n} is not valid JSON: {e.msg} (column {e.colno})"
+            except RecursionError:
+                yield n, None, f"line {n} is JSON nested too deeply to read"
+            except ValueError as e:  # e.g. a number Python cannot hold
+                yield n, None, f"line {n} cannot be read: {' '.join(str(e).split())[:200]}"
+
+
+def _csv_reader(f: IO[str], kind: str) -> Any:
+    try:
+        csv.field_size_limit(sys.maxsize)
+    except OverflowError:  # pragma: no cover - platforms whose C long is 32 bits
+        csv.field_size_limit(2**31 - 1)
+    return csv.reader(f, delimiter="\t" if kind == "tsv" else ",")
+
+
+def _open_csv(path: Path) -> IO[str]:
+    # utf-8-sig: a BOM before the header is not part of the first column's name; surrogateescape: an invalid byte
+    # fails its own row (below), not the file
+    return path.open(encoding="utf-8-sig", errors="surrogateescape", newline="")
+
+
+def _bad_byte(values: Sequence[str]) -> Optional[str]:
+    for v in values:
+        for c in v:
+            if "\udc80" <= c <= "\udcff":
+                return f"{ord(c) - 0xDC00:#04x}"
+    return None
+
+
+def _csv_records(path: Path, kind: str) -> Iterator[tuple[int, Any]]:
+    """``(line number, dict or error message)`` per CSV record; the first record is the header."""
+    with _open_csv(path) as f:
+        reader = _csv_reader(f, kind)
+        header: Optional[list[str]] = None
+        while True:
+            line = reader.line_num + 1
+            try:
+                values = next(reader)
+            except StopIteration:
+                return
+            except csv.Error as e:
+                yield line, f"line {line} is not valid {kind.upper()}: {e}"
+                continue
+            if header is None:
+                header = values
+                continue
+            if not values:
+                continue
+            bad = _bad_byte(values)
+            if bad is not None:
+                yield line, f"line {line} is not valid UTF-8: byte {bad}"
+                continue
+            row: dict[str, Any] = dict(zip(header, values))
+            if len(values) > len(header):
+                yield line, f"line {line} has {len(values)} fields; the header names {len(header)}"
+                continue
+            for name in header[len(values):]:
+                row[name] = None
+            yield line, row
+
+
+def input_columns(path: str | Path, fmt: Optional[str] = None) -> list[str]:
+    """The column names of a CSV/TSV header, or every key that occurs in some record of a JSONL file."""
+    path = _checked_path(path)
     kind = _format_of(path, fmt)
     if kind == "jsonl":
-        with path.open(encoding="utf-8") as f:
-            for n, line in enumerate(f, start=1):
-                if not line.strip():
-                    continue
-                try:
-                    obj = json.loads(line)
-                except json.JSONDecodeError as e:
-                    yield {"__error__": f"line {n} is not valid JSON: {e.msg}"}
-                    continue
-                if not isinstance(obj, dict):
-                    yield {"__error__": f"line {n} is a JSON {type(obj).__name__}, expected an object"}
-                    continue
-                yield obj
-        return
-    with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f, delimiter="\t" if kind == "tsv" else ",")
-        columns = reader.fieldnames or []
+        found: dict[str, None] = {}
+        for _, obj, _ in _jsonl_records(path):
+            if isinstance(obj, dict):
+                found.update(dict.fromkeys(obj))
+        return list(found)
+    with _open_csv(path) as f:
+        try:
+            return next(_csv_reader(f, kind))
+        except (StopIteration, csv.Error):
+            return []
+
+
+def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+    """One dict per record, in file order. A record that cannot be read is ``{"__error__": message}`` naming its
+    line.
+
+    Checked at once, before any record is returned: the file exists, its format is known and every ``required``
+    column occurs (in the CSV header; in some record of a JSONL file), else :class:`InputFormatError` listing the
+    columns found."""
+    path = _checked_path(path)
+    kind = _format_of(path, fmt)
+    if required:
+        columns = input_columns(path, kind)
         missing = [c for c in required if c not in columns]
         if missing:
+            shown = columns[:30] + (["..."] if len(columns) > 30 else [])
             raise InputFormatError(
-                f"{path} has no column(s) {missing}; its columns are {columns}. "
+                f"{path} has no column(s) {missing}; its columns are {shown}. "
                 f"Name the right ones with --response-column / --knowledge-column / --history-column."
             )
-        yield from reader
+    return _rows(path, kind)
+
+
+def _rows(path: Path, kind: str) -> Iterator[dict[str, Any]]:
+    if kind == "jsonl":
+        for n, obj, error in _jsonl_records(path):
+            if error is not None:
+                yield {"__error__": error}
+            elif not isinstance(obj, dict):
+                yield {"__error__": f"line {n} is a JSON {type(obj).__name__}, expected an object"}
+            else:
+                yield obj
+        return
+    for _, row in _csv_records(path, kind):
+        yield {"__error__": row} if isinstance(row, str) else row
 
 
 def read_checked_rows(path: str | Path, fmt: Optional[str] = None, required: Sequence[str] = (), *, hint: str = "",
@@ -69,3 +209,89 @@ def read_checked_rows(path: str | Path, fmt: Optional[str] = None, required: Seq
         if missing:
             raise error(f"{path} row {n}: no field(s) {missing}; its fields are {sorted(row)}. {hint}")
         yield n, row
+
+
+# -- writing ------------------------------------------------------------------------------------------------------
+def _json_safe(value: Any) -> Any:
+    """``value`` with what JSON cannot hold made representable: non-finite floats as strings, other objects as
+    their ``str``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def json_line(record: dict[str, Any]) -> str:
+    """One JSON line (no newline) for any record: valid JSON and encodable as UTF-8, whatever the values hold
+    (``NaN`` becomes ``"nan"``, lone surrogates are written as ``\\ud800`` escapes)."""
+    try:
+        text = json.dumps(record, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        text = json.dumps(_json_safe(record), ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(json.loads(text), ensure_ascii=True)
+    return text
+
+
+def meta_path(output: str | Path) -> Path:
+    """The sidecar of a result file: ``FILE.meta.json`` (summary, signature, config, version, rows)."""
+    output = Path(output)
+    return output.with_name(output.name + ".meta.json")
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file beside it, renamed when complete."""
+    path = Path(path)
+    tmp = path.with_name(path.name + ".tmp")
+    tmp.write_text(json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class ResultFile:
+    """Rows of a result file, written to ``FILE.partial`` and renamed to ``FILE`` by :meth:`commit`; until then an
+    existing ``FILE`` is untouched. ``-`` writes to standard output."""
+
+    def __init__(self, target: str | Path) -> None:
+        self.stdout = str(target) == "-"
+        self.target = Path(target)
+        self.partial = self.target.with_name(self.target.name + ".partial")
+        self.rows = 0
+        self._f: IO[str] = sys.stdout if self.stdout else self.partial.open("w", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._f.write(json_line(record) + "\n")
+        self.rows += 1
+
+    def flush(self) -> None:
+        self._f.flush()
+
+    def commit(self) -> None:
+        """The run is complete: ``FILE.partial`` becomes ``FILE``."""
+        self._f.flush()
+        if not self.stdout:
+            self._f.close()
+            os.replace(self.partial, self.target)
+
+    def abandon(self) -> Optional[Path]:
+        """The run failed: close the partial file and return its path (None for standard output)."""
+        if self.stdout:
+            self._f.flush()
+            return None
+        self._f.close()
+        return self.partial
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one file (through links and relative paths too)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
