@@ -1,0 +1,219 @@
+"""Hostile files and failed runs through ``q2 score``: every record read or reported by line, result files that
+cannot destroy data, exit codes (docs/failures.md)."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from q2_plugins import io as q2io
+from q2_plugins.cli import main
+from q2_plugins.io import read_rows
+
+REPO = Path(__file__).resolve().parent.parent
+GOOD = {"response": "paris is in france .", "knowledge": "Paris is the capital of France."}
+
+
+@pytest.fixture(scope="module")
+def model_flags(tiny_models):
+    return ["--qg-model", str(tiny_models["qg_short"]), "--qa-model", str(tiny_models["qa"]), "--nli-model",
+            str(tiny_models["nli"]), "--qg-max-length", "4", "--no-progress"]
+
+
+def jsonl(path: Path, records) -> Path:
+    path.write_text("".join(json.dumps(r) + "\n" for r in records), encoding="utf-8")
+    return path
+
+
+def read_out(path: Path) -> list[dict]:
+    text = path.read_text(encoding="utf-8")  # valid UTF-8
+    return [json.loads(line) for line in text.splitlines()]  # valid JSON, one row per line
+
+
+def errors_of(path: Path) -> list:
+    return [r["__error__"] if "__error__" in r else None for r in read_rows(path)]
+
+
+# -- reading -------------------------------------------------------------------------------------------------------
+def test_jsonl_lines_end_at_newline_only(tmp_path):
+    p = tmp_path / "in.jsonl"
+    p.write_bytes(b'\xef\xbb\xbf{"id": 1, "response": "a\rb"}\r\n{"id": 2,\r "response": "c"}\r\n\r\n{"id": 3}\n')
+    rows = list(read_rows(p))
+    assert [r.get("id") for r in rows] == [1, 2, 3]  # BOM skipped, CRLF tolerated, a bare CR stays in its record
+    assert rows[0]["response"] == "a\rb"
+
+
+def test_each_bad_jsonl_record_is_an_error_row_naming_its_line(tmp_path):
+    p = tmp_path / "in.jsonl"
+    p.write_bytes(b"\n".join([
+        b'{"id": 1}',
+        b"[" * 100_000,
+        b'{"id": ' + b"9" * 5000 + b"}",
+        b'{"id": "x", "response": "caf\xc3"}',
+        b'{"id": NaN, "n": Infinity}',
+        b"not json",
+        b"[1, 2]",
+        b'"a string"',
+        b'{"id": 9}',
+    ]) + b"\n")
+    rows = list(read_rows(p))
+    assert len(rows) == 9
+    assert "line 2 is JSON nested too deeply" in rows[1]["__error__"]
+    assert rows[2]["id"] == "9" * 5000  # kept as its digits
+    offset = p.read_bytes().index(b"caf\xc3") + 3
+    assert rows[3]["__error__"] == f"line 4 is not valid UTF-8: byte 0xc3 at byte offset {offset} of the file"
+    assert rows[4] == {"id": "NaN", "n": "Infinity"}
+    assert "line 6 is not valid JSON" in rows[5]["__error__"]
+    assert "line 7 is a JSON list" in rows[6]["__error__"] and "line 8 is a JSON str" in rows[7]["__error__"]
+    assert rows[8] == {"id": 9}
+
+
+def test_an_over_long_record_is_an_error_row(tmp_path, monkeypatch):
+    monkeypatch.setattr(q2io, "MAX_RECORD_BYTES", 1000)
+    p = jsonl(tmp_path / "in.jsonl", [{"id": 1, "response": "x" * 5000}, {"id": 2}])
+    rows = list(read_rows(p))
+    assert rows == [{"__error__": "line 1 is over 1000 bytes; not read"}, {"id": 2}]
+
+
+def test_csv_bom_huge_fields_bad_bytes(tmp_path):
+    p = tmp_path / "in.csv"
+    big = "word " * 60_000  # 300,000 characters: over the csv module's default field limit
+    p.write_bytes(b"\xef\xbb\xbfid,response,knowledge\n" + f'1,"{big}",k\n'.encode()
+                  + b"2,caf\xe9,k\n3,a,b,c\n4,ok,k\n5\n")
+    rows = list(read_rows(p, required=("response", "knowledge")))
+    assert rows[0]["response"] == big
+    assert rows[1] == {"__error__": "line 3 is not valid UTF-8: byte 0xe9"}
+    assert "line 4 has 4 fields" in rows[2]["__error__"]
+    assert rows[3] == {"id": "4", "response": "ok", "knowledge": "k"}
+    assert rows[4] == {"id": "5", "response": None, "knowledge": None}
+
+
+@pytest.mark.parametrize("name, content", [("in.csv", "reply,passage\nhi,there\n"),
+                                           ("in.jsonl", '{"reply": "hi", "passage": "there"}\n')])
+def test_missing_columns_fail_before_scoring_listing_the_columns(tmp_path, capsys, name, content):
+    p = tmp_path / name
+    p.write_text(content)
+    assert main(["score", "--input", str(p), "--qg-model", "/nonexistent"]) == 2  # before any model loads
+    err = capsys.readouterr().err.strip()
+    assert "no column(s) ['response', 'knowledge']; its columns are ['reply', 'passage']" in err
+    assert "--response-column" in err and len(err.splitlines()) == 1
+
+
+# -- model load failure through the command ----------------------------------------------------------------------
+@pytest.mark.parametrize("extra", [[], ["--qg-model", "/nonexistent"]])
+def test_model_load_failure_exits_at_once_with_one_line(tmp_path, extra):
+    env = {**os.environ, "HF_HOME": str(tmp_path / "hf"), "HF_HUB_OFFLINE": "1", "PYTHONPATH": str(REPO)}
+    out = tmp_path / "out.jsonl"
+    proc = subprocess.run([sys.executable, "-m", "q2_plugins.cli", "score", "--input",
+                           str(REPO / "q2_plugins" / "data" / "sample.jsonl"), "--output", str(out), *extra],
+                          capture_output=True, text=True, env=env, timeout=300)
+    assert proc.returncode == 2
+    lines = [x for x in proc.stderr.splitlines() if x.startswith("q2 score")]
+    assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
+    assert "Cannot load the QG model" in lines[0] and "--qg-model" in lines[0] and "q2 prefetch" in lines[0]
+    assert not out.exists() and not Path(str(out) + ".partial").exists()
+
+
+# -- output that cannot destroy data -------------------------------------------------------------------------------
+def test_output_equal_to_input_is_refused(tmp_path, capsys, model_flags):
+    p = jsonl(tmp_path / "in.jsonl", [GOOD])
+    before = p.read_bytes()
+    (tmp_path / "link.jsonl").symlink_to(p)
+    for target in (str(p), str(tmp_path / "." / "in.jsonl"), str(tmp_path / "link.jsonl")):
+        assert main(["score", "--input", str(p), "--output", target, *model_flags]) == 2
+        assert "is the input file" in capsys.readouterr().err
+    assert p.read_bytes() == before
+
+
+def test_missing_input_leaves_the_output_alone(tmp_path, capsys):
+    out = tmp_path / "out.jsonl"
+    out.write_text("precious\n")
+    assert main(["score", "--input", str(tmp_path / "nope.jsonl"), "--output", str(out)]) == 2
+    assert out.read_text() == "precious\n" and "No input file" in capsys.readouterr().err
+
+
+def test_a_failed_run_keeps_the_old_file_and_its_rows_so_far(tmp_path, capsys, model_flags, monkeypatch):
+    from q2_plugins.scorer import Q2Scorer
+
+    out = tmp_path / "out.jsonl"
+    out.write_text("precious\n")
+    (tmp_path / "out.jsonl.meta.json").write_text("{}\n")
+    p = jsonl(tmp_path / "in.jsonl", [dict(GOOD, id=i) for i in range(6)])
+    real, calls = Q2Scorer.score, []
+
+    def dies_on_second_chunk(self, **kw):
+        calls.append(1)
+        if len(calls) == 2:
+            raise MemoryError("out of memory")
+        return real(self, **kw)
+
+    monkeypatch.setattr(Q2Scorer, "score", dies_on_second_chunk)
+    with pytest.raises(MemoryError):
+        main(["score", "--input", str(p), "--output", str(out), "--chunk-size", "3", *model_flags])
+    assert out.read_text() == "precious\n" and (tmp_path / "out.jsonl.meta.json").read_text() == "{}\n"
+    partial = read_out(tmp_path / "out.jsonl.partial")
+    assert [r["id"] for r in partial] == [0, 1, 2]
+    err = capsys.readouterr().err
+    assert f"its 3 rows so far are in {out}.partial, {out} is left as it was" in err
+
+
+def test_a_complete_run_replaces_the_file_and_writes_its_meta(tmp_path, capsys, model_flags):
+    out = tmp_path / "out.jsonl"
+    out.write_text("old\n")
+    p = jsonl(tmp_path / "in.jsonl", [dict(GOOD, id=float("nan")), dict(GOOD, id="\ud800"), {"id": [1, {"a": 2}]}])
+    assert '"id": NaN' in p.read_text()  # (json.dumps writes NaN bare, as users' files hold it)
+    assert main(["score", "--input", str(p), "--output", str(out), *model_flags]) == 0
+    rows = read_out(out)
+    assert [r["id"] for r in rows] == ["NaN", "\ud800", [1, {"a": 2}]]
+    assert [r["row"] for r in rows] == [0, 1, 2] and not Path(f"{out}.partial").exists()
+    meta = json.loads(Path(f"{out}.meta.json").read_text(encoding="utf-8"))
+    assert {"signature", "summary", "config", "version", "rows"} <= set(meta)
+    assert meta["rows"] == 3 and meta["summary"]["n"] == 3 and meta["signature"].startswith("q2:")
+    assert meta["config"]["qg_max_length"] == 4 and meta["exit_code"] == 0
+    assert meta["summary"]["errors"] == [
+        {"message": "no field(s) ['response', 'knowledge']; this record's fields are ['id']", "count": 1}]
+
+
+def test_output_dash_is_standard_output(tmp_path, capsys, model_flags):
+    p = jsonl(tmp_path / "in.jsonl", [GOOD, {"response": "", "knowledge": "k"}])
+    assert main(["score", "--input", str(p), "--output", "-", "--format", "json", *model_flags]) == 0
+    cap = capsys.readouterr()
+    rows = [json.loads(x) for x in cap.out.splitlines()]
+    assert [r["row"] for r in rows] == [0, 1] and rows[1]["error"] == "response is empty"
+    summary = json.loads(cap.err[cap.err.index("{"):])
+    assert summary["n"] == 2 and summary["errors"] == [{"message": "response is empty", "count": 1}]
+    assert not (tmp_path / "-").exists() and not Path("-").exists()
+
+
+# -- exit codes and the error summary ------------------------------------------------------------------------------
+def test_no_row_scored_is_a_failed_run(tmp_path, capsys, model_flags):
+    p = jsonl(tmp_path / "in.jsonl", [{"response": "", "knowledge": "k"}] * 3 + [{"response": 5, "knowledge": "k"}])
+    assert main(["score", "--input", str(p), "--output", str(tmp_path / "o.jsonl"), *model_flags]) == 1
+    cap = capsys.readouterr()
+    assert "     3 x  response is empty" in cap.out and "     1 x  response must be a string, got int" in cap.out
+    assert "q2 score: no row could be scored (4 rows, 4 errors)" in cap.err
+    assert len(read_out(tmp_path / "o.jsonl")) == 4  # the rows are still written, each with its error
+
+
+def test_fail_on_error(tmp_path, capsys, model_flags):
+    p = jsonl(tmp_path / "in.jsonl", [GOOD, {"response": " ", "knowledge": "k"}])
+    assert main(["score", "--input", str(p), *model_flags]) == 0
+    assert main(["score", "--input", str(p), "--fail-on-error", *model_flags]) == 1
+    assert "1 of 2 rows have errors (--fail-on-error)" in capsys.readouterr().err
+
+
+def test_error_kinds_are_counted_with_their_first_message(tmp_path, capsys, model_flags):
+    p = tmp_path / "in.jsonl"
+    p.write_text("\n".join(["bad"] * 4 + [json.dumps(GOOD)] + [json.dumps({"response": "x"})] * 2
+                           + [json.dumps({"response": str(i), "knowledge": ""}) for i in range(8)]) + "\n")
+    assert main(["score", "--input", str(p), "--format", "json", *model_flags]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["errors"][0] == {"message": "line 1 is not valid JSON: Expecting value (column 1)", "count": 4}
+    assert summary["errors"][1]["count"] == 2 and "no field(s) ['knowledge']" in summary["errors"][1]["message"]
+    assert summary["errors"][2] == {"message": "knowledge is empty", "count": 8}
+    assert summary["n_error_kinds"] == 3
