@@ -271,7 +271,7 @@ class _WindowComponent(_HFComponent):
     def _rooms(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
         """Tokens left for the windowed side of each pair once the other side and the special tokens are in."""
         fixed = [p[1 - self._windowed_side] for p in pairs]
-        lengths = [len(ids) for ids in self.tokenizer(fixed, add_special_tokens=False)["input_ids"]]
+        lengths = [len(ids) for ids in self.tokenizer(fixed, add_special_tokens=False, verbose=False)["input_ids"]]
         added = self.tokenizer.num_special_tokens_to_add(pair=True)
         return [self.max_length - n - added for n in lengths]
 
@@ -414,14 +414,15 @@ class HFQuestionGenerator(_HFComponent):
         if "{context}" in self.input_template or "{highlighted}" in self.input_template:
             contexts = list(dict.fromkeys(c for _, c in pairs))
             context_len = dict(zip(contexts, (len(ids) for ids in
-                                              self.tokenizer(contexts, add_special_tokens=False)["input_ids"])))
+                                              self.tokenizer(contexts, add_special_tokens=False,
+                                                             verbose=False)["input_ids"])))
             # (a margin: a context's tokens inside the template may differ by one at its edges)
             rest = [i for i in rest if context_len[pairs[i][1]] <= self.max_input_tokens + 4]
             for i in set(range(len(pairs))) - set(rest):
                 out[i] = (f"the response is {context_len[pairs[i][1]]} tokens, over qg_max_input_tokens="
                           f"{self.max_input_tokens}: too long to generate questions from")
-        lengths = [len(ids) for ids in self.tokenizer(self._texts([pairs[i] for i in rest]),
-                                                      add_special_tokens=True)["input_ids"]] if rest else []
+        lengths = [len(ids) for ids in self.tokenizer(self._texts([pairs[i] for i in rest]), add_special_tokens=True,
+                                                      verbose=False)["input_ids"]] if rest else []
         for i, n in zip(rest, lengths):
             if n > self.max_input_tokens:
                 out[i] = self._too_long(n)
