@@ -217,3 +217,13 @@ def test_error_kinds_are_counted_with_their_first_message(tmp_path, capsys, mode
     assert summary["errors"][1]["count"] == 2 and "no field(s) ['knowledge']" in summary["errors"][1]["message"]
     assert summary["errors"][2] == {"message": "knowledge is empty", "count": 8}
     assert summary["n_error_kinds"] == 3
+
+
+def test_docs_examples_run():
+    from tests.conftest import _doc_blocks
+
+    blocks = _doc_blocks(REPO / "docs" / "failures.md", "failures")
+    assert blocks
+    for lang, code in blocks:
+        assert lang == "python"
+        exec(compile(code, "docs/failures.md", "exec"), {})

@@ -244,7 +244,7 @@ def test_cli_score(tiny, tmp_path, capsys):
     assert summary["q2"] == pytest.approx(sum(scored) / len(scored))
 
 
-def test_cli_input_errors(tmp_path, capsys):
+def test_cli_input_errors(tiny, tmp_path, capsys):
     bad = tmp_path / "in.csv"
     bad.write_text("text,evidence\nhello,world\n")
     assert main(["score", "--input", str(bad)]) == 2
@@ -253,9 +253,10 @@ def test_cli_input_errors(tmp_path, capsys):
     jl = tmp_path / "in.jsonl"
     jl.write_text('{"response": "hi", "knowledge": ""}\n[1, 2]\nnot json\n')
     out = tmp_path / "o.jsonl"
-    # rows are read and reported, none dropped; model loading is not even needed for error rows
-    code = main(["score", "--input", str(jl), "--output", str(out), "--no-progress", "--no-fallback"])
-    assert code == 0
+    # rows are read and reported, none dropped; a run where no row could be scored exits 1
+    code = main(["score", "--input", str(jl), "--output", str(out), "--no-progress", "--no-fallback",
+                 "--qg-model", str(tiny["qg"]), "--qa-model", str(tiny["qa"]), "--nli-model", str(tiny["nli"])])
+    assert code == 1
     lines = [json.loads(x) for x in out.read_text().splitlines()]
     assert [x["status"] for x in lines] == ["error"] * 3
     assert "knowledge is empty" in lines[0]["error"] and "JSON list" in lines[1]["error"]
