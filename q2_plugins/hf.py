@@ -268,20 +268,19 @@ class _WindowComponent(_HFComponent):
     _fixed_name = "text"
     _setting = "max_length"
 
-    def _rooms(self, pairs: Sequence[tuple[str, str]]) -> list[int]:
-        """Tokens left for the windowed side of each pair once the other side and the special tokens are in."""
+    def _rooms(self, pairs: Sequence[tuple[str, str]]) -> list[tuple[int, int]]:
+        """``(tokens of the fixed side, tokens left for the windowed side)`` of each pair."""
         fixed = [p[1 - self._windowed_side] for p in pairs]
-        lengths = [len(ids) for ids in self.tokenizer(fixed, add_special_tokens=False, verbose=False)["input_ids"]]
         added = self.tokenizer.num_special_tokens_to_add(pair=True)
-        return [self.max_length - n - added for n in lengths]
+        lengths = [len(ids) for ids in self.tokenizer(fixed, add_special_tokens=False, verbose=False)["input_ids"]]
+        return [(n, self.max_length - n - added) for n in lengths]
 
     def unfit(self, pairs: Sequence[tuple[str, str]]) -> list[Optional[str]]:
         """Why each pair cannot be read (its fixed side leaves no room in the window), or None. Measured once,
         without tokenizing the windowed side."""
         return [None if room > 0 else
-                f"the {self._fixed_name} is {self.max_length - room - self.tokenizer.num_special_tokens_to_add(pair=True)}"
-                f" tokens: no room left in the {self._setting}={self.max_length} window"
-                for room in self._rooms(pairs)]
+                f"the {self._fixed_name} is {n} tokens: no room left in the {self._setting}={self.max_length} window"
+                for n, room in self._rooms(pairs)]
 
     def _windows(self, pairs: Sequence[tuple[str, str]], offsets: bool = False) -> "_Windows":
         """Tokenize pairs into overlapping windows of the windowed side.
@@ -289,10 +288,9 @@ class _WindowComponent(_HFComponent):
         The stride is ``self.stride`` unless the other side leaves less room than that; then it is half the room
         (the tokenizer needs a stride below the room). A pair whose other side fills the window raises ValueError.
         """
-        rooms = self._rooms(pairs)
-        reasons = [r for r in self.unfit(pairs) if r] if min(rooms, default=1) <= 0 else []
-        if reasons:
-            raise ValueError(reasons[0])
+        rooms = [room for _, room in self._rooms(pairs)]
+        if min(rooms, default=1) <= 0:
+            raise ValueError(next(r for r in self.unfit(pairs) if r))
         strides = [self.stride if self.stride < room else room // 2 for room in rooms]
         windows = _Windows(len(pairs))
         for stride in sorted(set(strides)):
