@@ -137,7 +137,8 @@ def test_missing_input_leaves_the_output_alone(tmp_path, capsys):
     assert out.read_text() == "precious\n" and "No input file" in capsys.readouterr().err
 
 
-def test_a_failed_run_keeps_the_old_file_and_its_rows_so_far(tmp_path, capsys, model_flags, monkeypatch):
+@pytest.mark.parametrize("exc", [MemoryError, KeyboardInterrupt])
+def test_a_failed_run_keeps_the_old_file_and_its_rows_so_far(tmp_path, capsys, model_flags, monkeypatch, exc):
     from q2_plugins.scorer import Q2Scorer
 
     out = tmp_path / "out.jsonl"
@@ -149,12 +150,16 @@ def test_a_failed_run_keeps_the_old_file_and_its_rows_so_far(tmp_path, capsys, m
     def dies_on_second_chunk(self, **kw):
         calls.append(1)
         if len(calls) == 2:
-            raise MemoryError("out of memory")
+            raise exc()
         return real(self, **kw)
 
     monkeypatch.setattr(Q2Scorer, "score", dies_on_second_chunk)
-    with pytest.raises(MemoryError):
-        main(["score", "--input", str(p), "--output", str(out), "--chunk-size", "3", *model_flags])
+    argv = ["score", "--input", str(p), "--output", str(out), "--chunk-size", "3", *model_flags]
+    if exc is KeyboardInterrupt:
+        assert main(argv) == 130
+    else:
+        with pytest.raises(exc):  # an internal error keeps its traceback
+            main(argv)
     assert out.read_text() == "precious\n" and (tmp_path / "out.jsonl.meta.json").read_text() == "{}\n"
     partial = read_out(tmp_path / "out.jsonl.partial")
     assert [r["id"] for r in partial] == [0, 1, 2]
