@@ -183,7 +183,7 @@ def _score(args: argparse.Namespace) -> int:
     signature = signature or scorer.signature
     code = 0
     problem = ""
-    if stats.n_scored == 0:
+    if stats.n_errors == stats.n:  # (a row without valid questions is a result, not a failure)
         code, problem = 1, f"no row could be scored ({stats.n} rows, {stats.n_errors} errors)"
     elif args.fail_on_error and stats.n_errors:
         code, problem = 1, f"{stats.n_errors} of {stats.n} rows have errors (--fail-on-error)"

@@ -232,3 +232,14 @@ def test_docs_examples_run():
     for lang, code in blocks:
         assert lang == "python"
         exec(compile(code, "docs/failures.md", "exec"), {})
+
+
+def test_an_empty_input_is_a_failed_run(tmp_path, capsys, model_flags):
+    p = tmp_path / "in.jsonl"
+    p.write_bytes(b"\xef\xbb\xbf\n\r\n   \n")
+    assert main(["score", "--input", str(p), *model_flags]) == 2  # no record has the columns
+    assert "its columns are []" in capsys.readouterr().err
+    c = tmp_path / "in.csv"
+    c.write_text("response,knowledge\n")
+    assert main(["score", "--input", str(c), *model_flags]) == 1
+    assert "no row could be scored (0 rows, 0 errors)" in capsys.readouterr().err
