@@ -66,6 +66,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="q2 score / q2 replay output (JSONL), or a per-example file of the framework adapters")
     h.add_argument("--output", required=True, help="the HTML file to write")
     h.add_argument("--title", help="page title (default: the input file names)")
+    h.add_argument("--texts", metavar="INPUT",
+                   help="the file q2 score read: adds each row's response and knowledge (q2 score output has none)")
+    h.add_argument("--response-column", default="response")
+    h.add_argument("--knowledge-column", default="knowledge")
+    h.add_argument("--history-column", default=None)
 
     t = sub.add_parser("make-test-models",
                        help="build tiny RANDOM-weight QG/QA/NLI models (offline smoke runs; scores are meaningless)")
@@ -218,7 +223,8 @@ def _replay_row(rec: Any, res: Any, source: str) -> dict[str, Any]:
 def _report(args: argparse.Namespace) -> int:
     from .report import report_from_files
 
-    data = report_from_files(args.inputs, args.output, title=args.title)
+    data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
+                             columns=(args.response_column, args.knowledge_column, args.history_column))
     errors = sum(r["status"] == "error" for r in data.rows)
     print(f"{args.output}: {len(data.rows)} responses ({errors} errors) from {len(data.sources)} file(s)")
     return 0

@@ -100,6 +100,32 @@ def test_q2_report_cli(tmp_path, capsys):
     assert "No results file" in capsys.readouterr().err
 
 
+def test_q2_report_takes_the_texts_from_the_scored_input(tmp_path, capsys):
+    inp, res = tmp_path / "in.csv", tmp_path / "scores.jsonl"
+    inp.write_text("text,evidence\nfirst <i>response</i>,first knowledge\nsecond,second knowledge\n")
+    res.write_text(json.dumps(row(1, score=1.0)) + "\n" + json.dumps(row(0)) + "\n" + json.dumps(row(7)) + "\n")
+    out = tmp_path / "r.html"
+    assert main(["report", str(res), "--texts", str(inp), "--response-column", "text", "--knowledge-column",
+                 "evidence", "--output", str(out)]) == 0
+    capsys.readouterr()
+    data = embedded(out.read_text(encoding="utf-8"))
+    assert [(r.get("response"), r.get("knowledge")) for r in data["rows"]] == [
+        ("second", "second knowledge"), ("first <i>response</i>", "first knowledge"), (None, None)]
+    assert data["notes"] == [f"1 of 3 rows got no text from {inp} (no 'row' number within its 2 rows, or texts "
+                             "already present)"]
+
+
+def test_docs_python_example_writes_a_report(tmp_path, monkeypatch):
+    from tests.conftest import _doc_blocks
+
+    [(lang, code)] = _doc_blocks(REPO / "docs" / "report.md", "report-python")
+    monkeypatch.chdir(tmp_path)
+    exec(compile(code, "docs/report.md", "exec"), {})
+    data = embedded((tmp_path / "report.html").read_text(encoding="utf-8"))
+    assert len(data["rows"]) == 10 and data["rows"][1]["questions"] and data["rows"][1]["response"]
+    assert data["signatures"] == ["replay"]
+
+
 def test_q2_score_html_keeps_every_row_and_its_texts(tmp_path, capsys):
     # Rows that cannot be scored need no model: the report still lists each, with its text and error.
     inp = tmp_path / "in.jsonl"
@@ -191,3 +217,31 @@ def test_meta_eval_saves_markdown_and_html_with_embedded_plots(shared_data, tmp_
         assert base64.b64decode(data) == Path(p).read_bytes()
     assert "<td>77.33%</td>" in html and html.count("<table>") == len(re.findall(r"^\|(-+\|)+$", md, flags=re.M))
     assert "<script" not in html and "http" not in html.split("</head>")[1]
+
+
+@pytest.mark.parametrize("uid, present, env, installs", [
+    ("0", (), {}, True),                                        # CI: root, apt-get, no Chromium -> install
+    ("0", ("chromium", "chromedriver"), {}, False),             # already there
+    ("0", ("chromium",), {}, True),                             # the driver missing
+    ("0", (), {"Q2_BROWSER": "0"}, False),                      # switched off
+    ("1000", (), {}, False),                                    # not root: tests will skip (fail in CI)
+])
+def test_setup_installs_chromium_only_when_missing_as_root(tmp_path, uid, present, env, installs):
+    import os
+    import shutil
+    import subprocess
+
+    bin_dir, log = tmp_path / "bin", tmp_path / "apt.log"
+    bin_dir.mkdir()
+    stubs = {"id": f"echo {uid}", "apt-get": f'echo "$*" >> {log}',
+             **{name: "true" for name in present}}
+    for name, body in stubs.items():
+        (bin_dir / name).write_text(f"#!{shutil.which('bash')}\n{body}\n")
+        (bin_dir / name).chmod(0o755)
+    proc = subprocess.run([shutil.which("bash"), str(REPO / "scripts" / "install_chromium.sh")], text=True,
+                          capture_output=True, env={**{k: v for k, v in os.environ.items() if k != "Q2_BROWSER"},
+                                                    "PATH": str(bin_dir), **env})
+    assert proc.returncode == 0, proc.stderr
+    calls = log.read_text().splitlines() if log.exists() else []
+    assert calls == (["update -qq", "install -y -qq chromium chromium-driver"] if installs else [])
+    assert ("browser tests will skip" in proc.stderr) == (uid != "0" and not present and not env)

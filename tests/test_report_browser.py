@@ -14,7 +14,7 @@ from q2_plugins import Q2Config, Q2Scorer
 from q2_plugins.cli import main
 from q2_plugins.components import NLILabel
 from q2_plugins.report import write_html
-from tests.browser import close_to, open_report, rgb, score_rgb, screenshot, start_chromium
+from tests.browser import REPO, close_to, open_report, rgb, score_rgb, screenshot, start_chromium
 from tests.fakes import FakeCandidates, FakeNLI, FakePersonal, FakeQA, FakeQG
 
 LA_RESP = "I was born in LA, it is a great city."
@@ -251,3 +251,17 @@ def test_replay_of_the_bundled_run_opens_with_real_questions(driver, tmp_path, c
     got = {t: s for t, _, s, _, _ in marks(detail, "data-cand")}
     expected = {q["candidate"]: q["score"] for q in rows[pos]["questions"]}
     assert {c: float(s) for c, s in got.items()} == expected
+
+
+def test_benchmark_script_measures_a_report(driver, tmp_path):
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("bench_report", REPO / "benchmarks" / "bench_report.py")
+    bench = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(bench)
+    rows = bench.build_rows(120)
+    assert len({r["id"] for r in rows}) == 120 and rows[40]["response"] == rows[0]["response"]
+    path = write_html(tmp_path / "bench.html", rows)
+    ms = bench.measure(driver, path)
+    assert ms["rows_in_dom"] == 50 and set(ms) >= {"open_page_ms", "sort_by_score_ms", "search_ms"}
+    assert driver.find_elements("css selector", "#rows tr.detail")  # the benchmark opened a response

@@ -21,9 +21,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from ..results import Q2Stats, ResponseResult, ResponseStatus
+from ..results import Q2Result, Q2Stats, ResponseResult, ResponseStatus
 
-__all__ = ["ReportInput", "load_results", "summary_of_rows", "render_html", "write_html", "report_from_files"]
+__all__ = ["ReportInput", "load_results", "attach_texts", "result_rows", "summary_of_rows", "render_html",
+           "write_html", "report_from_files"]
 
 _STATUSES = (ResponseStatus.SCORED, ResponseStatus.FALLBACK, ResponseStatus.NO_VALID_QUESTION, ResponseStatus.ERROR)
 _PLACEHOLDER = "__Q2_REPORT_DATA__"
@@ -123,6 +124,33 @@ def load_results(paths: Sequence[str | Path]) -> ReportInput:
     return out
 
 
+def attach_texts(data: ReportInput, inputs: str | Path, columns: Sequence[Optional[str]] = ("response", "knowledge"),
+                 fmt: Optional[str] = None) -> int:
+    """Add the scored texts to result rows that lack them, from the input file ``q2 score`` read: the row whose
+    ``row`` field is n gets the input's n-th row (the same numbering as ``q2 score``). ``columns`` are the response,
+    knowledge and (optional) history columns. Returns how many rows got texts."""
+    from ..io import read_rows
+
+    response_col, knowledge_col, *rest = columns
+    history_col = rest[0] if rest else None
+    inputs_rows = list(read_rows(inputs, fmt))
+    done = 0
+    for r in data.rows:
+        n = r.get("row")
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < len(inputs_rows):
+            continue
+        src = inputs_rows[n]
+        texts = {"response": src.get(response_col), "knowledge": src.get(knowledge_col),
+                 "history": src.get(history_col) if history_col else None}
+        added = {k: v for k, v in texts.items() if isinstance(v, str) and k not in r}
+        r.update(added)
+        done += bool(added)
+    if done < len(data.rows):
+        data.notes.append(f"{len(data.rows) - done} of {len(data.rows)} rows got no text from {inputs} (no 'row' "
+                          f"number within its {len(inputs_rows)} rows, or texts already present)")
+    return done
+
+
 def _read_rows(path: Path) -> Iterable[dict[str, Any]]:
     with path.open(encoding="utf-8") as f:
         first = f.read(1)
@@ -150,6 +178,25 @@ def _read_rows(path: Path) -> Iterable[dict[str, Any]]:
                 yield {"status": ResponseStatus.ERROR, "error": f"{path.name} line {n}: not valid JSON: {e}"}
                 continue
             yield _as_result_row(obj, f"{path.name} line {n}")
+
+
+def result_rows(result: Q2Result, responses: Optional[Sequence[str]] = None,
+                knowledge: Optional[Sequence[str]] = None, ids: Optional[Sequence[Any]] = None) -> list[dict[str, Any]]:
+    """Report rows of a ``Q2Result`` (score with ``explain=True`` to see questions), with the texts it scored."""
+    n = len(result.responses)
+    for name, seq in (("responses", responses), ("knowledge", knowledge), ("ids", ids)):
+        if seq is not None and len(seq) != n:
+            raise ValueError(f"result_rows: {name} has {len(seq)} items but the result has {n} responses")
+    rows = []
+    for i, res in enumerate(result.responses):
+        row: dict[str, Any] = {"id": ids[i]} if ids is not None else {}
+        row.update(res.to_dict())
+        if responses is not None:
+            row["response"] = responses[i]
+        if knowledge is not None:
+            row["knowledge"] = knowledge[i]
+        rows.append(row)
+    return rows
 
 
 def summary_of_rows(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -226,9 +273,14 @@ def write_html(path: str | Path, rows: Sequence[dict[str, Any]], **kwargs: Any) 
     return path
 
 
-def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: Optional[str] = None) -> ReportInput:
-    """``q2 report``: read results files and write one HTML report; returns what was read."""
+def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: Optional[str] = None,
+                      texts: Optional[str | Path] = None,
+                      columns: Sequence[Optional[str]] = ("response", "knowledge")) -> ReportInput:
+    """``q2 report``: read results files (and the scored texts from ``texts``, the input of ``q2 score``) and write
+    one HTML report; returns what was read."""
     data = load_results(inputs)
+    if texts is not None:
+        attach_texts(data, texts, columns)
     write_html(output, data.rows, signatures=data.signatures, summary=data.summary,
                title=title or "Q² report: " + ", ".join(Path(s).name for s in data.sources),
                sources=data.sources, config=data.config, version=data.version, notes=data.notes)
