@@ -1,12 +1,14 @@
 """The HTML report in headless Chromium: what the page shows for a scripted-scorer result with known questions,
 sorting, filtering, expanding, pagination, and that text from the data never runs as markup.
 
-Screenshots for people go to ``out/report_*.png``.
+Screenshots for people go to ``out/report_*.png`` (overview, one response opened, a filtered view, and a response of
+the replayed original run).
 """
 
 from __future__ import annotations
 
 import json
+import time
 
 import pytest
 
@@ -211,6 +213,7 @@ def test_text_from_the_data_runs_nothing(driver, scripted):
     assert driver.title == TITLE
     assert js(driver, "return document.images.length") == 0
     assert js(driver, "return document.scripts.length") == 2
+    assert js(driver, "return performance.getEntriesByType('resource').length") == 0  # nothing was fetched
     detail = driver.find_element("css selector", "#rows tr.detail[data-pos='3']")
     assert [m.text for m in detail.find_elements("css selector", "mark.hl[data-cand]")] == [SCRIPT]
     shown = js(driver, "return [...arguments[0].querySelectorAll('.text-block')].map(b => [...b.childNodes]"
@@ -219,6 +222,12 @@ def test_text_from_the_data_runs_nothing(driver, scripted):
     assert IMG_Q in detail.text and INJ_KANS in detail.text
     assert [m.text for m in detail.find_elements("css selector", "mark.hl[data-q]")] == [INJ_KANS]
     assert rows[3]["id"] in driver.find_element("css selector", "#rows tr.resp[data-pos='3'] td.id").text
+    # and were markup ever to reach the page, its Content-Security-Policy (our one script, by hash) blocks it
+    js(driver, "document.body.insertAdjacentHTML('beforeend', '<img src=x onerror=\"window.__csp=1\">')")
+    js(driver, "const s = document.createElement('script'); s.textContent = 'window.__csp = 2';"
+               "document.body.append(s)")
+    time.sleep(0.3)
+    assert js(driver, "return window.__csp === undefined")
 
 
 def test_large_reports_render_one_page_of_rows(driver, tmp_path):
@@ -251,6 +260,8 @@ def test_replay_of_the_bundled_run_opens_with_real_questions(driver, tmp_path, c
     got = {t: s for t, _, s, _, _ in marks(detail, "data-cand")}
     expected = {q["candidate"]: q["score"] for q in rows[pos]["questions"]}
     assert {c: float(s) for c, s in got.items()} == expected
+    js(driver, "arguments[0].previousElementSibling.scrollIntoView()", detail)
+    screenshot(driver, "report_replay_response.png")
 
 
 def test_benchmark_script_measures_a_report(driver, tmp_path):

@@ -13,9 +13,12 @@ thousands of responses stay responsive.
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import math
 import os
+import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
@@ -28,6 +31,7 @@ __all__ = ["ReportInput", "load_results", "attach_texts", "result_rows", "summar
 
 _STATUSES = (ResponseStatus.SCORED, ResponseStatus.FALLBACK, ResponseStatus.NO_VALID_QUESTION, ResponseStatus.ERROR)
 _PLACEHOLDER = "__Q2_REPORT_DATA__"
+_HASH_PLACEHOLDER = "__Q2_SCRIPT_HASH__"
 _JS_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
 
@@ -251,11 +255,21 @@ def render_html(
         "config": config, "version": version, "notes": list(notes), "page_size": page_size,
         "rows": [{k: v for k, v in r.items() if v is not None} for r in checked],
     }
-    template = resources.files(__name__).joinpath("template.html").read_text(encoding="utf-8")
-    head, sep, tail = template.partition(_PLACEHOLDER)
+    head, sep, tail = _template().partition(_PLACEHOLDER)
     if not sep:
         raise RuntimeError("report template has no data placeholder")
     return head + _script_json(payload) + tail
+
+
+def _template() -> str:
+    """The page template, its Content-Security-Policy allowing exactly its own script (by hash): no other script,
+    and no inline event handler, can run even if markup ever reached the page."""
+    template = resources.files(__name__).joinpath("template.html").read_text(encoding="utf-8")
+    scripts = re.findall(r"<script>(.*?)</script>", template, flags=re.S)
+    if len(scripts) != 1:
+        raise RuntimeError(f"report template: expected one inline script, found {len(scripts)}")
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode("utf-8")).digest()).decode("ascii")
+    return template.replace(_HASH_PLACEHOLDER, f"sha256-{digest}", 1)
 
 
 def write_html(path: str | Path, rows: Sequence[dict[str, Any]], **kwargs: Any) -> Path:
