@@ -71,6 +71,17 @@ def test_unreadable_lines_become_error_rows_and_nested_results_are_found(tmp_pat
     assert data.summary is None and data.signatures == []
 
 
+def test_lm_eval_style_samples_with_nested_details(tmp_path):
+    f = tmp_path / "samples_task.jsonl"
+    details = {**row(0, score=0.5), "signature": "q2:lm", "response": "r", "knowledge": "k"}
+    f.write_text(json.dumps({"doc_id": 4, "doc": {"knowledge": "k"}, "resps": [["r"]], "q2": 0.5,
+                             "q2_details": details}) + "\n")
+    data = load_results([f])
+    assert data.signatures == ["q2:lm"]
+    [r] = data.rows
+    assert (r["doc_id"], r["status"], r["score"], r["response"]) == (4, "scored", 0.5, "r") and "resps" not in r
+
+
 def test_sidecar_gives_signature_config_and_summary_when_it_matches(tmp_path):
     f = tmp_path / "scores.jsonl"
     f.write_text("".join(json.dumps(row(i, score=i / 2)) + "\n" for i in range(3)))

@@ -108,6 +108,10 @@ def load_results(paths: Sequence[str | Path]) -> ReportInput:
         meta = _read_meta(path, out)
         metas.append((path, meta, len(rows)))
         out.rows.extend(rows)
+    for r in out.rows:  # per-example files of the adapters may carry the signature on each row
+        sig = r.pop("signature", None)
+        if isinstance(sig, str) and sig not in out.signatures:
+            out.signatures.append(sig)
     for _, meta, _ in metas:
         if meta is None:
             continue
