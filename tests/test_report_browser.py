@@ -158,9 +158,15 @@ def test_an_opened_response_highlights_its_candidates_and_answers(driver, script
     # the fallback's NLI label, and a row error
     assert "contradiction" in open_row(driver, 2).find_element("css selector", ".fallback").text
     assert "scripted failure on context" in open_row(driver, 4).find_element("css selector", ".errorbox").text
-    # closing a response removes its explanation
-    driver.find_element("css selector", "#rows tr.resp[data-pos='0']").click()
+    # closing a response removes its explanation; the keyboard opens it too
+    row0 = driver.find_element("css selector", "#rows tr.resp[data-pos='0']")
+    row0.click()
     assert not driver.find_elements("css selector", "#rows tr.detail[data-pos='0']")
+    assert row0.get_attribute("aria-expanded") == "false"
+    from selenium.webdriver.common.keys import Keys
+
+    row0.send_keys(Keys.ENTER)
+    assert driver.find_elements("css selector", "#rows tr.detail[data-pos='0']")
 
 
 def test_sorting_by_score(driver, scripted):
@@ -233,10 +239,13 @@ def test_text_from_the_data_runs_nothing(driver, scripted):
 def test_large_reports_render_one_page_of_rows(driver, tmp_path):
     rows = [{"id": f"r{i}", "index": i, "status": "scored", "score": (i % 101) / 100, "score_no_nli": 0.0,
              "num_questions": 1, "response": f"response number {i}", "knowledge": "k"} for i in range(2000)]
+    rows[1]["knowledge"] = ["first passage", "second passage"]  # evaluate accepts several passages
     path = write_html(tmp_path / "big.html", rows, signatures=["sig"], page_size=50)
     open_report(driver, path)
     assert len(table_ids(driver)) == 50
     assert js(driver, "return document.querySelectorAll('tr.detail').length") == 0  # explanations render on open
+    blocks = open_row(driver, 1).find_elements("css selector", ".text-block")
+    assert [b.get_attribute("textContent") for b in blocks] == ["response number 1", "first passage\nsecond passage"]
     driver.find_element("css selector", "#pager-top button.next").click()
     assert table_ids(driver) == [f"r{i}" for i in range(50, 100)]
     driver.find_element("id", "f-search").send_keys("number 1999")
