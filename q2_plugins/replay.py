@@ -22,7 +22,7 @@ from .results import Q2Result, QuestionResult, ResponseResult, ResponseStatus
 from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_hypothesis, question_score
 
 __all__ = ["RecordedQuestion", "RecordedResponse", "RecordedScores", "load_original_steps", "load_recorded_scores",
-           "decoded_answer", "replay"]
+           "decoded_answer", "replay", "bundled_original_run"]
 
 _RECORDED_COLUMNS = ("id", "response", "cand", "question", "knowledge", "knowledge_ans")
 
@@ -71,6 +71,14 @@ def load_recorded_scores(path: str | Path) -> dict[str, RecordedScores]:
                 raise ValueError(f"{path}:{line}: Q2 / Q2_no_nli must be numbers, got {row['Q2']!r} / "
                                  f"{row['Q2_no_nli']!r}") from None
     return out
+
+
+def bundled_original_run() -> tuple[list[Path], list[Path]]:
+    """The ``*_out.steps.csv`` and matching ``*_scores.csv`` files of the slice of a recorded original run shipped
+    in the package (10 responses of each of its four files; provenance and licence in its README)."""
+    folder = Path(__file__).parent / "data" / "original_run_slice"
+    steps = sorted(folder.glob("*_out.steps.csv"))
+    return steps, [p.with_name(p.name.replace("_out.steps.csv", "_scores.csv")) for p in steps]
 
 
 def decoded_answer(text: str, null_token: str = "[CLS]") -> Answer:

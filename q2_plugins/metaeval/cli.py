@@ -45,7 +45,8 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
         "meta-eval", help="agreement with human labels: the paper's experiments and baselines",
         description="Meta-evaluate Q2 (and baselines) against human consistency labels: response-level accuracy / "
                     "ROC AUC / precision-recall, mean score per subset, simulated systems, score robustness, "
-                    "random-knowledge and length controls. Markdown on stdout; JSON and PNG plots in --output-dir.")
+                    "random-knowledge and length controls. Markdown on stdout; JSON, markdown, HTML and PNG plots in "
+                    "--output-dir.")
     d = m.add_argument_group("data")
     d.add_argument("--dataset", required=True, choices=sorted(LOADERS),
                    help="wow: the Q2 paper's WoW annotation folder; begin: BEGIN v1 TSV; dialfact / dnli: JSONL; "
@@ -106,7 +107,8 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     e.add_argument("--robustness-levels", type=_floats, default=tuple(round(0.1 * i, 1) for i in range(11)),
                    help="shares of inconsistent responses (default: 0,0.1,...,1)")
     o = m.add_argument_group("output")
-    o.add_argument("--output-dir", help="write report.json and the PNG plots here")
+    o.add_argument("--output-dir", help="write report.json, report.md, report.html (plots embedded) and the PNG "
+                                        "plots here")
     o.add_argument("--no-plots", action="store_true")
     o.add_argument("--format", choices=("markdown", "json"), default="markdown", help="what stdout shows")
     o.add_argument("--no-progress", action="store_true")
@@ -161,7 +163,7 @@ def run(args: argparse.Namespace) -> int:
     from ..cli import config_from_args
     from .baselines import NLIBaseline, build_baselines, score_baselines
     from .experiments import MetaEvalOptions, control_variants, has_begin_labels, run_meta_eval
-    from .report import to_markdown, write_json
+    from .report import save_report, to_markdown
     from .scores import (
         column_scores,
         compute_q2,
@@ -246,11 +248,11 @@ def run(args: argparse.Namespace) -> int:
             from .plots import plot_all
 
             result.report["plots"] = [str(p) for p in plot_all(result, out)]
-        write_json(result.report, out / "report.json")
+        saved = save_report(result.report, out)
     if args.format == "json":
         print(json.dumps(result.report, indent=2, ensure_ascii=False))
     else:
         print(to_markdown(result.report))
         if args.output_dir:
-            print(f"report: {Path(args.output_dir) / 'report.json'}  (q2_plugins {__version__})")
+            print(f"report: {', '.join(map(str, saved))}  (q2_plugins {__version__})")
     return 0

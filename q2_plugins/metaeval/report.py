@@ -1,12 +1,16 @@
-"""Writing a meta-evaluation report: markdown tables for the terminal and a JSON file."""
+"""Writing a meta-evaluation report: markdown tables for the terminal, and under ``--output-dir`` the JSON, the
+markdown and one self-contained HTML page with the plots embedded."""
 
 from __future__ import annotations
 
+import base64
+import html
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["to_markdown", "write_json"]
+__all__ = ["to_markdown", "to_html", "write_json", "save_report"]
 
 
 def _pct(x: Optional[float]) -> str:
@@ -266,3 +270,85 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 def write_json(report: dict[str, Any], path: str | Path) -> None:
     Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _inline(text: str) -> str:
+    """Escaped text with the markdown this module writes inline: `code` and **bold**."""
+    out = []
+    for i, part in enumerate(re.split(r"`([^`]*)`", text)):
+        if i % 2:
+            out.append(f"<code>{html.escape(part)}</code>")
+        else:
+            out.append(re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(part)))
+    return "".join(out)
+
+
+def _markdown_html(markdown: str) -> list[str]:
+    """HTML of the markdown :func:`to_markdown` writes (headings, paragraphs, tables, lists); text escaped."""
+    out: list[str] = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("#"):
+            level = min(len(line) - len(line.lstrip("#")), 6)
+            out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
+        elif line.startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].startswith("|"):
+                block.append(lines[i])
+                i += 1
+            cells = [[c.strip() for c in row.strip()[1:-1].split(" | ")] for row in block
+                     if not re.fullmatch(r"\|(-+\|)+", row.strip())]
+            head, body = cells[0], cells[1:]
+            out.append("<table><thead><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in body)
+                       + "</tbody></table>")
+            continue
+        elif line.startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{_inline(lines[i][2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+        i += 1
+    return out
+
+
+_HTML_STYLE = """body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;color:#1d2430;
+max-width:1200px;margin:20px auto;padding:0 20px}table{border-collapse:collapse;margin:6px 0 14px}
+th,td{border:1px solid #dde2ea;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f4f6f9}
+code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f1f3f6;padding:1px 3px;word-break:break-all}
+figure{margin:10px 0 18px}img{max-width:100%;border:1px solid #dde2ea}figcaption{color:#5b6575;font-size:12px}"""
+
+
+def to_html(report: dict[str, Any], plots: Sequence[str | Path] = ()) -> str:
+    """One self-contained page: the markdown report's tables, then every plot as an embedded PNG (no file or
+    network access when opened)."""
+    title = f"Q² meta-evaluation: {report['data']['name']}"
+    body = _markdown_html(to_markdown(report))
+    if plots:
+        body.append("<h3>Plots</h3>")
+    for p in plots:
+        data = base64.b64encode(Path(p).read_bytes()).decode("ascii")
+        name = html.escape(Path(p).name)
+        body.append(f'<figure><img alt="{name}" src="data:image/png;base64,{data}"><figcaption>{name}</figcaption>'
+                    "</figure>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+            "img-src data:\">"
+            f"<title>{html.escape(title)}</title><style>{_HTML_STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def save_report(report: dict[str, Any], folder: str | Path) -> list[Path]:
+    """Write ``report.json``, ``report.md`` and ``report.html`` (plots listed in ``report["plots"]`` embedded)."""
+    folder = Path(folder)
+    paths = [folder / "report.json", folder / "report.md", folder / "report.html"]
+    write_json(report, paths[0])
+    paths[1].write_text(to_markdown(report) + "\n", encoding="utf-8")
+    paths[2].write_text(to_html(report, report.get("plots", [])), encoding="utf-8")
+    return paths
