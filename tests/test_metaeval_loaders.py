@@ -85,7 +85,9 @@ def test_begin_errors(tmp_path):
 def test_dialfact(tmp_path):
     path = write_jsonl(tmp_path / "d.jsonl", [
         {"id": "a", "context": ["hi", "do you like jazz?"], "response": "Jazz began in New Orleans.",
-         "evidence_list": [["Jazz", "Jazz originated in New Orleans.", 3]], "response_label": "SUPPORTS"},
+         "evidence_list": [["Jazz", "https://en.wikipedia.org/wiki/Jazz_music_of_the_United_States_history",
+                            "Jazz originated in New Orleans.", 3]], "response_label": "SUPPORTS",
+         "context_id": 17},
         {"response": "It began in Paris.", "evidence_list": ["Jazz originated in New Orleans."], "label": "refutes"},
         {"response": "I like it.", "evidence_list": [], "response_label": "NOT ENOUGH INFO"},
     ])
@@ -93,7 +95,9 @@ def test_dialfact(tmp_path):
     a, b, c = data.examples
     assert (a.id, a.knowledge, a.history, a.consistent) == ("a", "Jazz originated in New Orleans.",
                                                             "hi do you like jazz?", True)
-    assert (b.id, b.label, b.consistent) == ("dialfact:2", "REFUTES", False)
+    # the sentence of [title, url, sentence, index], although the URL is the longest string
+    assert (a.dialogue, data.dialogue_knowledge) == ("17", {"17": ["Jazz originated in New Orleans."]})
+    assert (b.id, b.label, b.consistent, b.dialogue) == ("dialfact:2", "REFUTES", False, None)
     assert c.knowledge == "" and data.notes == ["1 examples have no evidence text"]
 
 
@@ -102,6 +106,7 @@ def test_dialfact(tmp_path):
     ({"response": "r", "response_label": "SUPPORTS"}, "no field 'evidence_list' / 'evidence'"),
     ({"evidence_list": ["k"], "response_label": "SUPPORTS"}, "no field 'response'"),
     ({"response": "r", "evidence_list": [{"x": 1}], "response_label": "SUPPORTS"}, "evidence item"),
+    ({"response": "r", "evidence_list": [["t", "u", 3, 4]], "response_label": "SUPPORTS"}, r"\[title, url, sentence"),
 ])
 def test_dialfact_errors(tmp_path, line, message):
     with pytest.raises(DataFormatError, match=message):
