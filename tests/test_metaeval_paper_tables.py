@@ -281,3 +281,28 @@ def test_numpy_arrays_in_rows_are_plain():
     out = correlations([0.1, 0.5, 0.2, 0.9], [0, 1, 0, 1], reps=20, rng=rng)
     json.dumps(out)
     assert out["n"] == 4 and isinstance(out["spearman"]["r"], float)
+
+
+@pytest.mark.slow
+def test_dnli_and_usr_computed_with_tiny_models(tiny_models, tmp_path, capsys):
+    """--compute on both experiments (random weights: the machinery, not the numbers); Q²* derived from the
+    computed questions equals Q²* computed with --discard-unanswerable."""
+    models = ["--qg-model", str(tiny_models["qg"]), "--qa-model", str(tiny_models["qa"]), "--nli-model",
+              str(tiny_models["nli"]), "--qg-max-length", "12", "--no-progress"]
+    data = ["--dataset", "dnli", "--data", str(write_jsonl(tmp_path / "dnli.jsonl", DNLI_ROWS))]
+    assert main(["meta-eval", *data, "--compute", "--baselines", "nli", "--format", "json", *models]) == 0
+    report = json.loads(capsys.readouterr().out)
+    names = {r["metric"] for r in report["dnli"]["rows"]}
+    assert {"Q2", "Q2*", "E2E NLI"} <= names and "Q2" in report["dnli"]["coverage"]
+    derived = {(r["metric"], r["treatment"]): r for r in report["dnli"]["rows"] if r["metric"] == "Q2*"}
+    assert main(["meta-eval", *data, "--compute", "--discard-unanswerable", "--baselines", "none", "--format",
+                 "json", *models]) == 0
+    star = json.loads(capsys.readouterr().out)
+    for r in star["dnli"]["rows"]:
+        if r["metric"] == "Q2":
+            assert r["accuracy"] == derived[("Q2*", r["treatment"])]["accuracy"]
+    assert "discard-unanswerable" in star["metrics"][0]["signature"]
+    usr = ["--dataset", "usr", "--data", str(usr_file(tmp_path)), "--reps", "50"]
+    assert main(["meta-eval", *usr, "--compute", "--baselines", "meteor", "--format", "json", *models]) == 0
+    rows = json.loads(capsys.readouterr().out)["usr"]["rows"]
+    assert {r["treatment"] for r in rows if r["metric"] == "Q2"} >= {"with a valid question", "no valid question = 0"}

@@ -319,10 +319,8 @@ def q2_star_metric(metric: MetricScores, *, f1_only: bool = False) -> Optional[M
     question scores (``f1_only``: of their F1) over the questions that still count. Responses scored by the
     fallback keep their score. None when the questions were not recorded (a scores file written without
     ``--explain``)."""
-    if not metric.per_question:
-        return None
-    missing = [i for i, q in metric.questions.items() if q.num_questions > 0 and i not in metric.per_question]
-    if missing:
+    if not metric.questions or any(q.num_questions > 0 and i not in metric.per_question
+                                   for i, q in metric.questions.items()):
         return None
     star = MetricScores(f"{metric.name}*", dict(metric.values), f"{metric.source}, Q2* rule on its questions",
                         signature=f"{metric.signature}|q2star-derived" if metric.signature else "q2star-derived",
