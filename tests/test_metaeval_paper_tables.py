@@ -256,10 +256,22 @@ def test_meteor_wordnet_needs_its_data(monkeypatch):
     (["--baselines", "bertscore", "--bertscore-model", "/nonexistent/model", "--bertscore-num-layers", "2"],
      "Cannot load the BERTScore model"),
     (["--baselines", "nli", "--nli-model", "/nonexistent/nli"], "Cannot load the NLI model"),
+    (["--baselines", "overlap", "--spacy-model", "en_core_web_zz"], "Cannot load the spaCy pipeline"),
+    (["--baselines", "meteor", "--meteor-synonyms", "wordnet"], None),
 ])
 def test_baseline_without_weights_fails_with_one_clear_line(tmp_path, monkeypatch, capsys, flags, message):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     data_path = write_jsonl(tmp_path / "dnli.jsonl", DNLI_ROWS)
+    if message is None:  # WordNet data: not installed here, but a machine may have it
+        import nltk
+
+        try:
+            nltk.data.find("corpora/wordnet")
+        except LookupError:
+            message = "METEOR with WordNet synonyms needs NLTK's WordNet data"
+        else:
+            assert main(["meta-eval", "--dataset", "dnli", "--data", str(data_path), *flags]) == 0
+            return
     code = main(["meta-eval", "--dataset", "dnli", "--data", str(data_path), *flags])
     err = capsys.readouterr().err
     assert code == 2

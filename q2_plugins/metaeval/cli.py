@@ -234,7 +234,8 @@ def run(args: argparse.Namespace) -> int:
         from ..cache import model_fingerprint
 
         return NLIBaseline(get_scorer().nli, lowercase_knowledge=config.fallback_lowercase_knowledge,
-                           lowercase_response=config.fallback_lowercase_response, model_id=f"{model_fingerprint(config.nli_model, config.nli_revision)}"
+                           lowercase_response=config.fallback_lowercase_response,
+                           model_id=f"{model_fingerprint(config.nli_model, config.nli_revision)}"
                                     f"[{config.role_dtype('nli')}]")
 
     bertscore = dict(model_type=args.bertscore_model, num_layers=args.bertscore_num_layers,

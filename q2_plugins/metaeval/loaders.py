@@ -352,8 +352,8 @@ def load_faithdial(path: str | Path) -> MetaEvalData:
         [c for c in columns if c not in _FAITHDIAL_NOT_RESPONSE and c]
     if len(candidates) != 1:
         raise DataFormatError(f"{path}: cannot tell the response column of a FaithDial audit file: expected "
-                              f"'response', 'model response' or one system column besides {sorted(_FAITHDIAL_NOT_RESPONSE)}, "
-                              f"found {columns}")
+                              f"'response', 'model response' or one system column besides "
+                              f"{sorted(_FAITHDIAL_NOT_RESPONSE)}, found {columns}")
     response_column = candidates[0]
     examples = []
     for i, r in enumerate(rows):
