@@ -250,7 +250,7 @@ def _usr_section(block: dict[str, Any]) -> list[str]:
         cells = [_row_name(r), str(r["n"])]
         for name in ("spearman", "pearson"):
             c = r[name]
-            cells += ["n/a (constant)" if c["r"] is None else
+            cells += ["n/a (fewer than 3 responses, or a constant side)" if c["r"] is None else
                       f"{c['r']:.4f} [{c['low']:.3f}, {c['high']:.3f}]", _p(c["p"])]
         rows.append(cells)
     rows += [[f"paper: {ref['name']}", "", f"{ref['spearman']:.4f}", "", f"{ref['pearson']:.4f}", ""]
