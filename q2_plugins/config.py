@@ -90,6 +90,10 @@ class Q2Config:
     use_nli: bool = _f(True, "compare answers with NLI when F1 < 1 (off = the paper's 'Q2 w/o NLI')")
     fallback: bool = _f(True, "score responses with no valid question by end-to-end NLI (1 / 0.5 / 0)")
     fallback_lowercase_knowledge: bool = _f(True, "lower-case the knowledge for the fallback NLI, as the original")
+    fallback_lowercase_response: bool = _f(True, "lower-case the response for the fallback NLI, as the original")
+    discard_unanswerable: bool = _f(
+        False, "Q2* (the paper's Dialogue NLI variant): when at least one valid question of a response has an "
+               "answer in the knowledge, questions with no answer there do not count towards its score")
     nli_max_length: int = _f(512, "NLI window length; a longer premise is read in overlapping windows")
     nli_stride: int = _f(128, "tokens shared by consecutive NLI premise windows")
     # cache

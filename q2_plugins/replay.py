@@ -18,8 +18,16 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .components import Answer, AnswerKind, NLILabel, NLIModel
-from .results import Q2Result, QuestionResult, ResponseResult, ResponseStatus
-from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_hypothesis, question_score
+from .results import DroppedQuestion, Q2Result, QuestionResult, ResponseResult, ResponseStatus
+from .scoring import (
+    NLI_SCORES,
+    answer_f1,
+    counted_questions,
+    mean_score,
+    needs_nli,
+    nli_premise_hypothesis,
+    question_score,
+)
 
 __all__ = ["RecordedQuestion", "RecordedResponse", "RecordedScores", "load_original_steps", "load_recorded_scores",
            "decoded_answer", "replay", "bundled_original_run"]
@@ -130,11 +138,13 @@ def replay(
     normalization: str = "q2-original",
     signature: str = "replay",
     explain: bool = False,
+    discard_unanswerable: bool = False,
 ) -> Q2Result:
     """Score recorded outputs with the same scoring layer as the live pipeline.
 
     With ``use_nli`` the answer pairs that need it go through ``nli`` in one batch; responses without questions take
-    their recorded fallback value (``None`` = no score).
+    their recorded fallback value (``None`` = no score). ``discard_unanswerable`` applies the Q²* rule
+    (:func:`~q2_plugins.scoring.counted_questions`, as :attr:`Q2Config.discard_unanswerable` does live).
     """
     if use_nli and nli is None:
         raise ValueError("replay(use_nli=True) needs an NLI model (nli=...)")
@@ -152,8 +162,13 @@ def replay(
     results = []
     for i, rec in enumerate(records):
         res = ResponseResult(index=i, status=ResponseStatus.NO_VALID_QUESTION)
-        qrs = []
-        for q in rec.questions:
+        qrs, dropped = [], []
+        counted = counted_questions([q.knowledge_answer.kind is AnswerKind.NO_ANSWER for q in rec.questions],
+                                    discard_unanswerable)
+        for q, keep in zip(rec.questions, counted):
+            if not keep:
+                dropped.append(DroppedQuestion(q.candidate, q.question, "no_answer_in_knowledge", q.candidate))
+                continue
             f1 = answer_f1(q.candidate, q.knowledge_answer, normalization)
             label = None
             if use_nli and needs_nli(q.knowledge_answer, f1):
@@ -172,7 +187,7 @@ def replay(
             res.score = res.score_no_nli = rec.fallback
             res.fallback_label = _label_of(rec.fallback)
         if explain:
-            res.questions, res.dropped, res.candidates = qrs, [], [q.candidate for q in rec.questions]
+            res.questions, res.dropped, res.candidates = qrs, dropped, [q.candidate for q in rec.questions]
         results.append(res)
     return Q2Result(results, signature)
 

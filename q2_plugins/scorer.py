@@ -10,6 +10,7 @@ from . import __version__
 from .cache import Q2Cache, model_fingerprint
 from .components import (
     Answer,
+    AnswerKind,
     CandidateExtractor,
     NLILabel,
     NLIModel,
@@ -20,7 +21,15 @@ from .components import (
 from .config import Q2Config
 from .normalize import answers_match
 from .results import DroppedQuestion, Q2Result, QuestionResult, ResponseResult, ResponseStatus
-from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_hypothesis, question_score
+from .scoring import (
+    NLI_SCORES,
+    answer_f1,
+    counted_questions,
+    mean_score,
+    needs_nli,
+    nli_premise_hypothesis,
+    question_score,
+)
 from .taxonomy import SIGNALS_VERSION, SpacyTextSignals, TextSignals, classify
 
 __all__ = ["Q2Scorer", "score"]
@@ -223,7 +232,8 @@ class Q2Scorer:
         c = self.config
         if not c.fallback:
             return "none"
-        return "e2e-nli" + ("-lowerknow" if c.fallback_lowercase_knowledge else "")
+        return ("e2e-nli" + ("-lowerknow" if c.fallback_lowercase_knowledge else "")
+                + ("-lowerresp" if c.fallback_lowercase_response else ""))
 
     @property
     def signature(self) -> str:
@@ -235,7 +245,7 @@ class Q2Scorer:
                 f"cand:{self._part_id('cand')}",
                 f"qg:{self._part_id('qg')}",
                 f"qg-dec:{self._stage_settings('qg')}",
-                f"questions:{c.question_mode}",
+                f"questions:{c.question_mode}" + ("+discard-unanswerable" if c.discard_unanswerable else ""),
                 f"qa:{self._part_id('qa')}",
                 f"qa-dec:{self._stage_settings('qa')}",
                 f"personal:{('remove:' + self._part_id('personal')) if c.remove_personal else 'keep'}",
@@ -473,6 +483,10 @@ class Q2Scorer:
                 score=question_score(f1, label),
             ))
 
+        if c.discard_unanswerable:  # Q²*
+            for r in active:
+                self._discard_unanswerable(r)
+
         # 7. end-to-end NLI fallback for responses without a valid question
         for r, pair in zip(need_fallback, fb_pairs):
             out = nli_out[pair]
@@ -490,8 +504,18 @@ class Q2Scorer:
                         self.signature)
 
     def _fallback_pair(self, row: _Row) -> tuple[str, str]:
-        premise = row.knowledge.lower() if self.config.fallback_lowercase_knowledge else row.knowledge
-        return premise, row.response
+        c = self.config
+        premise = row.knowledge.lower() if c.fallback_lowercase_knowledge else row.knowledge
+        return premise, row.response.lower() if c.fallback_lowercase_response else row.response
+
+    @staticmethod
+    def _discard_unanswerable(row: _Row) -> None:
+        """Q²*: questions with no answer in the knowledge move to the dropped ones when another one has an answer."""
+        counted = counted_questions([q.knowledge_answer_kind == AnswerKind.NO_ANSWER.value for q in row.questions],
+                                    discard_unanswerable=True)
+        row.dropped += [DroppedQuestion(q.candidate, q.question, "no_answer_in_knowledge", q.response_answer)
+                        for q, keep in zip(row.questions, counted) if not keep]
+        row.questions = [q for q, keep in zip(row.questions, counted) if keep]
 
     @staticmethod
     def _assemble(r: _Row, explain: bool, signals: Any = None) -> ResponseResult:

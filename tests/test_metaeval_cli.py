@@ -88,7 +88,7 @@ def test_export_score_evaluate_loop(shared_data, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--dataset", "begin", "--data", "{wow}/dodeca_consistent.csv"], "is not a BEGIN (v1 TSV) file"),
+    (["--dataset", "begin", "--data", "{wow}/dodeca_consistent.csv"], "is not a BEGIN (v1 TSV, or v2 TSV"),
     (["--dataset", "wow", "--data", "{wow}/dodeca_consistent.csv"], "is not a folder"),
     (["--dataset", "wow", "--data", "{wow}", "--label-column", "gold"], "--label-column only apply to --dataset table"),
     (["--dataset", "table", "--data", "{wow}/dodeca_consistent.csv"], "Name the label values"),

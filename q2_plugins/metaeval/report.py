@@ -237,6 +237,54 @@ def _stress_section(block: dict[str, Any]) -> list[str]:
     return out
 
 
+def _row_name(r: dict[str, Any]) -> str:
+    return r["metric"] if r["treatment"] == "as scored" else f"{r['metric']} ({r['treatment']})"
+
+
+def _p(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{x:.1e}"
+
+
+def _usr_section(block: dict[str, Any]) -> list[str]:
+    out = ['### Topical-Chat: turn-level correlation with "Uses Knowledge" (the paper\'s Table 6)', "",
+           f"{block['n_rated']} rated responses; 95% bootstrap intervals over {block['reps']} resamples of the "
+           f"responses (seed {block['seed']}); p: two-sided p-value (SciPy).", ""]
+    rows = []
+    for r in block["rows"]:
+        cells = [_row_name(r), str(r["n"])]
+        for name in ("spearman", "pearson"):
+            c = r[name]
+            cells += ["n/a (fewer than 3 responses, or a constant side)" if c["r"] is None else
+                      f"{c['r']:.4f} [{c['low']:.3f}, {c['high']:.3f}]", _p(c["p"])]
+        rows.append(cells)
+    rows += [[f"paper: {ref['name']}", "", f"{ref['spearman']:.4f}", "", f"{ref['pearson']:.4f}", ""]
+             for ref in block["reference"]]
+    out += _table(["metric", "responses", "Spearman [95% CI]", "p", "Pearson [95% CI]", "p"], rows)
+    out += [f"Paper rows: {block['reference_note']}.", ""]
+    return out
+
+
+def _dnli_section(block: dict[str, Any]) -> list[str]:
+    out = ["### Dialogue NLI: entailment vs contradiction (the paper's Table 5)", "",
+           f"{block['n_pairs']} non-neutral pairs ({block['n_neutral_left_out']} neutral left out); score > "
+           f"{block['threshold']:g} predicts entailment, anything else contradiction.", ""]
+    rows = []
+    for r in block["rows"]:
+        n = str(r["n"]) + (f" ({r['n_missing']} unscored)" if r["n_missing"] else "")
+        rows.append([_row_name(r), n, _pct(r["accuracy"]), _pct(r.get("entailment_recall")),
+                     _pct(r.get("contradiction_recall"))])
+    rows += [[f"paper: {ref['name']}", "", _pct(ref["accuracy"]), "", ""] for ref in block["reference"]]
+    out += _table(["metric", "pairs", "accuracy", "entailment recall", "contradiction recall"], rows)
+    cov = [f"{name} {_pct(c['coverage'])} ({c['with_question']} of {c['n']})" for name, c in block["coverage"].items()]
+    if cov:
+        out += [f"Coverage (pairs with at least one valid question): {'; '.join(cov)}; paper: "
+                f"{_pct(block['reference_coverage'])}.", ""]
+    out += [f"Paper rows: {block['reference_note']}. Our reading of them: Q² = with a valid question (or no valid "
+            f"question = contradiction), Q² + NLI = with the end-to-end NLI fallback, Q²* = the Q2* rule, NLI = the "
+            f"end-to-end NLI baseline (`--baselines nli`).", ""]
+    return out
+
+
 _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("response_level", _response_section),
     ("subsets", _subset_section),
@@ -246,6 +294,8 @@ _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("length", _length_section),
     ("taxonomy", _taxonomy_section),
     ("stress", _stress_section),
+    ("usr", _usr_section),
+    ("dnli", _dnli_section),
 ]
 
 
