@@ -161,8 +161,7 @@ def _replay(args: argparse.Namespace) -> int:
             with open(args.scores[i], newline="", encoding="utf-8") as f:
                 fallback = {row["id"]: float(row["Q2_no_nli"]) for row in csv.DictReader(f)}
         records.extend(load_original_steps(steps, fallback))
-    result = replay(records, normalization=args.normalization, explain=args.explain,
-                    signature=f"replay|norm:{args.normalization}|q2:{__version__}")
+    result = replay(records, normalization=args.normalization, explain=args.explain)
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             for rec, res in zip(records, result.responses):
@@ -173,18 +172,17 @@ def _replay(args: argparse.Namespace) -> int:
 
 def _prefetch(args: argparse.Namespace) -> int:
     from .hf import load_model
+    from .prefetch import prefetch_model
+    from .signature import model_id
 
     config = config_from_args(args)
     out = Path(args.output_dir)
     kinds = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
     for role, kind in kinds.items():
         name = getattr(config, f"{role}_model")
-        tok, model = load_model(role, name, getattr(config, f"{role}_revision"), "cpu", "float32", kind,
-                                cpu_kernels="torch")  # saved as loaded: no packed weights
-        target = out / role
-        tok.save_pretrained(target)
-        model.save_pretrained(target)
-        print(f"{role}: {name} -> {target}")
+        target = prefetch_model(role, name, getattr(config, f"{role}_revision"), out / role)
+        load_model(role, str(target), None, "cpu", "float32", kind, cpu_kernels="torch")  # it loads: fail here
+        print(f"{role}: {name} -> {target}  (signs as {model_id(str(target))})")
     print(f"On the offline machine: --qg-model {out / 'qg'} --qa-model {out / 'qa'} --nli-model {out / 'nli'}")
     return 0
 

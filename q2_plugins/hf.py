@@ -57,10 +57,19 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
     torch = _torch()
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, revision=revision)
-        model = auto.from_pretrained(path, revision=revision, dtype=getattr(torch, _DTYPES[dtype]))
+        # model.safetensors when the repository has it; a pickle checkpoint (pytorch_model.bin) only as tensors
+        model = auto.from_pretrained(path, revision=revision, dtype=getattr(torch, _DTYPES[dtype]),
+                                     weights_only=True)
     except ModelLoadError:
         raise
     except Exception as e:  # transformers raises OSError, ValueError, HF hub errors...
+        if _unpickling_refused(e):
+            raise ModelLoadError(
+                f"Refused to load the {role.upper()} model {name!r} (setting: {role}_model): its pickle checkpoint "
+                f"holds objects other than tensors, and Q2 loads pickle checkpoints only with torch.load("
+                f"weights_only=True), which runs no code. Use a copy with model.safetensors, or convert a checkpoint "
+                f"you trust to safetensors. ({_refusal_reason(e)})"
+            ) from e
         raise ModelLoadError(model_load_message(role, name, e)) from e
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(
@@ -75,6 +84,25 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
         if pack_linear_layers(model):  # a CPU model on fast kernels: its activations too
             fuse_tanh_gelu(model)
     return tokenizer, model
+
+
+def _unpickling_refused(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it came from) is torch.load refusing a pickle with ``weights_only=True``."""
+    import pickle
+
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, pickle.UnpicklingError):
+            return True
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    return False
+
+
+def _refusal_reason(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    named = [line for line in lines if "GLOBAL" in line]
+    return (named or lines or [type(error).__name__])[0]
 
 
 def highlight(answer: str, context: str, mark: str = "<hl>") -> str:

@@ -120,13 +120,14 @@ def replay(
     use_nli: bool = False,
     nli: Optional[NLIModel] = None,
     normalization: str = "q2-original",
-    signature: str = "replay",
+    signature: Optional[str] = None,
     explain: bool = False,
 ) -> Q2Result:
     """Score recorded outputs with the same scoring layer as the live pipeline.
 
     With ``use_nli`` the answer pairs that need it go through ``nli`` in one batch; responses without questions take
-    their recorded fallback value (``None`` = no score).
+    their recorded fallback value (``None`` = no score). ``signature`` defaults to
+    :func:`q2_plugins.signature.replay_signature` (naming ``nli.signature`` when NLI is used).
     """
     if use_nli and nli is None:
         raise ValueError("replay(use_nli=True) needs an NLI model (nli=...)")
@@ -166,6 +167,11 @@ def replay(
         if explain:
             res.questions, res.dropped, res.candidates = qrs, [], [q.candidate for q in rec.questions]
         results.append(res)
+    if signature is None:
+        from .signature import replay_signature
+
+        nli_id = (getattr(nli, "signature", None) or f"custom:{type(nli).__name__}") if use_nli else None
+        signature = replay_signature(normalization, nli_id)
     return Q2Result(results, signature)
 
 
