@@ -50,6 +50,7 @@ class Signature(str):
 
     parts: tuple[tuple[str, str], ...]
     short: str
+    _short_parts: tuple[tuple[str, str], ...]
 
     def __new__(cls, parts: Iterable[tuple[str, str]], short_parts: Optional[Sequence[tuple[str, str]]] = None
                 ) -> "Signature":
@@ -57,13 +58,13 @@ class Signature(str):
         full = "|".join(f"{k}:{v}" for k, v in parts)
         obj = super().__new__(cls, full)
         obj.parts = parts
+        obj._short_parts = tuple((str(k), str(v)) for k, v in short_parts) if short_parts is not None else parts
         digest = hashlib.sha256(full.encode()).hexdigest()[:12]
-        shown = "|".join(f"{k}:{v}" for k, v in (short_parts if short_parts is not None else parts))
-        obj.short = f"{shown}|#{digest}"
+        obj.short = "|".join(f"{k}:{v}" for k, v in obj._short_parts) + f"|#{digest}"
         return obj
 
     def __reduce__(self) -> Any:
-        return Signature, (self.parts,)
+        return Signature, (self.parts, self._short_parts)
 
     def get(self, key: str) -> Optional[str]:
         """The value of a part of the full form, or None."""
