@@ -77,8 +77,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = None) -> None:
     out = out or sys.stdout
+    short = getattr(signature, "short", None)  # a Signature has a short form; a plain string is its own
     if fmt == "json":
-        print(json.dumps({**summary, "signature": signature}, indent=2), file=out)
+        print(json.dumps({**summary, "signature": signature, "signature_short": short or signature}, indent=2),
+              file=out)
         return
 
     def pct(x: Optional[float]) -> str:
@@ -92,7 +94,9 @@ def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any =
     print(f"fallback      {pct(summary['fallback_rate'])}  (scored by end-to-end NLI)", file=out)
     print(f"responses     {summary['n']}  scored {summary['n_scored']}  no valid question "
           f"{summary['n_no_valid_question']}  errors {summary['n_errors']}", file=out)
-    print(f"signature     {signature}", file=out)
+    if short:
+        print(f"signature     {short}", file=out)
+    print(f"{'full' if short else 'signature':<14}{signature}", file=out)
 
 
 def _score(args: argparse.Namespace) -> int:

@@ -407,7 +407,7 @@ class HFQuestionGenerator(_HFComponent):
         for call in calls:
             padded = [self._pad([{"input_ids": encoded[i]} for i in g]) for g in call]
             with torch.inference_mode():
-                if own:
+                if own and self._beam_check.agreed is not False:  # (a failed check hands the rest to generate)
                     pairs_in = [(p["input_ids"], p["attention_mask"]) for p in padded]
                     generated = self._timed(self._beam.generate, encoder_batches=pairs_in, settings=settings,
                                             timer=self._clock.timing)
@@ -415,7 +415,7 @@ class HFQuestionGenerator(_HFComponent):
                     if reference is not None:  # the check found a difference: the library's sequences
                         generated = reference
                 else:
-                    generated = [self._timed(self._library_generate, inputs=padded[0], gen_kwargs=gen_kwargs)]
+                    generated = [self._timed(self._library_generate, inputs=p, gen_kwargs=gen_kwargs) for p in padded]
             if not isinstance(generated, list):
                 generated = [generated]
             decoded = [text for g in generated for text in self.tokenizer.batch_decode(g, skip_special_tokens=True)]

@@ -14,8 +14,10 @@ Model identity (:func:`model_id`):
 - any other directory: ``local:sha256:<digest>``, a hash of its files' names and contents, so byte-identical copies
   are one model wherever they are.
 
-Files are hashed once per process (memoised by path, size, mtime and inode); a file that is a Hugging Face blob named
-by its SHA-256 (an LFS file) is not read at all.
+Files are hashed once per process (memoised by path, size, mtime and inode), and the hashes of large files are kept
+in a small index (``$Q2_HASH_INDEX``, default ``~/.cache/q2_plugins/file-sha256.json``; empty: no index) under the
+same key, so the next process does not read a model's weights again. A file that is a Hugging Face blob named by its
+SHA-256 (an LFS file) is not read at all.
 """
 
 from __future__ import annotations
@@ -38,6 +40,9 @@ _SHA256 = re.compile(r"^[0-9a-f]{64}$")
 _COMMIT = re.compile(r"^[0-9a-f]{40}$")
 _memo: dict[tuple[str, int, int, int], str] = {}
 _memo_lock = threading.Lock()
+INDEX_MIN_BYTES = 1 << 20  # smaller files are hashed again rather than indexed
+_INDEX_MAX_ENTRIES = 4096
+_index_loaded: Optional[Path] = None
 
 
 class Signature(str):
@@ -86,14 +91,66 @@ def _is_model_file(rel: Path) -> bool:
     return rel.name != SOURCE_RECORD and rel.suffix.lower() != ".md"
 
 
+def _index_path() -> Optional[Path]:
+    configured = os.environ.get("Q2_HASH_INDEX")
+    if configured is not None:
+        return Path(configured).expanduser() if configured else None
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "q2_plugins" / "file-sha256.json"
+
+
+def _index_key(key: tuple[str, int, int, int]) -> str:
+    return "|".join(map(str, key))
+
+
+def _read_index(path: Path) -> dict[str, str]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return {k: v for k, v in data.items() if isinstance(v, str) and _SHA256.match(v)} if isinstance(data, dict) else {}
+
+
+def _load_index() -> None:
+    """Fold the on-disk index into the in-process memo (once per index location)."""
+    global _index_loaded
+    path = _index_path()
+    if path is None or path == _index_loaded:
+        return
+    _index_loaded = path
+    for k, v in _read_index(path).items():
+        parts = k.rsplit("|", 3)
+        if len(parts) == 4 and all(p.isdigit() for p in parts[1:]):
+            _memo.setdefault((parts[0], int(parts[1]), int(parts[2]), int(parts[3])), v)
+
+
+def _add_to_index(key: tuple[str, int, int, int], digest: str) -> None:
+    path = _index_path()
+    if path is None:
+        return
+    try:
+        entries = _read_index(path)
+        entries[_index_key(key)] = digest
+        entries = dict(list(entries.items())[-_INDEX_MAX_ENTRIES:])
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps(entries), encoding="utf-8")
+        os.replace(tmp, path)  # concurrent writers: the last one wins, an entry lost is only hashed again
+    except OSError:  # a read-only home: no index, hashing still works
+        pass
+
+
 def file_sha256(path: Path) -> str:
-    """SHA-256 of a file's content: free for a Hugging Face LFS blob (named by it), else read once per process."""
+    """SHA-256 of a file's content: free for a Hugging Face LFS blob (named by it), else read once (per process, and
+    across processes through the index for large files)."""
     real = Path(os.path.realpath(path))
     if real.parent.name == "blobs" and _SHA256.match(real.name):
         return real.name
     st = real.stat()
     key = (str(real), st.st_size, st.st_mtime_ns, st.st_ino)
     with _memo_lock:
+        if st.st_size >= INDEX_MIN_BYTES:
+            _load_index()
         if key in _memo:
             return _memo[key]
     h = hashlib.sha256()
@@ -103,6 +160,8 @@ def file_sha256(path: Path) -> str:
     digest = h.hexdigest()
     with _memo_lock:
         _memo[key] = digest
+        if st.st_size >= INDEX_MIN_BYTES:
+            _add_to_index(key, digest)
     return digest
 
 

@@ -78,6 +78,9 @@ def test_default_path_offline_then_prefetch_and_copy(hub_cache, tmp_path):
     for role, ident in expected.items():
         assert f"|{role}:{ident}|" in summary["signature"] + "|"
     assert summary["n"] == 4 and summary["n_errors"] == 0
+    qg_repo = DEFAULT_REPOS[0]
+    assert f"qg:{qg_repo.split('/')[1]}@{commits[qg_repo][:7]}[float32]|" in summary["signature_short"]
+    assert "|cfg:custom|#" in summary["signature_short"]  # --qg-max-length 8 is not the paper's setting
     scored = [json.loads(line) for line in (tmp_path / "hub.jsonl").read_text().splitlines()]
     assert len(scored) == 4 and all(r["status"] in ("scored", "fallback") for r in scored)
 
@@ -91,6 +94,7 @@ def test_default_path_offline_then_prefetch_and_copy(hub_cache, tmp_path):
                          "--nli-model", str(copied / "nli")])
     assert again["code"] == 0, again
     assert json.loads(again["stdout"])["signature"] == summary["signature"]
+    assert json.loads(again["stdout"])["signature_short"] == summary["signature_short"]
     assert json.loads(again["stdout"])["q2"] == summary["q2"]
 
 

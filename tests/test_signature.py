@@ -137,3 +137,30 @@ def test_hashing_is_memoised_per_file(tiny_models, tmp_path, name, monkeypatch):
     (model / name).write_bytes((model / name).read_bytes() + b" ")
     changed = content_hashes(model)
     assert changed[name] != first[name] and any(r.endswith(name) for r in reads)
+
+
+def test_large_file_hashes_are_indexed_across_processes(tiny_models, tmp_path, monkeypatch):
+    from q2_plugins import signature
+
+    model = _copy(tiny_models["qa"], tmp_path / "qa")
+    index = tmp_path / "index.json"
+    monkeypatch.setenv("Q2_HASH_INDEX", str(index))
+    monkeypatch.setattr(signature, "INDEX_MIN_BYTES", 1000)  # the tiny weights count as large here
+    monkeypatch.setattr(signature, "_memo", {})
+    monkeypatch.setattr(signature, "_index_loaded", None)
+    first = content_hashes(model)
+    indexed = json.loads(index.read_text())
+    assert first["model.safetensors"] in indexed.values() and first["config.json"] not in indexed.values()
+
+    monkeypatch.setattr(signature, "_memo", {})  # a new process: only the index is left
+    monkeypatch.setattr(signature, "_index_loaded", None)
+    reads = []
+    real_open = open
+    monkeypatch.setattr(signature, "open", lambda p, *a, **k: reads.append(str(p)) or real_open(p, *a, **k),
+                        raising=False)
+    assert content_hashes(model) == first
+    assert not any(r.endswith("model.safetensors") for r in reads)  # served by the index
+    (model / "model.safetensors").write_bytes((model / "model.safetensors").read_bytes() + b"\0")
+    assert content_hashes(model)["model.safetensors"] != first["model.safetensors"]  # new size and mtime: read
+    monkeypatch.setenv("Q2_HASH_INDEX", "")
+    assert signature._index_path() is None
