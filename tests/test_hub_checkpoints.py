@@ -61,17 +61,29 @@ def _run_cli(cache: Path, home: Path, *argvs: list[str]) -> list[dict]:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def test_default_path_offline_then_prefetch_and_copy(hub_cache, tmp_path):
-    cache, commits = hub_cache
-    rows = tmp_path / "rows.jsonl"
+@pytest.fixture(scope="module")
+def hub_runs(hub_cache, tmp_path_factory) -> dict:
+    """In one fresh offline process: ``q2 score`` on the defaults (no --*-model flag), ``q2 prefetch``, and
+    ``q2 score`` on the README's alternative models."""
+    cache, _ = hub_cache
+    work = tmp_path_factory.mktemp("hub-runs")
+    rows = work / "rows.jsonl"
     rows.write_text("".join(SAMPLE.read_text().splitlines(keepends=True)[:4]))
     common = ["--input", str(rows), "--format", "json", "--no-progress", "--qg-max-length", "8"]
-    prefetched, copied = tmp_path / "q2-models", tmp_path / "other-machine" / "q2-models"
-    default, prefetch = _run_cli(
-        cache, tmp_path / "home",
-        ["score", *common, "--output", str(tmp_path / "hub.jsonl")],  # no --*-model flag: the defaults
-        ["prefetch", "--output-dir", str(prefetched)],
+    qg, qa = ALTERNATIVE_REPOS
+    default, prefetch, alternatives = _run_cli(
+        cache, work / "home",
+        ["score", *common, "--output", str(work / "hub.jsonl")],
+        ["prefetch", "--output-dir", str(work / "q2-models")],
+        ["score", *common, "--qg-model", qg, "--qg-input-template", "generate question: {highlighted}",
+         "--qa-model", qa],
     )
+    return {"work": work, "common": common, "default": default, "prefetch": prefetch, "alternatives": alternatives}
+
+
+def test_default_path_offline_then_prefetch_and_copy(hub_cache, hub_runs, tmp_path):
+    _, commits = hub_cache
+    work, common, default, prefetch = (hub_runs[k] for k in ("work", "common", "default", "prefetch"))
     assert default["code"] == 0 and prefetch["code"] == 0, (default, prefetch)
     summary = json.loads(default["stdout"])
     expected = {role: f"hub:{repo}@{commits[repo]}[float32]" for role, repo in zip(("qg", "qa", "nli"), DEFAULT_REPOS)}
@@ -81,10 +93,11 @@ def test_default_path_offline_then_prefetch_and_copy(hub_cache, tmp_path):
     qg_repo = DEFAULT_REPOS[0]
     assert f"qg:{qg_repo.split('/')[1]}@{commits[qg_repo][:7]}[float32]|" in summary["signature_short"]
     assert "|cfg:custom|#" in summary["signature_short"]  # --qg-max-length 8 is not the paper's setting
-    scored = [json.loads(line) for line in (tmp_path / "hub.jsonl").read_text().splitlines()]
+    scored = [json.loads(line) for line in (work / "hub.jsonl").read_text().splitlines()]
     assert len(scored) == 4 and all(r["status"] in ("scored", "fallback") for r in scored)
 
     # the README's offline route: prefetch, copy, score on the copy with an empty cache: the same signature
+    prefetched, copied = work / "q2-models", tmp_path / "other-machine" / "q2-models"
     assert sorted(p.name for p in (prefetched / "nli").iterdir()) == [
         "config.json", "merges.txt", "model.safetensors", "q2_source.json", "tokenizer.json",
         "tokenizer_config.json", "vocab.json"]  # safetensors taken, the pickle left behind
@@ -98,20 +111,15 @@ def test_default_path_offline_then_prefetch_and_copy(hub_cache, tmp_path):
     assert json.loads(again["stdout"])["q2"] == summary["q2"]
 
 
-def test_alternative_models_from_the_readme_run_offline(hub_cache, tmp_path):
-    cache, commits = hub_cache
-    rows = tmp_path / "rows.jsonl"
-    rows.write_text("".join(SAMPLE.read_text().splitlines(keepends=True)[:2]))
-    qg, qa = ALTERNATIVE_REPOS
-    (run,) = _run_cli(cache, tmp_path / "home",
-                      ["score", "--input", str(rows), "--format", "json", "--no-progress", "--qg-max-length", "8",
-                       "--qg-model", qg, "--qg-input-template", "generate question: {highlighted}",
-                       "--qa-model", qa])
+def test_alternative_models_from_the_readme_run_offline(hub_cache, hub_runs):
+    _, commits = hub_cache
+    run = hub_runs["alternatives"]
     assert run["code"] == 0, run
+    qg, qa = ALTERNATIVE_REPOS
     summary = json.loads(run["stdout"])
     assert f"qg:hub:{qg}@{commits[qg]}[float32]" in summary["signature"]
     assert f"qa:hub:{qa}@{commits[qa]}[float32]" in summary["signature"]
-    assert summary["n_errors"] == 0
+    assert summary["n"] == 4 and summary["n_errors"] == 0
 
 
 def test_every_fixture_loads_and_a_changed_copy_loses_the_hub_identity(hub_cache, tmp_path):
