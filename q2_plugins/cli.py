@@ -92,8 +92,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = None) -> None:
     out = out or sys.stdout
+    short = getattr(signature, "short", None)  # a Signature has a short form; a plain string is its own
     if fmt == "json":
-        print(json.dumps({**summary, "signature": signature}, indent=2), file=out)
+        print(json.dumps({**summary, "signature": signature, "signature_short": short or signature}, indent=2),
+              file=out)
         return
 
     def pct(x: Optional[float]) -> str:
@@ -107,7 +109,9 @@ def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any =
     print(f"fallback      {pct(summary['fallback_rate'])}  (scored by end-to-end NLI)", file=out)
     print(f"responses     {summary['n']}  scored {summary['n_scored']}  no valid question "
           f"{summary['n_no_valid_question']}  errors {summary['n_errors']}", file=out)
-    print(f"signature     {signature}", file=out)
+    if short:
+        print(f"signature     {short}", file=out)
+    print(f"{'full' if short else 'signature':<14}{signature}", file=out)
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -201,10 +205,8 @@ def _replay(args: argparse.Namespace) -> int:
         loaded = load_original_steps(steps, fallback)
         records.extend(loaded)
         sources.extend([Path(steps).name.removesuffix("_out.steps.csv")] * len(loaded))
-    star = "|discard-unanswerable" if args.discard_unanswerable else ""
     result = replay(records, normalization=args.normalization, explain=args.explain or bool(args.html),
-                    discard_unanswerable=args.discard_unanswerable,
-                    signature=f"replay|norm:{args.normalization}{star}|q2:{__version__}")
+                    discard_unanswerable=args.discard_unanswerable)
     rows = [_replay_row(rec, res, src) for rec, res, src in zip(records, result.responses, sources)]
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
@@ -244,18 +246,17 @@ _REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay g
 
 def _prefetch(args: argparse.Namespace) -> int:
     from .hf import load_model
+    from .prefetch import prefetch_model
+    from .signature import model_id
 
     config = config_from_args(args)
     out = Path(args.output_dir)
     kinds = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
     for role, kind in kinds.items():
         name = getattr(config, f"{role}_model")
-        tok, model = load_model(role, name, getattr(config, f"{role}_revision"), "cpu", "float32", kind,
-                                cpu_kernels="torch")  # saved as loaded: no packed weights
-        target = out / role
-        tok.save_pretrained(target)
-        model.save_pretrained(target)
-        print(f"{role}: {name} -> {target}")
+        target = prefetch_model(role, name, getattr(config, f"{role}_revision"), out / role)
+        load_model(role, str(target), None, "cpu", "float32", kind, cpu_kernels="torch")  # it loads: fail here
+        print(f"{role}: {name} -> {target}  (signs as {model_id(str(target))})")
     print(f"On the offline machine: --qg-model {out / 'qg'} --qa-model {out / 'qa'} --nli-model {out / 'nli'}")
     return 0
 

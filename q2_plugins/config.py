@@ -161,12 +161,14 @@ class Q2Config:
             raise TypeError(f"Unknown Q2Config option(s) {unknown}; known options: {sorted(known)}")
         return cls(**dict(data))
 
+    #: settings that say how a run goes, never what it computes
+    RUN_SETTINGS = frozenset({"device", "qg_device", "qa_device", "nli_device", "cpu_kernels", "batch_size",
+                              "qg_batch_size", "qa_batch_size", "nli_batch_size", "batch_tokens", "qg_batch_tokens",
+                              "qa_batch_tokens", "nli_batch_tokens", "per_item", "cache_dir"})
+
     def fingerprint(self) -> str:
         """Hash of every setting that can change a score (not devices, kernels, batch sizes or the cache location)."""
-        ignore = {"device", "qg_device", "qa_device", "nli_device", "cpu_kernels", "batch_size", "qg_batch_size",
-                  "qa_batch_size", "nli_batch_size", "batch_tokens", "qg_batch_tokens", "qa_batch_tokens",
-                  "nli_batch_tokens", "per_item", "cache_dir"}
-        data = {k: v for k, v in self.to_dict().items() if k not in ignore}
+        data = {k: v for k, v in self.to_dict().items() if k not in self.RUN_SETTINGS}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

@@ -136,7 +136,7 @@ def replay(
     use_nli: bool = False,
     nli: Optional[NLIModel] = None,
     normalization: str = "q2-original",
-    signature: str = "replay",
+    signature: Optional[str] = None,
     explain: bool = False,
     discard_unanswerable: bool = False,
 ) -> Q2Result:
@@ -145,6 +145,8 @@ def replay(
     With ``use_nli`` the answer pairs that need it go through ``nli`` in one batch; responses without questions take
     their recorded fallback value (``None`` = no score). ``discard_unanswerable`` applies the Q²* rule
     (:func:`~q2_plugins.scoring.counted_questions`, as :attr:`Q2Config.discard_unanswerable` does live).
+    ``signature`` defaults to :func:`q2_plugins.signature.replay_signature` (naming ``nli.signature`` when NLI is
+    used).
     """
     if use_nli and nli is None:
         raise ValueError("replay(use_nli=True) needs an NLI model (nli=...)")
@@ -189,6 +191,11 @@ def replay(
         if explain:
             res.questions, res.dropped, res.candidates = qrs, dropped, [q.candidate for q in rec.questions]
         results.append(res)
+    if signature is None:
+        from .signature import replay_signature
+
+        nli_id = (getattr(nli, "signature", None) or f"custom:{type(nli).__name__}") if use_nli else None
+        signature = replay_signature(normalization, nli_id, discard_unanswerable)
     return Q2Result(results, signature)
 
 

@@ -233,11 +233,11 @@ def run(args: argparse.Namespace) -> int:
             write_scores_file(args.save_scores, [ex.id for ex in to_score], results)
 
     def nli_baseline() -> NLIBaseline:
-        from ..cache import model_fingerprint
+        from ..signature import model_id
 
         return NLIBaseline(get_scorer().nli, lowercase_knowledge=config.fallback_lowercase_knowledge,
                            lowercase_response=config.fallback_lowercase_response,
-                           model_id=f"{model_fingerprint(config.nli_model, config.nli_revision)}"
+                           model_id=f"{model_id(config.nli_model, config.nli_revision)}"
                                     f"[{config.role_dtype('nli')}]")
 
     bertscore = dict(model_type=args.bertscore_model, num_layers=args.bertscore_num_layers,

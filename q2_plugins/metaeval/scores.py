@@ -29,6 +29,7 @@ from ..io import read_rows
 from ..replay import load_original_steps, load_recorded_scores, replay
 from ..results import ResponseResult, ResponseStatus
 from ..scoring import counted_questions, mean_score
+from ..signature import replay_signature
 from .data import Example
 from .loaders import DataFormatError
 
@@ -224,7 +225,7 @@ def replay_scores(run_dir: str | Path, known: Mapping[str, Example], *, name: st
     source_q2 = f"recorded per-response Q2 of {folder}/*/*_scores.csv"
     source_replay = f"replay of the recorded questions {folder}/*/*_out.steps.csv"
     full = MetricScores(name, {}, source_q2, signature="original run (recorded)")
-    no_nli = MetricScores(f"{name} w/o NLI", {}, source_replay, signature="replay|norm:q2-original")
+    no_nli = MetricScores(f"{name} w/o NLI", {}, source_replay, signature=replay_signature("q2-original"))
     found = []
     for sub in subsets:
         scores_csv = sub / f"{sub.name}_scores.csv"
