@@ -113,4 +113,4 @@ def test_replay_summary_labels_the_f1_mean_as_what_it_is(tmp_path, capsys):
     # Q²*: response 1's only question has no answer, so it still counts; the mean stays (1 + 0) / 2
     assert main(["replay", "--steps", str(steps), "--discard-unanswerable", "--format", "json"]) == 0
     star = json.loads(capsys.readouterr().out)
-    assert star["q2_no_nli"] == 0.5 and "|discard-unanswerable|" in star["signature"]
+    assert star["q2_no_nli"] == 0.5 and "|questions:discard-unanswerable" in star["signature"]
