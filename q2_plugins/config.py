@@ -47,8 +47,8 @@ class Q2Config:
     nli_dtype: Optional[str] = _f(None, "dtype of the NLI model (default: --dtype)", _DTYPES)
     cpu_kernels: str = _f(
         "onednn", "matrix products of the models' Linear layers on the CPU: onednn (weights packed once at load, "
-                  "float32/bfloat16, and tanh GELU in one pass; whole runs 1.4x-2.4x faster on the benchmark "
-                  "machine) or torch (PyTorch's matmul and the models' own activation code)", ("onednn", "torch"))
+                  "float32/bfloat16, and tanh GELU in one pass; faster, see docs/performance.md) or torch "
+                  "(PyTorch's matmul and the models' own activation code)", ("onednn", "torch"))
     batch_size: int = _f(32, "most inputs per forward pass, batched across responses")
     qg_batch_size: Optional[int] = _f(None, "most QG inputs per generate call (default: --batch-size)")
     qa_batch_size: Optional[int] = _f(None, "most QA windows per forward pass (default: --batch-size)")

@@ -151,7 +151,7 @@ def _length_batches(lengths: Sequence[int], batch_size: int, sort: bool, max_tok
 
 
 # Real tokens per pass when windows are packed (no padding): enough rows for the matrix products to run near the
-# machine's speed, few enough that a layer's activations stay in cache (2048 measured 8% slower on ALBERT-xlarge).
+# machine's speed, few enough that a layer's activations stay in cache (measured: docs/performance.md).
 PACKED_BATCH_TOKENS = 512
 
 
