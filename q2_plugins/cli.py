@@ -61,7 +61,11 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("make-test-models",
                        help="build tiny RANDOM-weight QG/QA/NLI models (offline smoke runs; scores are meaningless)")
-    t.add_argument("--output-dir", required=True)
+    where = t.add_mutually_exclusive_group(required=True)
+    where.add_argument("--output-dir", help="write DIR/qg, DIR/qa, DIR/nli")
+    where.add_argument("--examples", metavar="DIR",
+                       help="lay DIR out as the documented examples expect: q2-models/{qg,qa,nli}, my-dialogue-model "
+                            "(causal LM), my-seq2seq-model (T5), metrics/response_length (an evaluate module)")
 
     f = sub.add_parser("prefetch", help="download the configured models into a directory, for offline machines")
     f.add_argument("--output-dir", required=True)
@@ -190,11 +194,11 @@ def _prefetch(args: argparse.Namespace) -> int:
 
 
 def _make_test_models(args: argparse.Namespace) -> int:
-    from .testing import build_all
+    from .testing import build_all, build_examples
 
-    paths = build_all(args.output_dir)
+    paths = build_examples(args.examples) if args.examples else build_all(args.output_dir)
     for role, path in paths.items():
-        print(f"{role}: {path}  (random weights)")
+        print(f"{role}: {path}" + ("" if role.startswith("metrics/") else "  (random weights)"))
     return 0
 
 

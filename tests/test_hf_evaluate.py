@@ -29,21 +29,6 @@ RESPONSES = ["it aired in the us , canada and latin america", "i love gardening 
 KNOWLEDGE = ["The Joy of Painting aired on PBS in the United States, Canada, Latin America and Europe.",
              "Gardening is considered by many people to be a relaxing activity."]
 
-LENGTH_METRIC = '''
-import datasets
-import evaluate
-
-
-class ResponseLength(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(description="mean number of words", citation="", inputs_description="",
-                                   features=datasets.Features({"predictions": datasets.Value("string")}))
-
-    def _compute(self, predictions):
-        return {"mean_words": sum(len(p.split()) for p in predictions) / len(predictions)}
-'''
-
-
 @pytest.fixture(scope="module")
 def evaluate_module():
     return pytest.importorskip("evaluate")
@@ -152,8 +137,6 @@ def test_bare_name_offline_no_network_no_warning(bare_name, evaluate_module, mod
 
 
 def test_docs_examples_and_combine(bare_name, evaluate_module, model_workdir, doc_blocks, capsys):
-    (model_workdir / "metrics" / "response_length").mkdir(parents=True)
-    (model_workdir / "metrics" / "response_length" / "response_length.py").write_text(LENGTH_METRIC)
     blocks = doc_blocks("evaluate")
     assert len(blocks) == 2 and all(lang == "python" for lang, _ in blocks)
     for _, code in blocks:
