@@ -249,7 +249,8 @@ def test_docs_examples_run_offline(model_workdir, doc_blocks, monkeypatch, capsy
     monkeypatch.delenv(ext.CONFIG_ENV, raising=False)
     calls = []
     original = Q2Scorer.score
-    monkeypatch.setattr(Q2Scorer, "score", lambda self, **kw: calls.append(len(kw["responses"])) or original(self, **kw))
+    monkeypatch.setattr(Q2Scorer, "score",
+                        lambda self, **kw: calls.append(len(kw["responses"])) or original(self, **kw))
     exec(compile(blocks[1][1], "README.md", "exec"), {"__name__": "__docs__"})
     printed = capsys.readouterr().out.strip().splitlines()
     assert printed[-2].startswith("q2:") and 0.0 <= float(printed[-1]) <= 1.0
