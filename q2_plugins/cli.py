@@ -1,4 +1,4 @@
-"""Command line: ``q2 score``, ``q2 replay``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``. Config flags map
+"""Command line: ``q2 score``, ``q2 replay``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``, ``q2 hooks``. Config flags map
 one-to-one onto :class:`Q2Config`."""
 
 from __future__ import annotations
@@ -71,11 +71,13 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--output-dir", required=True)
     _add_config_flags(f)
 
+    from .hooks import add_parser as add_hooks_parser
     from .metaeval.cli import add_parser as add_meta_eval_parser
     from .perturb import add_parser as add_perturb_parser
 
     add_meta_eval_parser(sub, _add_config_flags)
     add_perturb_parser(sub)
+    add_hooks_parser(sub)
     return parser
 
 
@@ -214,6 +216,12 @@ def _perturb(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _hooks(args: argparse.Namespace) -> int:
+    from .hooks import run
+
+    return run(args)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -223,7 +231,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return {"score": _score, "replay": _replay, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
-                "perturb": _perturb}[args.command](args)
+                "perturb": _perturb, "hooks": _hooks}[args.command](args)
     except (InputFormatError, ModelLoadError, ValueError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2
