@@ -1,5 +1,5 @@
-"""Command line: ``q2 score``, ``q2 replay``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``, ``q2 hooks``. Config flags map
-one-to-one onto :class:`Q2Config`."""
+"""Command line: ``q2 score``, ``q2 replay``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``, ``q2 hooks``.
+Config flags map one-to-one onto :class:`Q2Config`."""
 
 from __future__ import annotations
 
