@@ -315,3 +315,18 @@ def test_editable_install_then_q2_hooks_install_loads_the_bare_name(evaluate_mod
     proc = subprocess.run([str(env_dir / "bin" / "q2"), "hooks", "install"], env=env, capture_output=True, text=True)
     assert proc.returncode == 0 and str(site) in proc.stdout, proc.stderr
     assert load() == {"n": 1, "attempts": []}
+
+
+def test_explanations_are_report_rows(bare_name, evaluate_module, model_workdir):
+    """docs/integrations.md: explain=True rows written as JSON lines are `q2 score --explain` rows."""
+    from q2_plugins.results import ResponseResult
+    from tests.conftest import _doc_blocks
+
+    (block,) = _doc_blocks(REPO / "docs" / "integrations.md", "evaluate-report")
+    exec(compile(block[1], "docs/integrations.md", "exec"), {"__name__": "__docs__"})
+    rows = [json.loads(line) for line in (model_workdir / "q2_rows.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["response"]) for r in rows] == [(0, "it aired on pbs ."), (1, "i like it .")]
+    assert rows[1]["knowledge"] == "Paris is the capital of France." and rows[0]["signature"].startswith("q2:")
+    for row in rows:
+        core = {k: v for k, v in row.items() if k not in ("id", "response", "knowledge", "signature")}
+        assert ResponseResult.from_dict(core).to_dict() == core and "questions" in core

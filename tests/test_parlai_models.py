@@ -181,6 +181,7 @@ def test_parlai_command(world, tmp_path):
     assert "q2_coverage" in out.stdout and "q2_fallback_rate" in out.stdout
     saved = json.loads(report.read_text())["report"]
     assert {"q2", "q2_coverage", "q2_fallback_rate"} <= set(saved)
+    assert saved["q2_signature"].startswith("q2:") and "q2 signature: q2:" in out.stdout + out.stderr
 
 
 def test_python_m_eval_model(world, tmp_path):
@@ -189,3 +190,4 @@ def test_python_m_eval_model(world, tmp_path):
                  "--metrics", "default,q2", "-bs", "3", "--q2-no-nli", "-rf", str(report)], world)
     saved = json.loads(report.read_text())["report"]
     assert "q2" in saved and "q2_no_nli" not in saved and "ppl" in saved
+    assert "|cmp:f1|" in saved["q2_signature"]  # the run's own settings (--q2-no-nli), also when run as __main__
