@@ -124,6 +124,32 @@ def test_a_task_is_scored_in_one_core_call_and_equals_per_document_scoring(monke
     assert batched["none"][0]["q2"] == 0.25 and batched["other"][1]["q2"] == 0.0 and "q2" not in batched["none"][2]
 
 
+def test_a_task_using_the_q2_metric_is_scored_in_one_core_call(monkeypatch):
+    """Tasks without process_results list the registered metric; doc_to_target is the knowledge."""
+    from q2_plugins.lm_eval_ext import batch
+
+    scorer = ScriptedScorer({"a": 0.25, "b": None, "a !": 1.0, "b !": 0.5})
+    monkeypatch.setattr(batch, "shared_scorer", lambda config, slot: scorer)
+    monkeypatch.setattr(ext, "scorer", lambda **options: scorer)
+    docs = [{"knowledge": "K0"}, {"knowledge": "K1"}, {"knowledge": "K0"}]
+    task = _Task(None, docs, ["a", "b", "a"])
+    task.OUTPUT_TYPE, task.multiple_target = "generate_until", False
+    task.config.doc_to_choice = None
+    task.doc_to_target = lambda doc: doc["knowledge"]
+    task._metric_fn_list = {"q2": ext.q2, "q2_coverage": ext.q2, "exact_match": len}
+    task._metric_fn_kwargs = {"q2": {"use_nli": False}, "q2_coverage": {"use_nli": False}, "exact_match": {}}
+    batch.STASH.clear()
+    batch.prepare_task(task)
+    assert len(scorer.calls) == 1 and sorted(scorer.calls[0]["responses"]) == ["a", "a !", "b", "b !"]
+    assert task.config.metadata["q2"]["use_nli"] is False and task.config.metadata["q2_signature"] == "scripted"
+    seen = [ext.q2(references=[inst.doc["knowledge"]], predictions=[inst.filtered_resps[name]], use_nli=False)
+            for name in ("none", "other") for inst in task.instances for _ in ("q2", "q2_coverage")]
+    assert len(scorer.calls) == 1, "the metric scored again"
+    assert [m.get("q2") for m in seen[::2]] == [0.25, None, 0.25, 1.0, 0.5, 1.0]
+    batch.STASH.clear()
+    assert ext.q2(references=["K0"], predictions=["a"], use_nli=False)["q2"] == 0.25 and len(scorer.calls) == 2
+
+
 def test_task_settings_from_metadata_else_the_environment(monkeypatch, tmp_path):
     from q2_plugins.lm_eval_ext import batch
 

@@ -95,6 +95,7 @@ class _Stash:
         self.results: dict[tuple[Q2Config, str], tuple[ResponseResult, str]] = {}
         self.wanted: dict[tuple[Q2Config, str], int] = defaultdict(int)
         self.configs: dict[int, Q2Config] = {}  # id(Spec) -> the config its task was scored with
+        self.metric_configs: dict[str, Q2Config] = {}  # the ``q2`` metric's options -> the config they gave
 
     def put(self, key: tuple[Q2Config, str], result: ResponseResult, signature: str) -> None:
         self.results[key] = (result, signature)
@@ -113,10 +114,17 @@ class _Stash:
         config = self.configs.get(id(spec))
         return None if config is None else self.take(spec.key(config, doc, results))
 
+    def lookup_metric(self, options: Mapping[str, Any], prediction: Any, reference: Any
+                      ) -> Optional[tuple[ResponseResult, str]]:
+        """The result scored ahead for one call of the registered ``q2`` metric of the running task, or None."""
+        config = self.metric_configs.get(_options_key(options))
+        return None if config is None else self.results.get(_key(config, prediction, reference, None))
+
     def clear(self) -> None:
         self.results.clear()
         self.wanted.clear()
         self.configs.clear()
+        self.metric_configs.clear()
 
 
 STASH = _Stash()
@@ -184,36 +192,80 @@ def _documents(task: Any) -> list[tuple[str, Any, Any]]:
     return out
 
 
-def prepare_task(task: Any) -> None:
-    """Score every document of ``task`` in one core call (after its filters ran) and record settings and signature
-    in its metadata. Tasks whose ``process_results`` is not Q²'s are left alone."""
-    spec = getattr(getattr(task.config, "process_results", None), "__q2_plugins__", None)
-    if not isinstance(spec, Spec) or not task.instances:
-        return
-    settings = task_settings(task.config.metadata)
-    with _task_settings(settings):
-        config = _config(spec.options)
-    inputs: dict[tuple[Q2Config, str], tuple[Any, Any, Any]] = {}
-    for _, doc, results in _documents(task):
-        item = spec.inputs(doc, results)
-        key = _key(config, *item)
-        STASH.wanted[key] += 1
-        if key not in STASH.results:
-            inputs.setdefault(key, item)
-    STASH.configs[id(spec)] = config
+def _options_key(options: Mapping[str, Any]) -> str:
+    return json.dumps(dict(options), sort_keys=True, default=repr)
+
+
+def _score_ahead(config: Q2Config, items: dict[tuple[Q2Config, str], tuple[Any, Any, Any]],
+                 with_history: bool) -> str:
+    """Score the items not stashed yet in one core call, stash them; returns the signature."""
     the_scorer = shared_scorer(config, slot="lm_eval")
-    signature = the_scorer.signature
-    if inputs:
-        keys, items = list(inputs), list(inputs.values())
-        result = the_scorer.score(responses=[i[0] for i in items], knowledge=[i[1] for i in items],
-                                  history=None if spec.history is None else [i[2] for i in items], explain=True)
-        signature = result.signature
-        for key, res in zip(keys, result.responses):
-            STASH.put(key, res, signature)
+    todo = {key: item for key, item in items.items() if key not in STASH.results}
+    if not todo:
+        return the_scorer.signature
+    keys, rows = list(todo), list(todo.values())
+    result = the_scorer.score(responses=[r[0] for r in rows], knowledge=[r[1] for r in rows],
+                              history=[r[2] for r in rows] if with_history else None, explain=True)
+    for key, res in zip(keys, result.responses):
+        STASH.put(key, res, result.signature)
+    return result.signature
+
+
+def _record(task: Any, config: Q2Config, signature: str) -> None:
+    """The settings used and the signature, in the task's metadata (saved in the results JSON)."""
     metadata = task.config.metadata if isinstance(task.config.metadata, dict) else {}
     metadata[METADATA_KEY] = config.to_dict()
     metadata[SIGNATURE_KEY] = signature
     task.config.metadata = metadata
+
+
+def prepare_metric_task(task: Any) -> None:
+    """For a task that lists the registered ``q2`` metric without Q²'s ``process_results`` (``doc_to_target`` is
+    the knowledge): score every document in one core call per metric configuration, as lm-eval will ask."""
+    functions = getattr(task, "_metric_fn_list", None) or {}
+    names = [n for n, fn in functions.items() if getattr(fn, "__q2_plugins_metric__", False)]
+    if (not names or callable(getattr(task.config, "process_results", None)) or not task.instances
+            or getattr(task, "OUTPUT_TYPE", None) != "generate_until" or task.config.doc_to_choice is not None
+            or getattr(task, "multiple_target", False)):
+        return  # lm-eval then calls the metric per document, which scores on its own
+    settings = task_settings(task.config.metadata)
+    documents = _documents(task)
+    for name in names:
+        options = getattr(task, "_metric_fn_kwargs", {}).get(name, {})
+        if _options_key(options) in STASH.metric_configs:
+            continue
+        with _task_settings(settings):
+            config = _config(options)
+        STASH.metric_configs[_options_key(options)] = config
+        items = {}
+        for _, doc, results in documents:
+            response, gold = results[0], task.doc_to_target(doc)
+            if type(gold) is not type(response) and not isinstance(response, list):
+                gold = type(response)(gold)  # as lm-eval casts the reference before calling the metric
+            items[_key(config, response, gold, None)] = (response, gold, None)
+        _record(task, config, _score_ahead(config, items, with_history=False))
+
+
+def prepare_task(task: Any) -> None:
+    """Score every document of ``task`` in one core call (after its filters ran) and record settings and signature
+    in its metadata. Tasks whose ``process_results`` is not Q²'s are left alone."""
+    spec = getattr(getattr(task.config, "process_results", None), "__q2_plugins__", None)
+    if not isinstance(spec, Spec):
+        prepare_metric_task(task)
+        return
+    if not task.instances:
+        return
+    settings = task_settings(task.config.metadata)
+    with _task_settings(settings):
+        config = _config(spec.options)
+    items: dict[tuple[Q2Config, str], tuple[Any, Any, Any]] = {}
+    for _, doc, results in _documents(task):
+        item = spec.inputs(doc, results)
+        key = _key(config, *item)
+        STASH.wanted[key] += 1
+        items.setdefault(key, item)
+    STASH.configs[id(spec)] = config
+    _record(task, config, _score_ahead(config, items, with_history=spec.history is not None))
     aggregations = task.aggregation()
     if isinstance(aggregations, dict):
         aggregations.setdefault(DETAILS_METRIC, details_aggregation)
