@@ -14,14 +14,19 @@ import subprocess
 import sys
 import sysconfig
 from pathlib import Path
-from typing import Optional
-
-import _q2_plugins_hook as hook
+from typing import Any, Optional
 
 __all__ = ["LEGACY_PTH_NAMES", "site_dir", "install", "uninstall", "installed", "live", "add_parser", "run"]
 
 # start-up files written by earlier versions (the ParlAI-only hook): replaced by install, removed by uninstall
 LEGACY_PTH_NAMES = ("q2_plugins_parlai.pth",)
+
+
+def _hook() -> Any:
+    """The mechanism module (imported when a hooks command runs, so that the rest of the CLI never depends on it)."""
+    import _q2_plugins_hook
+
+    return _q2_plugins_hook
 
 
 def site_dir(target: Optional[str] = None) -> Path:
@@ -31,12 +36,13 @@ def site_dir(target: Optional[str] = None) -> Path:
 
 def installed(target: Optional[str] = None) -> Optional[Path]:
     """The start-up file in ``target`` (default: site-packages), or None."""
-    path = site_dir(target) / hook.PTH_NAME
+    path = site_dir(target) / _hook().PTH_NAME
     return path if path.is_file() else None
 
 
 def install(target: Optional[str] = None) -> Path:
     """Write the start-up file (idempotent) and remove the files of earlier versions; returns its path."""
+    hook = _hook()
     directory = site_dir(target)
     directory.mkdir(parents=True, exist_ok=True)
     path = directory / hook.PTH_NAME
@@ -50,7 +56,7 @@ def uninstall(target: Optional[str] = None) -> list[Path]:
     """Remove the start-up file (and those of earlier versions); returns what was removed."""
     directory = site_dir(target)
     removed = []
-    for name in (hook.PTH_NAME, *LEGACY_PTH_NAMES):
+    for name in (_hook().PTH_NAME, *LEGACY_PTH_NAMES):
         path = directory / name
         if path.is_file():
             path.unlink()
@@ -111,6 +117,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _status(target: Optional[str]) -> int:
+    hook = _hook()
     path = installed(target)
     print(f"start-up file: {path or 'not installed (q2 hooks install)'}")
     available = [f for f in hook.FRAMEWORKS if importlib.util.find_spec(f) is not None]
