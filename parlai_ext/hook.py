@@ -39,9 +39,9 @@ def patch_teachers(module: Any) -> None:
 
 def enable() -> None:
     """Hook into ParlAI in this interpreter: patch its modules now if imported, else right after they are."""
-    import _q2_plugins_hook
+    from q2_plugins.hooks import mechanism
 
-    _q2_plugins_hook.enable(("parlai",))
+    mechanism().enable(("parlai",))
 
 
 def is_enabled() -> bool:

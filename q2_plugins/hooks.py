@@ -16,17 +16,32 @@ import sysconfig
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["LEGACY_PTH_NAMES", "site_dir", "install", "uninstall", "installed", "live", "add_parser", "run"]
+__all__ = ["LEGACY_PTH_NAMES", "mechanism", "site_dir", "install", "uninstall", "installed", "live", "add_parser",
+           "run"]
 
 # start-up files written by earlier versions (the ParlAI-only hook): replaced by install, removed by uninstall
 LEGACY_PTH_NAMES = ("q2_plugins_parlai.pth",)
 
 
 def _hook() -> Any:
-    """The mechanism module (imported when a hooks command runs, so that the rest of the CLI never depends on it)."""
-    import _q2_plugins_hook
+    """The mechanism module ``_q2_plugins_hook``: installed beside ``q2_plugins`` (wheel, editable install), else
+    loaded from the checkout's file (an editable install made before it was a module of the distribution)."""
+    try:
+        import _q2_plugins_hook
+    except ImportError:
+        import importlib.util
 
+        path = Path(__file__).resolve().parent.parent / "_q2_plugins_hook.py"
+        spec = importlib.util.spec_from_file_location("_q2_plugins_hook", path)
+        if spec is None or spec.loader is None or not path.is_file():
+            raise
+        _q2_plugins_hook = importlib.util.module_from_spec(spec)
+        sys.modules["_q2_plugins_hook"] = _q2_plugins_hook
+        spec.loader.exec_module(_q2_plugins_hook)
     return _q2_plugins_hook
+
+
+mechanism = _hook
 
 
 def site_dir(target: Optional[str] = None) -> Path:
