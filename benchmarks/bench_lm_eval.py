@@ -80,7 +80,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--qa-model")
     ap.add_argument("--nli-model")
     ap.add_argument("--qg-max-length", type=int, default=64)
+    ap.add_argument("--threads", type=int, help="torch threads (default: torch's); 1 steadies CPU time on a busy "
+                                                "machine, where idle threads spin")
     args = ap.parse_args(argv)
+    if args.threads:
+        import torch
+
+        torch.set_num_threads(args.threads)
 
     import lm_eval
     from lm_eval.api.task import ConfigurableTask
@@ -138,7 +144,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     same = math.isclose(metric_q2, result.score, rel_tol=1e-9)
     best_metric, best_offline = min(metric_runs), min(offline_runs)
     summary = {
-        "documents": n_docs, "scored_pairs": len(responses), "repeat": args.repeat,
+        "documents": n_docs, "scored_pairs": len(responses), "repeat": args.repeat, "threads": args.threads,
         "lm_eval_run_s": round(best_metric[2], 2), "core_calls_in_metric": best_metric[3],
         "in_metric_s": [round(r[0], 2) for r in metric_runs], "offline_core_s": [round(r[0], 2) for r in offline_runs],
         "ratio": round(best_metric[0] / best_offline[0], 3),

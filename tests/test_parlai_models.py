@@ -25,7 +25,6 @@ if not os.environ.get("CI"):  # locally the parlai extra is optional; CI must ru
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 
 import parlai_ext  # noqa: E402
-from parlai_ext import hook  # noqa: E402
 from parlai_ext.testing import MODELS, train_tiny_model, write_wow_data  # noqa: E402
 from q2_plugins import Q2Config, Q2Result  # noqa: E402
 from q2_plugins.results import ResponseResult, ResponseStatus  # noqa: E402
@@ -163,8 +162,12 @@ def test_interactive_single_turns(world, kind):
 
 
 def _subprocess(args, world):
-    if hook.installed_path() is None:
-        pytest.fail("the ParlAI start-up hook is not installed in this interpreter: bash scripts/install_parlai.sh")
+    from q2_plugins import hooks
+
+    legacy = [hooks.site_dir() / name for name in hooks.LEGACY_PTH_NAMES]
+    if hooks.installed() is None and not any(path.is_file() for path in legacy):
+        pytest.fail("the start-up hook is not installed in this interpreter: q2 hooks install "
+                    "(bash scripts/install_parlai.sh does it)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     flags = [arg for k, v in world["q2"].items() for arg in (f"--{k.replace('_', '-')}", str(v))]
     out = subprocess.run(args + ["-t", "wizard_of_wikipedia:Generator", "--datapath", world["datapath"]] + flags,
