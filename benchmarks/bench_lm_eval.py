@@ -11,10 +11,10 @@ not depend on the model (as ``repeat_label`` in ParlAI's benchmark, ``parlai_ext
 
 In one process, imports warmed up and the Q² models loaded once up front on both sides, ``--repeat`` times in turn:
 ``lm_eval.simple_evaluate`` timing what happens inside the metric (the task's one core call after its filters, and
-every ``process_results``), then a :class:`Q2Scorer` scoring the logged (response, knowledge) pairs in one call with
-the same settings (``explain=True``, as the metric). ``ratio`` compares the fastest of each (wall time; ``cpu_ratio``
-in CPU time of this process). The run fails unless the metric and the offline score agree. Measures and prints;
-asserts nothing else.
+every ``process_results``), and a :class:`Q2Scorer` scoring the same (response, knowledge) pairs in one call with
+the same settings (``explain=True``, as the metric), the side that goes first alternating. ``ratio`` compares the
+fastest of each (wall time; ``cpu_ratio`` in CPU time of this process). The run fails unless the logged pairs are
+those pairs and the metric and the offline score agree. Measures and prints; asserts nothing else.
 """
 
 from __future__ import annotations
@@ -124,21 +124,35 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     tm = ext.task_manager(metadata={"q2": settings, "q2_wow_data": str(docs)})
     lm = gold_lm()
 
-    metric_runs, offline_runs = [], []
-    for _ in range(args.repeat):
+    rows = [json.loads(line) for line in docs.read_text(encoding="utf-8").splitlines()]
+    responses, knowledge = [r["response"] for r in rows], [r["knowledge"] for r in rows]  # what GoldLM answers
+
+    def metric_side() -> dict:
         in_metric.seconds = in_metric.cpu_seconds = 0.0
         calls_before = core_calls.calls
         t0 = time.perf_counter()
         out = lm_eval.simple_evaluate(model=lm, tasks=["q2_wow"], task_manager=tm, log_samples=True,
                                       bootstrap_iters=0)
-        run_s = time.perf_counter() - t0
-        metric_runs.append((in_metric.seconds, in_metric.cpu_seconds, run_s, core_calls.calls - calls_before))
-        samples = out["samples"]["q2_wow"]
-        responses = [s["q2_details"]["response"] for s in samples]
-        knowledge = [s["q2_details"]["knowledge"] for s in samples]
+        metric_runs.append((in_metric.seconds, in_metric.cpu_seconds, time.perf_counter() - t0,
+                            core_calls.calls - calls_before))
+        logged = [(s["q2_details"]["response"], s["q2_details"]["knowledge"]) for s in out["samples"]["q2_wow"]]
+        if logged != list(zip(responses, knowledge)):
+            raise SystemExit("the logged pairs differ from the documents' (response, knowledge)")
+        return out
+
+    def offline_side() -> Any:
         t0, c0 = time.perf_counter(), time.process_time()
         result = offline.score(responses=responses, knowledge=knowledge, explain=True)
         offline_runs.append((time.perf_counter() - t0, time.process_time() - c0))
+        return result
+
+    metric_runs: list[tuple[float, float, float, int]] = []
+    offline_runs: list[tuple[float, float]] = []
+    for i in range(args.repeat):  # alternating which side goes first
+        if i % 2 == 0:
+            out, result = metric_side(), offline_side()
+        else:
+            result, out = offline_side(), metric_side()
 
     metric_q2 = out["results"]["q2_wow"]["q2,none"]
     same = math.isclose(metric_q2, result.score, rel_tol=1e-9)
