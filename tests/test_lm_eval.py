@@ -56,7 +56,9 @@ def test_process_results_reads_knowledge_and_history_from_the_doc(monkeypatch):
     seen = []
     monkeypatch.setattr(ext, "scorer", lambda **options: seen.append(options) or scorer)
     doc = {"knowledge": "The show aired on PBS.", "passage": "P", "turns": ["where?"]}
-    assert ext.process_results(doc, ["it aired on pbs ."])["q2"] == 0.75
+    monkeypatch.setattr(ext, "_warned_per_document", False)
+    with pytest.warns(RuntimeWarning, match="one at a time"):  # not prepared by lm-eval's evaluator: one call each
+        assert ext.process_results(doc, ["it aired on pbs ."])["q2"] == 0.75
     assert scorer.calls[-1] == {"responses": ["it aired on pbs ."], "knowledge": ["The show aired on PBS."],
                                 "history": None}
     custom = ext.make_process_results(knowledge="passage", history="turns", use_nli=False)
