@@ -1,4 +1,5 @@
-"""Command line: ``q2 score``, ``q2 replay``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``, ``q2 hooks``.
+"""Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``,
+``q2 hooks``.
 Config flags map one-to-one onto :class:`Q2Config`."""
 
 from __future__ import annotations
@@ -48,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, default=1000, help="rows per scoring call (results stream out)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--html", help="also write an HTML report of the results here (implies --explain)")
     _add_config_flags(p)
 
     r = sub.add_parser("replay", help="score recorded per-question outputs of the original pipeline")
@@ -58,6 +60,20 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--explain", action="store_true")
     r.add_argument("--format", choices=("text", "json"), default="text")
     r.add_argument("--normalization", default="q2-original", choices=("q2-original", "squad"))
+    r.add_argument("--discard-unanswerable", action="store_true",
+                   help="Q2*: questions with no answer in the knowledge do not count when another one has an answer")
+    r.add_argument("--html", help="also write an HTML report of the results here (implies --explain)")
+
+    h = sub.add_parser("report", help="write a self-contained HTML report of results files")
+    h.add_argument("inputs", nargs="+", metavar="RESULTS",
+                   help="q2 score / q2 replay output (JSONL), or a per-example file of the framework adapters")
+    h.add_argument("--output", required=True, help="the HTML file to write")
+    h.add_argument("--title", help="page title (default: the input file names)")
+    h.add_argument("--texts", metavar="INPUT",
+                   help="the file q2 score read: adds each row's response and knowledge (q2 score output has none)")
+    h.add_argument("--response-column", default="response")
+    h.add_argument("--knowledge-column", default="knowledge")
+    h.add_argument("--history-column", default=None)
 
     t = sub.add_parser("make-test-models",
                        help="build tiny RANDOM-weight QG/QA/NLI models (offline smoke runs; scores are meaningless)")
@@ -83,8 +99,10 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = None) -> None:
     out = out or sys.stdout
+    short = getattr(signature, "short", None)  # a Signature has a short form; a plain string is its own
     if fmt == "json":
-        print(json.dumps({**summary, "signature": signature}, indent=2), file=out)
+        print(json.dumps({**summary, "signature": signature, "signature_short": short or signature}, indent=2),
+              file=out)
         return
 
     def pct(x: Optional[float]) -> str:
@@ -98,7 +116,9 @@ def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any =
     print(f"fallback      {pct(summary['fallback_rate'])}  (scored by end-to-end NLI)", file=out)
     print(f"responses     {summary['n']}  scored {summary['n_scored']}  no valid question "
           f"{summary['n_no_valid_question']}  errors {summary['n_errors']}", file=out)
-    print(f"signature     {signature}", file=out)
+    if short:
+        print(f"signature     {short}", file=out)
+    print(f"{'full' if short else 'signature':<14}{signature}", file=out)
 
 
 def _score(args: argparse.Namespace) -> int:
@@ -111,6 +131,7 @@ def _score(args: argparse.Namespace) -> int:
     required = (args.response_column, args.knowledge_column) + ((args.history_column,) if args.history_column else ())
     rows = read_rows(args.input, args.input_format, required)
     out = open(args.output, "w", encoding="utf-8") if args.output else None
+    report_rows: Optional[list[dict[str, Any]]] = [] if args.html else None
     stats = Q2Stats()
     signature = ""
     offset = 0
@@ -125,15 +146,17 @@ def _score(args: argparse.Namespace) -> int:
             result = scorer.score(
                 responses=[row.get(args.response_column) for row in chunk],
                 knowledge=[row.get(args.knowledge_column) for row in chunk],
-                history=history, explain=args.explain, progress=not args.no_progress,
+                history=history, explain=args.explain or bool(args.html), progress=not args.no_progress,
             )
             for row, res in zip(chunk, result.responses):
                 res.index += offset
                 if "__error__" in row:
                     res.error = f"{row['__error__']}; {res.error}"
+                record = {"row": res.index, **({"id": row["id"]} if "id" in row else {}), **res.to_dict()}
                 if out is not None:
-                    record = {"row": res.index, **({"id": row["id"]} if "id" in row else {}), **res.to_dict()}
                     out.write(json.dumps(record, ensure_ascii=False) + "\n")
+                if report_rows is not None:
+                    report_rows.append(_with_texts(record, row, args))
             if out is not None:
                 out.flush()
             stats = stats + result.stats
@@ -150,7 +173,26 @@ def _score(args: argparse.Namespace) -> int:
         if out is not None:
             out.close()
     _print_summary(stats.summary(), signature or scorer.signature, args.format)
+    if report_rows is not None:
+        _write_report(args.html, report_rows, signature or scorer.signature, stats.summary(), [args.input])
     return 0
+
+
+def _with_texts(record: dict[str, Any], row: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """A result row plus the texts it scored, for the HTML report."""
+    texts = {"response": row.get(args.response_column), "knowledge": row.get(args.knowledge_column)}
+    if args.history_column:
+        texts["history"] = row.get(args.history_column)
+    return {**record, **{k: v for k, v in texts.items() if isinstance(v, str)}}
+
+
+def _write_report(path: str, rows: list[dict[str, Any]], signature: str, summary: dict[str, Any],
+                  sources: list[str]) -> None:
+    from .report import write_html
+
+    write_html(path, rows, signatures=[signature], summary=summary,
+               title="Q² report: " + ", ".join(Path(s).name for s in sources), sources=sources, version=__version__)
+    print(f"HTML report: {path}", file=sys.stderr)
 
 
 def _replay(args: argparse.Namespace) -> int:
@@ -161,36 +203,67 @@ def _replay(args: argparse.Namespace) -> int:
     if args.scores and len(args.scores) != len(args.steps):
         raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
     records = []
+    sources: list[str] = []
     for i, steps in enumerate(args.steps):
         fallback = None
         if args.scores:
             with open(args.scores[i], newline="", encoding="utf-8") as f:
                 fallback = {row["id"]: float(row["Q2_no_nli"]) for row in csv.DictReader(f)}
-        records.extend(load_original_steps(steps, fallback))
-    result = replay(records, normalization=args.normalization, explain=args.explain,
-                    signature=f"replay|norm:{args.normalization}|q2:{__version__}")
+        loaded = load_original_steps(steps, fallback)
+        records.extend(loaded)
+        sources.extend([Path(steps).name.removesuffix("_out.steps.csv")] * len(loaded))
+    result = replay(records, normalization=args.normalization, explain=args.explain or bool(args.html),
+                    discard_unanswerable=args.discard_unanswerable)
+    rows = [_replay_row(rec, res, src) for rec, res, src in zip(records, result.responses, sources)]
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
-            for rec, res in zip(records, result.responses):
-                f.write(json.dumps({"id": rec.id, **res.to_dict()}, ensure_ascii=False) + "\n")
-    _print_summary(result.stats.summary(), result.signature, args.format)
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
+    summary = {**result.stats.summary(), "q2": None, "note": _REPLAY_NOTE}
+    _print_summary(summary, result.signature, args.format)
+    if args.format == "text":
+        print(f"note          {_REPLAY_NOTE}")
+    if args.html:
+        _write_report(args.html, rows, result.signature, summary, list(args.steps))
     return 0
+
+
+def _replay_row(rec: Any, res: Any, source: str) -> dict[str, Any]:
+    """One replay output row: the response's id, source file and texts, and its result. The original run's files
+    are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets ``gold``."""
+    gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
+    return {"id": rec.id, "source": source, **({"gold": gold} if gold else {}), **res.to_dict(),
+            "response": rec.response, "knowledge": rec.knowledge}
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import report_from_files
+
+    data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
+                             columns=(args.response_column, args.knowledge_column, args.history_column))
+    errors = sum(r["status"] == "error" for r in data.rows)
+    print(f"{args.output}: {len(data.rows)} responses ({errors} errors) from {len(data.sources)} file(s)")
+    return 0
+
+
+_REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay gives only Q2 w/o NLI (token F1; "
+                "responses without questions take their recorded fallback value)")
 
 
 def _prefetch(args: argparse.Namespace) -> int:
     from .hf import load_model
+    from .prefetch import prefetch_model
+    from .signature import model_id
 
     config = config_from_args(args)
     out = Path(args.output_dir)
     kinds = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
     for role, kind in kinds.items():
         name = getattr(config, f"{role}_model")
-        tok, model = load_model(role, name, getattr(config, f"{role}_revision"), "cpu", "float32", kind,
-                                cpu_kernels="torch")  # saved as loaded: no packed weights
-        target = out / role
-        tok.save_pretrained(target)
-        model.save_pretrained(target)
-        print(f"{role}: {name} -> {target}")
+        target = prefetch_model(role, name, getattr(config, f"{role}_revision"), out / role)
+        load_model(role, str(target), None, "cpu", "float32", kind, cpu_kernels="torch")  # it loads: fail here
+        print(f"{role}: {name} -> {target}  (signs as {model_id(str(target))})")
     print(f"On the offline machine: --qg-model {out / 'qg'} --qa-model {out / 'qa'} --nli-model {out / 'nli'}")
     return 0
 
@@ -229,7 +302,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from .io import InputFormatError
 
     try:
-        return {"score": _score, "replay": _replay, "prefetch": _prefetch,
+        return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
                 "perturb": _perturb, "hooks": _hooks}[args.command](args)
     except (InputFormatError, ModelLoadError, ValueError) as e:

@@ -54,8 +54,14 @@ def model_workdir(examples_dir, tmp_path, monkeypatch) -> Path:
 
 @pytest.fixture(scope="session")
 def doc_blocks():
-    """``doc_blocks(tag)``: the runnable examples of README.md tagged ``<!-- test: TAG -->``."""
-    return lambda tag: _doc_blocks(REPO / "README.md", tag)
+    """``doc_blocks(tag)``: the runnable examples tagged ``<!-- test: TAG -->`` in README.md and docs/*.md, in that
+    order (README first, then the docs files by name)."""
+    return lambda tag: [block for path in doc_files() for block in _doc_blocks(path, tag)]
+
+
+def doc_files() -> list[Path]:
+    """README.md, then every page under docs/."""
+    return [REPO / "README.md", *sorted((REPO / "docs").glob("*.md"))]
 
 
 def _doc_blocks(path: Path, tag: str) -> list[tuple[str, str]]:
