@@ -93,7 +93,7 @@ class _Pending:
             return
         for ids, response, knowledge, res in zip(self.ids, self.responses, self.knowledge, result.responses):
             row = {**ids, "response": response, "knowledge": knowledge, **res.to_dict(),
-                   "signature": result.signature}
+                   "signature": str(result.signature)}
             self.rows.write(json.dumps(row, ensure_ascii=False, default=repr) + "\n")
         self.rows.flush()
 
@@ -229,7 +229,7 @@ def _with_signature(original: Any) -> Any:
         close_per_example_files()  # called once at the end of every eval_model run
         if wants_q2(opt.get("metrics")) and isinstance(report, dict):
             try:
-                signature = scorer_for(config_from_opt(opt), load=False).signature
+                signature = str(scorer_for(config_from_opt(opt), load=False).signature)
             except Exception as e:  # the report is written in any case
                 signature = f"unknown ({type(e).__name__}: {e})"
             report = {**report, "q2_signature": signature}

@@ -163,7 +163,7 @@ def first_response(results: Any) -> Any:
 
 def details_row(result: ResponseResult, response: Any, knowledge: Any, signature: str) -> dict[str, Any]:
     """A logged sample's Q² result: the row of ``q2 score --explain`` (plus the signature)."""
-    return {"response": response, "knowledge": knowledge, **result.to_dict(), "signature": signature}
+    return {"response": response, "knowledge": knowledge, **result.to_dict(), "signature": str(signature)}
 
 
 def details_aggregation(rows: list[Any]) -> int:
@@ -215,7 +215,7 @@ def _record(task: Any, config: Q2Config, signature: str) -> None:
     """The settings used and the signature, in the task's metadata (saved in the results JSON)."""
     metadata = task.config.metadata if isinstance(task.config.metadata, dict) else {}
     metadata[METADATA_KEY] = config.to_dict()
-    metadata[SIGNATURE_KEY] = signature
+    metadata[SIGNATURE_KEY] = str(signature)
     task.config.metadata = metadata
 
 
