@@ -272,6 +272,11 @@ def test_docs_examples_run_offline(model_workdir, doc_blocks, monkeypatch, capsy
         assert details["response"] == sample["filtered_resps"][0] and details["knowledge"] == sample["doc"]["knowledge"]
         assert "questions" in details and details["signature"] == metadata["q2_signature"]
         assert details["score"] == sample.get("q2")
+    from q2_plugins.report import load_results
+
+    loaded = load_results([samples_file])  # `q2 report` reads the samples file: each row's q2_details
+    assert [r["score"] for r in loaded.rows] == [s["q2_details"]["score"] for s in samples]
+    assert loaded.signatures == [metadata["q2_signature"]]
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv(ext.CONFIG_ENV, raising=False)

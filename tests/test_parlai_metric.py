@@ -112,6 +112,11 @@ def test_per_example_file_from_the_metrics_own_calls(datapath, scorer, tmp_path)
     ids = sorted((row["episode_idx"], row["entry_idx"]) for row in rows)
     assert ids == [(e, t) for e in range(3) for t in range(3)]  # the 4th turn of each episode has no knowledge
     assert report["q2"] == pytest.approx(offline_stats(scorer, [r for r, _ in pairs]).score)
+    from q2_plugins.report import load_results
+
+    loaded = load_results([rows_file])  # what `q2 report FILE.jsonl` reads
+    assert [r["score"] for r in loaded.rows] == [r["score"] for r in rows] and loaded.signatures == ["scripted"]
+    assert all(r["status"] != "error" for r in loaded.rows)
     evaluate(datapath, metrics="q2", batchsize=1, q2_per_example_file=str(rows_file))  # a new run: a new file
     assert len(rows_file.read_text().splitlines()) == 9
 
