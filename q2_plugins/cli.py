@@ -1,4 +1,5 @@
-"""Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``.
+"""Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``,
+``q2 hooks``.
 Config flags map one-to-one onto :class:`Q2Config`."""
 
 from __future__ import annotations
@@ -76,17 +77,23 @@ def build_parser() -> argparse.ArgumentParser:
 
     t = sub.add_parser("make-test-models",
                        help="build tiny RANDOM-weight QG/QA/NLI models (offline smoke runs; scores are meaningless)")
-    t.add_argument("--output-dir", required=True)
+    where = t.add_mutually_exclusive_group(required=True)
+    where.add_argument("--output-dir", help="write DIR/qg, DIR/qa, DIR/nli")
+    where.add_argument("--examples", metavar="DIR",
+                       help="lay DIR out as the documented examples expect: q2-models/{qg,qa,nli}, my-dialogue-model "
+                            "(causal LM), my-seq2seq-model (T5), metrics/response_length (an evaluate module)")
 
     f = sub.add_parser("prefetch", help="download the configured models into a directory, for offline machines")
     f.add_argument("--output-dir", required=True)
     _add_config_flags(f)
 
+    from .hooks import add_parser as add_hooks_parser
     from .metaeval.cli import add_parser as add_meta_eval_parser
     from .perturb import add_parser as add_perturb_parser
 
     add_meta_eval_parser(sub, _add_config_flags)
     add_perturb_parser(sub)
+    add_hooks_parser(sub)
     return parser
 
 
@@ -262,11 +269,11 @@ def _prefetch(args: argparse.Namespace) -> int:
 
 
 def _make_test_models(args: argparse.Namespace) -> int:
-    from .testing import build_all
+    from .testing import build_all, build_examples
 
-    paths = build_all(args.output_dir)
+    paths = build_examples(args.examples) if args.examples else build_all(args.output_dir)
     for role, path in paths.items():
-        print(f"{role}: {path}  (random weights)")
+        print(f"{role}: {path}" + ("" if role.startswith("metrics/") else "  (random weights)"))
     return 0
 
 
@@ -282,6 +289,12 @@ def _perturb(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _hooks(args: argparse.Namespace) -> int:
+    from .hooks import run
+
+    return run(args)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -291,7 +304,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
-                "perturb": _perturb}[args.command](args)
+                "perturb": _perturb, "hooks": _hooks}[args.command](args)
     except (InputFormatError, ModelLoadError, ValueError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2
