@@ -3,7 +3,8 @@
 # recorded original run; both write an HTML report under out/.
 #   bash scripts/score_sample.sh                  # the paper's models (Hugging Face hub, or HF_HUB_OFFLINE=1 + cache)
 #   Q2_MODELS=DIR bash scripts/score_sample.sh    # models saved by `q2 prefetch --output-dir DIR`
-#   bash scripts/score_sample.sh --random-models  # no weights at hand: tiny random-weight models built locally.
+#   bash scripts/score_sample.sh --random-models  # no weights at hand: tiny random-weight models built locally in
+#                                                 # out/examples (also the README examples' working directory).
 #                                                 # Exercises the real code path; the scores mean nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -11,8 +12,8 @@ Q2_EXTRAS=dev Q2_PARLAI=0 Q2_BROWSER=0 bash scripts/setup.sh
 mkdir -p out
 ARGS=()
 if [ "${1:-}" = "--random-models" ]; then
-  .venv/bin/q2 make-test-models --output-dir out/random-models
-  Q2_MODELS=out/random-models
+  [ -d out/examples/q2-models ] || .venv/bin/q2 make-test-models --examples out/examples
+  Q2_MODELS=out/examples/q2-models
 fi
 if [ -n "${Q2_MODELS:-}" ]; then
   ARGS+=(--qg-model "$Q2_MODELS/qg" --qa-model "$Q2_MODELS/qa" --nli-model "$Q2_MODELS/nli")
