@@ -230,3 +230,18 @@ def test_missing_ray_names_the_extra():
             "try:\n    import q2_plugins.ray_data\nexcept ModuleNotFoundError as e:\n    print(e)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert "pip install 'q2-plugins[ray]'" in out.stdout
+
+
+def test_doc_commands_parse():
+    """docs/ray.md's command lines use flags that exist, with values they accept."""
+    import shlex
+
+    from q2_plugins.cli import build_parser
+    from tests.conftest import _doc_blocks
+
+    blocks = _doc_blocks(Path(__file__).resolve().parent.parent / "docs" / "ray.md", "ray-cli")
+    commands = [c for c in blocks[0][1].replace("\\\n", " ").splitlines() if c.startswith("q2 ")]
+    assert len(commands) == 3
+    for command in commands:
+        args = build_parser().parse_args(shlex.split(command)[1:])
+        assert args.engine == "ray"
