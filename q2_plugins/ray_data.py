@@ -277,13 +277,19 @@ def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None) -> "r
 
 
 def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Optional[str] = None) -> None:
-    """Write ``ds`` to one file when ``path`` ends in .jsonl / .parquet / .csv (rows in the dataset's order),
-    else as a directory of part files written by the workers (format ``fmt``)."""
+    """Write ``ds`` to one file when ``path`` ends in .jsonl / .parquet / .csv / .tsv (rows in the dataset's order),
+    else as a directory of part files written by the workers, in format ``fmt``."""
     path = Path(path)
     if path.suffix.lower() not in _FORMATS:
-        kind = _format_of(path, fmt, "--output-format")
+        kind = _format_of(path, fmt, "--input-format")
         path.mkdir(parents=True, exist_ok=True)
-        {"jsonl": ds.write_json, "parquet": ds.write_parquet, "csv": ds.write_csv}[kind](str(path))
+        if kind in ("csv", "tsv"):
+            import pyarrow.csv as pcsv
+
+            options = pcsv.WriteOptions(delimiter="\t" if kind == "tsv" else ",")
+            ds.write_csv(str(path), arrow_csv_args_fn=lambda: {"write_options": options})
+        else:
+            {"jsonl": ds.write_json, "parquet": ds.write_parquet}[kind](str(path))
         return
     kind = _FORMATS[path.suffix.lower()]
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -345,6 +351,7 @@ def run_score(args: Any) -> int:
     ctx.execution_options.preserve_order = True  # output rows in input order, as q2 score writes them
     ctx.enable_progress_bars = not args.no_progress
     ds = read_dataset(args.input, args.input_format)
+    out_format = _format_of(Path(args.input), args.input_format, "--input-format")  # for directory outputs
     signature = check_models(config, num_cpus=args.num_cpus_per_worker, num_gpus=args.num_gpus_per_worker)
     scored = score_dataset(ds, config, response_column=args.response_column, knowledge_column=args.knowledge_column,
                            history_column=args.history_column, explain=args.explain, labels=args.labels,
@@ -357,13 +364,13 @@ def run_score(args: Any) -> int:
     extra: dict[str, Any] = {}
     if args.keep_min_score is None:
         if args.output:
-            write_dataset(scored, args.output)
+            write_dataset(scored, args.output, out_format)
             outputs.append(args.output)
     else:
         dropped_output = args.dropped_output or _dropped_path(args.output)
         kept, dropped = split_by_score(scored, args.keep_min_score, keep_unscored=args.unscored == "keep")
-        write_dataset(kept, args.output)
-        write_dataset(dropped, dropped_output)
+        write_dataset(kept, args.output, out_format)
+        write_dataset(dropped, dropped_output, out_format)
         extra["filter"] = {"min_score": args.keep_min_score, "unscored": args.unscored, "kept": kept.count(),
                            "dropped": dropped.count(), "kept_output": args.output, "dropped_output": dropped_output}
         outputs += [args.output, dropped_output]

@@ -188,12 +188,12 @@ def test_cli_ray_engine_equals_local(tiny_models, rows, tmp_path, capsys):
     assert meta["signature"] == local_summary["signature"] and meta["summary"]["n"] == len(rows)
 
 
-def test_cli_filter_mode_directory_in_parquet_and_csv_out(tiny_models, rows, reference, tmp_path, capsys):
+def test_cli_filter_mode_directories_in_and_out_parquet_and_csv(tiny_models, rows, reference, tmp_path, capsys):
     src = tmp_path / "in"
     src.mkdir()
     for i in (0, 1):
         pq.write_table(pa.Table.from_pylist(rows[i::2]), src / f"part-{i}.parquet")
-    kept, dropped = tmp_path / "kept.parquet", tmp_path / "dropped.csv"
+    kept, dropped = tmp_path / "kept", tmp_path / "dropped.csv"  # a directory of Parquet parts, one CSV file
     assert main(["score", *tiny_flags(tiny_models), "--engine", "ray", "--input", str(src), "--output", str(kept),
                  "--keep-min-score", "0.5", "--dropped-output", str(dropped)]) == 0
     assert "filter        kept" in capsys.readouterr().out
