@@ -2,7 +2,8 @@
 """Benchmark ``q2 score --engine ray`` against the single-process ``q2 score`` on the same rows.
 
 Three runs of the real command lines, each in a fresh process (and, for Ray, a fresh local Ray instance), one torch
-thread per scoring process: ``q2 score``; ``q2 score --engine ray --concurrency 1``; ``--concurrency 2``. Each is run
+thread per scoring process, the same rows per scoring call: ``q2 score --chunk-size B``; ``q2 score --engine ray
+--concurrency 1 --ray-batch-size B``; the same with ``--concurrency 2``. Each is run
 on ``--n`` rows and on ``--n-small`` rows, so the fixed cost (start-up, model loading, Ray's start) and the marginal
 rate (rows/s once running: (n - n_small) / (wall(n) - wall(n_small))) are reported apart. The rows are WoW responses
 with their knowledge (``q2_wow``). Models: ``--sizes tiny`` (default) or ``paper`` (random weights at the paper's
@@ -78,7 +79,8 @@ def main() -> int:
                     help="where the benchmark models are built (reused when already there)")
     ap.add_argument("--data", default=os.environ.get("Q2_SHARED_DATA", str(REPO.parent / "shared" / "data")))
     ap.add_argument("--qg-length", type=int, default=16, help="--qg-max-length (random weights rarely stop early)")
-    ap.add_argument("--ray-batch-size", type=int, default=32)
+    ap.add_argument("--ray-batch-size", type=int, default=32,
+                    help="rows per scoring call, in the Ray runs and (--chunk-size) in the single-process run")
     ap.add_argument("--extra", default="", help="more q2 score flags for every run, e.g. \"--device cuda\"")
     ap.add_argument("--ray-extra", default="", help="more flags for the Ray runs, e.g. \"--num-gpus-per-worker 1\"")
     ap.add_argument("--json", help="write the results here")
@@ -91,8 +93,9 @@ def main() -> int:
           "--qg-model", str(models["qg"]), "--qa-model", str(models["qa"]), "--nli-model", str(models["nli"]),
           "--qg-max-length", str(args.qg_length), *shlex.split(args.extra)]
     ray_flags = ["--engine", "ray", "--ray-batch-size", str(args.ray_batch_size), *shlex.split(args.ray_extra)]
-    engines = {"single_process": [], "ray_1_actor": ray_flags + ["--concurrency", "1"],
-               "ray_2_actors": ray_flags + ["--concurrency", "2"]}
+    # the single process scores --ray-batch-size rows per call too, so that Ray is the only difference
+    engines = {"single_process": ["--chunk-size", str(args.ray_batch_size)],
+               "ray_1_actor": ray_flags + ["--concurrency", "1"], "ray_2_actors": ray_flags + ["--concurrency", "2"]}
     results: dict[str, Any] = {}
     outputs: dict[str, Path] = {}
     with tempfile.TemporaryDirectory() as tmp:
