@@ -104,7 +104,7 @@ class Q2BatchScorer:
         self.explain, self.labels, self.prefix = explain, labels, prefix
         self._load_models()
         if expected_signature is not None and self.scorer.signature != expected_signature:
-            raise ValueError(f"This worker's models differ from the driver's: its signature is\n  "
+            raise ValueError(f"This worker's models differ from those the run was checked with: its signature is\n  "
                              f"{self.scorer.signature}\nthe run's is\n  {expected_signature}\n"
                              f"Give every node the same model files (--qg-model / --qa-model / --nli-model).")
 

@@ -245,3 +245,8 @@ def test_doc_commands_parse():
     for command in commands:
         args = build_parser().parse_args(shlex.split(command)[1:])
         assert args.engine == "ray"
+
+
+def test_worker_with_other_models_refuses_to_start(config):
+    with pytest.raises(ValueError, match="differ from those the run was checked with"):
+        Q2BatchScorer(config, expected_signature="q2:0.0|qg:other")
