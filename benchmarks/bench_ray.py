@@ -11,7 +11,9 @@ architectures and sizes, built as ``bench_pipeline.py`` builds them; the publish
 
     python benchmarks/bench_ray.py --n 300 --json benchmarks/results/bench_ray.json
 
-Measures and prints (the machine's load average included); asserts nothing about speed.
+Wall times on a shared machine follow its load (printed); the CPU time of each run's process tree (Ray's own
+processes included) does much less, and gives the marginal CPU seconds per row and Ray's overhead in CPU.
+Measures and prints; asserts nothing about speed.
 """
 
 from __future__ import annotations
@@ -56,13 +58,35 @@ def loadavg() -> list[float]:
 
 
 def run(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
+    """Wall time of ``cmd`` and the CPU time (user + system) of its whole process tree, Ray's own processes
+    included, sampled every 0.2 s (CPU time depends far less than wall time on what else the machine runs)."""
+    import psutil
+
     before = loadavg()
     t0 = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, capture_output=True, text=True)
+    log = tempfile.TemporaryFile("w+")  # not a pipe: a full pipe would stall the run
+    proc = subprocess.Popen(cmd, env=env, stdout=log, stderr=subprocess.STDOUT, text=True)
+    root = psutil.Process(proc.pid)
+    cpu: dict[tuple[int, float], float] = {}
+    while proc.poll() is None:
+        try:
+            tree = [root] + root.children(recursive=True)
+        except psutil.NoSuchProcess:
+            break
+        for p in tree:
+            try:
+                with p.oneshot():
+                    t = p.cpu_times()
+                    cpu[(p.pid, p.create_time())] = t.user + t.system
+            except psutil.Error:
+                pass
+        time.sleep(0.2)
+    proc.wait()
     wall = time.perf_counter() - t0
+    log.seek(0)
     if proc.returncode != 0:
-        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{proc.stderr[-3000:]}")
-    return {"wall_s": wall, "loadavg_before": before, "loadavg_after": loadavg()}
+        raise SystemExit(f"failed ({proc.returncode}): {' '.join(cmd)}\n{log.read()[-3000:]}")
+    return {"wall_s": wall, "cpu_s": sum(cpu.values()), "loadavg_before": before, "loadavg_after": loadavg()}
 
 
 def q2_fields(path: Path, prefix: str) -> list[tuple]:
@@ -119,8 +143,12 @@ def main() -> int:
         r["rows_per_s"] = args.n / big
         r["marginal_rows_per_s"] = (args.n - args.n_small) / (big - small) if big > small else None
         r["fixed_s"] = small - args.n_small / r["marginal_rows_per_s"] if r["marginal_rows_per_s"] else None
+        big_cpu, small_cpu = r[f"n{args.n}"]["cpu_s"], r[f"n{args.n_small}"]["cpu_s"]
+        r["marginal_cpu_s_per_row"] = (big_cpu - small_cpu) / (args.n - args.n_small)
+        r["fixed_cpu_s"] = small_cpu - args.n_small * r["marginal_cpu_s_per_row"]
     sp, r1, r2 = results["single_process"], results["ray_1_actor"], results["ray_2_actors"]
     summary = {
+        "ray_overhead_cpu_per_row": r1["marginal_cpu_s_per_row"] / sp["marginal_cpu_s_per_row"] - 1,
         "ray_overhead_end_to_end": sp["rows_per_s"] / r1["rows_per_s"] - 1,
         "ray_overhead_marginal": (sp["marginal_rows_per_s"] / r1["marginal_rows_per_s"] - 1
                                   if sp["marginal_rows_per_s"] and r1["marginal_rows_per_s"] else None),
@@ -130,11 +158,13 @@ def main() -> int:
         "results_identical_to_single_process": identical,
     }
     print()
-    print(f"{'run':15s} {'rows/s (n=' + str(args.n) + ')':>16s} {'marginal rows/s':>16s} {'fixed s':>8s}")
+    print(f"{'run':15s} {'rows/s (n=' + str(args.n) + ')':>16s} {'marginal rows/s':>16s} {'fixed s':>8s} "
+          f"{'CPU s/row':>10s} {'fixed CPU s':>12s}")
     for name, r in results.items():
         m = r["marginal_rows_per_s"]
         print(f"{name:15s} {r['rows_per_s']:16.2f} {m if m is None else round(m, 2)!s:>16s} "
-              f"{r['fixed_s'] if r['fixed_s'] is None else round(r['fixed_s'], 1)!s:>8s}")
+              f"{r['fixed_s'] if r['fixed_s'] is None else round(r['fixed_s'], 1)!s:>8s} "
+              f"{r['marginal_cpu_s_per_row']:10.4f} {r['fixed_cpu_s']:12.1f}")
     for k, v in summary.items():
         print(f"{k:40s} {v if not isinstance(v, float) else round(v, 3)}")
     cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
