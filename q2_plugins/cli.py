@@ -29,6 +29,23 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
                                help=f"{opt.help} (default: {opt.default})")
 
 
+def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("Ray engine (--engine ray; needs the ray extra; docs/ray.md)")
+    g.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: this process; ray: an actor pool on Ray Data (files or directories in and out)")
+    g.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
+    g.add_argument("--concurrency", type=int, default=1, help="scoring actors, each loading the models once")
+    g.add_argument("--num-cpus-per-worker", type=float, default=1, help="CPUs (torch threads) per actor")
+    g.add_argument("--num-gpus-per-worker", type=float, default=None, help="GPUs per actor (with --device cuda)")
+    g.add_argument("--ray-batch-size", type=int, default=64, help="rows per scoring call of an actor")
+    g.add_argument("--labels", action="store_true", help="add the BEGIN label columns (q2_label, q2_label3)")
+    g.add_argument("--keep-min-score", type=float, default=None,
+                   help="filter mode: --output gets rows with q2_score >= this, --dropped-output the others")
+    g.add_argument("--unscored", choices=("drop", "keep"), default="drop",
+                   help="filter mode: where rows without a score (errors, no valid question) go")
+    g.add_argument("--dropped-output", help="filter mode: the dropped rows (default: <output> with .dropped)")
+
+
 def config_from_args(args: argparse.Namespace) -> Q2Config:
     return Q2Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Q2Config)})
 
@@ -50,6 +67,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
     p.add_argument("--html", help="also write an HTML report of the results here (implies --explain)")
+    _add_ray_flags(p)
     _add_config_flags(p)
 
     r = sub.add_parser("replay", help="score recorded per-question outputs of the original pipeline")
@@ -126,6 +144,14 @@ def _score(args: argparse.Namespace) -> int:
     from .results import Q2Stats
     from .scorer import Q2Scorer
 
+    if args.engine == "ray":
+        try:
+            from .ray_data import run_score
+        except ModuleNotFoundError as e:
+            raise SystemExit(f"q2 score: error: {e}") from None
+        return run_score(args)
+    if args.keep_min_score is not None:
+        raise ValueError("--keep-min-score (filter mode) needs --engine ray")
     config = config_from_args(args)
     scorer = Q2Scorer(config)
     required = (args.response_column, args.knowledge_column) + ((args.history_column,) if args.history_column else ())
