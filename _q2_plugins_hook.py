@@ -1,86 +1,149 @@
-"""Start-up hook of q2-plugins, run by the one line of ``q2_plugins_hook.pth`` (Python's ``site`` executes ``.pth``
-lines that start with ``import``).
+"""The one import hook of q2-plugins: frameworks without a plugin entry point get Q² right after they load.
 
-:func:`install` only puts a finder at the front of ``sys.meta_path``; the finder ignores every import except
-``evaluate.loading``, and after that module has run it calls ``q2_plugins.hf_evaluate.patch_loading`` so that
-``evaluate.load("q2")`` finds the module shipped with q2-plugins. Nothing else is imported, so a Python process that
-never imports ``evaluate`` pays one string comparison per import. Errors never propagate: start-up and
-``import evaluate`` cannot fail because of this file. ``Q2_PLUGINS_EVALUATE_HOOK=0`` disables it.
+``q2 hooks install`` writes ``q2_plugins_hook.pth`` into site-packages (the wheel ships the same file). Python's
+``site`` runs its one line at start-up; the line calls :func:`install`, which imports nothing and puts one finder
+first on ``sys.meta_path``. The finder ignores every import except the modules of :data:`TARGETS`; when a program
+imports one of them, the finder lets the module load as usual, then runs the target's patch on it:
+
+==========================  ======================================================  ============================
+module                      patch (run right after the module has loaded)            switched off by
+==========================  ======================================================  ============================
+``evaluate.loading``        ``evaluate.load("q2")`` finds the shipped module         ``Q2_PLUGINS_EVALUATE_HOOK``
+``parlai.core.params``      ParlAI scripts get the ``--q2-*`` options                ``Q2_PARLAI_HOOK``
+``parlai.core.teachers``    teachers get ``--metrics q2``                            ``Q2_PARLAI_HOOK``
+==========================  ======================================================  ============================
+
+Cost: a process that imports none of them pays one dictionary lookup per import. Safety: nothing here raises; a
+patch that fails warns and leaves the framework as it was; the ``.pth`` line does nothing when this module is gone
+(a left-over file after an uninstall stays silent). A switch set to ``0``, ``false``, ``no`` or ``off`` (any case)
+turns its targets off.
 """
 
 from __future__ import annotations
 
 import os
 import sys
+from typing import Any, Optional
 
-__all__ = ["install"]
+__all__ = ["TARGETS", "PTH_NAME", "PTH_LINE", "FRAMEWORKS", "install", "enable", "switched_off", "patched"]
 
-_TARGET = "evaluate.loading"
+PTH_NAME = "q2_plugins_hook.pth"
+# The .pth line: site executes lines that start with "import"; the try keeps start-up silent if this module is gone.
+PTH_LINE = ('import sys; exec("try:\\n    import _q2_plugins_hook\\nexcept Exception:\\n    pass\\n'
+            'else:\\n    _q2_plugins_hook.install()\\n")\n')
+
+# framework -> environment switch
+FRAMEWORKS = {"evaluate": "Q2_PLUGINS_EVALUATE_HOOK", "parlai": "Q2_PARLAI_HOOK"}
+# module -> (framework, "module:function" called with the loaded module)
+TARGETS: dict[str, tuple[str, str]] = {
+    "evaluate.loading": ("evaluate", "q2_plugins.hf_evaluate:patch_loading"),
+    "parlai.core.params": ("parlai", "parlai_ext.hook:patch_params"),
+    "parlai.core.teachers": ("parlai", "parlai_ext.hook:patch_teachers"),
+}
+
+_OFF = ("0", "false", "no", "off")
 
 
-def _patch(module: object) -> None:
+def switched_off(framework: str) -> bool:
+    """True when the framework's environment switch says off (``0``, ``false``, ``no``, ``off``; any case)."""
+    return os.environ.get(FRAMEWORKS[framework], "").strip().lower() in _OFF
+
+
+def _patch(name: str, module: Any) -> None:
+    framework, where = TARGETS[name]
     try:
-        from q2_plugins.hf_evaluate import patch_loading
+        import importlib
 
-        patch_loading(module)
-    except Exception as e:  # never break `import evaluate`
+        module_name, function = where.split(":")
+        getattr(importlib.import_module(module_name), function)(module)
+    except Exception as e:  # never break the framework: it then runs without Q²
         import warnings
 
-        warnings.warn(f"q2-plugins could not register evaluate.load('q2'): {type(e).__name__}: {e}",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(f"q2-plugins could not hook into {name} ({type(e).__name__}: {e}); Q² is unavailable in "
+                      f"{framework} in this run", RuntimeWarning, stacklevel=2)
 
 
-class _Loader:
-    """Runs the real loader, then patches the module; everything else is delegated."""
+class _ThenPatch:
+    """A module loader that runs the real loader, then the target's patch; anything else goes to the real one."""
 
-    def __init__(self, loader: object) -> None:
+    def __init__(self, loader: Any, name: str) -> None:
         self._loader = loader
+        self._name = name
 
-    def create_module(self, spec: object) -> object:
-        return self._loader.create_module(spec)  # type: ignore[attr-defined]
+    def create_module(self, spec: Any) -> Any:
+        return self._loader.create_module(spec)
 
-    def exec_module(self, module: object) -> None:
-        self._loader.exec_module(module)  # type: ignore[attr-defined]
-        _patch(module)
+    def exec_module(self, module: Any) -> None:
+        self._loader.exec_module(module)
+        _patch(self._name, module)
 
-    def __getattr__(self, name: str) -> object:
-        return getattr(self._loader, name)
+    def __getattr__(self, attr: str) -> Any:
+        return getattr(self._loader, attr)
 
 
 class _Finder:
-    _busy = False
+    """Finds nothing itself: for a watched module it asks the other finders and wraps the loader they return."""
 
-    @classmethod
-    def find_spec(cls, fullname: str, path: object = None, target: object = None) -> object:
-        if fullname != _TARGET or cls._busy:
+    def __init__(self) -> None:
+        self.watched: set[str] = set()
+        self._resolving: set[str] = set()
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        if name not in self.watched or name in self._resolving:
             return None
-        cls._busy = True
+        self._resolving.add(name)
         try:
-            spec = None
-            for finder in sys.meta_path:
-                find = getattr(finder, "find_spec", None)
-                if finder is cls or find is None:
+            for finder in list(sys.meta_path):
+                if finder is self or not hasattr(finder, "find_spec"):
                     continue
-                spec = find(fullname, path, target)
+                spec = finder.find_spec(name, path, target)
                 if spec is not None:
-                    break
-            if spec is not None and hasattr(getattr(spec, "loader", None), "exec_module"):
-                spec.loader = _Loader(spec.loader)
-            return spec
+                    if hasattr(spec.loader, "exec_module"):
+                        spec.loader = _ThenPatch(spec.loader, name)
+                    return spec
+            return None
         except Exception:
             return None
         finally:
-            cls._busy = False
+            self._resolving.discard(name)
+
+
+FINDER = _Finder()
+
+
+def enable(frameworks: Optional[tuple[str, ...]] = None) -> None:
+    """Hook the frameworks (default: all) into this interpreter: patch their target modules now if imported, else
+    right after they are. Switches are not consulted: an explicit call is a request."""
+    chosen = tuple(FRAMEWORKS) if frameworks is None else frameworks
+    for name, (framework, _) in TARGETS.items():
+        if framework not in chosen:
+            continue
+        if name in sys.modules:
+            if not patched(name):
+                _patch(name, sys.modules[name])
+        else:
+            FINDER.watched.add(name)
+    if FINDER.watched and not any(f is FINDER for f in sys.meta_path):
+        sys.meta_path.insert(0, FINDER)
 
 
 def install() -> None:
-    """Register the finder (or patch at once if ``evaluate.loading`` is already imported)."""
+    """What the ``.pth`` line runs at start-up: :func:`enable` for every framework not switched off. Never raises."""
     try:
-        if os.environ.get("Q2_PLUGINS_EVALUATE_HOOK", "1").strip().lower() in ("0", "false", "no", "off"):
-            return
-        if _TARGET in sys.modules:
-            _patch(sys.modules[_TARGET])
-        elif _Finder not in sys.meta_path:
-            sys.meta_path.insert(0, _Finder)
+        enable(tuple(f for f in FRAMEWORKS if not switched_off(f)))
     except Exception:  # pragma: no cover - never break interpreter start-up
         pass
+
+
+def patched(name: str) -> bool:
+    """True when the target module ``name`` is imported and carries its patch."""
+    module = sys.modules.get(name)
+    if module is None:
+        return False
+    probe = {"evaluate.loading": lambda m: m.evaluation_module_factory,
+             "parlai.core.params": lambda m: m.ParlaiParser.add_parlai_args,
+             "parlai.core.teachers": lambda m: m.FixedDialogTeacher.observe}[name]
+    try:
+        return bool(getattr(probe(module), "__q2_plugins__", False))
+    except Exception:
+        return False

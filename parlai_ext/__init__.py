@@ -1,11 +1,11 @@
 """Q² for ParlAI: ``--metrics q2`` in ParlAI's own evaluation loop, and Q² reranking of beam candidates.
 
 ParlAI has no plugin entry point and ignores metric names it does not know, so this package hooks itself in:
-``python -m parlai_ext.hook install`` writes a one-line ``.pth`` start-up file into site-packages (see
-:mod:`parlai_ext.hook` for what it costs and how it stays safe). In a script or notebook that runs ParlAI
-in-process, :func:`enable` does the same for the running interpreter only.
+``q2 hooks install`` writes the one-line ``.pth`` start-up file of the package's import hook into site-packages
+(see :mod:`_q2_plugins_hook` for what it costs and how it stays safe, :mod:`parlai_ext.hook` for what it patches).
+In a script or notebook that runs ParlAI in-process, :func:`enable` does the same for the running interpreter only.
 
-Importing this package imports nothing else (the ``.pth`` relies on that).
+Importing this package imports nothing else.
 """
 
 from __future__ import annotations

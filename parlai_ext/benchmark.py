@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["main", "offline_pairs"]
+__all__ = ["main", "offline_pairs", "Stopwatch"]
 
 
 def offline_pairs(world_logs: str, field: str) -> tuple[list[Any], list[Any]]:
@@ -41,7 +41,7 @@ def offline_pairs(world_logs: str, field: str) -> tuple[list[Any], list[Any]]:
     return responses, knowledge
 
 
-class _Stopwatch:
+class Stopwatch:
     """Time spent in the outermost call of the wrapped methods (nested calls are not counted twice)."""
 
     def __init__(self) -> None:
@@ -117,7 +117,7 @@ def main(argv: Optional[list[str]] = None) -> int:
     from .metric import Q2TeacherMetrics
     from .options import scorer_for
 
-    in_metric, core_calls = _Stopwatch(), _Stopwatch()
+    in_metric, core_calls = Stopwatch(), Stopwatch()
     for name in ("add_q2_example", "score_pending"):
         setattr(Q2TeacherMetrics, name, in_metric.wrap(getattr(Q2TeacherMetrics, name)))
     Q2Scorer.score = core_calls.wrap(Q2Scorer.score)  # type: ignore[method-assign]

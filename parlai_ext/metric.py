@@ -17,13 +17,18 @@ results add up exactly to the full-data figures:
 ==================  ==================================================================================
 
 Per-example Q² is not in ``observation['metrics']``: scoring one example at a time is what the buffer avoids.
+``--q2-per-example-file FILE.jsonl`` writes every scored example (task, episode and turn ids, response, knowledge,
+the full explanation) from the same batched calls. The signature is logged once and, with ``-rf`` /
+``--report-filename``, written into the report JSON as ``report.q2_signature`` (``eval_model``).
 """
 
 from __future__ import annotations
 
 import functools
+import json
 import math
-from typing import Any, Optional
+import sys
+from typing import IO, Any, Optional
 
 from parlai.core.metrics import AverageMetric, Metric, SumMetric, TeacherMetrics
 
@@ -32,8 +37,11 @@ from .options import NO_KNOWLEDGE, config_from_opt, knowledge_error, knowledge_f
 __all__ = ["Q2TeacherMetrics", "Q2AverageMetric", "Q2KnowledgeFieldError", "wants_q2", "patch_teachers"]
 
 
-class Q2KnowledgeFieldError(ValueError):
-    """The teacher's message lacks the knowledge field (see ``--q2-knowledge-field``)."""
+class Q2KnowledgeFieldError(SystemExit, ValueError):
+    """The teacher's message lacks the knowledge field (see ``--q2-knowledge-field``).
+
+    A ``SystemExit`` as well, so that the ``parlai`` command ends with its one-line message and status 1, no traceback
+    (as ParlAI's own option errors do); in-process callers can catch it as a ``ValueError``."""
 
 
 def wants_q2(metrics_list: Optional[str]) -> bool:
@@ -56,7 +64,9 @@ class _Pending:
         self.responses: list[Any] = []
         self.knowledge: list[Any] = []
         self.history: list[Any] = []
+        self.ids: list[dict[str, Any]] = []
         self.opt: Optional[dict[str, Any]] = None
+        self.rows: Optional[IO[str]] = None
         self.config: Any = None
         self.scorer: Any = None
         self.signature_logged = False
@@ -67,11 +77,45 @@ class _Pending:
             raise ValueError(f"--q2-score-every must be a positive integer, got {every!r}")
         self.opt = {"field": knowledge_field(opt), "history": bool(opt.get("q2_history", False)), "every": every}
         self.config = config_from_opt(opt)  # bad options fail here; the models load at the first response to score
+        path = opt.get("q2_per_example_file")
+        if path:
+            self.rows = _per_example_file(path)
 
     def discard(self) -> None:
         self.responses.clear()
         self.knowledge.clear()
         self.history.clear()
+        self.ids.clear()
+
+    def write_rows(self, result: Any) -> None:
+        """One JSON line per scored example: its ids, response and knowledge, then the core's explained row."""
+        if self.rows is None:
+            return
+        for ids, response, knowledge, res in zip(self.ids, self.responses, self.knowledge, result.responses):
+            row = {**ids, "response": response, "knowledge": knowledge, **res.to_dict(),
+                   "signature": str(result.signature)}
+            self.rows.write(json.dumps(row, ensure_ascii=False, default=repr) + "\n")
+        self.rows.flush()
+
+
+_ROW_FILES: dict[str, IO[str]] = {}
+
+
+def _per_example_file(path: str) -> IO[str]:
+    """The open per-example file: created (emptied) by the first teacher of a run that writes it; teachers of later
+    tasks of a multi-task run append to it. ``eval_model`` closes it at the end of the run."""
+    if path not in _ROW_FILES or _ROW_FILES[path].closed:
+        try:
+            _ROW_FILES[path] = open(path, "w", encoding="utf-8")
+        except OSError as e:
+            raise ValueError(f"--q2-per-example-file {path!r} cannot be written: {e}") from None
+    return _ROW_FILES[path]
+
+
+def close_per_example_files() -> None:
+    """End of a run: the next run that names a file starts it afresh."""
+    while _ROW_FILES:
+        _ROW_FILES.popitem()[1].close()
 
 
 class Q2TeacherMetrics(TeacherMetrics):
@@ -92,6 +136,8 @@ class Q2TeacherMetrics(TeacherMetrics):
 
     def report(self) -> dict[str, Metric]:
         self.score_pending()
+        if self.q2 is not None:
+            patch_report_file()
         return super().report()
 
     def clear(self) -> None:
@@ -123,6 +169,9 @@ class Q2TeacherMetrics(TeacherMetrics):
         pending.responses.append(response.get("text"))
         pending.knowledge.append(knowledge)
         pending.history.append(history)
+        if pending.rows is not None:
+            pending.ids.append({"task": teacher.opt.get("task"), "episode_idx": getattr(teacher, "episode_idx", None),
+                                "entry_idx": getattr(teacher, "entry_idx", None)})
         if len(pending.responses) >= pending.opt["every"]:  # type: ignore[index]
             self.score_pending()
 
@@ -132,7 +181,9 @@ class Q2TeacherMetrics(TeacherMetrics):
         if pending is None or not pending.responses:
             return
         result = pending.scorer.score(responses=list(pending.responses), knowledge=list(pending.knowledge),
-                                      history=list(pending.history) if pending.opt["history"] else None)
+                                      history=list(pending.history) if pending.opt["history"] else None,
+                                      explain=pending.rows is not None)
+        pending.write_rows(result)
         pending.discard()
         s = result.stats
         valid = s.n - s.n_errors
@@ -170,6 +221,34 @@ def _wrap_observe(original: Any) -> Any:
 
     observe.__q2_plugins__ = True  # type: ignore[attr-defined]
     return observe
+
+
+def _with_signature(original: Any) -> Any:
+    @functools.wraps(original)
+    def _save_eval_stats(opt: Any, report: Any) -> Any:
+        close_per_example_files()  # called once at the end of every eval_model run
+        if wants_q2(opt.get("metrics")) and isinstance(report, dict):
+            try:
+                signature = str(scorer_for(config_from_opt(opt), load=False).signature)
+            except Exception as e:  # the report is written in any case
+                signature = f"unknown ({type(e).__name__}: {e})"
+            report = {**report, "q2_signature": signature}
+        return original(opt, report)
+
+    _save_eval_stats.__q2_plugins__ = True  # type: ignore[attr-defined]
+    return _save_eval_stats
+
+
+def patch_report_file() -> None:
+    """Make ``eval_model``'s report file (``-rf``) carry ``q2_signature`` (and close per-example files there).
+    Patched when the teacher reports, the latest moment that still precedes the file: ``python -m
+    parlai.scripts.eval_model`` runs that module as ``__main__``, which no import hook sees."""
+    for module in (sys.modules.get("parlai.scripts.eval_model"), sys.modules.get("__main__")):
+        spec = getattr(module, "__spec__", None)
+        original = getattr(module, "_save_eval_stats", None)
+        if (getattr(spec, "name", None) == "parlai.scripts.eval_model" and callable(original)
+                and not getattr(original, "__q2_plugins__", False)):
+            module._save_eval_stats = _with_signature(original)  # type: ignore[union-attr]
 
 
 def patch_teachers(teachers: Any) -> None:

@@ -3,8 +3,8 @@
 Every :class:`Q2Config` field is one ParlAI option ``--q2-<field>`` (``qg_model`` -> ``--q2-qg-model``), built from
 :func:`q2_plugins.config.config_options`, the list the ``q2`` command line uses too. ParlAI style: booleans take a
 value (``--q2-use-nli false``); a boolean that is on by default also gets a switch (``--q2-no-nli``,
-``--q2-no-fallback``, ...). Three options belong to the ParlAI side only: ``--q2-knowledge-field``,
-``--q2-history`` and ``--q2-score-every``.
+``--q2-no-fallback``, ...). Four options belong to the ParlAI side only: ``--q2-knowledge-field``,
+``--q2-history``, ``--q2-score-every`` and ``--q2-per-example-file``.
 """
 
 from __future__ import annotations
@@ -44,6 +44,12 @@ def add_q2_args(parser: Any) -> None:
         "--q2-history", type="bool", default=False,
         help="pass the episode so far (the teacher's turns and the gold responses before this one) to the Q2 core "
              "as the history of each response (Q2 as published does not read it)",
+    )
+    group.add_argument(
+        "--q2-per-example-file", default=None, metavar="FILE.jsonl",
+        help="write every scored example to FILE.jsonl, one JSON row each (task, episode and turn ids, response, "
+             "knowledge, then the row of `q2 score --explain`: score, status, every question with both answers, F1 "
+             "and NLI label), from the metric's own batched calls; `q2 report FILE.jsonl` renders it",
     )
     group.add_argument(
         "--q2-score-every", type=int, default=256,

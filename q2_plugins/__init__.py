@@ -17,6 +17,7 @@ __all__ = [
     "ResponseResult",
     "QuestionResult",
     "Q2Stats",
+    "Signature",
     "score",
 ]
 
@@ -28,6 +29,7 @@ _LAZY = {
     "ResponseResult": "results",
     "QuestionResult": "results",
     "Q2Stats": "results",
+    "Signature": "signature",
 }
 
 

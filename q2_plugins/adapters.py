@@ -47,10 +47,11 @@ def config_from_env(variable: str, options: Optional[Mapping[str, Any]] = None) 
 
 
 class ScorerCache:
-    """Keeps one :class:`Q2Scorer` and rebuilds it only when the config or the signature changes.
+    """Keeps one :class:`Q2Scorer` and builds a new one only when the requested config differs from its config.
 
-    The signature covers the model files (a re-saved local model changes it), so stale weights are never reused;
-    a change of device or batch size (not in the signature) also gets a new scorer, on the right device.
+    A lookup compares configs and builds nothing. A change of device or batch size (not in the signature) also gets
+    a new scorer, on the right device. A local model re-saved under the same path while the process runs is not
+    noticed: the scorer keeps the weights it loaded (build a new scorer to pick the new files up).
     """
 
     def __init__(self) -> None:
@@ -60,15 +61,9 @@ class ScorerCache:
 
     def get(self, config: Q2Config) -> Q2Scorer:
         with self._lock:
-            current = self._scorer
-            if current is not None and current.config == config:
-                candidate = Q2Scorer(config)
-                if candidate.signature == current.signature:
-                    return current
-                self._scorer = candidate
-            else:
+            if self._scorer is None or self._scorer.config != config:
                 self._scorer = Q2Scorer(config)
-            self.builds += 1
+                self.builds += 1
             return self._scorer
 
 

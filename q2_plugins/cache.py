@@ -20,29 +20,11 @@ SCHEMA_VERSION = 1
 
 
 def model_fingerprint(name: str, revision: Optional[str]) -> str:
-    """Identify model weights without loading them.
+    """Identify model weights without loading them: :func:`q2_plugins.signature.model_id` (the cache namespace a
+    model's outputs are stored under; byte-identical copies of a local model share it)."""
+    from .signature import model_id
 
-    A local directory: its absolute path plus the size and mtime of every file in it (re-saving the model changes
-    the key). A hub id: ``id@revision``, with the commit the local Hugging Face cache resolves that revision to when
-    it is there.
-    """
-    path = Path(os.path.expanduser(name))
-    if path.is_dir():
-        h = hashlib.sha256()
-        for f in sorted(p for p in path.rglob("*") if p.is_file()):
-            st = f.stat()
-            h.update(f"{f.relative_to(path)}:{st.st_size}:{st.st_mtime_ns};".encode())
-        return f"local:{path.resolve()}#{h.hexdigest()[:16]}"
-    rev = revision or "main"
-    try:
-        from huggingface_hub import constants
-
-        ref = Path(constants.HF_HUB_CACHE) / f"models--{name.replace('/', '--')}" / "refs" / rev
-        if ref.is_file():
-            return f"hub:{name}@{ref.read_text().strip()}"
-    except Exception:  # pragma: no cover - huggingface_hub missing or unreadable cache: fall back to the name
-        pass
-    return f"hub:{name}@{rev}"
+    return model_id(name, revision)
 
 
 class Q2Cache:

@@ -1,5 +1,6 @@
-"""Command line: ``q2 score``, ``q2 replay``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``. Config flags map
-one-to-one onto :class:`Q2Config`."""
+"""Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``,
+``q2 hooks``.
+Config flags map one-to-one onto :class:`Q2Config`."""
 
 from __future__ import annotations
 
@@ -28,6 +29,23 @@ def _add_config_flags(parser: argparse.ArgumentParser) -> None:
                                help=f"{opt.help} (default: {opt.default})")
 
 
+def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("Ray engine (--engine ray; needs the ray extra; docs/ray.md)")
+    g.add_argument("--engine", choices=("local", "ray"), default="local",
+                   help="local: this process; ray: an actor pool on Ray Data (files or directories in and out)")
+    g.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
+    g.add_argument("--concurrency", type=int, default=1, help="scoring actors, each loading the models once")
+    g.add_argument("--num-cpus-per-worker", type=float, default=1, help="CPUs (torch threads) per actor")
+    g.add_argument("--num-gpus-per-worker", type=float, default=None, help="GPUs per actor (with --device cuda)")
+    g.add_argument("--ray-batch-size", type=int, default=64, help="rows per scoring call of an actor")
+    g.add_argument("--labels", action="store_true", help="add the BEGIN label columns (q2_label, q2_label3)")
+    g.add_argument("--keep-min-score", type=float, default=None,
+                   help="filter mode: --output gets rows with q2_score >= this, --dropped-output the others")
+    g.add_argument("--unscored", choices=("drop", "keep"), default="drop",
+                   help="filter mode: where rows without a score (errors, no valid question) go")
+    g.add_argument("--dropped-output", help="filter mode: the dropped rows (default: <output> with .dropped)")
+
+
 def config_from_args(args: argparse.Namespace) -> Q2Config:
     return Q2Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Q2Config)})
 
@@ -52,6 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--chunk-size", type=int, default=1000, help="rows per scoring call (results stream out)")
     p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
     p.add_argument("--no-progress", action="store_true", help="no progress bar")
+    p.add_argument("--html", help="also write an HTML report of the results here (implies --explain)")
+    _add_ray_flags(p)
     _add_config_flags(p)
 
     r = sub.add_parser("replay", help="score recorded per-question outputs of the original pipeline")
@@ -62,27 +82,49 @@ def build_parser() -> argparse.ArgumentParser:
     r.add_argument("--explain", action="store_true")
     r.add_argument("--format", choices=("text", "json"), default="text")
     r.add_argument("--normalization", default="q2-original", choices=("q2-original", "squad"))
+    r.add_argument("--discard-unanswerable", action="store_true",
+                   help="Q2*: questions with no answer in the knowledge do not count when another one has an answer")
+    r.add_argument("--html", help="also write an HTML report of the results here (implies --explain)")
+
+    h = sub.add_parser("report", help="write a self-contained HTML report of results files")
+    h.add_argument("inputs", nargs="+", metavar="RESULTS",
+                   help="q2 score / q2 replay output (JSONL), or a per-example file of the framework adapters")
+    h.add_argument("--output", required=True, help="the HTML file to write")
+    h.add_argument("--title", help="page title (default: the input file names)")
+    h.add_argument("--texts", metavar="INPUT",
+                   help="the file q2 score read: adds each row's response and knowledge (q2 score output has none)")
+    h.add_argument("--response-column", default="response")
+    h.add_argument("--knowledge-column", default="knowledge")
+    h.add_argument("--history-column", default=None)
 
     t = sub.add_parser("make-test-models",
                        help="build tiny RANDOM-weight QG/QA/NLI models (offline smoke runs; scores are meaningless)")
-    t.add_argument("--output-dir", required=True)
+    where = t.add_mutually_exclusive_group(required=True)
+    where.add_argument("--output-dir", help="write DIR/qg, DIR/qa, DIR/nli")
+    where.add_argument("--examples", metavar="DIR",
+                       help="lay DIR out as the documented examples expect: q2-models/{qg,qa,nli}, my-dialogue-model "
+                            "(causal LM), my-seq2seq-model (T5), metrics/response_length (an evaluate module)")
 
     f = sub.add_parser("prefetch", help="download the configured models into a directory, for offline machines")
     f.add_argument("--output-dir", required=True)
     _add_config_flags(f)
 
+    from .hooks import add_parser as add_hooks_parser
     from .metaeval.cli import add_parser as add_meta_eval_parser
     from .perturb import add_parser as add_perturb_parser
 
     add_meta_eval_parser(sub, _add_config_flags)
     add_perturb_parser(sub)
+    add_hooks_parser(sub)
     return parser
 
 
 def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = None) -> None:
     out = out or sys.stdout
+    short = getattr(signature, "short", None)  # a Signature has a short form; a plain string is its own
     if fmt == "json":
-        print(json.dumps({**summary, "signature": signature}, indent=2), file=out)
+        print(json.dumps({**summary, "signature": signature, "signature_short": short or signature}, indent=2),
+              file=out)
         return
     errors = summary.get("errors") or []
 
@@ -101,7 +143,9 @@ def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any =
         print(f"  {e['count']:>6} x  {e['message']}", file=out)
     if summary.get("n_error_kinds", 0) > len(errors):
         print(f"  ... and {summary['n_error_kinds'] - len(errors)} other kinds of row error", file=out)
-    print(f"signature     {signature}", file=out)
+    if short:
+        print(f"signature     {short}", file=out)
+    print(f"{'full' if short else 'signature':<14}{signature}", file=out)
 
 
 class _RowErrors:
@@ -128,6 +172,14 @@ def _score(args: argparse.Namespace) -> int:
     from .results import Q2Stats
     from .scorer import Q2Scorer
 
+    if args.engine == "ray":
+        try:
+            from .ray_data import run_score
+        except ModuleNotFoundError as e:
+            raise SystemExit(f"q2 score: error: {e}") from None
+        return run_score(args)
+    if args.keep_min_score is not None:
+        raise ValueError("--keep-min-score (filter mode) needs --engine ray")
     config = config_from_args(args)
     to_stdout = args.output == "-"
     if args.output and not to_stdout and Path(args.input).is_file() and same_file(args.input, args.output):
@@ -136,6 +188,7 @@ def _score(args: argparse.Namespace) -> int:
     rows = read_rows(args.input, args.input_format, required)  # checks the file and its columns before anything
     scorer = Q2Scorer(config).load()  # a model that cannot load stops the run here, once
     out = ResultFile(args.output) if args.output else None
+    report_rows: Optional[list[dict[str, Any]]] = [] if args.html else None
     stats = Q2Stats()
     errors = _RowErrors()
     signature = ""
@@ -152,16 +205,19 @@ def _score(args: argparse.Namespace) -> int:
                                                                     else [])
             values = [[None if p else row.get(c) for row, p in zip(chunk, problems)] for c in cols]
             result = scorer.score(responses=values[0], knowledge=values[1],
-                                  history=values[2] if args.history_column else None, explain=args.explain,
-                                  progress=not args.no_progress)
+                                  history=values[2] if args.history_column else None,
+                                  explain=args.explain or bool(args.html), progress=not args.no_progress)
             for row, problem, res in zip(chunk, problems, result.responses):
                 res.index += offset
                 if problem:
                     res.error = problem
                 if res.error is not None:
                     errors.add(res.error)
+                record = {"row": res.index, **({"id": row["id"]} if "id" in row else {}), **res.to_dict()}
                 if out is not None:
-                    out.write({"row": res.index, **({"id": row["id"]} if "id" in row else {}), **res.to_dict()})
+                    out.write(record)
+                if report_rows is not None:
+                    report_rows.append(_with_texts(record, row, args))
             if out is not None:
                 out.flush()
             stats = stats + result.stats
@@ -191,13 +247,16 @@ def _score(args: argparse.Namespace) -> int:
         out.commit()
         if not to_stdout:
             write_json_atomic(meta_path(out.target), {
-                "format": "q2-score-results", "version": __version__, "signature": signature, "summary": summary,
+                "format": "q2-score-results", "version": __version__, "signature": signature,
+                "signature_short": getattr(signature, "short", signature), "summary": summary,
                 "config": config.to_dict(), "rows": out.rows, "input": str(args.input), "output": str(out.target),
                 "columns": {"response": args.response_column, "knowledge": args.knowledge_column,
                             "history": args.history_column},
                 "exit_code": code,
             })
     _print_summary(summary, signature, args.format, sys.stderr if to_stdout else sys.stdout)
+    if report_rows is not None:
+        _write_report(args.html, report_rows, signature, summary, [args.input])
     if problem:
         print(f"q2 score: {problem}", file=sys.stderr)
     return code
@@ -210,6 +269,23 @@ def _missing_fields(row: dict[str, Any], required: Sequence[str]) -> Optional[st
     return f"no field(s) {missing}; this record's fields are {sorted(map(str, row))[:20]}"
 
 
+def _with_texts(record: dict[str, Any], row: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    """A result row plus the texts it scored, for the HTML report."""
+    texts = {"response": row.get(args.response_column), "knowledge": row.get(args.knowledge_column)}
+    if args.history_column:
+        texts["history"] = row.get(args.history_column)
+    return {**record, **{k: v for k, v in texts.items() if isinstance(v, str)}}
+
+
+def _write_report(path: str, rows: list[dict[str, Any]], signature: str, summary: dict[str, Any],
+                  sources: list[str]) -> None:
+    from .report import write_html
+
+    write_html(path, rows, signatures=[signature], summary=summary,
+               title="Q² report: " + ", ".join(Path(s).name for s in sources), sources=sources, version=__version__)
+    print(f"HTML report: {path}", file=sys.stderr)
+
+
 def _replay(args: argparse.Namespace) -> int:
     import csv
 
@@ -218,46 +294,77 @@ def _replay(args: argparse.Namespace) -> int:
     if args.scores and len(args.scores) != len(args.steps):
         raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
     records = []
+    sources: list[str] = []
     for i, steps in enumerate(args.steps):
         fallback = None
         if args.scores:
             with open(args.scores[i], newline="", encoding="utf-8") as f:
                 fallback = {row["id"]: float(row["Q2_no_nli"]) for row in csv.DictReader(f)}
-        records.extend(load_original_steps(steps, fallback))
-    result = replay(records, normalization=args.normalization, explain=args.explain,
-                    signature=f"replay|norm:{args.normalization}|q2:{__version__}")
+        loaded = load_original_steps(steps, fallback)
+        records.extend(loaded)
+        sources.extend([Path(steps).name.removesuffix("_out.steps.csv")] * len(loaded))
+    result = replay(records, normalization=args.normalization, explain=args.explain or bool(args.html),
+                    discard_unanswerable=args.discard_unanswerable)
+    rows = [_replay_row(rec, res, src) for rec, res, src in zip(records, result.responses, sources)]
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
-            for rec, res in zip(records, result.responses):
-                f.write(json.dumps({"id": rec.id, **res.to_dict()}, ensure_ascii=False) + "\n")
-    _print_summary(result.stats.summary(), result.signature, args.format)
+            for row in rows:
+                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+    # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
+    summary = {**result.stats.summary(), "q2": None, "note": _REPLAY_NOTE}
+    _print_summary(summary, result.signature, args.format)
+    if args.format == "text":
+        print(f"note          {_REPLAY_NOTE}")
+    if args.html:
+        _write_report(args.html, rows, result.signature, summary, list(args.steps))
     return 0
+
+
+def _replay_row(rec: Any, res: Any, source: str) -> dict[str, Any]:
+    """One replay output row: the response's id, source file and texts, and its result. The original run's files
+    are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets ``gold``."""
+    gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
+    return {"id": rec.id, "source": source, **({"gold": gold} if gold else {}), **res.to_dict(),
+            "response": rec.response, "knowledge": rec.knowledge}
+
+
+def _report(args: argparse.Namespace) -> int:
+    from .report import report_from_files
+
+    data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
+                             columns=(args.response_column, args.knowledge_column, args.history_column))
+    errors = sum(r["status"] == "error" for r in data.rows)
+    print(f"{args.output}: {len(data.rows)} responses ({errors} errors) from {len(data.sources)} file(s)")
+    return 0
+
+
+_REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay gives only Q2 w/o NLI (token F1; "
+                "responses without questions take their recorded fallback value)")
 
 
 def _prefetch(args: argparse.Namespace) -> int:
     from .hf import load_model
+    from .prefetch import prefetch_model
+    from .signature import model_id
 
     config = config_from_args(args)
     out = Path(args.output_dir)
     kinds = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
     for role, kind in kinds.items():
         name = getattr(config, f"{role}_model")
-        tok, model = load_model(role, name, getattr(config, f"{role}_revision"), "cpu", "float32", kind,
-                                cpu_kernels="torch")  # saved as loaded: no packed weights
-        target = out / role
-        tok.save_pretrained(target)
-        model.save_pretrained(target)
-        print(f"{role}: {name} -> {target}")
+        target = prefetch_model(role, name, getattr(config, f"{role}_revision"), out / role)
+        load_model(role, str(target), None, "cpu", "float32", kind, cpu_kernels="torch")  # it loads: fail here
+        print(f"{role}: {name} -> {target}  (signs as {model_id(str(target))})")
     print(f"On the offline machine: --qg-model {out / 'qg'} --qa-model {out / 'qa'} --nli-model {out / 'nli'}")
     return 0
 
 
 def _make_test_models(args: argparse.Namespace) -> int:
-    from .testing import build_all
+    from .testing import build_all, build_examples
 
-    paths = build_all(args.output_dir)
+    paths = build_examples(args.examples) if args.examples else build_all(args.output_dir)
     for role, path in paths.items():
-        print(f"{role}: {path}  (random weights)")
+        print(f"{role}: {path}" + ("" if role.startswith("metrics/") else "  (random weights)"))
     return 0
 
 
@@ -273,6 +380,12 @@ def _perturb(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _hooks(args: argparse.Namespace) -> int:
+    from .hooks import run
+
+    return run(args)
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -280,9 +393,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from .io import InputFormatError
 
     try:
-        return {"score": _score, "replay": _replay, "prefetch": _prefetch,
+        return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
-                "perturb": _perturb}[args.command](args)
+                "perturb": _perturb, "hooks": _hooks}[args.command](args)
     except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2

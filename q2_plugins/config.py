@@ -47,8 +47,8 @@ class Q2Config:
     nli_dtype: Optional[str] = _f(None, "dtype of the NLI model (default: --dtype)", _DTYPES)
     cpu_kernels: str = _f(
         "onednn", "matrix products of the models' Linear layers on the CPU: onednn (weights packed once at load, "
-                  "float32/bfloat16, and tanh GELU in one pass; whole runs 1.4x-2.4x faster on the benchmark "
-                  "machine) or torch (PyTorch's matmul and the models' own activation code)", ("onednn", "torch"))
+                  "float32/bfloat16, and tanh GELU in one pass; faster, see docs/performance.md) or torch "
+                  "(PyTorch's matmul and the models' own activation code)", ("onednn", "torch"))
     batch_size: int = _f(32, "most inputs per forward pass, batched across responses")
     qg_batch_size: Optional[int] = _f(None, "most QG inputs per generate call (default: --batch-size)")
     qa_batch_size: Optional[int] = _f(None, "most QA windows per forward pass (default: --batch-size)")
@@ -90,6 +90,10 @@ class Q2Config:
     use_nli: bool = _f(True, "compare answers with NLI when F1 < 1 (off = the paper's 'Q2 w/o NLI')")
     fallback: bool = _f(True, "score responses with no valid question by end-to-end NLI (1 / 0.5 / 0)")
     fallback_lowercase_knowledge: bool = _f(True, "lower-case the knowledge for the fallback NLI, as the original")
+    fallback_lowercase_response: bool = _f(True, "lower-case the response for the fallback NLI, as the original")
+    discard_unanswerable: bool = _f(
+        False, "Q2* (the paper's Dialogue NLI variant): when at least one valid question of a response has an "
+               "answer in the knowledge, questions with no answer there do not count towards its score")
     nli_max_length: int = _f(512, "NLI window length; a longer premise is read in overlapping windows")
     nli_stride: int = _f(128, "tokens shared by consecutive NLI premise windows")
     # cache
@@ -157,12 +161,14 @@ class Q2Config:
             raise TypeError(f"Unknown Q2Config option(s) {unknown}; known options: {sorted(known)}")
         return cls(**dict(data))
 
+    #: settings that say how a run goes, never what it computes
+    RUN_SETTINGS = frozenset({"device", "qg_device", "qa_device", "nli_device", "cpu_kernels", "batch_size",
+                              "qg_batch_size", "qa_batch_size", "nli_batch_size", "batch_tokens", "qg_batch_tokens",
+                              "qa_batch_tokens", "nli_batch_tokens", "per_item", "cache_dir"})
+
     def fingerprint(self) -> str:
         """Hash of every setting that can change a score (not devices, kernels, batch sizes or the cache location)."""
-        ignore = {"device", "qg_device", "qa_device", "nli_device", "cpu_kernels", "batch_size", "qg_batch_size",
-                  "qa_batch_size", "nli_batch_size", "batch_tokens", "qg_batch_tokens", "qa_batch_tokens",
-                  "nli_batch_tokens", "per_item", "cache_dir"}
-        data = {k: v for k, v in self.to_dict().items() if k not in ignore}
+        data = {k: v for k, v in self.to_dict().items() if k not in self.RUN_SETTINGS}
         return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
 
 

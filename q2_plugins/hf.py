@@ -17,6 +17,7 @@ from .beam import T5BeamSearch, beam_settings
 from .components import Answer, AnswerKind, NLILabel
 from .errors import ModelLoadError, model_load_message
 from .packed import PackedEncoder
+from .selfcheck import FastPathCheck
 
 __all__ = ["load_model", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI", "nli_label_map"]
 
@@ -57,10 +58,19 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
     torch = _torch()
     try:
         tokenizer = transformers.AutoTokenizer.from_pretrained(path, revision=revision)
-        model = auto.from_pretrained(path, revision=revision, dtype=getattr(torch, _DTYPES[dtype]))
+        # model.safetensors when the repository has it; a pickle checkpoint (pytorch_model.bin) only as tensors
+        model = auto.from_pretrained(path, revision=revision, dtype=getattr(torch, _DTYPES[dtype]),
+                                     weights_only=True)
     except ModelLoadError:
         raise
     except Exception as e:  # transformers raises OSError, ValueError, HF hub errors...
+        if _unpickling_refused(e):
+            raise ModelLoadError(
+                f"Refused to load the {role.upper()} model {name!r} (setting: {role}_model): its pickle checkpoint "
+                f"holds objects other than tensors, and Q2 loads pickle checkpoints only with torch.load("
+                f"weights_only=True), which runs no code. Use a copy with model.safetensors, or convert a checkpoint "
+                f"you trust to safetensors. ({_refusal_reason(e)})"
+            ) from e
         raise ModelLoadError(model_load_message(role, name, e)) from e
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(
@@ -75,6 +85,25 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
         if pack_linear_layers(model):  # a CPU model on fast kernels: its activations too
             fuse_tanh_gelu(model)
     return tokenizer, model
+
+
+def _unpickling_refused(error: BaseException) -> bool:
+    """Whether ``error`` (or an error it came from) is torch.load refusing a pickle with ``weights_only=True``."""
+    import pickle
+
+    seen = set()
+    while error is not None and id(error) not in seen:
+        seen.add(id(error))
+        if isinstance(error, pickle.UnpicklingError):
+            return True
+        error = error.__cause__ or error.__context__  # type: ignore[assignment]
+    return False
+
+
+def _refusal_reason(error: BaseException) -> str:
+    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
+    named = [line for line in lines if "GLOBAL" in line]
+    return (named or lines or [type(error).__name__])[0]
 
 
 def highlight(answer: str, context: str, mark: str = "<hl>") -> str:
@@ -122,7 +151,7 @@ def _length_batches(lengths: Sequence[int], batch_size: int, sort: bool, max_tok
 
 
 # Real tokens per pass when windows are packed (no padding): enough rows for the matrix products to run near the
-# machine's speed, few enough that a layer's activations stay in cache (2048 measured 8% slower on ALBERT-xlarge).
+# machine's speed, few enough that a layer's activations stay in cache (measured: docs/performance.md).
 PACKED_BATCH_TOKENS = 512
 
 
@@ -242,14 +271,45 @@ class _WindowComponent(_HFComponent):
         # run windows packed end to end instead of padded (same outputs, less work); off: padded batches
         self.pack_windows = True
         self._packed: Any = None
+        self._pack_check = FastPathCheck("packed windows of q2_plugins.packed")
 
     def _packer(self, kind: str) -> Optional[PackedEncoder]:
         """The packed-window runner for this model, or None (padded batches): see :mod:`q2_plugins.packed`."""
-        if not self.pack_windows:
+        if not self.pack_windows or self._pack_check.agreed is False:
             return None
         if self._packed is None:
             self._packed = PackedEncoder.for_model(self.model, kind) or False
         return self._packed or None
+
+    def _window_batches(self, kind: str, lengths: Sequence[int],
+                        features: Callable[[list[int]], list[dict[str, Any]]]) -> tuple[Optional[PackedEncoder],
+                                                                                       list[list[int]]]:
+        """The packer (or None) and the window batches of one call. On the first call on a device / dtype the tests
+        do not cover, the first packed batch also runs padded: any other argmax (span ends, labels) turns packing
+        off for the rest of the run."""
+        packer = self._packer(kind)
+        if packer is None:
+            return None, self._batches(lengths)
+        batches = self._packed_batch_list(lengths)
+        dtype = next(self.model.parameters()).dtype
+        if batches and self._pack_check.needed(self.device, dtype):
+            first = features(batches[0])
+            stripped = [{k: v for k, v in f.items() if k != "attention_mask"} for f in first]
+            padded = {k: v.to(self.device) for k, v in
+                      self.tokenizer.pad(first, padding=True, return_tensors="pt").items()}
+            with _torch().inference_mode():
+                if kind == "qa":
+                    starts, ends = packer.qa_logits(stripped)
+                    ref = self.model(**padded)
+                    same = all(int(starts[j].argmax()) == int(ref.start_logits[j][: len(starts[j])].argmax())
+                               and int(ends[j].argmax()) == int(ref.end_logits[j][: len(ends[j])].argmax())
+                               for j in range(len(first)))
+                else:
+                    logits = packer.class_logits(stripped)
+                    same = bool((logits.float().argmax(-1) == self.model(**padded).logits.float().argmax(-1)).all())
+            if not self._pack_check.record(same, self.device, dtype, "argmax of the window logits"):
+                return None, self._batches(lengths)
+        return packer, batches
 
     def _packed_features(self, features: list[dict[str, list[int]]]) -> list[dict[str, list[int]]]:
         n = sum(len(f["input_ids"]) for f in features)
@@ -394,6 +454,7 @@ class HFQuestionGenerator(_HFComponent):
         # generate, with a cache that never reorders cross-attention
         self.own_beam_search = True
         self._beam: Optional[T5BeamSearch] = None
+        self._beam_check = FastPathCheck("the beam search of q2_plugins.beam")
 
     def _texts(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
         return [self.input_template.format(answer=a, context=c, highlighted=highlight(a, c)) for a, c in pairs]
@@ -439,7 +500,8 @@ class HFQuestionGenerator(_HFComponent):
         if self.decoding == "beam":
             gen_kwargs.update(no_repeat_ngram_size=self.no_repeat_ngram, early_stopping=True)
         gen_kwargs.update(self.generate_overrides)
-        settings = beam_settings(self.model, gen_kwargs) if self.num_beams > 1 and self.own_beam_search else None
+        own_beam = self.own_beam_search and self._beam_check.agreed is not False
+        settings = beam_settings(self.model, gen_kwargs) if self.num_beams > 1 and own_beam else None
         if settings is not None and self._beam is None:
             self._beam = T5BeamSearch.for_model(self.model)
         own = settings is not None and self._beam is not None
@@ -450,17 +512,43 @@ class HFQuestionGenerator(_HFComponent):
         for call in calls:
             padded = [self._pad([{"input_ids": encoded[i]} for i in g]) for g in call]
             with torch.inference_mode():
-                if own:
+                if own and self._beam_check.agreed is not False:  # (a failed check hands the rest to generate)
                     pairs_in = [(p["input_ids"], p["attention_mask"]) for p in padded]
                     generated = self._timed(self._beam.generate, encoder_batches=pairs_in, settings=settings,
                                             timer=self._clock.timing)
+                    reference = self._check_beam(generated, padded, gen_kwargs, settings)
+                    if reference is not None:  # the check found a difference: the library's sequences
+                        generated = reference
                 else:
-                    generated = self._timed(self._library_generate, inputs=padded[0], gen_kwargs=gen_kwargs)
-            decoded = self.tokenizer.batch_decode(generated, skip_special_tokens=True)
+                    generated = [self._timed(self._library_generate, inputs=p, gen_kwargs=gen_kwargs) for p in padded]
+            if not isinstance(generated, list):
+                generated = [generated]
+            decoded = [text for g in generated for text in self.tokenizer.batch_decode(g, skip_special_tokens=True)]
             for j, i in enumerate(i for g in call for i in g):
                 group = decoded[j * self.num_return : (j + 1) * self.num_return]
                 out[i] = [q.replace("question: ", "", 1) for q in group]
         return out
+
+    def _check_beam(self, generated: Any, padded: list[dict[str, Any]], gen_kwargs: dict[str, Any],
+                    settings: Any) -> Optional[list[Any]]:
+        """On the first call on a device / dtype the tests do not cover, the library's ``generate`` on the same
+        inputs: None when the token ids agree (or no check is due), else the library's outputs, one per group."""
+        dtype = next(self.model.parameters()).dtype
+        if not self._beam_check.needed(self.device, dtype):
+            return None
+        reference = [self._library_generate(inputs=p, gen_kwargs=gen_kwargs) for p in padded]
+        fill = settings.pad if settings.pad is not None else settings.eos[0]
+
+        def rows(t: Any) -> list[list[int]]:
+            out = []
+            for row in t.tolist():
+                while row and row[-1] == fill:
+                    row.pop()
+                out.append(row)
+            return out
+
+        same = rows(generated) == [r for t in reference for r in rows(t)]
+        return None if self._beam_check.record(same, self.device, dtype, "token ids") else reference
 
     def _library_generate(self, inputs: dict[str, Any], gen_kwargs: dict[str, Any]) -> Any:
         cache = _beam_search_cache(self.model) if self.num_beams > 1 else None
@@ -505,8 +593,8 @@ class HFQuestionAnswerer(_WindowComponent):
         start_logits: list[Any] = [None] * n_windows
         end_logits: list[Any] = [None] * n_windows
         lengths = [len(f["input_ids"]) for f in win.features]
-        packer = self._packer("qa")
-        for batch in self._packed_batch_list(lengths) if packer else self._batches(lengths):
+        packer, batches = self._window_batches("qa", lengths, lambda b: [win.features[w] for w in b])
+        for batch in batches:
             features = [win.features[w] for w in batch]
             with torch.inference_mode():
                 if packer:
@@ -608,8 +696,8 @@ class HFNLI(_WindowComponent):
         win = self._windows(pairs)
         lengths = [len(f["input_ids"]) for f in win.features]
         window_labels: list[NLILabel] = [NLILabel.NEUTRAL] * len(lengths)
-        packer = self._packer("classification")
-        for batch in self._packed_batch_list(lengths) if packer else self._batches(lengths):
+        packer, batches = self._window_batches("classification", lengths, lambda b: [win.features[w] for w in b])
+        for batch in batches:
             features = [win.features[w] for w in batch]
             with torch.inference_mode():
                 if packer:

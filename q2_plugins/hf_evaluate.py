@@ -6,10 +6,10 @@ name ``q2`` (module type unset or ``metric``) becomes the path of the shipped mo
 then loads as any local module. Every other name goes to ``evaluate`` untouched, and a directory ``./q2/q2.py``
 still wins, as in ``evaluate`` itself.
 
-The wrap is applied by :func:`patch_loading` when ``evaluate.loading`` is imported: the wheel installs
-``q2_plugins_hook.pth``, whose one line asks Python's ``site`` to register the tiny finder in ``_q2_plugins_hook``
-(it imports nothing else and waits for ``evaluate``). Editable installs do not get the ``.pth`` (a setuptools
-limitation): call :func:`enable` there. ``Q2_PLUGINS_EVALUATE_HOOK=0`` turns the hook off.
+The wrap is applied by :func:`patch_loading` when ``evaluate.loading`` is imported, by the import hook of
+q2-plugins (``_q2_plugins_hook``): its start-up file ``q2_plugins_hook.pth`` comes with the wheel, and
+``q2 hooks install`` writes it into any environment (editable installs included; ``scripts/setup.sh`` does).
+:func:`enable` applies it to the running interpreter only. ``Q2_PLUGINS_EVALUATE_HOOK=0`` turns the hook off.
 """
 
 from __future__ import annotations
@@ -50,7 +50,7 @@ def patch_loading(loading: Any) -> None:
 
 
 def enable() -> None:
-    """Patch ``evaluate`` now (imports it). For editable installs, which lack the startup ``.pth``."""
+    """Patch ``evaluate`` in this interpreter now (imports it), without the start-up file."""
     import evaluate.loading
 
     patch_loading(evaluate.loading)

@@ -2,9 +2,8 @@
 
 PyTorch runs a float32 ``nn.Linear`` on the CPU through its BLAS (MKL), which re-packs the weight matrix on every
 call; on the few hundred rows a Q² batch holds (and the few rows of a beam-search step) that leaves much of the CPU
-idle. oneDNN can pack a weight once into its own blocked layout and multiply against it directly: on the 2-core
-AVX-512 machine the benchmarks ran on, the three paper models' Linear shapes ran 1.1x-5.2x faster (most on the few
-rows of a beam step; ``benchmarks/bench_linear.py``), and a plain 2048 x 2048 product 1.2x-1.5x faster.
+idle. oneDNN can pack a weight once into its own blocked layout and multiply against it directly, which helps most on
+the few rows of a beam step (``benchmarks/bench_linear.py``; measured figures in ``docs/performance.md``).
 
 :func:`pack_linear_layers` swaps every ``nn.Linear`` of a model for a :class:`PackedLinear` after checking, on the
 model's first Linear, that the packed product matches PyTorch's; where oneDNN or its operators are missing, or the
@@ -123,8 +122,8 @@ def fuse_tanh_gelu(model: Any) -> int:
     """Replace the tanh-approximated GELU that some models (ALBERT's ``gelu_new``) compute as five elementwise
     passes over the activations by PyTorch's single-pass kernel of the same function; returns how many.
 
-    On ALBERT-xlarge's 8192-wide feed-forward activations the five passes took about 12x the time of one. The two
-    agree to float rounding (about 1 element in 100 differs, by one unit in the last place), like two matmul kernels.
+    The five passes cost several times the one (measured in ``docs/performance.md``). The two agree to float rounding
+    (about 1 element in 100 differs, by one unit in the last place), like two matmul kernels.
     """
     try:
         from transformers.activations import GELUTanh, NewGELUActivation

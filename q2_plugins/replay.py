@@ -18,11 +18,19 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .components import Answer, AnswerKind, NLILabel, NLIModel
-from .results import Q2Result, QuestionResult, ResponseResult, ResponseStatus
-from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_hypothesis, question_score
+from .results import DroppedQuestion, Q2Result, QuestionResult, ResponseResult, ResponseStatus
+from .scoring import (
+    NLI_SCORES,
+    answer_f1,
+    counted_questions,
+    mean_score,
+    needs_nli,
+    nli_premise_hypothesis,
+    question_score,
+)
 
 __all__ = ["RecordedQuestion", "RecordedResponse", "RecordedScores", "load_original_steps", "load_recorded_scores",
-           "decoded_answer", "replay"]
+           "decoded_answer", "replay", "bundled_original_run"]
 
 _RECORDED_COLUMNS = ("id", "response", "cand", "question", "knowledge", "knowledge_ans")
 
@@ -73,6 +81,14 @@ def load_recorded_scores(path: str | Path) -> dict[str, RecordedScores]:
     return out
 
 
+def bundled_original_run() -> tuple[list[Path], list[Path]]:
+    """The ``*_out.steps.csv`` and matching ``*_scores.csv`` files of the slice of a recorded original run shipped
+    in the package (10 responses of each of its four files; provenance and licence in its README)."""
+    folder = Path(__file__).parent / "data" / "original_run_slice"
+    steps = sorted(folder.glob("*_out.steps.csv"))
+    return steps, [p.with_name(p.name.replace("_out.steps.csv", "_scores.csv")) for p in steps]
+
+
 def decoded_answer(text: str, null_token: str = "[CLS]") -> Answer:
     """Interpret the original's decoded answer text: the bare null token is no answer, a span beginning with it
     came from the null position, the empty string is an end-before-start span."""
@@ -120,13 +136,17 @@ def replay(
     use_nli: bool = False,
     nli: Optional[NLIModel] = None,
     normalization: str = "q2-original",
-    signature: str = "replay",
+    signature: Optional[str] = None,
     explain: bool = False,
+    discard_unanswerable: bool = False,
 ) -> Q2Result:
     """Score recorded outputs with the same scoring layer as the live pipeline.
 
     With ``use_nli`` the answer pairs that need it go through ``nli`` in one batch; responses without questions take
-    their recorded fallback value (``None`` = no score).
+    their recorded fallback value (``None`` = no score). ``discard_unanswerable`` applies the Q²* rule
+    (:func:`~q2_plugins.scoring.counted_questions`, as :attr:`Q2Config.discard_unanswerable` does live).
+    ``signature`` defaults to :func:`q2_plugins.signature.replay_signature` (naming ``nli.signature`` when NLI is
+    used).
     """
     if use_nli and nli is None:
         raise ValueError("replay(use_nli=True) needs an NLI model (nli=...)")
@@ -144,8 +164,13 @@ def replay(
     results = []
     for i, rec in enumerate(records):
         res = ResponseResult(index=i, status=ResponseStatus.NO_VALID_QUESTION)
-        qrs = []
-        for q in rec.questions:
+        qrs, dropped = [], []
+        counted = counted_questions([q.knowledge_answer.kind is AnswerKind.NO_ANSWER for q in rec.questions],
+                                    discard_unanswerable)
+        for q, keep in zip(rec.questions, counted):
+            if not keep:
+                dropped.append(DroppedQuestion(q.candidate, q.question, "no_answer_in_knowledge", q.candidate))
+                continue
             f1 = answer_f1(q.candidate, q.knowledge_answer, normalization)
             label = None
             if use_nli and needs_nli(q.knowledge_answer, f1):
@@ -164,8 +189,13 @@ def replay(
             res.score = res.score_no_nli = rec.fallback
             res.fallback_label = _label_of(rec.fallback)
         if explain:
-            res.questions, res.dropped, res.candidates = qrs, [], [q.candidate for q in rec.questions]
+            res.questions, res.dropped, res.candidates = qrs, dropped, [q.candidate for q in rec.questions]
         results.append(res)
+    if signature is None:
+        from .signature import replay_signature
+
+        nli_id = (getattr(nli, "signature", None) or f"custom:{type(nli).__name__}") if use_nli else None
+        signature = replay_signature(normalization, nli_id, discard_unanswerable)
     return Q2Result(results, signature)
 
 

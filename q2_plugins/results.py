@@ -39,7 +39,7 @@ class DroppedQuestion:
 
     candidate: str
     question: str
-    reason: str  # "personal" | "no_answer_in_response" | "answer_mismatch"
+    reason: str  # "personal" | "no_answer_in_response" | "answer_mismatch" | "no_answer_in_knowledge" (Q²*)
     response_answer: Optional[str] = None
 
 

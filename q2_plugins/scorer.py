@@ -8,9 +8,10 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Optional, Sequence
 
 from . import __version__
-from .cache import Q2Cache, model_fingerprint
+from .cache import Q2Cache
 from .components import (
     Answer,
+    AnswerKind,
     CandidateExtractor,
     NLILabel,
     NLIModel,
@@ -22,7 +23,16 @@ from .config import Q2Config
 from .errors import ModelLoadError
 from .normalize import answers_match
 from .results import DroppedQuestion, Q2Result, QuestionResult, ResponseResult, ResponseStatus
-from .scoring import NLI_SCORES, answer_f1, mean_score, needs_nli, nli_premise_hypothesis, question_score
+from .scoring import (
+    NLI_SCORES,
+    answer_f1,
+    counted_questions,
+    mean_score,
+    needs_nli,
+    nli_premise_hypothesis,
+    question_score,
+)
+from .signature import Signature, model_id, short_model_id, spacy_id
 from .taxonomy import SIGNALS_VERSION, SpacyTextSignals, TextSignals, classify
 
 __all__ = ["Q2Scorer", "score"]
@@ -131,7 +141,7 @@ class Q2Scorer:
         self.cache = cache
         self.timings: dict[str, float] = {}
         self._memo: dict[str, dict[Hashable, Any]] = {}  # stage -> input -> output, within one score() call
-        self._signature: Optional[str] = None
+        self._signature: Optional[Signature] = None
         self._part_ids: dict[str, str] = {}
 
     # -- components (lazy) ------------------------------------------------------------------------------------
@@ -167,8 +177,12 @@ class Q2Scorer:
         from .hf import load_model
 
         c = self.config
-        return load_model(role, getattr(c, f"{role}_model"), getattr(c, f"{role}_revision"), c.role_device(role),
-                          c.role_dtype(role), kind, c.cpu_kernels)
+        loaded = load_model(role, getattr(c, f"{role}_model"), getattr(c, f"{role}_revision"), c.role_device(role),
+                            c.role_dtype(role), kind, c.cpu_kernels)
+        if self._part_ids.get(role, "").startswith("hub:"):  # loading can fill the Hugging Face cache: resolve again
+            self._part_ids.pop(role)
+            self._signature = None
+        return loaded
 
     @property
     def question_generator(self) -> QuestionGenerator:
@@ -232,11 +246,9 @@ class Q2Scorer:
         if custom is not None:
             return str(getattr(custom, "signature", f"custom:{type(custom).__name__}"))
         if role in ("cand", "personal", "signals"):
-            nlp = self._nlp()
-            return f"spacy:{nlp.meta.get('lang')}_{nlp.meta.get('name')}-{nlp.meta.get('version')}"
+            return spacy_id(self._nlp())
         c = self.config
-        return f"{model_fingerprint(getattr(c, f'{role}_model'), getattr(c, f'{role}_revision'))}" \
-               f"[{c.role_dtype(role)}]"
+        return f"{model_id(getattr(c, f'{role}_model'), getattr(c, f'{role}_revision'))}[{c.role_dtype(role)}]"
 
     def _stage_settings(self, role: str) -> str:
         c = self.config
@@ -257,30 +269,40 @@ class Q2Scorer:
         c = self.config
         if not c.fallback:
             return "none"
-        return "e2e-nli" + ("-lowerknow" if c.fallback_lowercase_knowledge else "")
+        return ("e2e-nli" + ("-lowerknow" if c.fallback_lowercase_knowledge else "")
+                + ("-lowerresp" if c.fallback_lowercase_response else ""))
 
     @property
-    def signature(self) -> str:
-        """Reproducibility signature: models with revisions, decoding, filters, normalisation, package version."""
+    def signature(self) -> Signature:
+        """Reproducibility signature: models with revisions, decoding, filters, normalisation, package version.
+
+        A string (the full form) with a sacrebleu-style ``.short`` form; see :mod:`q2_plugins.signature`.
+        """
         if self._signature is None:
             c = self.config
             parts = [
-                f"q2:{__version__}",
-                f"cand:{self._part_id('cand')}",
-                f"qg:{self._part_id('qg')}",
-                f"qg-dec:{self._stage_settings('qg')}",
-                f"questions:{c.question_mode}",
-                f"qa:{self._part_id('qa')}",
-                f"qa-dec:{self._stage_settings('qa')}",
-                f"personal:{('remove:' + self._part_id('personal')) if c.remove_personal else 'keep'}",
-                f"norm:{c.normalization}",
-                f"cmp:{'f1+nli' if c.use_nli else 'f1'}",
-                f"fallback:{self._fallback_id()}",
+                ("q2", __version__),
+                ("cand", self._part_id("cand")),
+                ("qg", self._part_id("qg")),
+                ("qg-dec", self._stage_settings("qg")),
+                ("questions", c.question_mode + ("+discard-unanswerable" if c.discard_unanswerable else "")),
+                ("qa", self._part_id("qa")),
+                ("qa-dec", self._stage_settings("qa")),
+                ("personal", ("remove:" + self._part_id("personal")) if c.remove_personal else "keep"),
+                ("norm", c.normalization),
+                ("cmp", "f1+nli" if c.use_nli else "f1"),
+                ("fallback", self._fallback_id()),
             ]
             if c.use_nli or c.fallback:
-                parts.append(f"nli:{self._part_id('nli')}")
-                parts.append(f"nli-dec:{self._stage_settings('nli')}")
-            self._signature = "|".join(parts)
+                parts.append(("nli", self._part_id("nli")))
+                parts.append(("nli-dec", self._stage_settings("nli")))
+            short = [("q2", __version__), ("qg", short_model_id(self._part_id("qg"))),
+                     ("qa", short_model_id(self._part_id("qa")))]
+            if c.use_nli or c.fallback:
+                short.append(("nli", short_model_id(self._part_id("nli"))))
+            short += [("cmp", "f1+nli" if c.use_nli else "f1"), ("fb", self._fallback_id()),
+                      ("cfg", "paper" if _score_settings(c) == _score_settings(Q2Config()) else "custom")]
+            self._signature = Signature(parts, short)
         return self._signature
 
     # -- stage runner: dedupe, cache, batch, isolate failures --------------------------------------------------
@@ -532,6 +554,10 @@ class Q2Scorer:
                 score=question_score(f1, label),
             ))
 
+        if c.discard_unanswerable:  # Q²*
+            for r in active:
+                self._discard_unanswerable(r)
+
         # 7. end-to-end NLI fallback for responses without a valid question
         for r, pair in zip(need_fallback, fb_pairs):
             out = nli_out[pair]
@@ -555,8 +581,18 @@ class Q2Scorer:
         return [None] * len(part) if unfit is None else list(unfit([tuple(p) for p in part]))
 
     def _fallback_pair(self, row: _Row) -> tuple[str, str]:
-        premise = row.knowledge.lower() if self.config.fallback_lowercase_knowledge else row.knowledge
-        return premise, row.response
+        c = self.config
+        premise = row.knowledge.lower() if c.fallback_lowercase_knowledge else row.knowledge
+        return premise, row.response.lower() if c.fallback_lowercase_response else row.response
+
+    @staticmethod
+    def _discard_unanswerable(row: _Row) -> None:
+        """Q²*: questions with no answer in the knowledge move to the dropped ones when another one has an answer."""
+        counted = counted_questions([q.knowledge_answer_kind == AnswerKind.NO_ANSWER.value for q in row.questions],
+                                    discard_unanswerable=True)
+        row.dropped += [DroppedQuestion(q.candidate, q.question, "no_answer_in_knowledge", q.response_answer)
+                        for q, keep in zip(row.questions, counted) if not keep]
+        row.questions = [q for q, keep in zip(row.questions, counted) if keep]
 
     @staticmethod
     def _assemble(r: _Row, explain: bool, signals: Any = None) -> ResponseResult:
@@ -587,6 +623,17 @@ class Q2Scorer:
         if not explain:
             res.candidates = res.questions = res.dropped = None
         return res
+
+
+# settings that name a model (in the signature by model identity) or only say how a run goes (not in it at all)
+_NOT_SCORE_SETTINGS = {"qg_model", "qg_revision", "qa_model", "qa_revision", "nli_model", "nli_revision", "spacy_model",
+                       "dtype", "qg_dtype", "qa_dtype", "nli_dtype"}
+
+
+def _score_settings(config: Q2Config) -> dict[str, Any]:
+    """The settings other than models that can change a score (what ``Q2Config.fingerprint`` hashes)."""
+    return {k: v for k, v in config.to_dict().items() if k not in _NOT_SCORE_SETTINGS and k not in
+            Q2Config.RUN_SETTINGS}
 
 
 def score(

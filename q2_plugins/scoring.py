@@ -12,7 +12,8 @@ import numpy as np
 from .components import Answer, AnswerKind, NLILabel
 from .normalize import token_f1
 
-__all__ = ["NLI_SCORES", "answer_f1", "needs_nli", "question_score", "mean_score", "nli_premise_hypothesis"]
+__all__ = ["NLI_SCORES", "answer_f1", "needs_nli", "question_score", "mean_score", "nli_premise_hypothesis",
+           "counted_questions"]
 
 # End-to-end fallback and answer-comparison values of a label (paper, Section 3).
 NLI_SCORES = {NLILabel.ENTAILMENT: 1.0, NLILabel.NEUTRAL: 0.5, NLILabel.CONTRADICTION: 0.0}
@@ -49,3 +50,16 @@ def mean_score(values: Sequence[float]) -> float:
     if not values:
         raise ValueError("mean of no values")
     return float(np.mean(np.asarray(values, dtype=np.float64)))
+
+
+def counted_questions(no_answer_in_knowledge: Sequence[bool], discard_unanswerable: bool) -> list[bool]:
+    """Which of a response's valid questions count towards its score.
+
+    All of them, unless ``discard_unanswerable`` (the paper's Q²*): then, when at least one question has an answer
+    in the knowledge, the questions the knowledge cannot answer are left out. A response whose questions all have
+    no answer keeps them all (its score stays 0 from them, never undefined).
+    """
+    flags = [bool(x) for x in no_answer_in_knowledge]
+    if discard_unanswerable and not all(flags):
+        return [not x for x in flags]
+    return [True] * len(flags)

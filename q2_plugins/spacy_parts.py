@@ -41,7 +41,10 @@ def load_spacy(name: str) -> Any:
 
 
 def spacy_signature(nlp: Any) -> str:
-    return f"{nlp.meta.get('lang', 'xx')}_{nlp.meta.get('name', '?')}-{nlp.meta.get('version', '?')}"
+    """``<lang>_<name>-<version>``: :func:`q2_plugins.signature.spacy_id` without its ``spacy:`` prefix."""
+    from .signature import spacy_id
+
+    return spacy_id(nlp)[len("spacy:"):]
 
 
 def extract_candidates(doc: Any) -> list[str]:

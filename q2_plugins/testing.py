@@ -35,6 +35,9 @@ __all__ = [
     "build_bert_qa",
     "build_roberta_nli",
     "build_all",
+    "build_causal_lm",
+    "short_questions_copy",
+    "build_examples",
 ]
 
 # ---------------------------------------------------------------------------
@@ -479,3 +482,65 @@ def build_all(root: str | os.PathLike) -> dict[str, Path]:
         "qa": build_albert_qa(base / "qa"),
         "nli": build_roberta_nli(base / "nli"),
     }
+
+
+def build_causal_lm(tokenizer_dir: str | os.PathLike, path: str | os.PathLike, seed: int = 0) -> Path:
+    """A tiny GPT-2 causal LM (a dialogue model for the lm-eval and reranking examples) on the byte-level BPE
+    tokenizer saved in ``tokenizer_dir`` (the NLI model's)."""
+    from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
+
+    tok = AutoTokenizer.from_pretrained(tokenizer_dir)
+    config = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=512,
+                        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    return _save(_prepare_dir(path), _init_model(GPT2LMHeadModel, config, seed), tok)
+
+
+def short_questions_copy(qg: str | os.PathLike, path: str | os.PathLike) -> Path:
+    """A copy of a tiny QG model whose generation config ends questions after a token or two (every odd id, the
+    real EOS 1 included, is an end-of-sequence id). Random weights rarely emit the real EOS, so beam search would
+    otherwise run to Q²'s 128-token maximum for every candidate. (Every id as EOS breaks beam search: it needs
+    non-final candidates.)"""
+    import shutil
+
+    out = Path(path)
+    shutil.copytree(qg, out, dirs_exist_ok=True)
+    gen = json.loads((out / "generation_config.json").read_text())
+    gen["eos_token_id"] = list(range(1, json.loads((out / "config.json").read_text())["vocab_size"], 2))
+    (out / "generation_config.json").write_text(json.dumps(gen))
+    return out
+
+
+_RESPONSE_LENGTH_METRIC = '''"""Mean number of words of the predictions: a stand-in for any other evaluate module."""
+import datasets
+import evaluate
+
+
+class ResponseLength(evaluate.Metric):
+    def _info(self):
+        return evaluate.MetricInfo(description="mean number of words", citation="", inputs_description="",
+                                   features=datasets.Features({"predictions": datasets.Value("string")}))
+
+    def _compute(self, predictions):
+        return {"mean_words": sum(len(p.split()) for p in predictions) / len(predictions)}
+'''
+
+
+def build_examples(root: str | os.PathLike) -> dict[str, Path]:
+    """Lay ``root`` out as the documented examples expect, all random weights: ``q2-models/{qg,qa,nli}`` (questions
+    end early, see :func:`short_questions_copy`), ``my-dialogue-model`` (causal LM), ``my-seq2seq-model`` (T5) and
+    the ``evaluate`` module ``metrics/response_length``. Returns ``{name: path}``."""
+    base = _prepare_dir(root)
+    built = build_all(base / "q2-models")
+    qg_full = built["qg"].parent / "qg-full"
+    built["qg"].rename(qg_full)
+    paths = {
+        "qg": short_questions_copy(qg_full, base / "q2-models" / "qg"),
+        "qa": built["qa"],
+        "nli": built["nli"],
+        "my-dialogue-model": build_causal_lm(built["nli"], base / "my-dialogue-model"),
+        "my-seq2seq-model": qg_full.rename(base / "my-seq2seq-model"),
+    }
+    metric = _prepare_dir(base / "metrics" / "response_length") / "response_length.py"
+    metric.write_text(_RESPONSE_LENGTH_METRIC, encoding="utf-8")
+    paths["metrics/response_length"] = metric.parent
+    return paths

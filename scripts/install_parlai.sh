@@ -3,7 +3,7 @@
 #
 # ParlAI 1.7.2 pins old transformers / torchtext / urllib3 that conflict with transformers 5 and lm-eval, so it goes
 # in with --no-deps; the `parlai` extra brings the packages its code imports. torch stays pinned by constraints.txt.
-# Last, `python -m parlai_ext.hook install` writes q2_plugins_parlai.pth into site-packages (see the README).
+# Last, `q2 hooks install` writes q2_plugins_hook.pth into site-packages (see docs/integrations.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 PY=${PYTHON:-python3}
@@ -12,5 +12,5 @@ PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 "${PIP[@]}" install -c constraints.txt torch==2.13.0
 "${PIP[@]}" install -c constraints.txt -e ".[parlai]"
 "${PIP[@]}" install -c constraints.txt --no-deps parlai==1.7.2
-.venv/bin/python -m parlai_ext.hook install
-.venv/bin/python -m parlai_ext.hook status
+.venv/bin/q2 hooks install
+.venv/bin/q2 hooks status

@@ -1,21 +1,29 @@
 #!/usr/bin/env bash
-# Set up .venv and score the bundled sample (12 WoW responses) with explanations.
+# Set up .venv, score the bundled sample (12 WoW responses) with explanations and replay the bundled slice of a
+# recorded original run; both write an HTML report under out/.
 #   bash scripts/score_sample.sh                  # the paper's models (Hugging Face hub, or HF_HUB_OFFLINE=1 + cache)
 #   Q2_MODELS=DIR bash scripts/score_sample.sh    # models saved by `q2 prefetch --output-dir DIR`
-#   bash scripts/score_sample.sh --random-models  # no weights at hand: tiny random-weight models built locally.
+#   bash scripts/score_sample.sh --random-models  # no weights at hand: tiny random-weight models built locally in
+#                                                 # out/examples (also the README examples' working directory).
 #                                                 # Exercises the real code path; the scores mean nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-Q2_EXTRAS=dev Q2_PARLAI=0 bash scripts/setup.sh
+Q2_EXTRAS=dev Q2_PARLAI=0 Q2_BROWSER=0 bash scripts/setup.sh
 mkdir -p out
 ARGS=()
 if [ "${1:-}" = "--random-models" ]; then
-  .venv/bin/q2 make-test-models --output-dir out/random-models
-  Q2_MODELS=out/random-models
+  [ -d out/examples/q2-models ] || .venv/bin/q2 make-test-models --examples out/examples
+  Q2_MODELS=out/examples/q2-models
 fi
 if [ -n "${Q2_MODELS:-}" ]; then
   ARGS+=(--qg-model "$Q2_MODELS/qg" --qa-model "$Q2_MODELS/qa" --nli-model "$Q2_MODELS/nli")
 fi
+# Real questions and answers without weights (first, so a machine without models still gets them): replay the
+# slice of a recorded original run bundled with the package.
+SLICE=q2_plugins/data/original_run_slice
+.venv/bin/q2 replay --steps "$SLICE"/*_out.steps.csv --scores "$SLICE"/*_scores.csv --explain \
+  --output out/original_run_replay.jsonl --html out/original_run_replay.html
+echo "HTML report of real Q² questions and answers (replayed, no models): out/original_run_replay.html"
 .venv/bin/q2 score --input q2_plugins/data/sample.jsonl --history-column history --output out/sample_scores.jsonl \
-  --explain "${ARGS[@]}"
-echo "per-response results with questions and answers: out/sample_scores.jsonl"
+  --explain --html out/sample_scores.html "${ARGS[@]}"
+echo "per-response results with questions and answers: out/sample_scores.jsonl (report: out/sample_scores.html)"

@@ -8,7 +8,11 @@ PY=${PYTHON:-python3}
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 "${PIP[@]}" install -c constraints.txt --upgrade pip
 "${PIP[@]}" install -c constraints.txt torch==2.13.0
-"${PIP[@]}" install -c constraints.txt -e ".[${Q2_EXTRAS:-dev,evaluate,lm-eval,metaeval,bertscore}]"
+"${PIP[@]}" install -c constraints.txt -e ".[${Q2_EXTRAS:-dev,evaluate,lm-eval,metaeval,bertscore,report-tests,ray}]"
+# the start-up hook for evaluate.load("q2") and ParlAI's --metrics q2 (editable installs do not get it from pip)
+.venv/bin/q2 hooks install
+# Headless Chromium for the HTML report's browser tests (apt-get as root when missing; Q2_BROWSER=0 skips)
+bash scripts/install_chromium.sh
 # ParlAI (--no-deps, its pins conflict) and the hook that gives its eval loop `--metrics q2`
 [ "${Q2_PARLAI:-1}" = 0 ] || bash scripts/install_parlai.sh
 echo "q2-plugins installed in .venv ($(.venv/bin/python -c 'import q2_plugins; print(q2_plugins.__version__)'))"

@@ -185,12 +185,12 @@ def test_answer_nli_and_fallback_nli_share_one_call():
     r2, k2 = "Hmm, sounds nice.", "Bananas are yellow."
     scorer = filter_scorer()
     scorer._candidates.table[r2] = []
-    scorer._nli.table[("bananas are yellow.", r2)] = C
+    scorer._nli.table[("bananas are yellow.", r2.lower())] = C
     res = scorer.score(responses=[R, r2], knowledge=[K, k2], explain=True)
     assert [r.status for r in res.responses] == ["scored", "fallback"]
     assert res.responses[1].fallback_label == "contradiction"
     assert len(scorer._nli.calls) == 1
-    assert ("bananas are yellow.", r2) in scorer._nli.calls[0] and len(scorer._nli.calls[0]) == 2
+    assert ("bananas are yellow.", r2.lower()) in scorer._nli.calls[0] and len(scorer._nli.calls[0]) == 2
 
 
 def test_all_mode_keeps_every_passing_question_in_beam_order():
@@ -210,7 +210,7 @@ def test_personal_filter_switch():
 def test_fallback_and_no_valid_question():
     resp, know = "Hmm, sounds nice.", "Bananas are yellow."
     kw = dict(cands={resp: []}, qg={}, qa={},
-              nli=FakeNLI({("bananas are yellow.", resp): C}))
+              nli=FakeNLI({("bananas are yellow.", resp.lower()): C}))
     res = make_scorer(**kw).score(responses=[resp], knowledge=[know])
     r = res.responses[0]
     assert (r.status, r.score, r.used_fallback, r.fallback_label) == ("fallback", 0.0, True, "contradiction")

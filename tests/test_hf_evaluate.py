@@ -29,21 +29,6 @@ RESPONSES = ["it aired in the us , canada and latin america", "i love gardening 
 KNOWLEDGE = ["The Joy of Painting aired on PBS in the United States, Canada, Latin America and Europe.",
              "Gardening is considered by many people to be a relaxing activity."]
 
-LENGTH_METRIC = '''
-import datasets
-import evaluate
-
-
-class ResponseLength(evaluate.Metric):
-    def _info(self):
-        return evaluate.MetricInfo(description="mean number of words", citation="", inputs_description="",
-                                   features=datasets.Features({"predictions": datasets.Value("string")}))
-
-    def _compute(self, predictions):
-        return {"mean_words": sum(len(p.split()) for p in predictions) / len(predictions)}
-'''
-
-
 @pytest.fixture(scope="module")
 def evaluate_module():
     return pytest.importorskip("evaluate")
@@ -152,8 +137,6 @@ def test_bare_name_offline_no_network_no_warning(bare_name, evaluate_module, mod
 
 
 def test_docs_examples_and_combine(bare_name, evaluate_module, model_workdir, doc_blocks, capsys):
-    (model_workdir / "metrics" / "response_length").mkdir(parents=True)
-    (model_workdir / "metrics" / "response_length" / "response_length.py").write_text(LENGTH_METRIC)
     blocks = doc_blocks("evaluate")
     assert len(blocks) == 2 and all(lang == "python" for lang, _ in blocks)
     for _, code in blocks:
@@ -211,18 +194,20 @@ def test_patch_leaves_other_names_and_a_local_q2_dir_to_evaluate(tmp_path, monke
                      ("q2", "comparison", {}), ("q2", None, {})]
 
 
-def test_hook_can_be_switched_off(monkeypatch):
+@pytest.mark.parametrize("value", ["0", "false", "NO", "off"])
+def test_hook_can_be_switched_off(monkeypatch, value):
     monkeypatch.syspath_prepend(str(REPO))
     import _q2_plugins_hook
 
-    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if f is not _q2_plugins_hook._Finder])
-    monkeypatch.setenv("Q2_PLUGINS_EVALUATE_HOOK", "0")
+    monkeypatch.setattr(_q2_plugins_hook.FINDER, "watched", set())
+    monkeypatch.setattr(sys, "meta_path", [f for f in sys.meta_path if f is not _q2_plugins_hook.FINDER])
+    monkeypatch.setenv("Q2_PLUGINS_EVALUATE_HOOK", value)
     monkeypatch.delitem(sys.modules, "evaluate.loading", raising=False)
     _q2_plugins_hook.install()
-    assert _q2_plugins_hook._Finder not in sys.meta_path
+    assert "evaluate.loading" not in _q2_plugins_hook.FINDER.watched
     monkeypatch.setenv("Q2_PLUGINS_EVALUATE_HOOK", "1")
     _q2_plugins_hook.install()
-    assert sys.meta_path[0] is _q2_plugins_hook._Finder
+    assert "evaluate.loading" in _q2_plugins_hook.FINDER.watched and sys.meta_path[0] is _q2_plugins_hook.FINDER
 
 
 WHEEL_CHECK = r"""
@@ -277,3 +262,71 @@ def test_wheel_ships_module_and_hook_and_bare_name_works_offline(model_workdir, 
     assert report["n"] == 1 and report["hashcode"].startswith("q2:")
     assert report["attempts"] == [] and report["warnings"] == []
     assert report["package"].startswith(str(site_dir))
+
+
+EDITABLE_CHECK = r"""
+import json, socket
+attempts = []
+def refuse(*a, **k):
+    attempts.append(repr(a)); raise OSError("network disabled by the test")
+socket.socket.connect = refuse; socket.getaddrinfo = refuse; socket.create_connection = refuse
+import evaluate
+try:
+    q2 = evaluate.load("q2", qg_model="q2-models/qg", qa_model="q2-models/qa", nli_model="q2-models/nli")
+except Exception as e:
+    print(json.dumps({"error": f"{type(e).__name__}: {e}"}))
+else:
+    out = q2.compute(predictions=["it aired on pbs ."], knowledge=["The show aired on PBS."])
+    print(json.dumps({"n": out["n"], "attempts": attempts}))
+"""
+
+
+@pytest.mark.slow
+def test_editable_install_then_q2_hooks_install_loads_the_bare_name(evaluate_module, model_workdir, tmp_path_factory):
+    """The README's set-up is an editable install (scripts/setup.sh), which gets no .pth from pip: before
+    `q2 hooks install` the bare name fails as on the Hub; after it, it loads offline in that venv."""
+    import sysconfig
+    import venv
+
+    src = tmp_path_factory.mktemp("editable-src")
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist")
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "_q2_plugins_hook.py", "q2_plugins_hook.pth"):
+        shutil.copy(REPO / name, src / name)
+    for name in ("q2_plugins", "parlai_ext", "hf_evaluate_metric"):
+        shutil.copytree(REPO / name, src / name, ignore=ignore)
+    env_dir = tmp_path_factory.mktemp("editable-venv")
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    site = Path(subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                               capture_output=True, text=True, check=True).stdout.strip())
+    (site / "zz_dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")  # this venv's packages
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "-q", "--no-deps",
+                    "--no-build-isolation", "--no-index", "-e", str(src)], check=True, capture_output=True)
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("PYTHONPATH", "Q2_PLUGINS", "HF_EVALUATE"))}
+    env.update(HF_HOME=str(tmp_path_factory.mktemp("hf-home")), HF_HUB_OFFLINE="1")
+
+    def load() -> dict:
+        proc = subprocess.run([str(python), "-c", EDITABLE_CHECK], cwd=model_workdir, env=env, capture_output=True,
+                              text=True, timeout=600)
+        assert proc.returncode == 0, proc.stderr[-3000:]
+        return json.loads(proc.stdout.strip().splitlines()[-1])
+
+    assert "q2" in load().get("error", "")
+    proc = subprocess.run([str(env_dir / "bin" / "q2"), "hooks", "install"], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0 and str(site) in proc.stdout, proc.stderr
+    assert load() == {"n": 1, "attempts": []}
+
+
+def test_explanations_are_report_rows(bare_name, evaluate_module, model_workdir):
+    """docs/integrations.md: explain=True rows written as JSON lines are `q2 score --explain` rows."""
+    from q2_plugins.results import ResponseResult
+    from tests.conftest import _doc_blocks
+
+    (block,) = _doc_blocks(REPO / "docs" / "integrations.md", "evaluate-report")
+    exec(compile(block[1], "docs/integrations.md", "exec"), {"__name__": "__docs__"})
+    rows = [json.loads(line) for line in (model_workdir / "q2_rows.jsonl").read_text().splitlines()]
+    assert [(r["id"], r["response"]) for r in rows] == [(0, "it aired on pbs ."), (1, "i like it .")]
+    assert rows[1]["knowledge"] == "Paris is the capital of France." and rows[0]["signature"].startswith("q2:")
+    for row in rows:
+        core = {k: v for k, v in row.items() if k not in ("id", "response", "knowledge", "signature")}
+        assert ResponseResult.from_dict(core).to_dict() == core and "questions" in core

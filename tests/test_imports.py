@@ -13,7 +13,8 @@ def test_core_import_is_light():
         "from q2_plugins import Q2Config, Q2Scorer, Q2Result, score\n"
         "from q2_plugins.cli import build_parser\n"
         "build_parser()\n"
-        "heavy = [m for m in ('torch', 'transformers', 'spacy', 'parlai', 'lm_eval', 'evaluate') if m in sys.modules]\n"
+        "heavy = [m for m in ('torch', 'transformers', 'spacy', 'parlai', 'lm_eval', 'evaluate', 'ray')\n"
+        "         if m in sys.modules]\n"
         "print(','.join(heavy))\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

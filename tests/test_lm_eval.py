@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+import types
 from pathlib import Path
 
 import pytest
@@ -22,6 +23,7 @@ from lm_eval.api.registry import (  # noqa: E402
 )
 
 import q2_plugins.lm_eval_ext as ext  # noqa: E402
+from q2_plugins import Q2Config  # noqa: E402
 from q2_plugins.results import ResponseResult, ResponseStatus  # noqa: E402
 from tests.fakes import ScriptedScorer  # noqa: E402
 
@@ -54,7 +56,9 @@ def test_process_results_reads_knowledge_and_history_from_the_doc(monkeypatch):
     seen = []
     monkeypatch.setattr(ext, "scorer", lambda **options: seen.append(options) or scorer)
     doc = {"knowledge": "The show aired on PBS.", "passage": "P", "turns": ["where?"]}
-    assert ext.process_results(doc, ["it aired on pbs ."])["q2"] == 0.75
+    monkeypatch.setattr(ext, "_warned_per_document", False)
+    with pytest.warns(RuntimeWarning, match="one at a time"):  # not prepared by lm-eval's evaluator: one call each
+        assert ext.process_results(doc, ["it aired on pbs ."])["q2"] == 0.75
     assert scorer.calls[-1] == {"responses": ["it aired on pbs ."], "knowledge": ["The show aired on PBS."],
                                 "history": None}
     custom = ext.make_process_results(knowledge="passage", history="turns", use_nli=False)
@@ -64,6 +68,104 @@ def test_process_results_reads_knowledge_and_history_from_the_doc(monkeypatch):
     assert seen[-1] == {"use_nli": False}
     with pytest.raises(KeyError, match="make_process_results"):
         ext.process_results({"text": "x"}, ["y"])
+
+
+class _Instance:
+    def __init__(self, doc_id, doc, filtered):
+        self.doc_id, self.idx, self.doc, self.filtered_resps = doc_id, 0, doc, filtered
+
+
+class _Task:
+    """What prepare_task reads of an lm-eval task: config (process_results, metadata), instances, aggregation()."""
+
+    def __init__(self, process_results, docs, responses, metadata=None):
+        self.config = types.SimpleNamespace(process_results=process_results, metadata=metadata)
+        self.instances = [_Instance(i, doc, {"none": r, "other": r + " !"}) for i, (doc, r) in
+                          enumerate(zip(docs, responses))]
+        self._aggregation = {}
+
+    def aggregation(self):
+        return self._aggregation
+
+    def run(self, process_results):
+        """The evaluator's loop: per filter, per document, process_results."""
+        return {name: [process_results(inst.doc, [inst.filtered_resps[name]]) for inst in self.instances]
+                for name in ("none", "other")}
+
+
+def test_a_task_is_scored_in_one_core_call_and_equals_per_document_scoring(monkeypatch):
+    from q2_plugins.lm_eval_ext import batch
+
+    table = {"a": 0.25, "b": 0.5, "c": None, "a !": 1.0, "b !": 0.0, "c !": 0.75}
+    scorer = ScriptedScorer(table)
+    monkeypatch.setattr(batch, "shared_scorer", lambda config, slot: scorer)
+    monkeypatch.setattr(ext, "scorer", lambda **options: scorer)
+    docs = [{"knowledge": f"K{i}", "turns": [f"t{i}"]} for i in range(4)]
+    responses = ["a", "b", "c", "a"]  # the first and last documents share a response, not a knowledge
+    pr = ext.make_process_results(history="turns")
+    task = _Task(pr, docs, responses, metadata={"version": 1.0, "q2": {"use_nli": False}})
+    batch.STASH.clear()
+    batch.prepare_task(task)
+    assert len(scorer.calls) == 1 and len(scorer.calls[0]["responses"]) == 8
+    batched = task.run(pr)
+    assert len(scorer.calls) == 1, "process_results scored again"
+    assert batch.STASH.results == {} and batch.STASH.wanted == {}, "every stashed result was taken once"
+    assert task.config.metadata["q2"]["use_nli"] is False and task.config.metadata["version"] == 1.0
+    assert task.config.metadata["q2_signature"] == "scripted"
+    assert task.aggregation()["q2_details"] is batch.details_aggregation
+    batch.STASH.clear()
+    with pytest.warns(RuntimeWarning, match="one at a time"):
+        monkeypatch.setattr(ext, "_warned_per_document", False)
+        single = task.run(pr)
+    for name in batched:
+        for got, alone in zip(batched[name], single[name]):
+            details = got.pop("q2_details")
+            assert got == alone
+            assert details["signature"] == "scripted" and details["status"] in ("scored", "no_valid_question")
+            assert {"response", "knowledge", "score", "status", "num_questions"} <= set(details)
+    assert batched["none"][0]["q2"] == 0.25 and batched["other"][1]["q2"] == 0.0 and "q2" not in batched["none"][2]
+
+
+def test_a_task_using_the_q2_metric_is_scored_in_one_core_call(monkeypatch):
+    """Tasks without process_results list the registered metric; doc_to_target is the knowledge."""
+    from q2_plugins.lm_eval_ext import batch
+
+    scorer = ScriptedScorer({"a": 0.25, "b": None, "a !": 1.0, "b !": 0.5})
+    monkeypatch.setattr(batch, "shared_scorer", lambda config, slot: scorer)
+    monkeypatch.setattr(ext, "scorer", lambda **options: scorer)
+    docs = [{"knowledge": "K0"}, {"knowledge": "K1"}, {"knowledge": "K0"}]
+    task = _Task(None, docs, ["a", "b", "a"])
+    task.OUTPUT_TYPE, task.multiple_target = "generate_until", False
+    task.config.doc_to_choice = None
+    task.doc_to_target = lambda doc: doc["knowledge"]
+    task._metric_fn_list = {"q2": ext.q2, "q2_coverage": ext.q2, "exact_match": len}
+    task._metric_fn_kwargs = {"q2": {"use_nli": False}, "q2_coverage": {"use_nli": False}, "exact_match": {}}
+    batch.STASH.clear()
+    batch.prepare_task(task)
+    assert len(scorer.calls) == 1 and sorted(scorer.calls[0]["responses"]) == ["a", "a !", "b", "b !"]
+    assert task.config.metadata["q2"]["use_nli"] is False and task.config.metadata["q2_signature"] == "scripted"
+    seen = [ext.q2(references=[inst.doc["knowledge"]], predictions=[inst.filtered_resps[name]], use_nli=False)
+            for name in ("none", "other") for inst in task.instances for _ in ("q2", "q2_coverage")]
+    assert len(scorer.calls) == 1, "the metric scored again"
+    assert [m.get("q2") for m in seen[::2]] == [0.25, None, 0.25, 1.0, 0.5, 1.0]
+    batch.STASH.clear()
+    assert ext.q2(references=["K0"], predictions=["a"], use_nli=False)["q2"] == 0.25 and len(scorer.calls) == 2
+
+
+def test_task_settings_from_metadata_else_the_environment(monkeypatch, tmp_path):
+    from q2_plugins.lm_eval_ext import batch
+
+    assert batch.task_settings({"version": 1}) is None and batch.task_settings(None) is None
+    assert batch.task_settings({"q2": '{"use_nli": false}'}) == {"use_nli": False}
+    (tmp_path / "q2.json").write_text('{"question_mode": "all"}')
+    assert batch.task_settings({"q2": str(tmp_path / "q2.json")}) == {"question_mode": "all"}
+    for bad in ("{nope", "/no/such.json", 3):
+        with pytest.raises(ValueError, match="metadata 'q2'"):
+            batch.task_settings({"q2": bad})
+    monkeypatch.setenv(ext.CONFIG_ENV, '{"question_mode": "all"}')
+    assert batch._config({}).question_mode == "all"
+    with batch._task_settings({"use_nli": False}):
+        assert batch._config({"remove_personal": False}) == Q2Config(use_nli=False, remove_personal=False)
 
 
 def test_rerank_filter_keeps_the_best_candidate_per_doc(monkeypatch):
@@ -121,7 +223,7 @@ def test_docs_yaml_excerpts_match_the_shipped_tasks():
         pass
 
     Loader.add_constructor("!function", lambda loader, node: "!function " + loader.construct_scalar(node))
-    docs = (Path(__file__).resolve().parent.parent / "README.md").read_text()
+    docs = (Path(__file__).resolve().parent.parent / "docs" / "huggingface.md").read_text()
     shipped = {}
     for name in ("q2_wow", "q2_wow_rerank"):
         shipped.update(yaml.load((ext.TASKS_DIR / "q2_wow" / f"{name}.yaml").read_text(), Loader=Loader))
@@ -136,8 +238,11 @@ def test_docs_yaml_excerpts_match_the_shipped_tasks():
 
 
 def test_docs_examples_run_offline(model_workdir, doc_blocks, monkeypatch, capsys):
-    """The documented CLI command (tiny models, no network) and the Python example with q2_wow_rerank."""
+    """The documented CLI command (tiny models, no network: settings and signature in the results JSON, Q² details
+    in the logged samples) and the Python example with q2_wow_rerank (one core call for the task)."""
     import importlib.util
+
+    from q2_plugins import Q2Scorer
 
     if importlib.util.find_spec("accelerate") is None:
         pytest.fail("lm-eval's hf model needs accelerate: the lm-eval extra must be lm-eval[hf] (setup.cfg)")
@@ -151,16 +256,35 @@ def test_docs_examples_run_offline(model_workdir, doc_blocks, monkeypatch, capsy
     assert proc.returncode == 0, proc.stderr[-3000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("|")]
     metrics = {cells[5].strip(): cells[7].strip() for cells in (row.split("|") for row in rows[2:])}
-    assert {"q2", "q2_no_nli", "q2_coverage", "q2_fallback_rate"} <= set(metrics)
-    assert 0.0 <= float(metrics["q2"]) <= 1.0
+    assert {"q2", "q2_no_nli", "q2_coverage", "q2_fallback_rate", "q2_details"} <= set(metrics)
+    assert 0.0 <= float(metrics["q2"]) <= 1.0 and metrics["q2_details"] == "8"
     assert "q2_wow" in rows[2]
+    (results_file,) = (model_workdir / "out").rglob("results_*.json")
+    metadata = json.loads(results_file.read_text())["configs"]["q2_wow"]["metadata"]
+    assert metadata["q2"]["qg_model"] == "q2-models/qg" and metadata["q2"]["use_nli"] is True
+    assert metadata["q2_signature"] == Q2Scorer(ext.batch.config_from_options(
+        {"qg_model": "q2-models/qg", "qa_model": "q2-models/qa", "nli_model": "q2-models/nli"})).signature
+    (samples_file,) = (model_workdir / "out").rglob("samples_q2_wow_*.jsonl")
+    samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
+    assert len(samples) == 8
+    for sample in samples:
+        details = sample["q2_details"]
+        assert details["response"] == sample["filtered_resps"][0] and details["knowledge"] == sample["doc"]["knowledge"]
+        assert "questions" in details and details["signature"] == metadata["q2_signature"]
+        assert details["score"] == sample.get("q2")
+    from q2_plugins.report import load_results
+
+    loaded = load_results([samples_file])  # `q2 report` reads the samples file: each row's q2_details
+    assert [r["score"] for r in loaded.rows] == [s["q2_details"]["score"] for s in samples]
+    assert loaded.signatures == [metadata["q2_signature"]]
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.delenv(ext.CONFIG_ENV, raising=False)
-    monkeypatch.setattr(os, "environ", os.environ)  # the example sets Q2_LM_EVAL_CONFIG; monkeypatch restores it
-    try:
-        exec(compile(blocks[1][1], "README.md", "exec"), {"__name__": "__docs__"})
-    finally:
-        os.environ.pop(ext.CONFIG_ENV, None)
-    printed = capsys.readouterr().out.strip().splitlines()[-1]
-    assert 0.0 <= float(printed) <= 1.0
+    calls = []
+    original = Q2Scorer.score
+    monkeypatch.setattr(Q2Scorer, "score",
+                        lambda self, **kw: calls.append(len(kw["responses"])) or original(self, **kw))
+    exec(compile(blocks[1][1], "README.md", "exec"), {"__name__": "__docs__"})
+    printed = capsys.readouterr().out.strip().splitlines()
+    assert printed[-2].startswith("q2:") and 0.0 <= float(printed[-1]) <= 1.0
+    assert calls == [8], "the rerank filter scores the 2 x 4 candidates; the task reuses those results"

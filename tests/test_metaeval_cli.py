@@ -88,7 +88,7 @@ def test_export_score_evaluate_loop(shared_data, tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--dataset", "begin", "--data", "{wow}/dodeca_consistent.csv"], "is not a BEGIN (v1 TSV) file"),
+    (["--dataset", "begin", "--data", "{wow}/dodeca_consistent.csv"], "is not a BEGIN (v1 TSV, or v2 TSV"),
     (["--dataset", "wow", "--data", "{wow}/dodeca_consistent.csv"], "is not a folder"),
     (["--dataset", "wow", "--data", "{wow}", "--label-column", "gold"], "--label-column only apply to --dataset table"),
     (["--dataset", "table", "--data", "{wow}/dodeca_consistent.csv"], "Name the label values"),
@@ -131,8 +131,10 @@ def test_compute_on_the_fly_with_nli_baseline(tiny, small_table, tmp_path, capsy
     names = [m["name"] for m in report["metrics"]]
     assert names == ["Q2", "Q2 w/o NLI", "E2E NLI"]
     assert all(m["coverage"] == {"examples": 6, "of": 6} for m in report["metrics"])
-    assert str(tiny["nli"].resolve()) in report["metrics"][2]["signature"]
-    assert "qg:local:" in report["metrics"][0]["signature"]
+    from q2_plugins.signature import model_id
+
+    assert model_id(str(tiny["nli"])) in report["metrics"][2]["signature"]
+    assert "qg:local:sha256:" in report["metrics"][0]["signature"]
     # the saved results are a scores file: evaluating them gives the same figures
     again = run_json(capsys, *data, "--scores", str(saved), "--baselines", "none")
     assert again["response_level"]["metrics"]["Q2"] == report["response_level"]["metrics"]["Q2"]

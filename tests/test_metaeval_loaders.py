@@ -85,7 +85,9 @@ def test_begin_errors(tmp_path):
 def test_dialfact(tmp_path):
     path = write_jsonl(tmp_path / "d.jsonl", [
         {"id": "a", "context": ["hi", "do you like jazz?"], "response": "Jazz began in New Orleans.",
-         "evidence_list": [["Jazz", "Jazz originated in New Orleans.", 3]], "response_label": "SUPPORTS"},
+         "evidence_list": [["Jazz", "https://en.wikipedia.org/wiki/Jazz_music_of_the_United_States_history",
+                            "Jazz originated in New Orleans.", 3]], "response_label": "SUPPORTS",
+         "context_id": 17},
         {"response": "It began in Paris.", "evidence_list": ["Jazz originated in New Orleans."], "label": "refutes"},
         {"response": "I like it.", "evidence_list": [], "response_label": "NOT ENOUGH INFO"},
     ])
@@ -93,7 +95,9 @@ def test_dialfact(tmp_path):
     a, b, c = data.examples
     assert (a.id, a.knowledge, a.history, a.consistent) == ("a", "Jazz originated in New Orleans.",
                                                             "hi do you like jazz?", True)
-    assert (b.id, b.label, b.consistent) == ("dialfact:2", "REFUTES", False)
+    # the sentence of [title, url, sentence, index], although the URL is the longest string
+    assert (a.dialogue, data.dialogue_knowledge) == ("17", {"17": ["Jazz originated in New Orleans."]})
+    assert (b.id, b.label, b.consistent, b.dialogue) == ("dialfact:2", "REFUTES", False, None)
     assert c.knowledge == "" and data.notes == ["1 examples have no evidence text"]
 
 
@@ -102,6 +106,7 @@ def test_dialfact(tmp_path):
     ({"response": "r", "response_label": "SUPPORTS"}, "no field 'evidence_list' / 'evidence'"),
     ({"evidence_list": ["k"], "response_label": "SUPPORTS"}, "no field 'response'"),
     ({"response": "r", "evidence_list": [{"x": 1}], "response_label": "SUPPORTS"}, "evidence item"),
+    ({"response": "r", "evidence_list": [["t", "u", 3, 4]], "response_label": "SUPPORTS"}, r"\[title, url, sentence"),
 ])
 def test_dialfact_errors(tmp_path, line, message):
     with pytest.raises(DataFormatError, match=message):
@@ -237,3 +242,37 @@ def test_recorded_scores_reader(tmp_path, shared_data):
     bad.write_text("id,response,Q2_no_nli,Q2\n0,r,0.5,high\n")
     with pytest.raises(ValueError, match="must be numbers"):
         load_recorded_scores(bad)
+
+
+# -- BEGIN v2 and FaithDial's data audit (the shipped dev slices) ------------------------------------------------
+def test_begin_v2_tsv(shared_data, tmp_path):
+    data = load_dataset("begin", shared_data / "begin_v2_dev" / "wow" / "begin_dev_wow.tsv")
+    s = data.summary()
+    assert (data.name, s["n"], s["n_consistent"]) == ("begin-v2", 430, 180)
+    assert s["labels"] == {"Fully attributable": 180, "Not fully attributable": 250}
+    ex = data.examples[0]
+    assert ex.knowledge.startswith("originally an industrial pigment supply company") and ex.history
+    cmu = load_begin(shared_data / "begin_v2_dev" / "cmu-dog" / "begin_dev_cmu.tsv")
+    assert cmu.summary()["labels"]["Generic"] == 79 and not any(e.consistent for e in cmu.examples
+                                                                  if e.label == "Generic")
+    bad = tmp_path / "b.tsv"
+    bad.write_text("model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\nt5\twow\tk\tm\tr\tMaybe\n")
+    with pytest.raises(DataFormatError, match="unknown BEGIN v2 label"):
+        load_begin(bad)
+
+
+def test_faithdial_audit_csv(shared_data, tmp_path):
+    data = load_dataset("faithdial", shared_data / "faithdial_audit_ctrl_wow" / "ctrl_processed_wow.csv")
+    s = data.summary()
+    # entailment (40) and entailment,uncooperative (83) are consistent; entailment,hallucination (10) is not
+    assert (data.name, s["n"], s["n_consistent"]) == ("faithdial-ctrl", 200, 123)
+    assert s["labels"] == {"entailment": 123, "hallucination": 72, "generic": 5}
+    assert s["subsets"]["entailment,uncooperative"] == 83 and s["subsets"]["entailment,hallucination"] == 10
+    assert data.examples[0].response.startswith("Hi ! Are you familiar with the color blue ?")
+    bad = tmp_path / "f.csv"
+    bad.write_text("knowledge,history,ctrl,begin_label,vrm_label\nk,h,r,\"entailment,sarcasm\",ack.\n")
+    with pytest.raises(DataFormatError, match="row 2: begin_label 'entailment,sarcasm'"):
+        load_dataset("faithdial", bad)
+    bad.write_text("knowledge,history,ctrl,gpt2,begin_label,vrm_label\nk,h,r,r2,entailment,ack.\n")
+    with pytest.raises(DataFormatError, match="cannot tell the response column"):
+        load_dataset("faithdial", bad)

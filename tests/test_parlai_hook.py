@@ -1,4 +1,5 @@
-"""The start-up hook that puts ``--metrics q2`` into ParlAI: lazy, safe, and effective on ``import parlai``.
+"""The start-up hook (``q2 hooks``) that puts ``--metrics q2`` into ParlAI and ``evaluate.load("q2")`` into evaluate:
+lazy, safe, effective on import, switchable, silent when left over.
 
 Each case runs a fresh interpreter with ``-S`` (no site-packages processing), then processes only a temporary
 directory holding the hook's ``.pth``, so the result does not depend on whether the hook is installed here.
@@ -18,20 +19,23 @@ import pytest
 if not os.environ.get("CI"):  # locally the parlai extra is optional; CI must run these tests
     pytest.importorskip("parlai")
 
+import _q2_plugins_hook  # noqa: E402
 from parlai_ext import hook  # noqa: E402
+from q2_plugins import hooks  # noqa: E402
+from q2_plugins.cli import main as q2_main  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 
 
-def run(code: str, pth_dir: Path, **env: str) -> subprocess.CompletedProcess:
+def run(code: str, pth_dir: Path, pythonpath: str = str(REPO), **env: str) -> subprocess.CompletedProcess:
     """Run ``code`` after a start-up that processed ``pth_dir`` only (plus the normal site-packages on sys.path)."""
     prologue = textwrap.dedent(f"""
         import site, sys
         site.addsitedir({str(pth_dir)!r})
         sys.path.append({sysconfig.get_paths()["purelib"]!r})
     """)
-    environ = {k: v for k, v in os.environ.items() if k != hook.ENV_SWITCH}
-    environ.update(PYTHONPATH=str(REPO), PYTHONWARNINGS="ignore", **env)
+    environ = {k: v for k, v in os.environ.items() if k not in _q2_plugins_hook.FRAMEWORKS.values()}
+    environ.update(PYTHONPATH=pythonpath, PYTHONWARNINGS="ignore", **env)
     return subprocess.run([sys.executable, "-S", "-c", prologue + textwrap.dedent(code)], env=environ,
                           capture_output=True, text=True, timeout=120)
 
@@ -39,18 +43,19 @@ def run(code: str, pth_dir: Path, **env: str) -> subprocess.CompletedProcess:
 @pytest.fixture(scope="module")
 def pth_dir(tmp_path_factory):
     path = tmp_path_factory.mktemp("site")
-    assert hook.main(["install", "--target", str(path)]) == 0
+    assert q2_main(["hooks", "install", "--target", str(path)]) == 0
     return path
 
 
-def test_the_pth_is_one_import_line(pth_dir):
-    text = (pth_dir / hook.PTH_NAME).read_text()
-    assert text == hook.PTH_LINE and text.startswith("import ") and text.count("\n") == 1
+def test_the_pth_is_one_import_line_and_the_wheel_ships_the_same(pth_dir):
+    text = (pth_dir / _q2_plugins_hook.PTH_NAME).read_text()
+    assert text == _q2_plugins_hook.PTH_LINE and text.startswith("import ") and text.count("\n") == 1
+    assert (REPO / _q2_plugins_hook.PTH_NAME).read_text() == text
 
 
 def test_start_up_imports_nothing_and_hooks_parlai_when_imported(pth_dir):
     out = run("""
-        loaded = [m for m in sys.modules if m.split(".")[0] in ("parlai", "parlai_ext", "q2_plugins")]
+        loaded = [m for m in sys.modules if m.split(".")[0] in ("parlai", "parlai_ext", "q2_plugins", "evaluate")]
         print("startup:", loaded)
         import parlai.core.teachers, parlai.core.params
         from parlai_ext.metric import Q2TeacherMetrics
@@ -75,21 +80,56 @@ def test_a_broken_package_never_breaks_start_up_or_parlai(pth_dir):
     assert "Error processing line" not in out.stderr
 
 
+def test_switch_values(monkeypatch):
+    for value, off in (("0", True), ("false", True), ("No", True), (" OFF ", True), ("1", False), ("", False),
+                       ("yes", False)):
+        monkeypatch.setenv(hook.ENV_SWITCH, value)
+        assert _q2_plugins_hook.switched_off("parlai") is off, value
+
+
 def test_switched_off_by_environment(pth_dir):
+    value = "False"
     out = run("""
         import parlai.core.teachers
         from parlai.core.metrics import TeacherMetrics
         print("untouched:", parlai.core.teachers.TeacherMetrics is TeacherMetrics)
-    """, pth_dir, **{hook.ENV_SWITCH: "0"})
+    """, pth_dir, **{hook.ENV_SWITCH: value})
     assert out.returncode == 0, out.stderr
     assert "untouched: True" in out.stdout
 
 
-def test_install_is_idempotent_and_uninstall_removes(tmp_path, capsys):
-    hook.install(str(tmp_path))
-    hook.install(str(tmp_path))
-    assert [p.name for p in tmp_path.iterdir()] == [hook.PTH_NAME]
-    assert hook.main(["uninstall", "--target", str(tmp_path)]) == 0
-    assert hook.installed_path(str(tmp_path)) is None
-    assert hook.main(["uninstall", "--target", str(tmp_path)]) == 0
+def test_one_switch_leaves_the_other_framework_hooked(pth_dir):
+    pytest.importorskip("evaluate")
+    out = run("""
+        import _q2_plugins_hook as h
+        print("watched:", sorted(h.FINDER.watched))
+    """, pth_dir, Q2_PLUGINS_EVALUATE_HOOK="false")
+    assert out.returncode == 0, out.stderr
+    assert "watched: ['parlai.core.params', 'parlai.core.teachers']" in out.stdout
+
+
+def test_a_left_over_pth_whose_module_is_gone_is_silent(pth_dir, tmp_path):
+    out = run("print('started')", pth_dir, pythonpath=str(tmp_path))  # _q2_plugins_hook not importable
+    assert out.returncode == 0 and out.stdout.strip() == "started"
+    assert out.stderr == ""
+
+
+def test_install_is_idempotent_replaces_the_old_parlai_file_and_uninstall_removes(tmp_path, capsys):
+    (tmp_path / "q2_plugins_parlai.pth").write_text("import sys\n")  # written by earlier versions
+    hooks.install(str(tmp_path))
+    hooks.install(str(tmp_path))
+    assert [p.name for p in tmp_path.iterdir()] == [_q2_plugins_hook.PTH_NAME]
+    assert hook.main(["uninstall", "--target", str(tmp_path)]) == 0  # the old command is the same command
+    assert hooks.installed(str(tmp_path)) is None
+    assert q2_main(["hooks", "uninstall", "--target", str(tmp_path)]) == 0
+    assert "not installed" in capsys.readouterr().out
+
+
+def test_status_checks_both_frameworks_in_a_fresh_interpreter(pth_dir, tmp_path, capsys, monkeypatch):
+    pytest.importorskip("evaluate")
+    monkeypatch.setenv("PYTHONPATH", str(REPO))
+    for name in _q2_plugins_hook.FRAMEWORKS.values():
+        monkeypatch.delenv(name, raising=False)
+    assert hooks.live(["evaluate", "parlai"], str(pth_dir)) == {"evaluate": True, "parlai": True}
+    assert q2_main(["hooks", "status", "--target", str(tmp_path)]) == 1
     assert "not installed" in capsys.readouterr().out

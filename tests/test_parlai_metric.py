@@ -95,6 +95,30 @@ def test_report_matches_offline_scoring_of_the_same_pairs(datapath, scorer, batc
     saved = json.loads((tmp_path / "r.json").read_text())["report"]
     for key in ("q2", "q2_coverage", "q2_fallback_rate"):
         assert saved[key] == pytest.approx(report[key])
+    assert saved["q2_signature"] == scorer.signature and "q2_signature" not in report  # the file, not the table
+
+
+def test_per_example_file_from_the_metrics_own_calls(datapath, scorer, tmp_path):
+    rows_file = tmp_path / "rows.jsonl"
+    report = evaluate(datapath, metrics="q2", batchsize=3, q2_per_example_file=str(rows_file))
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    pairs = [(r, k) for call in scorer.calls for r, k in zip(call["responses"], call["knowledge"])]
+    assert len(scorer.calls) == 1 and len(rows) == len(pairs) == 9  # no extra scoring: the same one call
+    assert [(row["response"], row["knowledge"]) for row in rows] == pairs
+    for i, row in enumerate(rows):
+        expected = scorer.result_for(i, row["response"]).to_dict()
+        assert {k: row[k] for k in expected} == expected
+        assert row["signature"] == scorer.signature and row["task"] == "wizard_of_wikipedia:Generator"
+    ids = sorted((row["episode_idx"], row["entry_idx"]) for row in rows)
+    assert ids == [(e, t) for e in range(3) for t in range(3)]  # the 4th turn of each episode has no knowledge
+    assert report["q2"] == pytest.approx(offline_stats(scorer, [r for r, _ in pairs]).score)
+    from q2_plugins.report import load_results
+
+    loaded = load_results([rows_file])  # what `q2 report FILE.jsonl` reads
+    assert [r["score"] for r in loaded.rows] == [r["score"] for r in rows] and loaded.signatures == ["scripted"]
+    assert all(r["status"] != "error" for r in loaded.rows)
+    evaluate(datapath, metrics="q2", batchsize=1, q2_per_example_file=str(rows_file))  # a new run: a new file
+    assert len(rows_file.read_text().splitlines()) == 9
 
 
 def test_same_numbers_with_any_batch_size(datapath, scorer):
@@ -132,7 +156,25 @@ def test_missing_field_is_one_clear_error(datapath, scorer):
         evaluate(datapath, metrics="q2", q2_knowledge_field="gold_knowledge")
     message = str(info.value)
     assert "'gold_knowledge'" in message and "--q2-knowledge-field" in message and "checked_sentence" in message
-    assert not scorer.calls
+    assert isinstance(info.value, ValueError) and not scorer.calls
+
+
+def test_missing_field_ends_the_command_with_one_line(datapath):
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PYTHONWARNINGS": "ignore"}
+    code = "import parlai_ext, sys; parlai_ext.enable(); from parlai.scripts.eval_model import EvalModel; " \
+           "sys.argv[1:] = sys.argv[2:]; EvalModel.main()"
+    out = subprocess.run([sys.executable, "-c", code, "eval_model", "-m", "repeat_label", "-t",
+                          "wizard_of_wikipedia:Generator", "--datapath", datapath, "--metrics", "q2",
+                          "--q2-knowledge-field", "gold_knowledge"], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 1
+    assert "Traceback" not in out.stderr
+    last = out.stderr.strip().splitlines()[-1]
+    assert "'gold_knowledge'" in last and "--q2-knowledge-field" in last
 
 
 def test_other_teachers_name_their_field(tmp_path, scorer):

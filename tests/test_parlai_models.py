@@ -25,7 +25,6 @@ if not os.environ.get("CI"):  # locally the parlai extra is optional; CI must ru
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 
 import parlai_ext  # noqa: E402
-from parlai_ext import hook  # noqa: E402
 from parlai_ext.testing import MODELS, train_tiny_model, write_wow_data  # noqa: E402
 from q2_plugins import Q2Config, Q2Result  # noqa: E402
 from q2_plugins.results import ResponseResult, ResponseStatus  # noqa: E402
@@ -163,8 +162,12 @@ def test_interactive_single_turns(world, kind):
 
 
 def _subprocess(args, world):
-    if hook.installed_path() is None:
-        pytest.fail("the ParlAI start-up hook is not installed in this interpreter: bash scripts/install_parlai.sh")
+    from q2_plugins import hooks
+
+    legacy = [hooks.site_dir() / name for name in hooks.LEGACY_PTH_NAMES]
+    if hooks.installed() is None and not any(path.is_file() for path in legacy):
+        pytest.fail("the start-up hook is not installed in this interpreter: q2 hooks install "
+                    "(bash scripts/install_parlai.sh does it)")
     env = {**os.environ, "PYTHONPATH": os.pathsep.join([str(REPO), os.environ.get("PYTHONPATH", "")])}
     flags = [arg for k, v in world["q2"].items() for arg in (f"--{k.replace('_', '-')}", str(v))]
     out = subprocess.run(args + ["-t", "wizard_of_wikipedia:Generator", "--datapath", world["datapath"]] + flags,
@@ -181,6 +184,7 @@ def test_parlai_command(world, tmp_path):
     assert "q2_coverage" in out.stdout and "q2_fallback_rate" in out.stdout
     saved = json.loads(report.read_text())["report"]
     assert {"q2", "q2_coverage", "q2_fallback_rate"} <= set(saved)
+    assert saved["q2_signature"].startswith("q2:") and "q2 signature: q2:" in out.stdout + out.stderr
 
 
 def test_python_m_eval_model(world, tmp_path):
@@ -189,3 +193,4 @@ def test_python_m_eval_model(world, tmp_path):
                  "--metrics", "default,q2", "-bs", "3", "--q2-no-nli", "-rf", str(report)], world)
     saved = json.loads(report.read_text())["report"]
     assert "q2" in saved and "q2_no_nli" not in saved and "ppl" in saved
+    assert "|cmp:f1|" in saved["q2_signature"]  # the run's own settings (--q2-no-nli), also when run as __main__

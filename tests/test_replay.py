@@ -95,3 +95,22 @@ def test_load_rejects_other_formats(tmp_path):
     bad.write_text("a,b\n1,2\n")
     with pytest.raises(ValueError, match="expected the original steps columns"):
         load_original_steps(bad)
+
+
+def test_replay_summary_labels_the_f1_mean_as_what_it_is(tmp_path, capsys):
+    steps = tmp_path / "x_out.steps.csv"
+    steps.write_text("id,response,cand,question,knowledge,knowledge_ans,score\n"
+                     "0,r0,Paris,Which city?,k0,Paris,1.0\n"
+                     "1,r1,Rome,Which town?,k1,[CLS],0.0\n")
+    assert main(["replay", "--steps", str(steps)]) == 0
+    text = capsys.readouterr().out
+    assert "Q2            n/a" in text and "Q2 w/o NLI    0.5000" in text
+    assert "the recorded steps carry no NLI labels" in text
+    assert main(["replay", "--steps", str(steps), "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["q2"] is None and summary["q2_no_nli"] == 0.5 and "no NLI labels" in summary["note"]
+    assert "discard-unanswerable" not in summary["signature"]
+    # Q²*: response 1's only question has no answer, so it still counts; the mean stays (1 + 0) / 2
+    assert main(["replay", "--steps", str(steps), "--discard-unanswerable", "--format", "json"]) == 0
+    star = json.loads(capsys.readouterr().out)
+    assert star["q2_no_nli"] == 0.5 and "|questions:discard-unanswerable" in star["signature"]

@@ -44,7 +44,8 @@ Returns:
     fallback_rate: share of responses scored by the end-to-end NLI fallback,
     n, n_scored, n_with_questions, n_fallback, n_no_valid_question, n_errors: counts,
     hashcode: the reproducibility signature (models and revisions, decoding, filters, version),
-    explanations (with explain=True): one dict per response (status, questions, answers, F1, NLI label, dropped).
+    explanations (with explain=True): one row per response, as `q2 score --explain` writes them (response,
+        knowledge, status, score, questions with both answers, F1 and NLI label, dropped questions).
 Examples:
     The models are local directories, e.g. saved by `q2 prefetch --output-dir q2-models`:
 
@@ -110,6 +111,7 @@ class Q2(evaluate.Metric):
             responses=predictions, knowledge=knowledge, history=history, explain=explain
         )
         output = {**result.stats.summary(), "scores": result.scores, "hashcode": result.signature}
-        if explain:
-            output["explanations"] = [r.to_dict() for r in result.responses]
+        if explain:  # rows in the format of `q2 score --explain`, which `q2 report` renders
+            output["explanations"] = [{"response": p, "knowledge": k, **r.to_dict()}
+                                      for p, k, r in zip(predictions, knowledge, result.responses)]
         return output

@@ -7,17 +7,23 @@ Importing this module registers, in lm-eval's registries:
   all aggregated by ``mean``. A document whose response has no score (an error, or no valid question with the
   fallback off) reports no ``q2`` value, so ``q2`` is the mean over scored responses, as in the core; it still
   counts in ``q2_coverage`` / ``q2_fallback_rate`` unless it is an error.
+- ``q2_details``: per document (in ``--log_samples`` output) the full Q² result, the row of ``q2 score --explain``
+  plus the signature; in the results, the number of documents that carry one.
 - filter ``q2_rerank``: keeps, per document, the candidate with the highest Q² against the document's knowledge.
 
-A task YAML that says ``process_results: !function q2_plugins.lm_eval_ext.process_results`` imports this module
-while lm-eval reads it, before metrics and filters are looked up. The Q² configuration comes from the environment
-variable ``Q2_LM_EVAL_CONFIG`` (a JSON object of ``Q2Config`` fields, or the path of a JSON file), with keyword
-options of :func:`make_process_results` / the filter on top; the scorer is built once per configuration.
+All documents of a task are scored in one core call, after the task's filters and before lm-eval's per-document
+``process_results`` (see :mod:`q2_plugins.lm_eval_ext.batch`). A task YAML that says ``process_results: !function
+q2_plugins.lm_eval_ext.process_results`` imports this module while lm-eval reads it. The Q² settings are the task's
+``metadata.q2`` (an object of ``Q2Config`` fields; ``--metadata '{"q2": {...}}'`` on the command line), else the
+environment variable ``Q2_LM_EVAL_CONFIG`` (a JSON object, or the path of a JSON file), with keyword options of
+:func:`make_process_results` / the filter on top. The settings used and the signature land in the task's metadata
+in the results JSON. The scorer is built once per configuration.
 """
 
 from __future__ import annotations
 
 import json
+import warnings
 from pathlib import Path
 from typing import Any, Callable, Optional
 
@@ -32,9 +38,9 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the environmen
         "q2_plugins.lm_eval_ext needs lm-eval: pip install 'q2-plugins[lm-eval]' (lm-eval>=0.4.5)"
     ) from e
 
-from ..adapters import config_from_env, shared_scorer
 from ..results import ResponseResult, ResponseStatus
-from ..scorer import Q2Scorer
+from . import batch
+from .batch import CONFIG_ENV, DETAILS_METRIC, Spec, details_row, scorer
 
 __all__ = [
     "CONFIG_ENV",
@@ -51,14 +57,8 @@ __all__ = [
     "task_manager",
 ]
 
-CONFIG_ENV = "Q2_LM_EVAL_CONFIG"
 TASKS_DIR = Path(__file__).resolve().parent / "tasks"
 SAMPLE_DATA = TASKS_DIR / "q2_wow" / "q2_wow_sample.jsonl"
-
-
-def scorer(**options: Any) -> Q2Scorer:
-    """The process-wide scorer for ``$Q2_LM_EVAL_CONFIG`` plus ``options`` (built once per configuration)."""
-    return shared_scorer(config_from_env(CONFIG_ENV, options), slot="lm_eval")
 
 
 def result_metrics(result: ResponseResult) -> dict[str, float]:
@@ -73,32 +73,33 @@ def result_metrics(result: ResponseResult) -> dict[str, float]:
     return out
 
 
-def _first(results: Any) -> Any:
-    """lm-eval passes one entry per request; a filter may leave a list of candidates: take the first."""
-    value = results[0] if isinstance(results, (list, tuple)) else results
-    while isinstance(value, (list, tuple)) and value:
-        value = value[0]
-    return value
-
-
-def _field(doc: dict, key: str, what: str) -> Any:
-    if key not in doc:
-        raise KeyError(f"q2: the document has no {what} field {key!r} (fields: {sorted(doc)}); "
-                       f"name it with make_process_results({what}=...) or the filter's `{what}:` option")
-    return doc[key]
+_warned_per_document = False
 
 
 def make_process_results(knowledge: str = "knowledge", history: Optional[str] = None,
                          **options: Any) -> Callable[[dict, list], dict]:
     """A ``process_results(doc, results)`` for lm-eval that scores the model's response against
-    ``doc[knowledge]`` (a string or a list of sentences). ``options`` are ``Q2Config`` fields."""
+    ``doc[knowledge]`` (a string or a list of sentences). ``options`` are ``Q2Config`` fields, on top of the
+    task's settings. Inside lm-eval's evaluator the task's documents are scored in one call beforehand; called
+    on its own, it scores its one document."""
+    spec = Spec(knowledge, history, options)
 
-    def process_results(doc: dict, results: list) -> dict[str, float]:
-        hist = None if history is None else [_field(doc, history, "history")]
-        res = scorer(**options).score(responses=[_first(results)], knowledge=[_field(doc, knowledge, "knowledge")],
-                                      history=hist)
+    def process_results(doc: dict, results: list) -> dict[str, Any]:
+        response, know, hist = spec.inputs(doc, results)
+        found = batch.STASH.lookup(spec, doc, results)
+        if found is not None:
+            result, signature = found
+            return {**result_metrics(result), DETAILS_METRIC: details_row(result, response, know, signature)}
+        global _warned_per_document
+        if not _warned_per_document:
+            _warned_per_document = True
+            warnings.warn("q2: scoring lm-eval documents one at a time (the task was not prepared by "
+                          "q2_plugins.lm_eval_ext.batch); expect it to be slow", RuntimeWarning, stacklevel=2)
+        res = scorer(**options).score(responses=[response], knowledge=[know],
+                                      history=None if hist is None else [hist])
         return result_metrics(res.responses[0])
 
+    process_results.__q2_plugins__ = spec  # type: ignore[attr-defined]
     return process_results
 
 
@@ -109,9 +110,17 @@ process_results = make_process_results()
 def q2(references: list, predictions: list, **options: Any) -> dict[str, float]:
     """The registered ``q2`` metric for tasks *without* ``process_results``: lm-eval passes ``doc_to_target`` as
     the reference, so such a task makes ``doc_to_target`` return the knowledge. ``options`` (the metric's keys in
-    ``metric_list``, other than ``aggregation`` / ``higher_is_better``) are ``Q2Config`` fields."""
+    ``metric_list``, other than ``aggregation`` / ``higher_is_better``) are ``Q2Config`` fields. Inside lm-eval's
+    evaluator the task's documents were scored in one call beforehand (see :mod:`.batch`)."""
+    if len(predictions) == 1 and len(references) == 1:
+        found = batch.STASH.lookup_metric(options, predictions[0], references[0])
+        if found is not None:  # the task was scored in one call after its filters
+            return result_metrics(found[0])
     res = scorer(**options).score(responses=list(predictions), knowledge=list(references))
     return result_metrics(res.responses[0]) if len(res) == 1 else res.stats.summary()
+
+
+q2.__q2_plugins_metric__ = True  # type: ignore[attr-defined]
 
 
 def _register() -> None:
@@ -122,6 +131,7 @@ def _register() -> None:
             register_metric(metric=name, higher_is_better=higher, aggregation="mean")(q2)
     if "q2_rerank" not in filter_registry:
         register_filter("q2_rerank")(Q2RerankFilter)
+    batch.install()
 
 
 class Q2RerankFilter(Filter):
@@ -141,8 +151,13 @@ class Q2RerankFilter(Filter):
         from ..rerank import rerank_batch
 
         candidates = [[r] if isinstance(r, str) else list(r) for r in resps]
-        knowledge = [_field(doc, self.knowledge, "knowledge") for doc in docs]
-        ranked = rerank_batch(candidates, knowledge, scorer=scorer(**self.options))
+        field = Spec(self.knowledge, None, self.options).field
+        knowledge = [field(doc, self.knowledge, "knowledge") for doc in docs]
+        the_scorer = scorer(**self.options)
+        ranked = rerank_batch(candidates, knowledge, scorer=the_scorer, explain=True)
+        config = getattr(the_scorer, "config", None)
+        for r, know in zip(ranked, knowledge if config is not None else []):  # the task's call need not rescore
+            batch.stash_results(config, [(c, know, None) for c in r.candidates], r.results, r.signature)
         return [[r.best_text] for r in ranked]
 
 

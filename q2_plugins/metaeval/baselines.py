@@ -7,12 +7,18 @@ with its knowledge, and the knowledge is lower-cased first (named in every signa
   punctuation.
 * ``bleu`` — sacrebleu BLEU of the response against the knowledge as the single reference (``corpus_score`` of
   the one pair, no effective order, as the original's ``corpus_bleu``), divided by 100.
+* ``meteor`` — a METEOR-style score: NLTK's ``meteor_score`` of the response against the knowledge, on
+  lower-cased word / punctuation tokens, with exact and Porter-stem matches only. It is *not* full METEOR: the
+  WordNet synonym stage is off unless ``synonyms="wordnet"`` and the WordNet data is installed (it is not
+  downloaded); the signature says which.
 * ``bertscore`` — BERTScore F1 (the ``bertscore`` extra; model configurable; rescaled with the baseline by default).
   Not bounded to [0, 1]: threshold statistics use min–max normalised scores, as the paper did.
 * ``nli`` — end-to-end NLI with the knowledge as premise and the response as hypothesis: entailment 1, neutral 0.5,
-  contradiction 0 (the model of :attr:`Q2Config.nli_model`, through :attr:`Q2Scorer.nli`).
+  contradiction 0 (the model of :attr:`Q2Config.nli_model`, through :attr:`Q2Scorer.nli`), lower-cased as the
+  Q² fallback is (:attr:`Q2Config.fallback_lowercase_knowledge` / ``fallback_lowercase_response``).
 
-Every baseline has ``name``, ``signature``, ``bounded`` and ``score(pairs) -> list[float]``.
+Every baseline has ``name``, ``signature``, ``bounded`` and ``score(pairs) -> list[float]``. A baseline whose model
+cannot be loaded raises :class:`~q2_plugins.errors.ModelLoadError` naming the option to change.
 """
 
 from __future__ import annotations
@@ -21,6 +27,7 @@ import re
 from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkable
 
 from ..components import NLIModel
+from ..errors import ModelLoadError
 from ..normalize import tokens_f1
 from ..scoring import NLI_SCORES
 from .data import Example
@@ -33,14 +40,16 @@ __all__ = [
     "SentenceBLEU",
     "BERTScoreBaseline",
     "NLIBaseline",
+    "MeteorBaseline",
     "BASELINE_NAMES",
     "build_baselines",
     "score_baselines",
     "response_length",
 ]
 
-BASELINE_NAMES = ("overlap", "bleu", "bertscore", "nli")
+BASELINE_NAMES = ("overlap", "bleu", "meteor", "bertscore", "nli")
 _WORD = re.compile(r"\w+")
+_WORD_OR_PUNCT = re.compile(r"\w+|[^\w\s]")
 
 
 @runtime_checkable
@@ -104,6 +113,55 @@ class SentenceBLEU:
         return [self._bleu.corpus_score([r], [[k.lower()]]).score / 100.0 for r, k in pairs]
 
 
+class _NoSynonyms:
+    """Stands in for NLTK's WordNet reader: no word has a synonym (METEOR's synonym stage matches nothing)."""
+
+    @staticmethod
+    def synsets(word: str) -> list:
+        return []
+
+
+class MeteorBaseline:
+    """METEOR-style score of each response against its lower-cased knowledge (NLTK ``meteor_score``, alpha 0.9,
+    beta 3, gamma 0.5), exact and Porter-stem matches; WordNet synonyms only with ``synonyms="wordnet"``."""
+
+    name = "METEOR-style"
+    bounded = True
+
+    def __init__(self, synonyms: str = "none") -> None:
+        if synonyms not in ("none", "wordnet"):
+            raise ValueError(f"MeteorBaseline synonyms must be 'none' or 'wordnet', got {synonyms!r}")
+        nltk = require("nltk")
+        self._meteor = require("nltk.translate.meteor_score").meteor_score
+        if synonyms == "wordnet":
+            try:
+                nltk.data.find("corpora/wordnet")
+            except LookupError:
+                raise ModelLoadError("METEOR with WordNet synonyms needs NLTK's WordNet data, which is not installed "
+                                     "(setting: --meteor-synonyms): install it with nltk.download('wordnet') on a "
+                                     "connected machine, or use --meteor-synonyms none") from None
+            from nltk.corpus import wordnet
+
+            self._wordnet: Any = wordnet
+        else:
+            self._wordnet = _NoSynonyms()
+        match = "exact+porter-stem" + ("+wordnet-synonyms" if synonyms == "wordnet" else "")
+        self.signature = (f"meteor-style|nltk-{nltk.__version__}|tok:lc-word-punct|match:{match}|a0.9-b3-g0.5|"
+                          f"ref:knowledge.lower()")
+
+    @staticmethod
+    def tokens(text: str) -> list[str]:
+        return _WORD_OR_PUNCT.findall(text.lower())
+
+    def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
+        out = []
+        for r, k in pairs:
+            hypothesis = self.tokens(r)
+            out.append(float(self._meteor([self.tokens(k)], hypothesis, wordnet=self._wordnet)) if hypothesis
+                       else 0.0)
+        return out
+
+
 class BERTScoreBaseline:
     """BERTScore F1 of each response against its lower-cased knowledge (``bert_score.BERTScorer``, loaded once)."""
 
@@ -121,7 +179,19 @@ class BERTScoreBaseline:
     @property
     def scorer(self) -> Any:
         if self._scorer is None:
-            self._scorer = require("bert_score").BERTScorer(**self.options)
+            bert_score = require("bert_score")
+            try:
+                self._scorer = bert_score.BERTScorer(**self.options)
+            except Exception as e:  # noqa: BLE001 - whatever stops the load, the run stops here with the option
+                model = self.options["model_type"]
+                cause = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+                if isinstance(e, KeyError) and self.options["num_layers"] is None:
+                    cause = "BERTScore knows no default layer for this model: give --bertscore-num-layers"
+                raise ModelLoadError(
+                    f"Cannot load the BERTScore model {model!r} (setting: --bertscore-model, --bertscore-num-layers): "
+                    f"{cause} -- without network, pass a local directory of the model and its "
+                    f"--bertscore-num-layers, or leave bertscore out of --baselines"
+                ) from e
         return self._scorer
 
     @property
@@ -139,20 +209,24 @@ class NLIBaseline:
     name = "E2E NLI"
     bounded = True
 
-    def __init__(self, nli: NLIModel, *, lowercase_knowledge: bool = True, model_id: str = "") -> None:
+    def __init__(self, nli: NLIModel, *, lowercase_knowledge: bool = True, lowercase_response: bool = False,
+                 model_id: str = "") -> None:
         self.nli = nli
         self.lowercase_knowledge = lowercase_knowledge
+        self.lowercase_response = lowercase_response
         part = getattr(nli, "signature", None) or model_id or f"custom:{type(nli).__name__}"
-        self.signature = f"e2e-nli|{part}|{'lowerknow' if lowercase_knowledge else 'know'}|e1-n0.5-c0"
+        case = ("lowerknow" if lowercase_knowledge else "know") + ("-lowerresp" if lowercase_response else "")
+        self.signature = f"e2e-nli|{part}|{case}|e1-n0.5-c0"
 
     def score(self, pairs: Sequence[tuple[str, str]]) -> list[float]:
-        premises = [(k.lower() if self.lowercase_knowledge else k, r) for r, k in pairs]
+        premises = [(k.lower() if self.lowercase_knowledge else k, r.lower() if self.lowercase_response else r)
+                    for r, k in pairs]
         return [NLI_SCORES[label] for label in self.nli.predict(premises)]
 
 
 def build_baselines(names: Sequence[str], *, nli_factory: Optional[Callable[[], NLIBaseline]] = None,
-                    bertscore: Optional[dict[str, Any]] = None, spacy_model: str = "en_core_web_sm"
-                    ) -> list[Baseline]:
+                    bertscore: Optional[dict[str, Any]] = None, spacy_model: str = "en_core_web_sm",
+                    meteor_synonyms: str = "none") -> list[Baseline]:
     """Baselines by name (:data:`BASELINE_NAMES`), in the order given; models load when first scoring."""
     unknown = [n for n in names if n not in BASELINE_NAMES]
     if unknown:
@@ -163,6 +237,8 @@ def build_baselines(names: Sequence[str], *, nli_factory: Optional[Callable[[], 
             out.append(TokenOverlap(spacy_model=spacy_model))
         elif name == "bleu":
             out.append(SentenceBLEU())
+        elif name == "meteor":
+            out.append(MeteorBaseline(meteor_synonyms))
         elif name == "bertscore":
             out.append(BERTScoreBaseline(**(bertscore or {})))
         else:

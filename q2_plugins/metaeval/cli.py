@@ -45,10 +45,12 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
         "meta-eval", help="agreement with human labels: the paper's experiments and baselines",
         description="Meta-evaluate Q2 (and baselines) against human consistency labels: response-level accuracy / "
                     "ROC AUC / precision-recall, mean score per subset, simulated systems, score robustness, "
-                    "random-knowledge and length controls. Markdown on stdout; JSON and PNG plots in --output-dir.")
+                    "random-knowledge and length controls. Markdown on stdout; JSON, markdown, HTML and PNG plots in "
+                    "--output-dir.")
     d = m.add_argument_group("data")
     d.add_argument("--dataset", required=True, choices=sorted(LOADERS),
-                   help="wow: the Q2 paper's WoW annotation folder; begin: BEGIN v1 TSV; dialfact / dnli: JSONL; "
+                   help="wow: the Q2 paper's WoW annotation folder; begin: BEGIN v1 or v2 TSV; dialfact / dnli: "
+                        "JSONL; faithdial: a FaithDial data-audit CSV; usr: USR's Topical-Chat tc_usr_data.json; "
                         "stress: stress pairs written by q2 perturb; table: any CSV / TSV / JSONL with the columns "
                         "named below")
     d.add_argument("--data", required=True, help="data file, or folder for --dataset wow")
@@ -87,13 +89,19 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     b.add_argument("--bertscore-rescale", action=argparse.BooleanOptionalAction, default=True,
                    help="rescale BERTScore with its baseline file (as the paper)")
     b.add_argument("--bertscore-batch-size", type=int, default=64)
+    b.add_argument("--meteor-synonyms", choices=("none", "wordnet"), default="none",
+                   help="METEOR-style baseline: none = exact and stem matches only (default); wordnet = also WordNet "
+                        "synonyms, which needs NLTK's WordNet data installed")
     b.add_argument("--text-rules", action=argparse.BooleanOptionalAction, default=True,
                    help="for the taxonomy and stress experiments, also label every response by the BEGIN rules on "
                         "text signals alone (no Q2 evidence, no model; spaCy)")
     e = m.add_argument_group("experiments")
-    e.add_argument("--experiments", type=_names, default=EXPERIMENTS,
-                   help=f"comma-separated from {list(EXPERIMENTS)} (default: all the data allows)")
+    e.add_argument("--experiments", type=_names, default=None,
+                   help=f"comma-separated from {list(EXPERIMENTS)} (default: usr for --dataset usr, dnli for "
+                        f"--dataset dnli, else all the data allows)")
     e.add_argument("--threshold", type=float, default=0.5, help="score <= threshold is inconsistent (default: 0.5)")
+    e.add_argument("--dnli-threshold", type=float, default=0.1,
+                   help="dnli experiment: score <= threshold predicts contradiction (default: 0.1, the paper's)")
     e.add_argument("--tune-threshold", action="store_true",
                    help="also tune the threshold on a dev split and report it on the test split")
     e.add_argument("--dev-fraction", type=float, default=0.5, help="dev share of the stratified random split")
@@ -106,7 +114,8 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     e.add_argument("--robustness-levels", type=_floats, default=tuple(round(0.1 * i, 1) for i in range(11)),
                    help="shares of inconsistent responses (default: 0,0.1,...,1)")
     o = m.add_argument_group("output")
-    o.add_argument("--output-dir", help="write report.json and the PNG plots here")
+    o.add_argument("--output-dir", help="write report.json, report.md, report.html (plots embedded) and the PNG "
+                                        "plots here")
     o.add_argument("--no-plots", action="store_true")
     o.add_argument("--format", choices=("markdown", "json"), default="markdown", help="what stdout shows")
     o.add_argument("--no-progress", action="store_true")
@@ -160,12 +169,13 @@ def run(args: argparse.Namespace) -> int:
     from .. import __version__
     from ..cli import config_from_args
     from .baselines import NLIBaseline, build_baselines, score_baselines
-    from .experiments import MetaEvalOptions, control_variants, has_begin_labels, run_meta_eval
-    from .report import to_markdown, write_json
+    from .experiments import EXPERIMENTS, MetaEvalOptions, control_variants, has_begin_labels, run_meta_eval
+    from .report import save_report, to_markdown
     from .scores import (
         column_scores,
         compute_q2,
         export_inputs,
+        q2_star_metric,
         read_scores_file,
         replay_scores,
         text_rule_labels,
@@ -173,11 +183,12 @@ def run(args: argparse.Namespace) -> int:
     )
 
     data = _load(args)
+    experiments = args.experiments or data.experiments or EXPERIMENTS
     options = MetaEvalOptions(
         threshold=args.threshold, tune_threshold=args.tune_threshold, dev_fraction=args.dev_fraction, seed=args.seed,
         reps=args.reps, system_levels=args.system_levels, system_size=args.system_size,
         robustness_levels=args.robustness_levels, robustness_size=args.robustness_size,
-        experiments=args.experiments,
+        experiments=experiments, dnli_threshold=args.dnli_threshold,
     )
     variants = control_variants(data, args.seed) if "random-knowledge" in options.experiments else None
     to_score = list(data.examples)
@@ -222,17 +233,21 @@ def run(args: argparse.Namespace) -> int:
             write_scores_file(args.save_scores, [ex.id for ex in to_score], results)
 
     def nli_baseline() -> NLIBaseline:
-        from ..cache import model_fingerprint
+        from ..signature import model_id
 
         return NLIBaseline(get_scorer().nli, lowercase_knowledge=config.fallback_lowercase_knowledge,
-                           model_id=f"{model_fingerprint(config.nli_model, config.nli_revision)}"
+                           lowercase_response=config.fallback_lowercase_response,
+                           model_id=f"{model_id(config.nli_model, config.nli_revision)}"
                                     f"[{config.role_dtype('nli')}]")
 
     bertscore = dict(model_type=args.bertscore_model, num_layers=args.bertscore_num_layers,
                      rescale_with_baseline=args.bertscore_rescale, batch_size=args.bertscore_batch_size,
                      device=config.device)
+    if "dnli" in options.experiments:  # Q²* from the recorded questions of each Q² source that has them
+        metrics.add([star for m in list(metrics) if not m.name.endswith("w/o NLI")
+                     and (star := q2_star_metric(m)) is not None], "Q2*")
     baselines = build_baselines(_baseline_names(args.baselines), nli_factory=nli_baseline, bertscore=bertscore,
-                                spacy_model=config.spacy_model)
+                                spacy_model=config.spacy_model, meteor_synonyms=args.meteor_synonyms)
     metrics.add(score_baselines(baselines, to_score), "baseline")
     if args.text_rules and (("taxonomy" in options.experiments and has_begin_labels(data))
                             or ("stress" in options.experiments and data.pairs)):
@@ -246,11 +261,11 @@ def run(args: argparse.Namespace) -> int:
             from .plots import plot_all
 
             result.report["plots"] = [str(p) for p in plot_all(result, out)]
-        write_json(result.report, out / "report.json")
+        saved = save_report(result.report, out)
     if args.format == "json":
         print(json.dumps(result.report, indent=2, ensure_ascii=False))
     else:
         print(to_markdown(result.report))
         if args.output_dir:
-            print(f"report: {Path(args.output_dir) / 'report.json'}  (q2_plugins {__version__})")
+            print(f"report: {', '.join(map(str, saved))}  (q2_plugins {__version__})")
     return 0

@@ -16,7 +16,8 @@ class Example:
 
     ``consistent`` is the binary view every response-level statistic uses; ``label`` keeps the data set's own label
     (BEGIN's five-way label, DialFact's three-way label, ...). ``subset`` groups the per-subset table, ``dialogue``
-    identifies the dialogue (the random-knowledge control draws "same dialogue" knowledge by it).
+    identifies the dialogue (the random-knowledge control draws "same dialogue" knowledge by it). ``rating`` is a
+    graded human judgement where the data has one (USR's mean "Uses Knowledge" rating), for correlations.
     """
 
     id: str
@@ -29,6 +30,7 @@ class Example:
     history: Optional[str] = None
     split: Optional[str] = None
     extra_scores: Mapping[str, float] = field(default_factory=dict)
+    rating: Optional[float] = None
 
 
 @dataclass(frozen=True)
@@ -68,7 +70,8 @@ class MetaEvalData:
     ``examples`` is the response-level set. ``contexts`` (may be empty) are the paired contexts of the system-level
     experiment; their responses that are not response-level examples are in ``extra``. ``dialogue_knowledge`` maps
     a dialogue id to every knowledge text seen in it (the pool of the "same dialogue" random-knowledge control).
-    ``pairs`` (may be empty) are stress pairs of two response-level examples each.
+    ``pairs`` (may be empty) are stress pairs of two response-level examples each. ``experiments`` names the
+    experiments run when none are asked for (None: all the data allows).
     """
 
     name: str
@@ -80,6 +83,7 @@ class MetaEvalData:
     dialogue_knowledge: dict[str, list[str]] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     pairs: list[PerturbedPair] = field(default_factory=list)
+    experiments: Optional[tuple[str, ...]] = None
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -126,6 +130,10 @@ class MetaEvalData:
         if self.pairs:
             out["n_pairs"] = len(self.pairs)
             out["pairs_by_method"] = dict(Counter(p.method for p in self.pairs))
+        ratings = [ex.rating for ex in self.examples if ex.rating is not None]
+        if ratings:
+            out["n_rated"] = len(ratings)
+            out["mean_rating"] = sum(ratings) / len(ratings)
         if self.notes:
             out["notes"] = list(self.notes)
         return out

@@ -13,6 +13,7 @@ _PACKAGES = {
     "scipy": ("scipy", "metaeval"),
     "sacrebleu": ("sacrebleu", "metaeval"),
     "matplotlib": ("matplotlib", "metaeval"),
+    "nltk": ("nltk", "metaeval"),
     "bert_score": ("bert-score", "bertscore"),
 }
 

@@ -20,6 +20,7 @@ from .. import __version__
 from . import stats
 from .baselines import response_length
 from .data import Example, MetaEvalData
+from .paper_tables import dnli_accuracy, usr_correlation
 from .scores import MetricScores
 
 __all__ = [
@@ -41,7 +42,8 @@ __all__ = [
     "MetaEvalRun",
 ]
 
-EXPERIMENTS = ("response", "subsets", "system", "robustness", "random-knowledge", "length", "taxonomy", "stress")
+EXPERIMENTS = ("response", "subsets", "system", "robustness", "random-knowledge", "length", "taxonomy", "stress",
+               "usr", "dnli")
 RANDOM_KNOWLEDGE = ("same_dialogue", "other_dialogue")
 
 
@@ -59,6 +61,7 @@ class MetaEvalOptions:
     robustness_levels: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(11))
     robustness_size: int = 400
     experiments: tuple[str, ...] = EXPERIMENTS
+    dnli_threshold: float = 0.1
 
     def __post_init__(self) -> None:
         unknown = [e for e in self.experiments if e not in EXPERIMENTS]
@@ -84,8 +87,9 @@ class MetaEvalOptions:
         levels = ",".join(f"{c:g}" for c in self.system_levels)
         rob = ",".join(f"{c:g}" for c in self.robustness_levels)
         tune = f"tune:dev{self.dev_fraction:g}" if self.tune_threshold else "tune:no"
+        dnli = f"|dnli-thr:{self.dnli_threshold:g}(<=contra)" if "dnli" in self.experiments else ""
         return (f"q2-metaeval:{__version__}|thr:{self.threshold:g}(<=incons)|{tune}|seed:{self.seed}|"
-                f"reps:{self.reps}|sys:{self.system_size}@{levels}|rob:{self.robustness_size}@{rob}")
+                f"reps:{self.reps}|sys:{self.system_size}@{levels}|rob:{self.robustness_size}@{rob}{dnli}")
 
 
 def _f(x: Any) -> Optional[float]:
@@ -513,4 +517,15 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
             report["stress"] = stress(data, labelled)
         else:
             report["skipped"]["stress"] = "the data has no stress pairs (q2 perturb writes them; --dataset stress)"
+    if "usr" in todo:
+        if any(ex.rating is not None for ex in data.examples):
+            report["usr"] = usr_correlation(data, metrics, reps=options.reps, seed=options.seed)
+        else:
+            report["skipped"]["usr"] = "the data has no graded ratings (--dataset usr has)"
+    if "dnli" in todo:
+        if any(ex.label == "contradiction" for ex in data.examples) and \
+                any(ex.label == "entailment" for ex in data.examples):
+            report["dnli"] = dnli_accuracy(data, metrics, threshold=options.dnli_threshold)
+        else:
+            report["skipped"]["dnli"] = "the data has no entailment and contradiction labels (--dataset dnli has)"
     return MetaEvalRun(report, data, list(metrics), labelled)

@@ -24,6 +24,9 @@ __all__ = [
     "load_begin",
     "load_dialfact",
     "load_dnli",
+    "load_faithdial",
+    "load_usr",
+    "USR_NO_FACT",
     "load_table",
     "load_stress",
     "load_dataset",
@@ -36,6 +39,8 @@ _CROSS_COLUMNS = ("episode_idx", "round", "knowledge", "dodeca_response", "memne
                   "memnet_label")
 BEGIN_LABELS = ("entailment", "hallucination", "generic", "off-topic", "contradiction")
 _BEGIN_COLUMNS = ("evidence", "response", "gold label")
+_BEGIN2_COLUMNS = ("knowledge", "response", "begin_label")
+BEGIN2_LABELS = ("Fully attributable", "Not fully attributable", "Generic")
 DIALFACT_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 _DNLI_LABELS = {"entailment": "entailment", "positive": "entailment", "neutral": "neutral",
                 "contradiction": "contradiction", "negative": "contradiction"}
@@ -187,13 +192,24 @@ def load_wow(path: str | Path, *, cross_annotation: bool = True) -> MetaEvalData
 
 # -- BEGIN ---------------------------------------------------------------------------------------------------------
 def load_begin(path: str | Path) -> MetaEvalData:
-    """BEGIN v1 TSV (``evidence``, ``previous turn``, ``response``, ``gold label``, ...).
+    """BEGIN, either release, told apart by the columns.
 
-    Binary view as in TRUE: ``entailment`` is consistent, the other four labels are not. The five-way label is kept
-    in :attr:`Example.label` and is the subset, so the per-subset table shows the mean score per BEGIN label.
+    * v1 TSV (``evidence``, ``previous turn``, ``response``, ``gold label``, ...): binary view as in TRUE,
+      ``entailment`` is consistent, the other four labels are not. The five-way label is kept in
+      :attr:`Example.label` and is the subset, so the per-subset table shows the mean score per BEGIN label.
+    * v2 TSV (``model_name``, ``data_source``, ``knowledge``, ``message``, ``response``, ``begin_label``):
+      ``Fully attributable`` is consistent, ``Not fully attributable`` and ``Generic`` are not; the label is the
+      subset, ``message`` the history.
     """
     path = Path(path)
-    _, rows = _csv_rows(path, _BEGIN_COLUMNS, "BEGIN (v1 TSV)", delimiter="\t")
+    if not path.is_file():
+        raise DataFormatError(f"No BEGIN file {path}")
+    with path.open(newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f, delimiter="\t"), [])
+    if all(c in header for c in _BEGIN2_COLUMNS):
+        return _load_begin_v2(path)
+    _, rows = _csv_rows(path, _BEGIN_COLUMNS, "BEGIN (v1 TSV, or v2 TSV with knowledge / response / begin_label)",
+                        delimiter="\t")
     unknown = sorted({r["gold label"] for r in rows} - set(BEGIN_LABELS))
     if unknown:
         raise DataFormatError(f"{path}: unknown BEGIN gold label(s) {unknown}; expected {list(BEGIN_LABELS)}")
@@ -208,29 +224,51 @@ def load_begin(path: str | Path) -> MetaEvalData:
                                      "contradiction = inconsistent")
 
 
+def _load_begin_v2(path: Path) -> MetaEvalData:
+    _, rows = _csv_rows(path, _BEGIN2_COLUMNS, "BEGIN v2 TSV", delimiter="\t")
+    unknown = sorted({r["begin_label"] for r in rows} - set(BEGIN2_LABELS))
+    if unknown:
+        raise DataFormatError(f"{path}: unknown BEGIN v2 label(s) {unknown}; expected {list(BEGIN2_LABELS)}")
+    examples = [
+        Example(id=f"begin:{i}", response=r["response"], knowledge=r["knowledge"],
+                consistent=r["begin_label"] == "Fully attributable", label=r["begin_label"],
+                subset=r["begin_label"], history=r.get("message") or None)
+        for i, r in enumerate(rows)
+    ]
+    if not examples:
+        raise DataFormatError(f"{path} holds no rows")
+    systems = Counter(r.get("model_name") or "?" for r in rows)
+    return MetaEvalData(name="begin-v2", source=str(path), examples=examples,
+                        notes=[f"responses by system: {dict(systems)}"],
+                        label_scheme="BEGIN v2 label: Fully attributable = consistent; Not fully attributable, "
+                                     "Generic = inconsistent")
+
+
 # -- DialFact-style JSONL ------------------------------------------------------------------------------------------
 def _evidence_text(item: Any, where: str) -> str:
     if isinstance(item, str):
         return item
     if isinstance(item, (list, tuple)):
-        texts = [v for v in item if isinstance(v, str)]
-        if texts:  # [page title, sentence, ...]: the sentence is the longest string
-            return max(texts, key=len)
+        # DialFact: [page title, url, sentence, index]; a bare pair is [page title, sentence]
+        position = 2 if len(item) >= 3 else len(item) - 1
+        if position >= 0 and isinstance(item[position], str):
+            return item[position]
     if isinstance(item, dict):
         for key in ("sentence", "text", "evidence"):
             if isinstance(item.get(key), str):
                 return item[key]
-    raise DataFormatError(f"{where}: an evidence item must be a string, a list holding the sentence, or an object "
-                          f"with 'sentence' / 'text'; got {item!r:.80}")
+    raise DataFormatError(f"{where}: an evidence item must be a string, a list [title, url, sentence, index] (or "
+                          f"[title, sentence]), or an object with 'sentence' / 'text'; got {item!r:.80}")
 
 
 def load_dialfact(path: str | Path) -> MetaEvalData:
     """DialFact-style JSONL: one object per line with ``response``, ``evidence_list`` (or ``evidence``: a list of
-    sentences, or of ``[title, sentence, ...]`` lists, whose longest string is taken) and ``response_label`` (or
-    ``label``): SUPPORTS (consistent), REFUTES or NOT ENOUGH INFO. ``context`` (list of turns) becomes the history,
-    ``id`` the example id."""
+    sentences, or of DialFact's ``[title, url, sentence, index]`` lists, whose sentence is taken) and
+    ``response_label`` (or ``label``): SUPPORTS (consistent), REFUTES or NOT ENOUGH INFO. ``context`` (list of
+    turns) becomes the history, ``context_id`` the dialogue, ``id`` the example id."""
     path = Path(path)
     examples = []
+    pool: dict[str, list[str]] = {}
     no_evidence = 0
     for n, obj in _json_objects(path, "DialFact"):
         where = f"{path} line {n}"
@@ -245,16 +283,20 @@ def load_dialfact(path: str | Path) -> MetaEvalData:
         knowledge = " ".join(_evidence_text(item, where).strip() for item in evidence)
         no_evidence += not knowledge.strip()
         context = obj.get("context")
+        dialogue = str(obj["context_id"]) if obj.get("context_id") is not None else None
         examples.append(Example(
             id=str(obj.get("id", f"dialfact:{n}")), response=_text(_field(obj, ("response",), where), where),
             knowledge=knowledge, consistent=label == "SUPPORTS", label=label, subset=label,
-            history=_text(context, where) if context else None,
+            history=_text(context, where) if context else None, dialogue=dialogue,
         ))
+        if dialogue is not None and knowledge.strip():
+            pool.setdefault(dialogue, []).append(knowledge)
     if not examples:
         raise DataFormatError(f"{path} holds no examples")
     notes = [f"{no_evidence} examples have no evidence text"] if no_evidence else []
     return MetaEvalData(name="dialfact", source=str(path), examples=examples, notes=notes,
-                        label_scheme="SUPPORTS = consistent; REFUTES, NOT ENOUGH INFO = inconsistent")
+                        label_scheme="SUPPORTS = consistent; REFUTES, NOT ENOUGH INFO = inconsistent",
+                        dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()})
 
 
 # -- Dialogue NLI-style JSONL --------------------------------------------------------------------------------------
@@ -279,9 +321,124 @@ def load_dnli(path: str | Path) -> MetaEvalData:
         ))
     if not examples:
         raise DataFormatError(f"{path} holds no examples")
-    return MetaEvalData(name="dnli", source=str(path), examples=examples,
+    return MetaEvalData(name="dnli", source=str(path), examples=examples, experiments=("dnli",),
                         label_scheme="entailment / positive = consistent; neutral, contradiction / negative = "
                                      "inconsistent")
+
+
+# -- FaithDial's data audit ----------------------------------------------------------------------------------------
+_FAITHDIAL_COLUMNS = ("knowledge", "begin_label")
+_FAITHDIAL_NOT_RESPONSE = {"knowledge", "history", "begin_label", "vrm_label"}
+# the label a multi-label cell counts as in BEGIN's five-way taxonomy: the first of these it holds
+_FAITHDIAL_PRIMARY = (("contradiction", "contradiction"), ("hallucination", "hallucination"),
+                      ("partial hallucination", "hallucination"), ("off-topic", "off-topic"), ("generic", "generic"),
+                      ("entailment", "entailment"))
+_FAITHDIAL_LABELS = {name for name, _ in _FAITHDIAL_PRIMARY} | {"uncooperative"}
+
+
+def load_faithdial(path: str | Path) -> MetaEvalData:
+    """FaithDial's data-audit CSV (``knowledge``, ``history``, the response column, ``begin_label``, ``vrm_label``).
+
+    The response column is ``response`` or ``model response`` or, as in the released files, the one column named
+    after the system (``ctrl``, ``gpt2``, ``doha``). A ``begin_label`` cell may hold several labels
+    (``entailment,uncooperative``): the response is consistent when it holds ``entailment`` and none of
+    hallucination, partial hallucination, off-topic, generic or contradiction (``uncooperative`` alone does not
+    change that). :attr:`Example.label` is the cell's BEGIN five-way label (the first of contradiction,
+    hallucination, off-topic, generic, entailment it holds), the subset is the whole cell.
+    """
+    path = Path(path)
+    columns, rows = _csv_rows(path, _FAITHDIAL_COLUMNS, "FaithDial audit CSV")
+    candidates = [c for c in ("response", "model response") if c in columns] or \
+        [c for c in columns if c not in _FAITHDIAL_NOT_RESPONSE and c]
+    if len(candidates) != 1:
+        raise DataFormatError(f"{path}: cannot tell the response column of a FaithDial audit file: expected "
+                              f"'response', 'model response' or one system column besides "
+                              f"{sorted(_FAITHDIAL_NOT_RESPONSE)}, found {columns}")
+    response_column = candidates[0]
+    examples = []
+    for i, r in enumerate(rows):
+        where = f"{path} row {i + 2}"
+        cell = (r["begin_label"] or "").strip().lower()
+        labels = [x.strip() for x in cell.split(",") if x.strip()]
+        unknown = [x for x in labels if x not in _FAITHDIAL_LABELS]
+        primary = next((begin for name, begin in _FAITHDIAL_PRIMARY if name in labels), None)
+        if unknown or primary is None:
+            raise DataFormatError(f"{where}: begin_label {r['begin_label']!r} must hold labels from "
+                                  f"{sorted(_FAITHDIAL_LABELS)}, at least one of them a BEGIN label")
+        examples.append(Example(
+            id=f"faithdial:{i}", response=r[response_column] or "", knowledge=r["knowledge"] or "",
+            consistent=primary == "entailment", label=primary, subset=",".join(labels),
+            history=r.get("history") or None,
+        ))
+    if not examples:
+        raise DataFormatError(f"{path} holds no rows")
+    return MetaEvalData(name=f"faithdial-{response_column}", source=str(path), examples=examples,
+                        label_scheme="begin_label holds entailment and no hallucination / partial hallucination / "
+                                     "off-topic / generic / contradiction = consistent; the rest inconsistent")
+
+
+# -- USR's Topical-Chat annotations -------------------------------------------------------------------------------
+USR_NO_FACT = "_nofact"
+USR_RATING = "Uses Knowledge"
+
+
+def _usr_no_fact(fact: str) -> bool:
+    """The Topical-Chat marker of a turn without knowledge (``_nofact``; spacing, case and underscores aside)."""
+    return fact.strip().lower().replace("_", "").replace(" ", "") == "nofact"
+
+
+def load_usr(path: str | Path) -> MetaEvalData:
+    """USR's Topical-Chat annotations (Mehri & Eskenazi 2020, ``tc_usr_data.json``): a JSON list of contexts with
+    ``context``, ``fact`` and ``responses`` (``response``, ``model`` and per-dimension lists of annotator ratings).
+
+    As in the Q² paper, contexts whose fact is the no-fact marker (:data:`USR_NO_FACT`) are dropped (and counted in
+    the notes); every other response is an example scored against its context's fact, with its mean
+    ``"Uses Knowledge"`` rating as :attr:`Example.rating`. Ids are ``usr:<context index>:<response index>`` (indices in
+    the file), the subset is the response's ``model``. The binary view some tables need is a majority of
+    annotators (mean rating >= 0.5) saying the response uses the knowledge.
+    """
+    path = Path(path)
+    examples: list[Example] = []
+    dropped = dropped_responses = 0
+    for ci, obj in _json_objects(path, "USR Topical-Chat (tc_usr_data.json)"):
+        where = f"{path} context {ci}"
+        fact = _text(_field(obj, ("fact",), where), f"{where} fact")
+        responses = _field(obj, ("responses",), where)
+        if not isinstance(responses, list):
+            raise DataFormatError(f"{where}: 'responses' must be a list, got {type(responses).__name__}")
+        if _usr_no_fact(fact):
+            dropped += 1
+            dropped_responses += len(responses)
+            continue
+        context = obj.get("context")
+        for ri, resp in enumerate(responses):
+            rwhere = f"{where} response {ri}"
+            if not isinstance(resp, dict):
+                raise DataFormatError(f"{rwhere} is a JSON {type(resp).__name__}, expected an object")
+            ratings = _field(resp, (USR_RATING,), rwhere)
+            if not isinstance(ratings, list) or not ratings or \
+                    not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in ratings):
+                raise DataFormatError(f"{rwhere}: {USR_RATING!r} must be a non-empty list of annotator ratings, "
+                                      f"got {ratings!r:.80}")
+            rating = sum(ratings) / len(ratings)
+            model = str(resp.get("model", "?"))
+            examples.append(Example(
+                id=f"usr:{ci}:{ri}", response=_text(_field(resp, ("response",), rwhere), rwhere).strip(),
+                knowledge=fact.strip(), consistent=rating >= 0.5,
+                label="uses knowledge" if rating >= 0.5 else "does not use knowledge", subset=model,
+                dialogue=f"usr:{ci}", history=_text(context, where).strip() if context else None, rating=rating,
+            ))
+    if not examples:
+        raise DataFormatError(f"{path} holds no response with a fact")
+    notes = [f"dropped {dropped} contexts whose fact is the no-fact marker {USR_NO_FACT!r} ({dropped_responses} "
+             f"responses); {len(examples)} responses remain"]
+    pool: dict[str, list[str]] = {}
+    for ex in examples:
+        pool.setdefault(ex.dialogue, []).append(ex.knowledge)  # type: ignore[arg-type]
+    return MetaEvalData(name="usr-topicalchat", source=str(path), examples=examples, notes=notes,
+                        label_scheme=f"mean {USR_RATING!r} rating (for correlations); binary view: mean >= 0.5",
+                        dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()},
+                        experiments=("usr",))
 
 
 # -- any table ------------------------------------------------------------------------------------------------------
@@ -409,6 +566,8 @@ LOADERS: dict[str, Callable[..., MetaEvalData]] = {
     "begin": load_begin,
     "dialfact": load_dialfact,
     "dnli": load_dnli,
+    "faithdial": load_faithdial,
+    "usr": load_usr,
     "table": load_table,
     "stress": load_stress,
 }

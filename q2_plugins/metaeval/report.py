@@ -1,12 +1,16 @@
-"""Writing a meta-evaluation report: markdown tables for the terminal and a JSON file."""
+"""Writing a meta-evaluation report: markdown tables for the terminal, and under ``--output-dir`` the JSON, the
+markdown and one self-contained HTML page with the plots embedded."""
 
 from __future__ import annotations
 
+import base64
+import html
 import json
+import re
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-__all__ = ["to_markdown", "write_json"]
+__all__ = ["to_markdown", "to_html", "write_json", "save_report"]
 
 
 def _pct(x: Optional[float]) -> str:
@@ -233,6 +237,54 @@ def _stress_section(block: dict[str, Any]) -> list[str]:
     return out
 
 
+def _row_name(r: dict[str, Any]) -> str:
+    return r["metric"] if r["treatment"] == "as scored" else f"{r['metric']} ({r['treatment']})"
+
+
+def _p(x: Optional[float]) -> str:
+    return "n/a" if x is None else f"{x:.1e}"
+
+
+def _usr_section(block: dict[str, Any]) -> list[str]:
+    out = ['### Topical-Chat: turn-level correlation with "Uses Knowledge" (the paper\'s Table 6)', "",
+           f"{block['n_rated']} rated responses; 95% bootstrap intervals over {block['reps']} resamples of the "
+           f"responses (seed {block['seed']}); p: two-sided p-value (SciPy).", ""]
+    rows = []
+    for r in block["rows"]:
+        cells = [_row_name(r), str(r["n"])]
+        for name in ("spearman", "pearson"):
+            c = r[name]
+            cells += ["n/a (fewer than 3 responses, or a constant side)" if c["r"] is None else
+                      f"{c['r']:.4f} [{c['low']:.3f}, {c['high']:.3f}]", _p(c["p"])]
+        rows.append(cells)
+    rows += [[f"paper: {ref['name']}", "", f"{ref['spearman']:.4f}", "", f"{ref['pearson']:.4f}", ""]
+             for ref in block["reference"]]
+    out += _table(["metric", "responses", "Spearman [95% CI]", "p", "Pearson [95% CI]", "p"], rows)
+    out += [f"Paper rows: {block['reference_note']}.", ""]
+    return out
+
+
+def _dnli_section(block: dict[str, Any]) -> list[str]:
+    out = ["### Dialogue NLI: entailment vs contradiction (the paper's Table 5)", "",
+           f"{block['n_pairs']} non-neutral pairs ({block['n_neutral_left_out']} neutral left out); score > "
+           f"{block['threshold']:g} predicts entailment, anything else contradiction.", ""]
+    rows = []
+    for r in block["rows"]:
+        n = str(r["n"]) + (f" ({r['n_missing']} unscored)" if r["n_missing"] else "")
+        rows.append([_row_name(r), n, _pct(r["accuracy"]), _pct(r.get("entailment_recall")),
+                     _pct(r.get("contradiction_recall"))])
+    rows += [[f"paper: {ref['name']}", "", _pct(ref["accuracy"]), "", ""] for ref in block["reference"]]
+    out += _table(["metric", "pairs", "accuracy", "entailment recall", "contradiction recall"], rows)
+    cov = [f"{name} {_pct(c['coverage'])} ({c['with_question']} of {c['n']})" for name, c in block["coverage"].items()]
+    if cov:
+        out += [f"Coverage (pairs with at least one valid question): {'; '.join(cov)}; paper: "
+                f"{_pct(block['reference_coverage'])}.", ""]
+    out += [f"Paper rows: {block['reference_note']}. Our reading of them: Q² = with a valid question (or no valid "
+            f"question = contradiction), Q² + NLI = with the end-to-end NLI fallback, Q²* = the Q2* rule, NLI = the "
+            f"end-to-end NLI baseline (`--baselines nli`).", ""]
+    return out
+
+
 _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("response_level", _response_section),
     ("subsets", _subset_section),
@@ -242,6 +294,8 @@ _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("length", _length_section),
     ("taxonomy", _taxonomy_section),
     ("stress", _stress_section),
+    ("usr", _usr_section),
+    ("dnli", _dnli_section),
 ]
 
 
@@ -266,3 +320,85 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 def write_json(report: dict[str, Any], path: str | Path) -> None:
     Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+
+
+def _inline(text: str) -> str:
+    """Escaped text with the markdown this module writes inline: `code` and **bold**."""
+    out = []
+    for i, part in enumerate(re.split(r"`([^`]*)`", text)):
+        if i % 2:
+            out.append(f"<code>{html.escape(part)}</code>")
+        else:
+            out.append(re.sub(r"\*\*(.+?)\*\*", r"<b>\1</b>", html.escape(part)))
+    return "".join(out)
+
+
+def _markdown_html(markdown: str) -> list[str]:
+    """HTML of the markdown :func:`to_markdown` writes (headings, paragraphs, tables, lists); text escaped."""
+    out: list[str] = []
+    lines = markdown.splitlines()
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line.startswith("#"):
+            level = min(len(line) - len(line.lstrip("#")), 6)
+            out.append(f"<h{level}>{_inline(line[level:].strip())}</h{level}>")
+        elif line.startswith("|"):
+            block = []
+            while i < len(lines) and lines[i].startswith("|"):
+                block.append(lines[i])
+                i += 1
+            cells = [[c.strip() for c in row.strip()[1:-1].split(" | ")] for row in block
+                     if not re.fullmatch(r"\|(-+\|)+", row.strip())]
+            head, body = cells[0], cells[1:]
+            out.append("<table><thead><tr>" + "".join(f"<th>{_inline(c)}</th>" for c in head) + "</tr></thead><tbody>"
+                       + "".join("<tr>" + "".join(f"<td>{_inline(c)}</td>" for c in row) + "</tr>" for row in body)
+                       + "</tbody></table>")
+            continue
+        elif line.startswith("- "):
+            items = []
+            while i < len(lines) and lines[i].startswith("- "):
+                items.append(f"<li>{_inline(lines[i][2:])}</li>")
+                i += 1
+            out.append("<ul>" + "".join(items) + "</ul>")
+            continue
+        elif line.strip():
+            out.append(f"<p>{_inline(line)}</p>")
+        i += 1
+    return out
+
+
+_HTML_STYLE = """body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",Roboto,Arial,sans-serif;color:#1d2430;
+max-width:1200px;margin:20px auto;padding:0 20px}table{border-collapse:collapse;margin:6px 0 14px}
+th,td{border:1px solid #dde2ea;padding:4px 8px;text-align:left;vertical-align:top}th{background:#f4f6f9}
+code{font:12px ui-monospace,Menlo,Consolas,monospace;background:#f1f3f6;padding:1px 3px;word-break:break-all}
+figure{margin:10px 0 18px}img{max-width:100%;border:1px solid #dde2ea}figcaption{color:#5b6575;font-size:12px}"""
+
+
+def to_html(report: dict[str, Any], plots: Sequence[str | Path] = ()) -> str:
+    """One self-contained page: the markdown report's tables, then every plot as an embedded PNG (no file or
+    network access when opened)."""
+    title = f"Q² meta-evaluation: {report['data']['name']}"
+    body = _markdown_html(to_markdown(report))
+    if plots:
+        body.append("<h3>Plots</h3>")
+    for p in plots:
+        data = base64.b64encode(Path(p).read_bytes()).decode("ascii")
+        name = html.escape(Path(p).name)
+        body.append(f'<figure><img alt="{name}" src="data:image/png;base64,{data}"><figcaption>{name}</figcaption>'
+                    "</figure>")
+    return ("<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">"
+            "<meta http-equiv=\"Content-Security-Policy\" content=\"default-src 'none'; style-src 'unsafe-inline'; "
+            "img-src data:\">"
+            f"<title>{html.escape(title)}</title><style>{_HTML_STYLE}</style></head><body>\n"
+            + "\n".join(body) + "\n</body></html>\n")
+
+
+def save_report(report: dict[str, Any], folder: str | Path) -> list[Path]:
+    """Write ``report.json``, ``report.md`` and ``report.html`` (plots listed in ``report["plots"]`` embedded)."""
+    folder = Path(folder)
+    paths = [folder / "report.json", folder / "report.md", folder / "report.html"]
+    write_json(report, paths[0])
+    paths[1].write_text(to_markdown(report) + "\n", encoding="utf-8")
+    paths[2].write_text(to_html(report, report.get("plots", [])), encoding="utf-8")
+    return paths

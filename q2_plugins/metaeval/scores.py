@@ -27,7 +27,9 @@ import numpy as np
 
 from ..io import read_rows
 from ..replay import load_original_steps, load_recorded_scores, replay
-from ..results import ResponseResult
+from ..results import ResponseResult, ResponseStatus
+from ..scoring import counted_questions, mean_score
+from ..signature import replay_signature
 from .data import Example
 from .loaders import DataFormatError
 
@@ -42,6 +44,9 @@ __all__ = [
     "text_rule_labels",
     "write_scores_file",
     "export_inputs",
+    "RecordedQuestionScore",
+    "q2_star_metric",
+    "no_question_treatments",
 ]
 
 _RESULT_FIELDS = {"index", "status", "score", "score_no_nli", "num_questions", "num_candidates", "used_fallback",
@@ -58,6 +63,15 @@ class QuestionStats:
     used_fallback: bool
 
 
+@dataclass(frozen=True)
+class RecordedQuestionScore:
+    """One counted question of a Q² result: its score, its F1 and whether the knowledge had no answer."""
+
+    score: float
+    f1: float
+    no_answer: bool
+
+
 @dataclass
 class MetricScores:
     """One metric's scores by example id, with where they came from; ``labels`` are BEGIN five-way labels by id, for
@@ -72,6 +86,8 @@ class MetricScores:
     questions: dict[str, QuestionStats] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
     labels: dict[str, str] = field(default_factory=dict)
+    # the counted questions of each response scored with questions, when they were recorded (``--explain``)
+    per_question: dict[str, list[RecordedQuestionScore]] = field(default_factory=dict)
 
     @property
     def labels_only(self) -> bool:
@@ -116,6 +132,9 @@ def metrics_from_results(ids: Sequence[str], results: Sequence[ResponseResult], 
         no_nli.values[i] = float(res.score_no_nli if res.score_no_nli is not None else res.score)
         full.questions[i] = no_nli.questions[i] = QuestionStats(res.num_questions, _no_answer_count(res),
                                                                 res.used_fallback)
+        if res.questions is not None and res.status == ResponseStatus.SCORED:
+            full.per_question[i] = no_nli.per_question[i] = [
+                RecordedQuestionScore(q.score, q.f1, q.knowledge_answer_kind == "no_answer") for q in res.questions]
     out = [full, no_nli]
     if with_nli is False:
         out = [no_nli]
@@ -206,7 +225,7 @@ def replay_scores(run_dir: str | Path, known: Mapping[str, Example], *, name: st
     source_q2 = f"recorded per-response Q2 of {folder}/*/*_scores.csv"
     source_replay = f"replay of the recorded questions {folder}/*/*_out.steps.csv"
     full = MetricScores(name, {}, source_q2, signature="original run (recorded)")
-    no_nli = MetricScores(f"{name} w/o NLI", {}, source_replay, signature="replay|norm:q2-original")
+    no_nli = MetricScores(f"{name} w/o NLI", {}, source_replay, signature=replay_signature("q2-original"))
     found = []
     for sub in subsets:
         scores_csv = sub / f"{sub.name}_scores.csv"
@@ -293,3 +312,51 @@ def export_inputs(path: str | Path, examples: Sequence[Example]) -> int:
                    "label": ex.label, "subset": ex.subset}
             f.write(json.dumps(row, ensure_ascii=False) + "\n")
     return len(examples)
+
+
+def q2_star_metric(metric: MetricScores, *, f1_only: bool = False) -> Optional[MetricScores]:
+    """Q²* from a Q² metric's recorded questions: the rule of :attr:`Q2Config.discard_unanswerable`
+    (:func:`~q2_plugins.scoring.counted_questions`) applied to each response's counted questions, the mean of the
+    question scores (``f1_only``: of their F1) over the questions that still count. Responses scored by the
+    fallback keep their score. None when the questions were not recorded (a scores file written without
+    ``--explain``)."""
+    if not metric.questions or any(q.num_questions > 0 and i not in metric.per_question
+                                   for i, q in metric.questions.items()):
+        return None
+    star = MetricScores(f"{metric.name}*", dict(metric.values), f"{metric.source}, Q2* rule on its questions",
+                        signature=f"{metric.signature}|q2star-derived" if metric.signature else "q2star-derived",
+                        missing=dict(metric.missing))
+    for i, questions in metric.per_question.items():
+        keep = counted_questions([q.no_answer for q in questions], discard_unanswerable=True)
+        kept = [q for q, k in zip(questions, keep) if k]
+        star.values[i] = mean_score([q.f1 if f1_only else q.score for q in kept])
+        star.per_question[i] = kept
+        star.questions[i] = QuestionStats(len(kept), sum(q.no_answer for q in kept), False)
+    for i, q in metric.questions.items():
+        if i not in star.questions:
+            star.questions[i] = q
+    return star
+
+
+def no_question_treatments(metric: MetricScores) -> Optional[dict[str, dict[str, float]]]:
+    """The ways to count responses without a valid question, for a metric with question counts (Q²); None for
+    other metrics:
+
+    * ``"with a valid question"``: only the responses scored from their questions;
+    * ``"no valid question = 0"``: those, and every response without a valid question (scored by the fallback or
+      not scored) at 0;
+    * ``"with fallback"``: the scores as they are, when some responses were scored by the end-to-end NLI fallback.
+
+    Errors are never counted.
+    """
+    if not metric.questions:
+        return None
+    with_q = {i: v for i, v in metric.values.items() if i in metric.questions and metric.questions[i].num_questions}
+    zero = dict(with_q)
+    no_question = [i for i, q in metric.questions.items() if not q.num_questions]
+    no_question += [i for i, why in metric.missing.items() if why == ResponseStatus.NO_VALID_QUESTION]
+    zero.update({i: 0.0 for i in no_question})
+    out = {"with a valid question": with_q, "no valid question = 0": zero}
+    if any(q.used_fallback for q in metric.questions.values()):
+        out["with fallback"] = dict(metric.values)
+    return out

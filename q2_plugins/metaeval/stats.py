@@ -28,6 +28,7 @@ __all__ = [
     "simulate_paired_systems",
     "simulate_mixed_systems",
     "classification_metrics",
+    "correlations",
 ]
 
 
@@ -256,3 +257,40 @@ def classification_metrics(gold: Sequence[str], predicted: Sequence[str], labels
                             "support": int(support[i])} for i, lab in enumerate(labels)},
         "confusion": metrics.confusion_matrix(gold, predicted, labels=list(labels)).tolist(),
     }
+
+
+def _rowwise_pearson(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    a = a - a.mean(axis=1, keepdims=True)
+    b = b - b.mean(axis=1, keepdims=True)
+    denom = np.sqrt((a * a).sum(axis=1) * (b * b).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(denom > 0, (a * b).sum(axis=1) / denom, np.nan)
+
+
+def correlations(scores: Sequence[float], ratings: Sequence[float], *, reps: int, rng: np.random.Generator,
+                 level: float = 0.95) -> dict[str, Any]:
+    """Spearman and Pearson correlation of ``scores`` with ``ratings`` (SciPy, with its two-sided p-values) and
+    percentile bootstrap intervals: ``reps`` resamples of the pairs with replacement (NaN resamples, where a side
+    is constant, are left out and counted). A coefficient is None when either side is constant."""
+    x, y = np.asarray(scores, dtype=np.float64), np.asarray(ratings, dtype=np.float64)
+    if x.shape != y.shape or x.ndim != 1:
+        raise ValueError(f"Expected scores and ratings of the same length, but got {x.shape} and {y.shape}")
+    out: dict[str, Any] = {"n": int(x.size)}
+    if x.size < 3 or np.ptp(x) == 0 or np.ptp(y) == 0:
+        for name in ("spearman", "pearson"):
+            out[name] = {"r": None, "p": None, "low": None, "high": None, "n_undefined": 0}
+        return out
+    sp = require("scipy.stats")
+    idx = rng.integers(0, x.size, size=(reps, x.size))
+    xs, ys = x[idx], y[idx]
+    boot = {"spearman": _rowwise_pearson(sp.rankdata(xs, axis=1), sp.rankdata(ys, axis=1)),
+            "pearson": _rowwise_pearson(xs, ys)}
+    full = {"spearman": sp.spearmanr(x, y), "pearson": sp.pearsonr(x, y)}
+    for name, res in full.items():
+        values = boot[name]
+        valid = values[~np.isnan(values)]
+        lo, hi = interval(valid, level) if valid.size else (np.nan, np.nan)
+        out[name] = {"r": float(res.statistic), "p": float(res.pvalue), "low": float(lo), "high": float(hi),
+                     "n_undefined": int(values.size - valid.size)}
+    out["reps"] = reps
+    return out

@@ -1,0 +1,152 @@
+"""``q2 hooks install|status|uninstall``: the start-up file that hooks Q² into ``evaluate`` and ParlAI.
+
+The mechanism (one finder, a table of target modules) is ``_q2_plugins_hook``, a top-level module that imports
+nothing; this module only writes, checks and removes its ``.pth`` file in site-packages.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib.util
+import json
+import os
+import subprocess
+import sys
+import sysconfig
+from pathlib import Path
+from typing import Any, Optional
+
+__all__ = ["LEGACY_PTH_NAMES", "mechanism", "site_dir", "install", "uninstall", "installed", "live", "add_parser",
+           "run"]
+
+# start-up files written by earlier versions (the ParlAI-only hook): replaced by install, removed by uninstall
+LEGACY_PTH_NAMES = ("q2_plugins_parlai.pth",)
+
+
+def _hook() -> Any:
+    """The mechanism module ``_q2_plugins_hook``: installed beside ``q2_plugins`` (wheel, editable install), else
+    loaded from the checkout's file (an editable install made before it was a module of the distribution)."""
+    try:
+        import _q2_plugins_hook
+    except ImportError:
+        import importlib.util
+
+        path = Path(__file__).resolve().parent.parent / "_q2_plugins_hook.py"
+        spec = importlib.util.spec_from_file_location("_q2_plugins_hook", path)
+        if spec is None or spec.loader is None or not path.is_file():
+            raise
+        _q2_plugins_hook = importlib.util.module_from_spec(spec)
+        sys.modules["_q2_plugins_hook"] = _q2_plugins_hook
+        spec.loader.exec_module(_q2_plugins_hook)
+    return _q2_plugins_hook
+
+
+mechanism = _hook
+
+
+def site_dir(target: Optional[str] = None) -> Path:
+    """``target``, or this interpreter's site-packages."""
+    return Path(target) if target else Path(sysconfig.get_paths()["purelib"])
+
+
+def installed(target: Optional[str] = None) -> Optional[Path]:
+    """The start-up file in ``target`` (default: site-packages), or None."""
+    path = site_dir(target) / _hook().PTH_NAME
+    return path if path.is_file() else None
+
+
+def install(target: Optional[str] = None) -> Path:
+    """Write the start-up file (idempotent) and remove the files of earlier versions; returns its path."""
+    hook = _hook()
+    directory = site_dir(target)
+    directory.mkdir(parents=True, exist_ok=True)
+    path = directory / hook.PTH_NAME
+    path.write_text(hook.PTH_LINE, encoding="utf-8")
+    for name in LEGACY_PTH_NAMES:
+        (directory / name).unlink(missing_ok=True)
+    return path
+
+
+def uninstall(target: Optional[str] = None) -> list[Path]:
+    """Remove the start-up file (and those of earlier versions); returns what was removed."""
+    directory = site_dir(target)
+    removed = []
+    for name in (_hook().PTH_NAME, *LEGACY_PTH_NAMES):
+        path = directory / name
+        if path.is_file():
+            path.unlink()
+            removed.append(path)
+    return removed
+
+
+_CHECK = r"""
+import json, site, sys
+if sys.argv[1]:
+    site.addsitedir(sys.argv[1])
+import _q2_plugins_hook as hook
+out = {}
+for framework in sys.argv[2:]:
+    names = [n for n, (f, _) in hook.TARGETS.items() if f == framework]
+    try:
+        for name in names:
+            __import__(name)
+        out[framework] = all(hook.patched(n) for n in names)
+    except Exception as e:
+        out[framework] = f"{type(e).__name__}: {e}"
+print(json.dumps(out))
+"""
+
+
+def live(frameworks: list[str], target: Optional[str] = None) -> dict[str, object]:
+    """In a fresh interpreter (this one's start-up, plus ``target``'s start-up files): for each framework, True when
+    its modules are patched after import, False when not, or the import error."""
+    if not frameworks:
+        return {}
+    proc = subprocess.run([sys.executable, "-c", _CHECK, str(target or ""), *frameworks], capture_output=True,
+                          text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=600)
+    if proc.returncode != 0:
+        return {f: (proc.stderr.strip().splitlines() or ["failed"])[-1] for f in frameworks}
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def add_parser(sub: argparse._SubParsersAction) -> None:
+    h = sub.add_parser("hooks", help="install / check / remove the start-up hook for evaluate.load('q2') and "
+                                     "ParlAI's --metrics q2",
+                       description="One start-up file (q2_plugins_hook.pth in site-packages) hooks Q² into the "
+                                   "frameworks that have no plugin entry point: evaluate (evaluate.load('q2')) and "
+                                   "ParlAI (--metrics q2, --q2-* options). It imports nothing until a program "
+                                   "imports one of them. Switches: Q2_PLUGINS_EVALUATE_HOOK=0, Q2_PARLAI_HOOK=0.")
+    h.add_argument("action", choices=("install", "status", "uninstall"))
+    h.add_argument("--target", help="site-packages directory (default: this interpreter's)")
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.action == "install":
+        print(f"installed {install(args.target)}")
+    elif args.action == "uninstall":
+        removed = uninstall(args.target)
+        print("\n".join(f"removed {p}" for p in removed) if removed else "not installed")
+    else:
+        return _status(args.target)
+    return 0
+
+
+def _status(target: Optional[str]) -> int:
+    hook = _hook()
+    path = installed(target)
+    print(f"start-up file: {path or 'not installed (q2 hooks install)'}")
+    available = [f for f in hook.FRAMEWORKS if importlib.util.find_spec(f) is not None]
+    results = live(available, target) if path else {}
+    ok = path is not None
+    for framework, switch in hook.FRAMEWORKS.items():
+        if framework not in available:
+            print(f"{framework}: not installed in this interpreter")
+            continue
+        if hook.switched_off(framework):
+            print(f"{framework}: switched off by {switch}={os.environ[switch]}")
+            continue
+        state = results.get(framework, False)
+        print(f"{framework}: {'hooked' if state is True else 'NOT hooked'}"
+              + ("" if isinstance(state, bool) else f" ({state})"))
+        ok = ok and state is True
+    return 0 if ok else 1

@@ -1,0 +1,305 @@
+"""Self-contained HTML reports of Q² results: one file with inline CSS and JavaScript that opens from disk offline.
+
+Input rows are the per-response result dicts ``q2 score --explain`` and ``q2 replay --explain`` write (a
+``ResponseResult.to_dict()`` plus id columns and, when known, ``response`` / ``knowledge``); per-example files of the
+framework adapters use the same dict. A results file may have a sidecar ``<file>.meta.json`` (``signature``,
+``summary``, ``config``, ``version``); without one the summary is computed from the rows.
+
+The data goes into the page as JSON inside ``<script type="application/json">`` with ``<``, ``>``, ``&``, U+2028 and
+U+2029 escaped, and the page's script renders every text through text nodes, so text from the data never becomes
+markup. Rows render one page at a time and a response's explanation only when it is opened, so reports of tens of
+thousands of responses stay responsive.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import math
+import os
+import re
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any, Iterable, Optional, Sequence
+
+from ..results import Q2Result, Q2Stats, ResponseResult, ResponseStatus
+
+__all__ = ["ReportInput", "load_results", "attach_texts", "result_rows", "summary_of_rows", "render_html",
+           "write_html", "report_from_files"]
+
+_STATUSES = (ResponseStatus.SCORED, ResponseStatus.FALLBACK, ResponseStatus.NO_VALID_QUESTION, ResponseStatus.ERROR)
+_PLACEHOLDER = "__Q2_REPORT_DATA__"
+_HASH_PLACEHOLDER = "__Q2_SCRIPT_HASH__"
+_JS_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
+
+
+@dataclass
+class ReportInput:
+    """Rows read from one or more results files, with what their sidecars said."""
+
+    rows: list[dict[str, Any]] = field(default_factory=list)
+    sources: list[str] = field(default_factory=list)
+    signatures: list[str] = field(default_factory=list)
+    summary: Optional[dict[str, Any]] = None  # a sidecar's summary, when it covers exactly these rows
+    config: Optional[dict[str, Any]] = None
+    version: Optional[str] = None
+    notes: list[str] = field(default_factory=list)
+
+
+def _as_result_row(obj: Any, where: str) -> dict[str, Any]:
+    """A result row as the report reads it; anything else becomes an error row that says what was found."""
+    if not isinstance(obj, dict):
+        return {"status": ResponseStatus.ERROR, "error": f"{where}: a JSON {type(obj).__name__}, expected an object"}
+    if "status" not in obj:
+        # A framework's per-example record may nest the result one level down, beside its own id fields.
+        nested = [v for v in obj.values() if isinstance(v, dict) and "status" in v and "score" in v]
+        if len(nested) == 1:
+            outer = {k: v for k, v in obj.items() if not isinstance(v, (dict, list))}
+            obj = {**outer, **nested[0]}
+        else:
+            return {**{k: v for k, v in obj.items() if isinstance(v, (str, int, float, bool))},
+                    "status": ResponseStatus.ERROR,
+                    "error": f"{where}: not a Q² result row (no 'status' field; fields {sorted(obj)[:12]})"}
+    row = dict(obj)
+    if row.get("status") not in _STATUSES:
+        row["error"] = f"{where}: unknown status {row.get('status')!r}" + (f"; {row['error']}" if row.get("error")
+                                                                            else "")
+        row["status"] = ResponseStatus.ERROR
+    elif row["status"] in (ResponseStatus.SCORED, ResponseStatus.FALLBACK) and not _finite(row.get("score")):
+        row["error"] = f"{where}: status {row['status']!r} without a numeric score (score={row.get('score')!r})"
+        row["status"] = ResponseStatus.ERROR
+    return row
+
+
+def _finite(x: Any) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
+
+
+def _read_meta(path: Path, into: ReportInput) -> Optional[dict[str, Any]]:
+    meta_path = Path(str(path) + ".meta.json")
+    if not meta_path.is_file():
+        return None
+    try:
+        meta = json.loads(meta_path.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        into.notes.append(f"{meta_path.name} could not be read ({e}); the summary is computed from the rows")
+        return None
+    if not isinstance(meta, dict):
+        into.notes.append(f"{meta_path.name} is not a JSON object; ignored")
+        return None
+    return meta
+
+
+def load_results(paths: Sequence[str | Path]) -> ReportInput:
+    """Read results files (JSONL rows, or a JSON ``Q2Result.to_dict()``) and their ``.meta.json`` sidecars.
+
+    A line that is not a result row becomes an error row naming the file and line, so nothing is dropped.
+    """
+    out = ReportInput()
+    metas = []
+    for p in paths:
+        path = Path(p)
+        if not path.is_file():
+            raise ValueError(f"No results file {path}")
+        out.sources.append(str(path))
+        rows = list(_read_rows(path))
+        meta = _read_meta(path, out)
+        metas.append((path, meta, len(rows)))
+        out.rows.extend(rows)
+    for r in out.rows:  # per-example files of the adapters may carry the signature on each row
+        sig = r.pop("signature", None)
+        if isinstance(sig, str) and sig not in out.signatures:
+            out.signatures.append(sig)
+    for _, meta, _ in metas:
+        if meta is None:
+            continue
+        sig = meta.get("signature")
+        if isinstance(sig, str) and sig not in out.signatures:
+            out.signatures.append(sig)
+        if out.config is None and isinstance(meta.get("config"), dict):
+            out.config = meta["config"]
+        if out.version is None and meta.get("version") is not None:
+            out.version = str(meta["version"])
+    if len(metas) == 1 and metas[0][1] is not None and isinstance(metas[0][1].get("summary"), dict):
+        path, meta, n = metas[0]
+        if meta["summary"].get("n") == n:
+            out.summary = meta["summary"]
+        else:
+            out.notes.append(f"{path.name}.meta.json summarises {meta['summary'].get('n')} responses but the file "
+                             f"holds {n}; the summary is computed from the rows")
+    return out
+
+
+def attach_texts(data: ReportInput, inputs: str | Path, columns: Sequence[Optional[str]] = ("response", "knowledge"),
+                 fmt: Optional[str] = None) -> int:
+    """Add the scored texts to result rows that lack them, from the input file ``q2 score`` read: the row whose
+    ``row`` field is n gets the input's n-th row (the same numbering as ``q2 score``). ``columns`` are the response,
+    knowledge and (optional) history columns. Returns how many rows got texts."""
+    from ..io import read_rows
+
+    response_col, knowledge_col, *rest = columns
+    history_col = rest[0] if rest else None
+    inputs_rows = list(read_rows(inputs, fmt))
+    done = 0
+    for r in data.rows:
+        n = r.get("row")
+        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < len(inputs_rows):
+            continue
+        src = inputs_rows[n]
+        texts = {"response": src.get(response_col), "knowledge": src.get(knowledge_col),
+                 "history": src.get(history_col) if history_col else None}
+        added = {k: v for k, v in texts.items() if isinstance(v, str) and k not in r}
+        r.update(added)
+        done += bool(added)
+    if done < len(data.rows):
+        data.notes.append(f"{len(data.rows) - done} of {len(data.rows)} rows got no text from {inputs} (no 'row' "
+                          f"number within its {len(inputs_rows)} rows, or texts already present)")
+    return done
+
+
+def _read_rows(path: Path) -> Iterable[dict[str, Any]]:
+    with path.open(encoding="utf-8") as f:
+        first = f.read(1)
+        while first and first.isspace():
+            first = f.read(1)
+        f.seek(0)
+        if first == "{" and path.suffix.lower() == ".json":
+            try:
+                whole = json.load(f)
+            except ValueError as e:
+                yield {"status": ResponseStatus.ERROR, "error": f"{path.name}: not valid JSON: {e}"}
+                return
+            if isinstance(whole, dict) and isinstance(whole.get("responses"), list):
+                for i, r in enumerate(whole["responses"]):
+                    yield _as_result_row(r, f"{path.name} responses[{i}]")
+                return
+            yield _as_result_row(whole, path.name)
+            return
+        for n, line in enumerate(f, start=1):
+            if not line.strip():
+                continue
+            try:
+                obj = json.loads(line)
+            except ValueError as e:
+                yield {"status": ResponseStatus.ERROR, "error": f"{path.name} line {n}: not valid JSON: {e}"}
+                continue
+            yield _as_result_row(obj, f"{path.name} line {n}")
+
+
+def result_rows(result: Q2Result, responses: Optional[Sequence[str]] = None,
+                knowledge: Optional[Sequence[str]] = None, ids: Optional[Sequence[Any]] = None) -> list[dict[str, Any]]:
+    """Report rows of a ``Q2Result`` (score with ``explain=True`` to see questions), with the texts it scored."""
+    n = len(result.responses)
+    for name, seq in (("responses", responses), ("knowledge", knowledge), ("ids", ids)):
+        if seq is not None and len(seq) != n:
+            raise ValueError(f"result_rows: {name} has {len(seq)} items but the result has {n} responses")
+    rows = []
+    for i, res in enumerate(result.responses):
+        row: dict[str, Any] = {"id": ids[i]} if ids is not None else {}
+        row.update(res.to_dict())
+        if responses is not None:
+            row["response"] = responses[i]
+        if knowledge is not None:
+            row["knowledge"] = knowledge[i]
+        rows.append(row)
+    return rows
+
+
+def summary_of_rows(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """System figures of result rows, as ``Q2Stats.summary()`` gives them."""
+    return Q2Stats.of(
+        ResponseResult(index=i, status=r["status"], score=r.get("score"),
+                       score_no_nli=r.get("score_no_nli") if _finite(r.get("score_no_nli")) else r.get("score"))
+        for i, r in enumerate(rows)
+    ).summary()
+
+
+def _clean(x: Any) -> Any:
+    """JSON-safe copy: non-finite floats become None (JSON has no NaN)."""
+    if isinstance(x, float) and not math.isfinite(x):
+        return None
+    if isinstance(x, dict):
+        return {str(k): _clean(v) for k, v in x.items()}
+    if isinstance(x, (list, tuple)):
+        return [_clean(v) for v in x]
+    return x
+
+
+def _script_json(payload: dict[str, Any]) -> str:
+    try:
+        text = json.dumps(payload, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    except ValueError:
+        text = json.dumps(_clean(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+    for ch, esc in _JS_ESCAPES.items():
+        text = text.replace(ch, esc)
+    return text
+
+
+def render_html(
+    rows: Sequence[dict[str, Any]],
+    *,
+    signatures: Sequence[str] = (),
+    summary: Optional[dict[str, Any]] = None,
+    title: str = "Q² report",
+    sources: Sequence[str] = (),
+    config: Optional[dict[str, Any]] = None,
+    version: Optional[str] = None,
+    notes: Sequence[str] = (),
+    page_size: int = 50,
+) -> str:
+    """The report page for ``rows`` (result dicts). ``summary`` defaults to one computed from the rows."""
+    if page_size < 1:
+        raise ValueError(f"page_size must be at least 1, got {page_size}")
+    checked = [_as_result_row(r, f"row {i}") for i, r in enumerate(rows)]
+    payload = {
+        "title": title, "sources": list(sources), "signatures": list(signatures),
+        "summary": summary if summary is not None else summary_of_rows(checked),
+        "config": config, "version": version, "notes": list(notes), "page_size": page_size,
+        "rows": [{k: v for k, v in r.items() if v is not None} for r in checked],
+    }
+    head, sep, tail = _template().partition(_PLACEHOLDER)
+    if not sep:
+        raise RuntimeError("report template has no data placeholder")
+    return head + _script_json(payload) + tail
+
+
+def _template() -> str:
+    """The page template, its Content-Security-Policy allowing exactly its own script (by hash): no other script,
+    and no inline event handler, can run even if markup ever reached the page."""
+    template = resources.files(__name__).joinpath("template.html").read_text(encoding="utf-8")
+    scripts = re.findall(r"<script>(.*?)</script>", template, flags=re.S)
+    if len(scripts) != 1:
+        raise RuntimeError(f"report template: expected one inline script, found {len(scripts)}")
+    digest = base64.b64encode(hashlib.sha256(scripts[0].encode("utf-8")).digest()).decode("ascii")
+    return template.replace(_HASH_PLACEHOLDER, f"sha256-{digest}", 1)
+
+
+def write_html(path: str | Path, rows: Sequence[dict[str, Any]], **kwargs: Any) -> Path:
+    """Write the report of ``rows`` to ``path`` (atomically: a temporary file renamed into place)."""
+    path = Path(path)
+    html = render_html(rows, **kwargs)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_text(html, encoding="utf-8")
+        os.replace(tmp, path)
+    finally:
+        if tmp.exists():
+            tmp.unlink()
+    return path
+
+
+def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: Optional[str] = None,
+                      texts: Optional[str | Path] = None,
+                      columns: Sequence[Optional[str]] = ("response", "knowledge")) -> ReportInput:
+    """``q2 report``: read results files (and the scored texts from ``texts``, the input of ``q2 score``) and write
+    one HTML report; returns what was read."""
+    data = load_results(inputs)
+    if texts is not None:
+        attach_texts(data, texts, columns)
+    write_html(output, data.rows, signatures=data.signatures, summary=data.summary,
+               title=title or "Q² report: " + ", ".join(Path(s).name for s in data.sources),
+               sources=data.sources, config=data.config, version=data.version, notes=data.notes)
+    return data
