@@ -5,14 +5,13 @@ Config flags map one-to-one onto :class:`Q2Config`."""
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from . import __version__
-from .config import Q2Config, config_options
+from .config import MODEL_KINDS, config_from_args, config_options
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
@@ -44,10 +43,6 @@ def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--unscored", choices=("drop", "keep"), default="drop",
                    help="filter mode: where rows without a score (errors, no valid question) go")
     g.add_argument("--dropped-output", help="filter mode: the dropped rows (default: <output> with .dropped)")
-
-
-def config_from_args(args: argparse.Namespace) -> Q2Config:
-    return Q2Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Q2Config)})
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -349,8 +344,7 @@ def _prefetch(args: argparse.Namespace) -> int:
 
     config = config_from_args(args)
     out = Path(args.output_dir)
-    kinds = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
-    for role, kind in kinds.items():
+    for role, kind in MODEL_KINDS.items():
         name = getattr(config, f"{role}_model")
         target = prefetch_model(role, name, getattr(config, f"{role}_revision"), out / role)
         load_model(role, str(target), None, "cpu", "float32", kind, cpu_kernels="torch")  # it loads: fail here

@@ -3,101 +3,134 @@
 from __future__ import annotations
 
 import dataclasses
-import hashlib
-import json
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-__all__ = ["Q2Config", "ConfigOption", "config_options", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL",
-           "DEFAULT_NLI_MODEL", "ROLES"]
+__all__ = ["Q2Config", "ConfigOption", "RoleRuntime", "config_options", "config_from_args", "MODEL_KINDS",
+           "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL"]
 
 DEFAULT_QG_MODEL = "mrm8488/t5-base-finetuned-question-generation-ap"
 DEFAULT_QA_MODEL = "ktrapeznikov/albert-xlarge-v2-squad-v2"
 DEFAULT_NLI_MODEL = "FacebookAI/roberta-large-mnli"
-ROLES = ("qg", "qa", "nli")
+#: the kind of model (``hf.load_model``'s ``kind``) each role loads
+MODEL_KINDS = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
 
 _DTYPES = ("float32", "bfloat16", "float16")
 
+#: what a field means: ``model`` names a model (in the signature through the model's identity), ``score`` can change
+#: a score (in the signature as itself), ``runtime`` only says how a run goes (never in the signature)
+KINDS = ("model", "score", "runtime")
 
-def _f(default: Any, help: str, choices: Optional[tuple] = None) -> Any:
-    return field(default=default, metadata={"help": help, "choices": choices})
+
+def _f(default: Any, help: str, choices: Optional[tuple] = None, *, kind: str, group: str) -> Any:
+    assert kind in KINDS, kind
+    return field(default=default, metadata={"help": help, "choices": choices, "kind": kind, "group": group})
+
+
+def _model(default: Any, help: str, choices: Optional[tuple] = None) -> Any:
+    return _f(default, help, choices, kind="model", group="models")
+
+
+def _run(default: Any, help: str, choices: Optional[tuple] = None, group: str = "runtime") -> Any:
+    return _f(default, help, choices, kind="runtime", group=group)
+
+
+def _role(default: Any, help: str, choices: Optional[tuple] = None, kind: str = "runtime") -> Any:
+    return _f(default, help, choices, kind=kind, group="per-role")
+
+
+_QG, _QA, _CMP = "question generation", "question answering", "filters and comparison"
+
+
+def _score(default: Any, help: str, choices: Optional[tuple] = None, *, group: str) -> Any:
+    return _f(default, help, choices, kind="score", group=group)
 
 
 @dataclass(frozen=True)
 class Q2Config:
     """Settings of a Q² scorer. Defaults reproduce the paper's pipeline (beam 5, single question per candidate)."""
 
-    # models
-    qg_model: str = _f(DEFAULT_QG_MODEL, "question generation model: hub id or local directory (T5, answer-aware)")
-    qg_revision: Optional[str] = _f(None, "hub revision (branch, tag or commit) of the QG model")
-    qa_model: str = _f(DEFAULT_QA_MODEL, "extractive QA model with a no-answer option: hub id or local directory")
-    qa_revision: Optional[str] = _f(None, "hub revision of the QA model")
-    nli_model: str = _f(DEFAULT_NLI_MODEL, "NLI model (sequence classification, 3 labels named in its config)")
-    nli_revision: Optional[str] = _f(None, "hub revision of the NLI model")
-    spacy_model: str = _f("en_core_web_sm", "spaCy pipeline for answer candidates and the personal-question filter")
-    # hardware
-    device: str = _f("cpu", "torch device for all models (cpu, cuda, cuda:1, ...)")
-    dtype: str = _f("float32", "weights dtype for all models", _DTYPES)
-    qg_device: Optional[str] = _f(None, "device of the QG model (default: --device)")
-    qa_device: Optional[str] = _f(None, "device of the QA model (default: --device)")
-    nli_device: Optional[str] = _f(None, "device of the NLI model (default: --device)")
-    qg_dtype: Optional[str] = _f(None, "dtype of the QG model (default: --dtype)", _DTYPES)
-    qa_dtype: Optional[str] = _f(None, "dtype of the QA model (default: --dtype)", _DTYPES)
-    nli_dtype: Optional[str] = _f(None, "dtype of the NLI model (default: --dtype)", _DTYPES)
-    cpu_kernels: str = _f(
+    # -- models: named in the signature by their identity (repository and commit, or content) --------------------
+    qg_model: str = _model(DEFAULT_QG_MODEL, "question generation model: hub id or local directory (T5, answer-aware)")
+    qg_revision: Optional[str] = _model(None, "hub revision (branch, tag or commit) of the QG model")
+    qa_model: str = _model(DEFAULT_QA_MODEL, "extractive QA model with a no-answer option: hub id or local directory")
+    qa_revision: Optional[str] = _model(None, "hub revision of the QA model")
+    nli_model: str = _model(DEFAULT_NLI_MODEL, "NLI model (sequence classification, 3 labels named in its config)")
+    nli_revision: Optional[str] = _model(None, "hub revision of the NLI model")
+    spacy_model: str = _model("en_core_web_sm", "spaCy pipeline for answer candidates and the personal-question filter")
+    dtype: str = _model("float32", "weights dtype for all models (part of each model's identity)", _DTYPES)
+    # -- Q² settings: each can change a score, and the signature names it ----------------------------------------
+    qg_decoding: str = _score("beam", "question decoding", ("beam", "greedy"), group=_QG)
+    qg_num_beams: int = _score(5, "beam size", group=_QG)
+    qg_num_return: int = _score(5, "questions returned per candidate by beam search", group=_QG)
+    qg_no_repeat_ngram: int = _score(3, "no_repeat_ngram_size of beam search (0 = off)", group=_QG)
+    qg_max_length: int = _score(128, "maximum question length in tokens", group=_QG)
+    qg_max_input_tokens: int = _score(512, "longest QG input (answer + response) accepted; longer rows get an error",
+                                      group=_QG)
+    qg_input_template: str = _score(
+        "answer: {answer}  context: {context} </s>",
+        "QG input with {answer} and {context}, or {highlighted} (the response with the candidate between <hl> "
+        "marks); the original appends a literal </s>, which the tokenizer doubles with its own EOS", group=_QG,
+    )
+    question_mode: str = _score(
+        "single", "single: first passing question per candidate; all: every passing question", ("single", "all"),
+        group=_QG,
+    )
+    qa_decoding: str = _score(
+        "original",
+        "original: independent start/end argmax as in the original code; squad2: best valid span vs the null score",
+        ("original", "squad2"), group=_QA,
+    )
+    qa_max_length: int = _score(512, "QA window length in tokens; longer knowledge is read in overlapping windows",
+                                group=_QA)
+    qa_stride: int = _score(128, "tokens shared by consecutive QA windows", group=_QA)
+    qa_max_answer_tokens: int = _score(30, "longest answer span with qa_decoding=squad2", group=_QA)
+    remove_personal: bool = _score(True, "drop questions whose subject is I/you or with possessive my/your",
+                                   group=_CMP)
+    normalization: str = _score("q2-original", "answer normalisation for the filter and F1", ("q2-original", "squad"),
+                                group=_CMP)
+    use_nli: bool = _score(True, "compare answers with NLI when F1 < 1 (off = the paper's 'Q2 w/o NLI')", group=_CMP)
+    fallback: bool = _score(True, "score responses with no valid question by end-to-end NLI (1 / 0.5 / 0)",
+                            group=_CMP)
+    fallback_lowercase_knowledge: bool = _score(
+        True, "lower-case the knowledge for the fallback NLI, as the original", group=_CMP)
+    fallback_lowercase_response: bool = _score(
+        True, "lower-case the response for the fallback NLI, as the original", group=_CMP)
+    discard_unanswerable: bool = _score(
+        False, "Q2* (the paper's Dialogue NLI variant): when at least one valid question of a response has an "
+               "answer in the knowledge, questions with no answer there do not count towards its score", group=_CMP)
+    nli_max_length: int = _score(512, "NLI window length; a longer premise is read in overlapping windows",
+                                 group=_CMP)
+    nli_stride: int = _score(128, "tokens shared by consecutive NLI premise windows", group=_CMP)
+    # -- runtime: how a run goes, never what it computes (not in the signature) ----------------------------------
+    device: str = _run("cpu", "torch device for all models (cpu, cuda, cuda:1, ...)")
+    cpu_kernels: str = _run(
         "onednn", "matrix products of the models' Linear layers on the CPU: onednn (weights packed once at load, "
                   "float32/bfloat16, and tanh GELU in one pass; faster, see docs/performance.md) or torch "
                   "(PyTorch's matmul and the models' own activation code)", ("onednn", "torch"))
-    batch_size: int = _f(32, "most inputs per forward pass, batched across responses")
-    qg_batch_size: Optional[int] = _f(None, "most QG inputs per generate call (default: --batch-size)")
-    qa_batch_size: Optional[int] = _f(None, "most QA windows per forward pass (default: --batch-size)")
-    nli_batch_size: Optional[int] = _f(None, "most NLI pairs per forward pass (default: --batch-size)")
-    batch_tokens: Optional[int] = _f(
+    qg_search: str = _run("own", "beam search of the QG model: own (this package's T5 beam search, checked against "
+                                 "transformers' generate) or library (transformers' generate)", ("own", "library"))
+    pack_windows: bool = _run(True, "QA and NLI: run a batch's windows packed end to end instead of padded (same results, checked as it runs)")
+    batch_size: int = _run(32, "most inputs per forward pass, batched across responses")
+    batch_tokens: Optional[int] = _run(
         2048, "most padded input tokens per forward pass (inputs x longest input): bounds activation memory "
               "whatever the input lengths; 0 or None: --batch-size alone decides")
-    qg_batch_tokens: Optional[int] = _f(None, "token cap of a QG generate call (default: --batch-tokens)")
-    qa_batch_tokens: Optional[int] = _f(None, "token cap of a QA forward pass (default: --batch-tokens)")
-    nli_batch_tokens: Optional[int] = _f(None, "token cap of an NLI forward pass (default: --batch-tokens)")
-    per_item: bool = _f(False, "reference mode: batch size 1 everywhere, no length sorting (same results, slower)")
-    # question generation
-    qg_decoding: str = _f("beam", "question decoding", ("beam", "greedy"))
-    qg_num_beams: int = _f(5, "beam size")
-    qg_num_return: int = _f(5, "questions returned per candidate by beam search")
-    qg_no_repeat_ngram: int = _f(3, "no_repeat_ngram_size of beam search (0 = off)")
-    qg_max_length: int = _f(128, "maximum question length in tokens")
-    qg_max_input_tokens: int = _f(512, "longest QG input (answer + response) accepted; longer rows get an error")
-    qg_input_template: str = _f(
-        "answer: {answer}  context: {context} </s>",
-        "QG input with {answer} and {context}, or {highlighted} (the response with the candidate between <hl> "
-        "marks); the original appends a literal </s>, which the tokenizer doubles with its own EOS",
-    )
-    question_mode: str = _f(
-        "single", "single: first passing question per candidate; all: every passing question", ("single", "all")
-    )
-    # question answering
-    qa_decoding: str = _f(
-        "original",
-        "original: independent start/end argmax as in the original code; squad2: best valid span vs the null score",
-        ("original", "squad2"),
-    )
-    qa_max_length: int = _f(512, "QA window length in tokens; longer knowledge is read in overlapping windows")
-    qa_stride: int = _f(128, "tokens shared by consecutive QA windows")
-    qa_max_answer_tokens: int = _f(30, "longest answer span with qa_decoding=squad2")
-    # filters and comparison
-    remove_personal: bool = _f(True, "drop questions whose subject is I/you or with possessive my/your")
-    normalization: str = _f("q2-original", "answer normalisation for the filter and F1", ("q2-original", "squad"))
-    use_nli: bool = _f(True, "compare answers with NLI when F1 < 1 (off = the paper's 'Q2 w/o NLI')")
-    fallback: bool = _f(True, "score responses with no valid question by end-to-end NLI (1 / 0.5 / 0)")
-    fallback_lowercase_knowledge: bool = _f(True, "lower-case the knowledge for the fallback NLI, as the original")
-    fallback_lowercase_response: bool = _f(True, "lower-case the response for the fallback NLI, as the original")
-    discard_unanswerable: bool = _f(
-        False, "Q2* (the paper's Dialogue NLI variant): when at least one valid question of a response has an "
-               "answer in the knowledge, questions with no answer there do not count towards its score")
-    nli_max_length: int = _f(512, "NLI window length; a longer premise is read in overlapping windows")
-    nli_stride: int = _f(128, "tokens shared by consecutive NLI premise windows")
-    # cache
-    cache_dir: Optional[str] = _f(None, "directory of a persistent cache of model outputs (off when unset)")
+    per_item: bool = _run(False, "reference mode: batch size 1 everywhere, no length sorting (same results, slower)")
+    cache_dir: Optional[str] = _run(None, "directory of a persistent cache of model outputs (off when unset)")
+    # -- per-role settings: each overrides the setting of all models for one of them ------------------------------
+    qg_dtype: Optional[str] = _role(None, "dtype of the QG model (default: --dtype)", _DTYPES, kind="model")
+    qa_dtype: Optional[str] = _role(None, "dtype of the QA model (default: --dtype)", _DTYPES, kind="model")
+    nli_dtype: Optional[str] = _role(None, "dtype of the NLI model (default: --dtype)", _DTYPES, kind="model")
+    qg_device: Optional[str] = _role(None, "device of the QG model (default: --device)")
+    qa_device: Optional[str] = _role(None, "device of the QA model (default: --device)")
+    nli_device: Optional[str] = _role(None, "device of the NLI model (default: --device)")
+    qg_batch_size: Optional[int] = _role(None, "most QG inputs per generate call (default: --batch-size)")
+    qa_batch_size: Optional[int] = _role(None, "most QA windows per forward pass (default: --batch-size)")
+    nli_batch_size: Optional[int] = _role(None, "most NLI pairs per forward pass (default: --batch-size)")
+    qg_batch_tokens: Optional[int] = _role(None, "token cap of a QG generate call (default: --batch-tokens)")
+    qa_batch_tokens: Optional[int] = _role(None, "token cap of a QA forward pass (default: --batch-tokens)")
+    nli_batch_tokens: Optional[int] = _role(None, "token cap of an NLI forward pass (default: --batch-tokens)")
 
     def __post_init__(self) -> None:
         for f in dataclasses.fields(self):
@@ -161,15 +194,31 @@ class Q2Config:
             raise TypeError(f"Unknown Q2Config option(s) {unknown}; known options: {sorted(known)}")
         return cls(**dict(data))
 
-    #: settings that say how a run goes, never what it computes
-    RUN_SETTINGS = frozenset({"device", "qg_device", "qa_device", "nli_device", "cpu_kernels", "batch_size",
-                              "qg_batch_size", "qa_batch_size", "nli_batch_size", "batch_tokens", "qg_batch_tokens",
-                              "qa_batch_tokens", "nli_batch_tokens", "per_item", "cache_dir"})
+    @classmethod
+    def names(cls, kind: str) -> tuple[str, ...]:
+        """The fields of one kind (``model``, ``score`` or ``runtime``; see their metadata), in declaration order."""
+        if kind not in KINDS:
+            raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
+        return tuple(f.name for f in dataclasses.fields(cls) if f.metadata["kind"] == kind)
 
-    def fingerprint(self) -> str:
-        """Hash of every setting that can change a score (not devices, kernels, batch sizes or the cache location)."""
-        data = {k: v for k, v in self.to_dict().items() if k not in self.RUN_SETTINGS}
-        return hashlib.sha256(json.dumps(data, sort_keys=True).encode()).hexdigest()[:16]
+    def score_settings(self) -> dict[str, Any]:
+        """The settings other than the models that can change a score (each named in the signature)."""
+        return {name: getattr(self, name) for name in self.names("score")}
+
+    def role_runtime(self, role: str) -> "RoleRuntime":
+        """How the model of ``role`` (qg, qa, nli) runs: its per-role settings, or the shared ones."""
+        return RoleRuntime(self.role_device(role), self.role_batch_size(role), self.role_batch_tokens(role),
+                           sort_by_length=not self.per_item)
+
+
+@dataclass(frozen=True)
+class RoleRuntime:
+    """The runtime settings of one model role, with the per-role overrides applied."""
+
+    device: str
+    batch_size: int
+    batch_tokens: Optional[int]
+    sort_by_length: bool
 
 
 @dataclass(frozen=True)
@@ -181,6 +230,8 @@ class ConfigOption:
     default: Any
     help: str
     choices: Optional[tuple]
+    kind: str = "score"  # model, score or runtime (see Q2Config.names)
+    group: str = ""  # models, question generation, question answering, filters and comparison, runtime, per-role
 
 
 def config_options() -> list[ConfigOption]:
@@ -191,5 +242,10 @@ def config_options() -> list[ConfigOption]:
         hint = hints[f.name]
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         options.append(ConfigOption(f.name, args[0] if args else hint, f.default, f.metadata.get("help", ""),
-                                    f.metadata.get("choices")))
+                                    f.metadata.get("choices"), f.metadata["kind"], f.metadata["group"]))
     return options
+
+
+def config_from_args(args: Any) -> Q2Config:
+    """The config of parsed command-line flags (an ``argparse.Namespace`` with one attribute per field)."""
+    return Q2Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Q2Config)})

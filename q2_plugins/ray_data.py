@@ -339,7 +339,8 @@ def _dropped_path(output: str) -> str:
 
 def run_score(args: Any) -> int:
     """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode), print the summary."""
-    from .cli import _print_summary, config_from_args
+    from .cli import _print_summary
+    from .config import config_from_args
 
     config = config_from_args(args)
     if args.keep_min_score is not None and not args.output:

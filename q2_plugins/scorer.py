@@ -19,7 +19,7 @@ from .components import (
     QuestionAnswerer,
     QuestionGenerator,
 )
-from .config import Q2Config
+from .config import MODEL_KINDS, Q2Config
 from .errors import ModelLoadError
 from .normalize import answers_match
 from .results import DroppedQuestion, Q2Result, QuestionResult, ResponseResult, ResponseStatus
@@ -173,16 +173,29 @@ class Q2Scorer:
             self._signals = SpacyTextSignals(self._nlp())
         return self._signals
 
-    def _load(self, role: str, kind: str) -> tuple[Any, Any]:
+    def _load(self, role: str) -> tuple[Any, Any]:
         from .hf import load_model
 
         c = self.config
         loaded = load_model(role, getattr(c, f"{role}_model"), getattr(c, f"{role}_revision"), c.role_device(role),
-                            c.role_dtype(role), kind, c.cpu_kernels)
+                            c.role_dtype(role), MODEL_KINDS[role], c.cpu_kernels)
         if self._part_ids.get(role, "").startswith("hub:"):  # loading can fill the Hugging Face cache: resolve again
             self._part_ids.pop(role)
             self._signature = None
         return loaded
+
+    def _batching(self, role: str) -> dict[str, Any]:
+        """The batching keyword arguments of a model wrapper of ``role``."""
+        rt = self.config.role_runtime(role)
+        return {"batch_size": rt.batch_size, "batch_tokens": rt.batch_tokens, "sort_by_length": rt.sort_by_length}
+
+    def _fast_paths(self, role: str) -> dict[str, Any]:
+        """The wrapper's fast-path settings (``search`` of QG, ``pack_windows`` of QA and NLI); a setting at its
+        default is left to the wrapper's own default."""
+        c = self.config
+        if role == "qg":
+            return {} if c.qg_search == "own" else {"search": c.qg_search}
+        return {} if c.pack_windows else {"pack_windows": False}
 
     @property
     def question_generator(self) -> QuestionGenerator:
@@ -190,12 +203,12 @@ class Q2Scorer:
             from .hf import HFQuestionGenerator
 
             c = self.config
-            tok, model = self._load("qg", "seq2seq")
+            tok, model = self._load("qg")
             self._qg = HFQuestionGenerator(
-                tok, model, batch_size=c.role_batch_size("qg"), decoding=c.qg_decoding, num_beams=c.qg_num_beams,
-                num_return=c.qg_num_return, no_repeat_ngram=c.qg_no_repeat_ngram, max_length=c.qg_max_length,
+                tok, model, decoding=c.qg_decoding, num_beams=c.qg_num_beams, num_return=c.qg_num_return,
+                no_repeat_ngram=c.qg_no_repeat_ngram, max_length=c.qg_max_length,
                 max_input_tokens=c.qg_max_input_tokens, input_template=c.qg_input_template,
-                sort_by_length=not c.per_item, batch_tokens=c.role_batch_tokens("qg"),
+                **self._batching("qg"), **self._fast_paths("qg"),
             )
         return self._qg
 
@@ -205,11 +218,10 @@ class Q2Scorer:
             from .hf import HFQuestionAnswerer
 
             c = self.config
-            tok, model = self._load("qa", "qa")
+            tok, model = self._load("qa")
             self._qa = HFQuestionAnswerer(
-                tok, model, batch_size=c.role_batch_size("qa"), decoding=c.qa_decoding, max_length=c.qa_max_length,
-                stride=c.qa_stride, max_answer_tokens=c.qa_max_answer_tokens, sort_by_length=not c.per_item,
-                batch_tokens=c.role_batch_tokens("qa"),
+                tok, model, decoding=c.qa_decoding, max_length=c.qa_max_length, stride=c.qa_stride,
+                max_answer_tokens=c.qa_max_answer_tokens, **self._batching("qa"), **self._fast_paths("qa"),
             )
         return self._qa
 
@@ -219,10 +231,9 @@ class Q2Scorer:
             from .hf import HFNLI
 
             c = self.config
-            tok, model = self._load("nli", "classification")
-            self._nli = HFNLI(tok, model, batch_size=c.role_batch_size("nli"), max_length=c.nli_max_length,
-                              stride=c.nli_stride, model_name=c.nli_model, sort_by_length=not c.per_item,
-                              batch_tokens=c.role_batch_tokens("nli"))
+            tok, model = self._load("nli")
+            self._nli = HFNLI(tok, model, max_length=c.nli_max_length, stride=c.nli_stride, model_name=c.nli_model,
+                              **self._batching("nli"), **self._fast_paths("nli"))
         return self._nli
 
     def load(self) -> "Q2Scorer":
@@ -301,7 +312,7 @@ class Q2Scorer:
             if c.use_nli or c.fallback:
                 short.append(("nli", short_model_id(self._part_id("nli"))))
             short += [("cmp", "f1+nli" if c.use_nli else "f1"), ("fb", self._fallback_id()),
-                      ("cfg", "paper" if _score_settings(c) == _score_settings(Q2Config()) else "custom")]
+                      ("cfg", "paper" if c.score_settings() == Q2Config().score_settings() else "custom")]
             self._signature = Signature(parts, short)
         return self._signature
 
@@ -623,17 +634,6 @@ class Q2Scorer:
         if not explain:
             res.candidates = res.questions = res.dropped = None
         return res
-
-
-# settings that name a model (in the signature by model identity) or only say how a run goes (not in it at all)
-_NOT_SCORE_SETTINGS = {"qg_model", "qg_revision", "qa_model", "qa_revision", "nli_model", "nli_revision", "spacy_model",
-                       "dtype", "qg_dtype", "qa_dtype", "nli_dtype"}
-
-
-def _score_settings(config: Q2Config) -> dict[str, Any]:
-    """The settings other than models that can change a score (what ``Q2Config.fingerprint`` hashes)."""
-    return {k: v for k, v in config.to_dict().items() if k not in _NOT_SCORE_SETTINGS and k not in
-            Q2Config.RUN_SETTINGS}
 
 
 def score(

@@ -167,7 +167,7 @@ class _Metrics(list):
 
 def run(args: argparse.Namespace) -> int:
     from .. import __version__
-    from ..cli import config_from_args
+    from ..config import config_from_args
     from .baselines import NLIBaseline, build_baselines, score_baselines
     from .experiments import EXPERIMENTS, MetaEvalOptions, control_variants, has_begin_labels, run_meta_eval
     from .report import save_report, to_markdown
