@@ -16,16 +16,64 @@ from .config import MODEL_KINDS, config_from_args, config_options
 __all__ = ["main", "build_parser", "config_from_args"]
 
 
-def _add_config_flags(parser: argparse.ArgumentParser) -> None:
-    group = parser.add_argument_group("Q2 configuration (one flag per Q2Config field)")
+_GROUP_TITLES = {
+    "models": "models (each named in the signature by its identity)",
+    "question generation": "Q2 settings: question generation (each can change a score; in the signature)",
+    "question answering": "Q2 settings: question answering",
+    "filters and comparison": "Q2 settings: filters and answer comparison",
+    "runtime": "runtime (how a run goes: never changes a score, not in the signature)",
+    "per-role": "per-role model settings (each overrides the setting for all models; the dtype is in the signature)",
+}
+
+
+def _add_config_flags(parser: argparse.ArgumentParser, names: Optional[Sequence[str]] = None) -> None:
+    """One flag per :class:`Q2Config` field (or per field in ``names``), grouped by what the field means."""
+    groups: dict[str, Any] = {}
     for opt in config_options():
+        if names is not None and opt.name not in names:
+            continue
+        if opt.group not in groups:
+            groups[opt.group] = parser.add_argument_group(_GROUP_TITLES[opt.group])
         flag = "--" + opt.name.replace("_", "-")
         if opt.type is bool:
-            group.add_argument(flag, dest=opt.name, action=argparse.BooleanOptionalAction, default=opt.default,
-                               help=opt.help)
+            groups[opt.group].add_argument(flag, dest=opt.name, action=argparse.BooleanOptionalAction,
+                                           default=opt.default, help=opt.help)
         else:
-            group.add_argument(flag, dest=opt.name, type=opt.type, default=opt.default, choices=opt.choices,
-                               help=f"{opt.help} (default: {opt.default})")
+            shown = "" if opt.default is None else " (default: %(default)s)"
+            groups[opt.group].add_argument(flag, dest=opt.name, type=opt.type, default=opt.default,
+                                           choices=opt.choices, help=opt.help + shown)
+
+
+def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("input and output")
+    g.add_argument("--input", required=True, help="JSONL or CSV/TSV file, one response per row")
+    g.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
+    g.add_argument("--response-column", default="response", help="column of the responses")
+    g.add_argument("--knowledge-column", default="knowledge", help="column of the knowledge")
+    g.add_argument("--history-column", default=None, help="optional column with the dialogue history")
+    g.add_argument("--output", help="JSONL file of per-response results (in input order), '-' for standard output "
+                                    "(the summary then goes to standard error); its summary, signature and config "
+                                    "go to OUTPUT.meta.json")
+    g.add_argument("--explain", action="store_true", help="include every question, its answers, F1 and NLI label")
+    g.add_argument("--begin-labels", "--labels", dest="labels", action="store_true",
+                   help="add each response's BEGIN-style label (label, label3, label_reason; docs/taxonomy_stress.md)")
+    g.add_argument("--html", help="also write an HTML report of the results here (implies --explain and "
+                                  "--begin-labels)")
+    g.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
+    g.add_argument("--fail-on-error", action="store_true",
+                   help="exit 1 when any row gets an error (by default only when no row could be scored)")
+    g.add_argument("--chunk-size", type=int, default=1000, help="rows per scoring call (results stream out)")
+    g.add_argument("--no-progress", action="store_true",
+                   help="no progress bars and no 'loading models' line (standard error stays quiet)")
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows every flag's default (a flag that is unset by default says so in its text)."""
+
+    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
+        if action.default is None or action.required:
+            return action.help
+        return super()._get_help_string(action)
 
 
 def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
@@ -37,7 +85,6 @@ def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--num-cpus-per-worker", type=float, default=1, help="CPUs (torch threads) per actor")
     g.add_argument("--num-gpus-per-worker", type=float, default=None, help="GPUs per actor (with --device cuda)")
     g.add_argument("--ray-batch-size", type=int, default=64, help="rows per scoring call of an actor")
-    g.add_argument("--labels", action="store_true", help="add the BEGIN label columns (q2_label, q2_label3)")
     g.add_argument("--keep-min-score", type=float, default=None,
                    help="filter mode: --output gets rows with q2_score >= this, --dropped-output the others")
     g.add_argument("--unscored", choices=("drop", "keep"), default="drop",
@@ -50,26 +97,13 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"q2_plugins {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("score", help="score a JSONL/CSV file of responses and knowledge")
-    p.add_argument("--input", required=True, help="JSONL or CSV/TSV file, one response per row")
-    p.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
-    p.add_argument("--output", help="JSONL file of per-response results (in input order), '-' for standard output "
-                                    "(the summary then goes to standard error); its summary, signature and config "
-                                    "go to OUTPUT.meta.json")
-    p.add_argument("--fail-on-error", action="store_true",
-                   help="exit 1 when any row gets an error (by default only when no row could be scored)")
-    p.add_argument("--explain", action="store_true", help="include every question, its answers, F1 and NLI label")
-    p.add_argument("--response-column", default="response")
-    p.add_argument("--knowledge-column", default="knowledge")
-    p.add_argument("--history-column", default=None, help="optional column with the dialogue history")
-    p.add_argument("--chunk-size", type=int, default=1000, help="rows per scoring call (results stream out)")
-    p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
-    p.add_argument("--no-progress", action="store_true", help="no progress bar")
-    p.add_argument("--html", help="also write an HTML report of the results here (implies --explain)")
-    _add_ray_flags(p)
+    p = sub.add_parser("score", help="score a JSONL/CSV file of responses and knowledge", formatter_class=_Help)
+    _add_score_io_flags(p)
     _add_config_flags(p)
+    _add_ray_flags(p)
 
-    r = sub.add_parser("replay", help="score recorded per-question outputs of the original pipeline")
+    r = sub.add_parser("replay", help="score recorded per-question outputs of the original pipeline",
+                       formatter_class=_Help)
     r.add_argument("--steps", required=True, nargs="+", help="*_out.steps.csv file(s)")
     r.add_argument("--scores", nargs="*", default=[],
                    help="matching *_scores.csv file(s): recorded fallback values for responses without questions")
@@ -81,7 +115,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Q2*: questions with no answer in the knowledge do not count when another one has an answer")
     r.add_argument("--html", help="also write an HTML report of the results here (implies --explain)")
 
-    h = sub.add_parser("report", help="write a self-contained HTML report of results files")
+    h = sub.add_parser("report", help="write a self-contained HTML report of results files", formatter_class=_Help)
     h.add_argument("inputs", nargs="+", metavar="RESULTS",
                    help="q2 score / q2 replay output (JSONL), or a per-example file of the framework adapters")
     h.add_argument("--output", required=True, help="the HTML file to write")
@@ -100,9 +134,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="lay DIR out as the documented examples expect: q2-models/{qg,qa,nli}, my-dialogue-model "
                             "(causal LM), my-seq2seq-model (T5), metrics/response_length (an evaluate module)")
 
-    f = sub.add_parser("prefetch", help="download the configured models into a directory, for offline machines")
-    f.add_argument("--output-dir", required=True)
-    _add_config_flags(f)
+    f = sub.add_parser("prefetch", help="download the configured models into a directory, for offline machines",
+                       formatter_class=_Help)
+    f.add_argument("--output-dir", required=True, help="where the models go: DIR/qg, DIR/qa, DIR/nli")
+    _add_config_flags(f, names=[f"{role}_{what}" for role in MODEL_KINDS for what in ("model", "revision")])
 
     from .hooks import add_parser as add_hooks_parser
     from .metaeval.cli import add_parser as add_meta_eval_parser
@@ -163,16 +198,12 @@ class _RowErrors:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from .io import InputFormatError, ResultFile, meta_path, read_rows, same_file, write_json_atomic
+    from .io import InputFormatError, ResultFile, read_rows, same_file
     from .results import Q2Stats
     from .scorer import Q2Scorer
 
     if args.engine == "ray":
-        try:
-            from .ray_data import run_score
-        except ModuleNotFoundError as e:
-            raise SystemExit(f"q2 score: error: {e}") from None
-        return run_score(args)
+        return _score_with_ray(args)
     if args.keep_min_score is not None:
         raise ValueError("--keep-min-score (filter mode) needs --engine ray")
     config = config_from_args(args)
@@ -181,7 +212,7 @@ def _score(args: argparse.Namespace) -> int:
         raise InputFormatError(f"--output {args.output} is the input file; name another file for the results")
     required = (args.response_column, args.knowledge_column) + ((args.history_column,) if args.history_column else ())
     rows = read_rows(args.input, args.input_format, required)  # checks the file and its columns before anything
-    scorer = Q2Scorer(config).load()  # a model that cannot load stops the run here, once
+    scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
     out = ResultFile(args.output) if args.output else None
     report_rows: Optional[list[dict[str, Any]]] = [] if args.html else None
     stats = Q2Stats()
@@ -201,7 +232,8 @@ def _score(args: argparse.Namespace) -> int:
             values = [[None if p else row.get(c) for row, p in zip(chunk, problems)] for c in cols]
             result = scorer.score(responses=values[0], knowledge=values[1],
                                   history=values[2] if args.history_column else None,
-                                  explain=args.explain or bool(args.html), progress=not args.no_progress)
+                                  explain=args.explain or bool(args.html), progress=not args.no_progress,
+                                  label=args.labels or bool(args.html))
             for row, problem, res in zip(chunk, problems, result.responses):
                 res.index += offset
                 if problem:
@@ -232,29 +264,68 @@ def _score(args: argparse.Namespace) -> int:
         raise
     summary = {**stats.summary(), **errors.summary()}
     signature = signature or scorer.signature
-    code = 0
-    problem = ""
-    if stats.n_errors == stats.n:  # (a row without valid questions is a result, not a failure)
-        code, problem = 1, f"no row could be scored ({stats.n} rows, {stats.n_errors} errors)"
-    elif args.fail_on_error and stats.n_errors:
-        code, problem = 1, f"{stats.n_errors} of {stats.n} rows have errors (--fail-on-error)"
+    code, problem = _exit_code(stats, args.fail_on_error)
     if out is not None:
         out.commit()
         if not to_stdout:
-            write_json_atomic(meta_path(out.target), {
-                "format": "q2-score-results", "version": __version__, "signature": signature,
-                "signature_short": getattr(signature, "short", signature), "summary": summary,
-                "config": config.to_dict(), "rows": out.rows, "input": str(args.input), "output": str(out.target),
-                "columns": {"response": args.response_column, "knowledge": args.knowledge_column,
-                            "history": args.history_column},
-                "exit_code": code,
-            })
+            _write_meta(out, args, signature, summary, config, code)
     _print_summary(summary, signature, args.format, sys.stderr if to_stdout else sys.stdout)
     if report_rows is not None:
         _write_report(args.html, report_rows, signature, summary, [args.input])
     if problem:
         print(f"q2 score: {problem}", file=sys.stderr)
     return code
+
+
+def _score_with_ray(args: argparse.Namespace) -> int:
+    try:
+        from .ray_data import run_score
+    except ModuleNotFoundError as e:
+        raise SystemExit(f"q2 score: error: {e}") from None
+    return run_score(args)
+
+
+def _loaded(scorer: Any, progress: bool) -> Any:
+    """``scorer.load()`` with one "loading models" line on standard error (none without progress) in place of the
+    model libraries' own per-file loading bars, which are silenced while it runs."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        if progress:
+            print("q2: loading models ...", end="", file=sys.stderr, flush=True)
+        scorer.load()
+        if progress:
+            print(" done", file=sys.stderr)
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+    return scorer
+
+
+def _exit_code(stats: Any, fail_on_error: bool) -> tuple[int, str]:
+    """1 and why when no row could be scored (or any row failed, with ``--fail-on-error``); else 0."""
+    if stats.n_errors == stats.n:  # (a row without valid questions is a result, not a failure)
+        return 1, f"no row could be scored ({stats.n} rows, {stats.n_errors} errors)"
+    if fail_on_error and stats.n_errors:
+        return 1, f"{stats.n_errors} of {stats.n} rows have errors (--fail-on-error)"
+    return 0, ""
+
+
+def _write_meta(out: Any, args: argparse.Namespace, signature: Any, summary: dict[str, Any], config: Any,
+                code: int) -> None:
+    """``OUTPUT.meta.json``: the run's summary, signature and config beside its rows."""
+    from .io import meta_path, write_json_atomic
+
+    write_json_atomic(meta_path(out.target), {
+        "format": "q2-score-results", "version": __version__, "signature": signature,
+        "signature_short": getattr(signature, "short", signature), "summary": summary,
+        "config": config.to_dict(), "rows": out.rows, "input": str(args.input), "output": str(out.target),
+        "columns": {"response": args.response_column, "knowledge": args.knowledge_column,
+                    "history": args.history_column},
+        "exit_code": code,
+    })
 
 
 def _missing_fields(row: dict[str, Any], required: Sequence[str]) -> Optional[str]:

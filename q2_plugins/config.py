@@ -111,7 +111,8 @@ class Q2Config:
                   "(PyTorch's matmul and the models' own activation code)", ("onednn", "torch"))
     qg_search: str = _run("own", "beam search of the QG model: own (this package's T5 beam search, checked against "
                                  "transformers' generate) or library (transformers' generate)", ("own", "library"))
-    pack_windows: bool = _run(True, "QA and NLI: run a batch's windows packed end to end instead of padded (same results, checked as it runs)")
+    pack_windows: bool = _run(True, "QA and NLI: run a batch's windows packed end to end instead of padded (same "
+                                    "results, checked as it runs)")
     batch_size: int = _run(32, "most inputs per forward pass, batched across responses")
     batch_tokens: Optional[int] = _run(
         2048, "most padded input tokens per forward pass (inputs x longest input): bounds activation memory "
@@ -247,5 +248,6 @@ def config_options() -> list[ConfigOption]:
 
 
 def config_from_args(args: Any) -> Q2Config:
-    """The config of parsed command-line flags (an ``argparse.Namespace`` with one attribute per field)."""
-    return Q2Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Q2Config)})
+    """The config of parsed command-line flags (an ``argparse.Namespace`` with an attribute per field it sets; a
+    command that declares only some fields, such as ``q2 prefetch``, leaves the others at their defaults)."""
+    return Q2Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Q2Config) if hasattr(args, f.name)})

@@ -110,7 +110,9 @@ class Q2BatchScorer:
 
     def _load_models(self) -> None:
         s, c = self.scorer, self.config
-        _ = s.candidate_extractor, s.text_signals, s.question_generator, s.question_answerer
+        _ = s.candidate_extractor, s.question_generator, s.question_answerer
+        if self.labels:
+            _ = s.text_signals
         if c.remove_personal:
             _ = s.personal_filter
         if c.use_nli or c.fallback:
@@ -120,7 +122,7 @@ class Q2BatchScorer:
         history = batch.column(self.history_column).to_pylist() if self.history_column else None
         result = self.scorer.score(responses=batch.column(self.response_column).to_pylist(),
                                    knowledge=batch.column(self.knowledge_column).to_pylist(),
-                                   history=history, explain=self.explain)
+                                   history=history, explain=self.explain, label=self.labels)
         for name, (kind, values) in _result_columns(result.responses, self.labels, self.explain).items():
             batch = batch.append_column(self.prefix + name, pa.array(values, type=kind))
         return batch

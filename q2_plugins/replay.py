@@ -18,15 +18,15 @@ from pathlib import Path
 from typing import Optional, Sequence
 
 from .components import Answer, AnswerKind, NLILabel, NLIModel
-from .results import DroppedQuestion, Q2Result, QuestionResult, ResponseResult, ResponseStatus
+from .results import DroppedQuestion, Q2Result, QuestionResult
 from .scoring import (
     NLI_SCORES,
     answer_f1,
     counted_questions,
-    mean_score,
     needs_nli,
     nli_premise_hypothesis,
     question_score,
+    response_result,
 )
 
 __all__ = ["RecordedQuestion", "RecordedResponse", "RecordedScores", "load_original_steps", "load_recorded_scores",
@@ -163,7 +163,6 @@ def replay(
         labels = dict(zip(unique, nli.predict(unique)))  # type: ignore[union-attr]
     results = []
     for i, rec in enumerate(records):
-        res = ResponseResult(index=i, status=ResponseStatus.NO_VALID_QUESTION)
         qrs, dropped = [], []
         counted = counted_questions([q.knowledge_answer.kind is AnswerKind.NO_ANSWER for q in rec.questions],
                                     discard_unanswerable)
@@ -178,16 +177,8 @@ def replay(
             qrs.append(QuestionResult(q.candidate, q.question, q.candidate, q.knowledge_answer.text,
                                       q.knowledge_answer.kind.value, f1, label.value if label else None,
                                       question_score(f1, label)))
-        if qrs:
-            res.status = ResponseStatus.SCORED
-            res.score = mean_score([q.score for q in qrs])
-            res.score_no_nli = mean_score([q.f1 for q in qrs])
-            res.num_questions = len(qrs)
-        elif rec.fallback is not None:
-            res.status = ResponseStatus.FALLBACK
-            res.used_fallback = True
-            res.score = res.score_no_nli = rec.fallback
-            res.fallback_label = _label_of(rec.fallback)
+        res = response_result(i, qrs, fallback_score=rec.fallback,
+                              fallback_label=None if rec.fallback is None else _label_of(rec.fallback))
         if explain:
             res.questions, res.dropped, res.candidates = qrs, dropped, [q.candidate for q in rec.questions]
         results.append(res)

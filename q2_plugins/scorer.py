@@ -2,38 +2,16 @@
 
 from __future__ import annotations
 
-import time
-import unicodedata
-from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from . import __version__
+from . import stages as st
 from .cache import Q2Cache
-from .components import (
-    Answer,
-    AnswerKind,
-    CandidateExtractor,
-    NLILabel,
-    NLIModel,
-    PersonalQuestionFilter,
-    QuestionAnswerer,
-    QuestionGenerator,
-)
+from .components import CandidateExtractor, NLIModel, PersonalQuestionFilter, QuestionAnswerer, QuestionGenerator
 from .config import MODEL_KINDS, Q2Config
-from .errors import ModelLoadError
-from .normalize import answers_match
-from .results import DroppedQuestion, Q2Result, QuestionResult, ResponseResult, ResponseStatus
-from .scoring import (
-    NLI_SCORES,
-    answer_f1,
-    counted_questions,
-    mean_score,
-    needs_nli,
-    nli_premise_hypothesis,
-    question_score,
-)
+from .results import Q2Result, ResponseResult, ResponseStatus
+from .scoring import NLI_SCORES, response_result
 from .signature import Signature, model_id, short_model_id, spacy_id
-from .taxonomy import SIGNALS_VERSION, SpacyTextSignals, TextSignals, classify
 
 __all__ = ["Q2Scorer", "score"]
 
@@ -41,62 +19,6 @@ __all__ = ["Q2Scorer", "score"]
 # which component serves each stage (spaCy stages are cached too: re-scoring should not even parse again)
 _STAGE_ROLE = {"candidates": "cand", "personal": "personal", "qg": "qg", "qa": "qa", "nli": "nli",
                "signals": "signals"}
-
-
-def _describe(e: BaseException) -> str:
-    """``Type: message`` on one line, whatever the exception's text holds."""
-    try:
-        text = str(e)
-    except BaseException:  # noqa: BLE001 - a __str__ that itself fails
-        text = repr(e)
-    return f"{type(e).__name__}: {' '.join(text.split())}"
-
-
-class _Failure:
-    """An item a stage could not process; carries the message for the rows that need it."""
-
-    __slots__ = ("message",)
-
-    def __init__(self, message: str) -> None:
-        self.message = message
-
-
-@dataclass
-class _Row:
-    index: int
-    response: str = ""
-    knowledge: str = ""
-    error: Optional[str] = None
-    candidates: list[str] = field(default_factory=list)
-    questions: list[QuestionResult] = field(default_factory=list)
-    dropped: list[DroppedQuestion] = field(default_factory=list)
-    fallback_label: Optional[NLILabel] = None
-
-
-# characters that carry no text: whitespace, control and format characters (zero-width, direction marks, BOM)
-_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
-
-
-def _plain(value: str) -> str:
-    """A plain ``str`` with the same characters (numpy strings and other ``str`` subclasses become ``str``)."""
-    return value if type(value) is str else str.__getitem__(value, slice(None))
-
-
-def _as_text(value: Any, what: str) -> tuple[Optional[str], Optional[str]]:
-    """Return (text, error) for one input cell: a string, or a list of strings joined by spaces."""
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
-        value = " ".join(_plain(v).strip() for v in value)
-    if value is None:
-        return None, f"{what} is missing (None)"
-    if not isinstance(value, str):
-        return None, f"{what} must be a string, got {type(value).__name__}"
-    value = _plain(value)
-    if all(c.isspace() or unicodedata.category(c) in _BLANK_CATEGORIES for c in value):
-        return None, f"{what} is empty"
-    for i, c in enumerate(value):
-        if "\ud800" <= c <= "\udfff":
-            return None, f"{what} is not valid Unicode: a lone surrogate {c!r} at character {i}"
-    return value, None
 
 
 class Q2Scorer:
@@ -131,7 +53,7 @@ class Q2Scorer:
         self._qa = question_answerer
         self._nli = nli
         self._personal = personal_filter
-        self._signals: Optional[SpacyTextSignals] = None
+        self._signals: Any = None
         self._custom = {
             "cand": candidate_extractor, "qg": question_generator, "qa": question_answerer, "nli": nli,
             "personal": personal_filter, "signals": None,
@@ -140,7 +62,6 @@ class Q2Scorer:
             cache = Q2Cache(config.cache_dir)
         self.cache = cache
         self.timings: dict[str, float] = {}
-        self._memo: dict[str, dict[Hashable, Any]] = {}  # stage -> input -> output, within one score() call
         self._signature: Optional[Signature] = None
         self._part_ids: dict[str, str] = {}
 
@@ -167,9 +88,11 @@ class Q2Scorer:
         return self._personal
 
     @property
-    def text_signals(self) -> SpacyTextSignals:
+    def text_signals(self) -> Any:
         """The text signals of the BEGIN-style labels (:mod:`q2_plugins.taxonomy`), from the spaCy pipeline."""
         if self._signals is None:
+            from .taxonomy import SpacyTextSignals
+
             self._signals = SpacyTextSignals(self._nlp())
         return self._signals
 
@@ -240,7 +163,7 @@ class Q2Scorer:
         """Load every component this configuration needs now; a model that cannot load raises
         :class:`~q2_plugins.errors.ModelLoadError` here, once. ``score()`` calls it before its first stage."""
         c = self.config
-        needed = ["candidate_extractor", "question_generator", "question_answerer", "text_signals"]
+        needed = ["candidate_extractor", "question_generator", "question_answerer"]
         needed += ["personal_filter"] * c.remove_personal + ["nli"] * (c.use_nli or c.fallback)
         for name in needed:
             getattr(self, name)
@@ -273,6 +196,8 @@ class Q2Scorer:
         if role == "nli":
             return f"win{c.nli_max_length}-stride{c.nli_stride}"
         if role == "signals":
+            from .taxonomy import SIGNALS_VERSION
+
             return SIGNALS_VERSION
         return ""
 
@@ -316,89 +241,10 @@ class Q2Scorer:
             self._signature = Signature(parts, short)
         return self._signature
 
-    # -- stage runner: dedupe, cache, batch, isolate failures --------------------------------------------------
-    def _run_stage(
-        self,
-        name: str,
-        items: Sequence[Hashable],
-        fn: Callable[[list], list],
-        encode: Callable[[Any], Any] = lambda x: x,
-        decode: Callable[[Any], Any] = lambda x: x,
-        progress: bool = False,
-        check: Optional[Callable[[list], list]] = None,
-    ) -> dict[Hashable, Any]:
-        """Run ``fn`` over the unique ``items``; returns item -> output or :class:`_Failure`.
-
-        ``check`` (a component's ``unfit``) names the items that cannot be processed; they fail before batching,
-        so they never cost their batch a one-by-one retry."""
-        t0 = time.perf_counter()
-        unique = list(dict.fromkeys(items))
-        # outputs (and failures) computed earlier in this score() call: a question asked again in a later round, say
-        memo = self._memo.setdefault(name, {})
-        results: dict[Hashable, Any] = {it: memo[it] for it in unique if it in memo}
-        namespace = None
-        if self.cache is not None and len(results) < len(unique):
-            role = _STAGE_ROLE[name]
-            namespace = f"{name}|{self._part_id(role)}|{self._stage_settings(role)}"
-            asked = [it for it in unique if it not in results]
-            try:
-                cached = self.cache.get_many(namespace, [list(it) for it in asked])  # type: ignore[arg-type]
-            except Exception:  # noqa: BLE001 - an unreadable cache entry is a miss; the item is computed
-                cached = [None] * len(asked)
-            for it, val in zip(asked, cached):
-                if val is not None:
-                    results[it] = decode(val)
-        todo = [it for it in unique if it not in results]
-        if todo and check is not None:
-            for it, reason in zip(todo, self._call_isolated(check, todo)):
-                if isinstance(reason, (str, _Failure)):
-                    results[it] = reason if isinstance(reason, _Failure) else _Failure(reason)
-            todo = [it for it in todo if it not in results]
-        if todo:
-            chunk = max(1, self.config.role_batch_size(name) if name in ("qg", "qa", "nli") else 64) * 8
-            bar = None
-            if progress:
-                from tqdm.auto import tqdm
-
-                bar = tqdm(total=len(todo), desc=f"q2 {name}", unit="item", leave=False)
-            for start in range(0, len(todo), chunk):
-                part = todo[start : start + chunk]
-                outputs = self._call_isolated(fn, part)
-                done = []
-                for it, out in zip(part, outputs):
-                    results[it] = out
-                    if not isinstance(out, _Failure):
-                        done.append((list(it), encode(out)))  # type: ignore[arg-type]
-                if namespace is not None and done:
-                    try:
-                        self.cache.put_many(namespace, done)  # type: ignore[union-attr]
-                    except Exception:  # noqa: BLE001 - not cached; the results themselves are kept
-                        pass
-                if bar is not None:
-                    bar.update(len(part))
-            if bar is not None:
-                bar.close()
-        memo.update(results)
-        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
-        return results
-
-    @staticmethod
-    def _call_isolated(fn: Callable[[list], list], part: list) -> list:
-        """``fn(part)``; whatever it raises (a Rust panic from a tokenizer included) fails only the items that
-        cause it: a failed batch is retried one item at a time. A model that cannot load is no item's fault: its
-        :class:`ModelLoadError` propagates, as do interrupts."""
-        try:
-            out = list(fn(part))
-            if len(out) != len(part):
-                raise RuntimeError(f"component returned {len(out)} outputs for {len(part)} inputs")
-            return out
-        except (ModelLoadError, KeyboardInterrupt, SystemExit, GeneratorExit):
-            raise
-        except BaseException as e:  # noqa: BLE001 - any other component error becomes a per-item failure
-            if len(part) == 1:
-                return [_Failure(_describe(e))]
-        # one bad item must not fail the others: retry one by one
-        return [Q2Scorer._call_isolated(fn, [it])[0] for it in part]
+    def _namespace(self, stage: str) -> str:
+        """The cache namespace of a stage: its component's identity and settings."""
+        role = _STAGE_ROLE[stage]
+        return f"{stage}|{self._part_id(role)}|{self._stage_settings(role)}"
 
     # -- the pipeline ---------------------------------------------------------------------------------------------
     def score(
@@ -409,231 +255,86 @@ class Q2Scorer:
         history: Optional[Sequence[Any]] = None,
         explain: bool = False,
         progress: bool = False,
+        label: bool = False,
     ) -> Q2Result:
-        """Score ``responses[i]`` against ``knowledge[i]``.
+        """Score ``responses[i]`` against ``knowledge[i]``; the steps are those of :mod:`q2_plugins.stages`.
 
         Each knowledge item is a string or a list of strings (joined by spaces). ``history`` (the dialogue before
         each response) is checked and accepted for interface compatibility; Q² as published does not read it.
-        Bad rows get ``status="error"`` and a message; they never stop the other rows.
+        Bad rows get ``status="error"`` and a message; they never stop the other rows. ``label`` adds the
+        BEGIN-style label of each response (:mod:`q2_plugins.taxonomy`).
         """
-        for name, value in (("responses", responses), ("knowledge", knowledge), ("history", history)):
-            if value is None and name == "history":
-                continue
-            if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-                raise TypeError(f"Expected {name} to be a list, but got {type(value).__name__}")
-        if len(responses) != len(knowledge):
-            raise ValueError(f"Expected as many knowledge items as responses, but got {len(knowledge)} "
-                             f"knowledge for {len(responses)} responses")
-        if history is not None and len(history) != len(responses):
-            raise ValueError(f"Expected one history per response, but got {len(history)} for {len(responses)}")
-        self.timings = {}
-        self._memo = {}
+        _check_inputs(responses, knowledge, history)
         c = self.config
-        rows: list[_Row] = []
-        for i, (resp, know) in enumerate(zip(responses, knowledge)):
-            r_text, r_err = _as_text(resp, "response")
-            k_text, k_err = _as_text(know, "knowledge")
-            rows.append(_Row(i, r_text or "", k_text or "", r_err or k_err))
-        active = [r for r in rows if r.error is None]
-        if active:
+        rows = st.read_rows(responses, knowledge)
+        run = st.StageRunner(c, self.cache, self._namespace, progress)
+        if any(r.error is None for r in rows):
             self.load()
-
-        # 1. answer candidates
-        cand_out = self._run_stage("candidates", [(r.response,) for r in active],
-                                   lambda part: self.candidate_extractor.extract([p[0] for p in part]),
-                                   progress=progress)
-        for r in active:
-            out = cand_out[(r.response,)]
-            if isinstance(out, _Failure):
-                r.error = f"candidate extraction failed: {out.message}"
-            else:
-                r.candidates = list(out)
-        active = [r for r in active if r.error is None]
-
-        # 2. question generation, one call over every candidate of every response
-        qg_out = self._run_stage("qg", [(cand, r.response) for r in active for cand in r.candidates],
-                                 lambda part: self.question_generator.generate([tuple(p) for p in part]),
-                                 progress=progress, check=lambda part: self._unfit(self.question_generator, part))
-        slots: list[tuple[_Row, str, list[str]]] = []  # (row, candidate, ranked questions)
-        for r in active:
-            for cand in r.candidates:
-                out = qg_out[(cand, r.response)]
-                if isinstance(out, _Failure):
-                    r.error = f"question generation failed: {out.message}"
-                    break
-                slots.append((r, cand, list(out)))
-        slots = [s for s in slots if s[0].error is None]
-
-        # 3. personal-question filter
-        personal: dict[Hashable, Any] = {}
-        if c.remove_personal:
-            personal = self._run_stage("personal", [(q,) for _, _, qs in slots for q in qs],
-                                       lambda part: self.personal_filter.is_personal([p[0] for p in part]),
-                                       progress=progress)
-
-        # 4. the response's own answer: rounds over beam ranks ("single") or all questions at once ("all").
-        # Step 5 (the knowledge's answer) of the questions found valid in a round rides in the next round's batch.
-        pointer = [0] * len(slots)
-        valid: list[tuple[int, int, str, str]] = []  # (slot index, beam rank, question, response answer text)
-        pending = set(range(len(slots)))
-        while pending:
-            batch: list[tuple[int, int, str]] = []
-            for s in sorted(pending):
-                row, cand, qs = slots[s]
-                if row.error is not None:
-                    pending.discard(s)
-                    continue
-                take = len(qs) if c.question_mode == "all" else 1
-                while pointer[s] < len(qs) and take > 0:
-                    q = qs[pointer[s]]
-                    pointer[s] += 1
-                    flag = personal.get((q,), False)
-                    if isinstance(flag, _Failure):
-                        row.error = f"personal-question filter failed: {flag.message}"
-                        break
-                    if flag:
-                        row.dropped.append(DroppedQuestion(cand, q, "personal"))
-                        continue
-                    batch.append((s, pointer[s] - 1, q))
-                    take -= 1
-                if pointer[s] >= len(qs) or c.question_mode == "all":
-                    pending.discard(s)
-            if not batch:
-                break
-            # (those answered in an earlier round come from the call's memo)
-            k_items = [(q, slots[s][0].knowledge) for s, _, q, _ in valid if slots[s][0].error is None]
-            qa_out = self._run_stage("qa", [(q, slots[s][0].response) for s, _, q in batch] + k_items,
-                                     lambda part: self.question_answerer.answer([tuple(p) for p in part]),
-                                     encode=Answer.to_dict, decode=Answer.from_dict, progress=progress,
-                                     check=lambda part: self._unfit(self.question_answerer, part))
-            for s, rank, q in batch:
-                row, cand, _ = slots[s]
-                ans = qa_out[(q, row.response)]
-                if isinstance(ans, _Failure):
-                    row.error = f"question answering on the response failed: {ans.message}"
-                elif not ans.has_answer:
-                    row.dropped.append(DroppedQuestion(cand, q, "no_answer_in_response"))
-                elif not answers_match(cand, ans.text, c.normalization):
-                    row.dropped.append(DroppedQuestion(cand, q, "answer_mismatch", ans.text))
-                else:
-                    valid.append((s, rank, q, ans.text))
-                    if c.question_mode == "single":
-                        pending.discard(s)
-        valid.sort(key=lambda v: (v[0], v[1]))  # candidate order, then beam rank, as the original lists them
-        valid = [v for v in valid if slots[v[0]][0].error is None]
-
-        # 5. answer every valid question from the knowledge (only the last round's are not in the memo yet)
-        kqa_out = self._run_stage("qa", [(q, slots[s][0].knowledge) for s, _, q, _ in valid],
-                                  lambda part: self.question_answerer.answer([tuple(p) for p in part]),
-                                  encode=Answer.to_dict, decode=Answer.from_dict, progress=progress,
-                                  check=lambda part: self._unfit(self.question_answerer, part))
-
-        # 6. compare answers: F1, upgraded by NLI
-        compared: list[tuple[int, str, str, Answer, float]] = []
-        for s, _, q, resp_ans in valid:
-            row, cand, _ = slots[s]
-            k_ans = kqa_out[(q, row.knowledge)]
-            if isinstance(k_ans, _Failure):
-                row.error = f"question answering on the knowledge failed: {k_ans.message}"
-                continue
-            compared.append((s, q, resp_ans, k_ans, answer_f1(cand, k_ans, c.normalization)))
-        nli_pairs = []
-        if c.use_nli:
-            nli_pairs = [nli_premise_hypothesis(q, slots[s][1], k) for s, q, _, k, f1 in compared if needs_nli(k, f1)]
-        # 7 (inputs). Responses without a valid question get end-to-end NLI: every compared answer ends as a question
-        # or an error of its row, so these are known now, and both kinds of NLI pair go in one batched call.
-        compared_rows = {slots[s][0].index for s, *_ in compared}
-        need_fallback = ([r for r in active if r.error is None and r.index not in compared_rows]
-                         if c.fallback else [])
-        fb_pairs = [self._fallback_pair(r) for r in need_fallback]
-        nli_out = self._run_stage("nli", nli_pairs + fb_pairs,
-                                  lambda part: self.nli.predict([tuple(p) for p in part]),
-                                  encode=lambda x: x.value, decode=NLILabel, progress=progress,
-                                  check=lambda part: self._unfit(self.nli, part))
-        for s, q, resp_ans, k_ans, f1 in compared:
-            row, cand, _ = slots[s]
-            label = None
-            if c.use_nli and needs_nli(k_ans, f1):
-                out = nli_out[nli_premise_hypothesis(q, cand, k_ans)]
-                if isinstance(out, _Failure):
-                    row.error = f"NLI on answers failed: {out.message}"
-                    continue
-                label = out
-            row.questions.append(QuestionResult(
-                candidate=cand, question=q, response_answer=resp_ans, knowledge_answer=k_ans.text,
-                knowledge_answer_kind=k_ans.kind.value, f1=f1, nli_label=label.value if label else None,
-                score=question_score(f1, label),
-            ))
-
-        if c.discard_unanswerable:  # Q²*
-            for r in active:
-                self._discard_unanswerable(r)
-
-        # 7. end-to-end NLI fallback for responses without a valid question
-        for r, pair in zip(need_fallback, fb_pairs):
-            out = nli_out[pair]
-            if isinstance(out, _Failure):
-                r.error = f"fallback NLI failed: {out.message}"
-            else:
-                r.fallback_label = out
-
-        # 8. text signals of the BEGIN-style label (q2_plugins.taxonomy)
-        labelled = [r for r in rows if r.error is None]
-        signals = self._run_stage("signals", [(r.response, r.knowledge) for r in labelled],
-                                  lambda part: self.text_signals.compute([tuple(p) for p in part]),
-                                  encode=TextSignals.to_dict, decode=TextSignals.from_dict, progress=progress)
-        return Q2Result([self._assemble(r, explain, signals.get((r.response, r.knowledge))) for r in rows],
-                        self.signature)
-
-    @staticmethod
-    def _unfit(component: Any, part: list) -> list[Optional[str]]:
-        """The component's ``unfit`` reasons for stage items (tuples); None for all if it has no such check."""
-        unfit = getattr(component, "unfit", None)
-        return [None] * len(part) if unfit is None else list(unfit([tuple(p) for p in part]))
-
-    def _fallback_pair(self, row: _Row) -> tuple[str, str]:
-        c = self.config
-        premise = row.knowledge.lower() if c.fallback_lowercase_knowledge else row.knowledge
-        return premise, row.response.lower() if c.fallback_lowercase_response else row.response
-
-    @staticmethod
-    def _discard_unanswerable(row: _Row) -> None:
-        """Q²*: questions with no answer in the knowledge move to the dropped ones when another one has an answer."""
-        counted = counted_questions([q.knowledge_answer_kind == AnswerKind.NO_ANSWER.value for q in row.questions],
-                                    discard_unanswerable=True)
-        row.dropped += [DroppedQuestion(q.candidate, q.question, "no_answer_in_knowledge", q.response_answer)
-                        for q, keep in zip(row.questions, counted) if not keep]
-        row.questions = [q for q, keep in zip(row.questions, counted) if keep]
-
-    @staticmethod
-    def _assemble(r: _Row, explain: bool, signals: Any = None) -> ResponseResult:
-        res = ResponseResult(index=r.index, status=ResponseStatus.ERROR, num_candidates=len(r.candidates))
-        if r.error is not None:
-            res.error = r.error
-        elif r.questions:
-            res.status = ResponseStatus.SCORED
-            res.score = mean_score([q.score for q in r.questions])
-            res.score_no_nli = mean_score([q.f1 for q in r.questions])
-            res.num_questions = len(r.questions)
-        elif r.fallback_label is not None:
-            res.status = ResponseStatus.FALLBACK
-            res.used_fallback = True
-            res.fallback_label = r.fallback_label.value
-            res.score = res.score_no_nli = NLI_SCORES[r.fallback_label]
-        else:
-            res.status = ResponseStatus.NO_VALID_QUESTION
-        if r.error is None:  # the label reads the explanations, so they are attached first and dropped after
-            res.candidates = list(r.candidates)
-            res.questions = list(r.questions)
-            res.dropped = list(r.dropped)
-        if isinstance(signals, _Failure):
-            res.label_reason = f"not labelled: text signals failed: {signals.message}"
-        else:
-            verdict = classify(res, signals)
-            res.label, res.label3, res.label_reason = verdict.label, verdict.label3, verdict.reason
+        try:
+            active = st.extract_candidates(run, self, st.usable(rows))                    # 1. answer candidates
+            slots = st.generate_questions(run, self, active)                              # 2. question generation
+            valid = st.select_questions(run, c, self, slots)                              # 3. filters
+            compared = st.answer_from_knowledge(run, c, self, valid)                      # 4. QA on the knowledge
+            fallback_rows = st.needing_fallback(c, active, compared)
+            nli_out = st.run_nli(run, self, st.nli_pairs(c, compared)                     # 5 and 6: one NLI call
+                                 + [st.fallback_pair(c, r) for r in fallback_rows])
+            st.compare_answers(c, compared, nli_out)                                      # 5. answer comparison
+            if c.discard_unanswerable:  # Q²*
+                for r in active:
+                    st.discard_unanswerable(r)
+            st.apply_fallback(c, fallback_rows, nli_out)                                  # 6. fallback
+            results = [_aggregate(r) for r in rows]                                       # 7. aggregation
+            if label:
+                self._label(run, rows, results)
+        finally:
+            run.close()
+            self.timings = run.timings
         if not explain:
-            res.candidates = res.questions = res.dropped = None
-        return res
+            for res in results:
+                res.candidates = res.questions = res.dropped = None
+        return Q2Result(results, self.signature)
+
+    def _label(self, run: st.StageRunner, rows: list[st.Row], results: list[ResponseResult]) -> None:
+        """Attach the BEGIN-style label of each response (it reads the explanations, so they are still attached)."""
+        from .taxonomy import TextSignals, classify
+
+        labelled = [r for r in rows if r.error is None]
+        signals = run.run("signals", [(r.response, r.knowledge) for r in labelled],
+                          lambda part: self.text_signals.compute([tuple(p) for p in part]),
+                          encode=TextSignals.to_dict, decode=TextSignals.from_dict)
+        for r, res in zip(rows, results):
+            found = signals.get((r.response, r.knowledge))
+            if isinstance(found, st.Failure):
+                res.label_reason = f"not labelled: text signals failed: {found.message}"
+            else:
+                verdict = classify(res, found)
+                res.label, res.label3, res.label_reason = verdict.label, verdict.label3, verdict.reason
+
+
+def _check_inputs(responses: Any, knowledge: Any, history: Any) -> None:
+    """The arguments of ``score()`` are lists of one length (their cells are checked row by row)."""
+    for name, value in (("responses", responses), ("knowledge", knowledge), ("history", history)):
+        if value is None and name == "history":
+            continue
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            raise TypeError(f"Expected {name} to be a list, but got {type(value).__name__}")
+    if len(responses) != len(knowledge):
+        raise ValueError(f"Expected as many knowledge items as responses, but got {len(knowledge)} "
+                         f"knowledge for {len(responses)} responses")
+    if history is not None and len(history) != len(responses):
+        raise ValueError(f"Expected one history per response, but got {len(history)} for {len(responses)}")
+
+
+def _aggregate(r: st.Row) -> ResponseResult:
+    """Step 7 for one row: its result, with its explanations attached."""
+    if r.error is not None:
+        return ResponseResult(index=r.index, status=ResponseStatus.ERROR, num_candidates=len(r.candidates),
+                              error=r.error)
+    label = r.fallback_label
+    res = response_result(r.index, r.questions, fallback_score=None if label is None else NLI_SCORES[label],
+                          fallback_label=None if label is None else label.value, num_candidates=len(r.candidates))
+    res.candidates, res.questions, res.dropped = list(r.candidates), list(r.questions), list(r.dropped)
+    return res
 
 
 def score(

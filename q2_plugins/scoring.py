@@ -11,9 +11,10 @@ import numpy as np
 
 from .components import Answer, AnswerKind, NLILabel
 from .normalize import token_f1
+from .results import QuestionResult, ResponseResult, ResponseStatus
 
 __all__ = ["NLI_SCORES", "answer_f1", "needs_nli", "question_score", "mean_score", "nli_premise_hypothesis",
-           "counted_questions"]
+           "counted_questions", "response_result"]
 
 # End-to-end fallback and answer-comparison values of a label (paper, Section 3).
 NLI_SCORES = {NLILabel.ENTAILMENT: 1.0, NLILabel.NEUTRAL: 0.5, NLILabel.CONTRADICTION: 0.0}
@@ -63,3 +64,23 @@ def counted_questions(no_answer_in_knowledge: Sequence[bool], discard_unanswerab
     if discard_unanswerable and not all(flags):
         return [not x for x in flags]
     return [True] * len(flags)
+
+
+def response_result(index: int, questions: Sequence[QuestionResult], *, fallback_score: Optional[float] = None,
+                    fallback_label: Optional[str] = None, num_candidates: int = 0) -> ResponseResult:
+    """Step 7: a response's result from its counted questions, else its fallback score, else no valid question.
+
+    The response's score is the mean of its question scores (``score_no_nli`` of their F1s); a fallback score
+    stands for both."""
+    res = ResponseResult(index=index, status=ResponseStatus.NO_VALID_QUESTION, num_candidates=num_candidates)
+    if questions:
+        res.status = ResponseStatus.SCORED
+        res.score = mean_score([q.score for q in questions])
+        res.score_no_nli = mean_score([q.f1 for q in questions])
+        res.num_questions = len(questions)
+    elif fallback_score is not None:
+        res.status = ResponseStatus.FALLBACK
+        res.used_fallback = True
+        res.fallback_label = fallback_label
+        res.score = res.score_no_nli = fallback_score
+    return res

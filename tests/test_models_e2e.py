@@ -186,21 +186,11 @@ def test_cache_keeps_work_of_a_killed_run(tiny, tmp_path):
     cfg = tiny_config(tiny, cache_dir=str(tmp_path / "cache"), batch_size=2)
     scorer = Q2Scorer(cfg)
 
-    class Killed(Exception):
-        pass
-
     def kill(*a, **k):
-        raise Killed()
+        raise KeyboardInterrupt()  # the run is stopped after QG and QA were computed
 
-    scorer._run_stage_orig = scorer._run_stage
-
-    def run_stage(name, items, fn, **kw):
-        if name == "nli":
-            raise Killed()  # dies after QG and QA were computed
-        return scorer._run_stage_orig(name, items, fn, **kw)
-
-    scorer._run_stage = run_stage
-    with pytest.raises(Killed):
+    scorer.nli.predict = kill
+    with pytest.raises(KeyboardInterrupt):
         scorer.score(responses=["paris is the capital of france ."], knowledge=["Paris is in France."])
     from q2_plugins.cache import Q2Cache
 

@@ -54,7 +54,7 @@ def rows() -> list[dict]:
 def reference(config, rows) -> dict[int, dict]:
     """uid -> the core's result row for the same rows in one ``Q2Scorer.score`` call."""
     result = Q2Scorer(config).score(responses=[r["response"] for r in rows], knowledge=[r["knowledge"] for r in rows],
-                                    explain=True)
+                                    explain=True, label=True)
     assert {r.status for r in result.responses} >= {"error"} and len({r.status for r in result.responses}) > 1
     return {row["uid"]: res.to_dict() for row, res in zip(rows, result.responses)}
 

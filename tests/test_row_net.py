@@ -44,9 +44,9 @@ def test_a_model_that_cannot_load_raises_from_score_once(monkeypatch):
     loads = []
     real = Q2Scorer._load
 
-    def counting(self, role, kind):
+    def counting(self, role, *args):
         loads.append(role)
-        return real(self, role, kind)
+        return real(self, role, *args)
 
     monkeypatch.setattr(Q2Scorer, "_load", counting)
     scorer = Q2Scorer(Q2Config(qg_model="/nonexistent/qg"))

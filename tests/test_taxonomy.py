@@ -163,10 +163,12 @@ def scripted(**cfg):
 RESPONSES = [R_OK, R_VAGUE, R_NO_ANSWER, R_CONTRA, ""]
 
 
-def test_scorer_attaches_a_label_to_every_result_with_or_without_explain(tmp_path):
+def test_scorer_attaches_a_label_to_every_result_when_asked_with_or_without_explain(tmp_path):
     scorer = scripted()
-    plain = scorer.score(responses=RESPONSES, knowledge=[KNOW] * 5)
-    explained = scorer.score(responses=RESPONSES, knowledge=[KNOW] * 5, explain=True)
+    unlabelled = scorer.score(responses=RESPONSES, knowledge=[KNOW] * 5).responses
+    assert all(r.label is None and r.label_reason is None for r in unlabelled)
+    plain = scorer.score(responses=RESPONSES, knowledge=[KNOW] * 5, label=True)
+    explained = scorer.score(responses=RESPONSES, knowledge=[KNOW] * 5, explain=True, label=True)
     labels = [(r.label, r.label3) for r in plain.responses]
     assert labels == [("entailment", "entailment"), ("generic", "neutral"), ("hallucination", "neutral"),
                       ("contradiction", "contradiction"), (None, None)]
@@ -183,10 +185,10 @@ def test_scorer_attaches_a_label_to_every_result_with_or_without_explain(tmp_pat
 
 def test_signals_are_cached_with_the_other_stages(tmp_path):
     cache = Q2Cache(tmp_path / "cache")
-    first = scripted().score(responses=RESPONSES[:2], knowledge=[KNOW] * 2)
+    first = scripted().score(responses=RESPONSES[:2], knowledge=[KNOW] * 2, label=True)
     scorer = scripted()
     scorer.cache = cache
-    scorer.score(responses=RESPONSES[:2], knowledge=[KNOW] * 2)
+    scorer.score(responses=RESPONSES[:2], knowledge=[KNOW] * 2, label=True)
     rerun = scripted()
     rerun.cache = cache
 
@@ -195,7 +197,7 @@ def test_signals_are_cached_with_the_other_stages(tmp_path):
             raise AssertionError("signals recomputed although cached")
 
     rerun._signals = Exploding()
-    again = rerun.score(responses=RESPONSES[:2], knowledge=[KNOW] * 2)
+    again = rerun.score(responses=RESPONSES[:2], knowledge=[KNOW] * 2, label=True)
     assert [r.label for r in again.responses] == [r.label for r in first.responses]
 
 
@@ -207,6 +209,6 @@ def test_a_signals_failure_leaves_the_score_and_says_why():
             raise RuntimeError("no parser")
 
     scorer._signals = Broken()
-    r = scorer.score(responses=[R_OK], knowledge=[KNOW]).responses[0]
+    r = scorer.score(responses=[R_OK], knowledge=[KNOW], label=True).responses[0]
     assert (r.status, r.score, r.label) == ("scored", 1.0, None)
     assert r.label_reason == "not labelled: text signals failed: RuntimeError: no parser"

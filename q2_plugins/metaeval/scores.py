@@ -259,10 +259,11 @@ def replay_scores(run_dir: str | Path, known: Mapping[str, Example], *, name: st
 
 def compute_q2(examples: Sequence[Example], scorer: Any, *, name: str = "Q2", progress: bool = False
                ) -> tuple[list[MetricScores], list[ResponseResult]]:
-    """Score ``examples`` with a :class:`~q2_plugins.Q2Scorer` (with explanations, for the question counts).
+    """Score ``examples`` with a :class:`~q2_plugins.Q2Scorer` (with explanations, for the question counts, and
+    BEGIN labels, for the taxonomy experiment).
     Returns the metrics and the per-response results (for :func:`write_scores_file`)."""
     result = scorer.score(responses=[ex.response for ex in examples], knowledge=[ex.knowledge for ex in examples],
-                          explain=True, progress=progress)
+                          explain=True, progress=progress, label=True)
     metrics = metrics_from_results([ex.id for ex in examples], result.responses, name=name,
                                    source="computed on the fly", signature=result.signature,
                                    with_nli=scorer.config.use_nli)

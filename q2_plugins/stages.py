@@ -1,0 +1,429 @@
+"""The stages of Q², in the order of the README's "How Q² scores a response".
+
+:class:`StageRunner` runs a component over the items of one stage (deduplicated, memoised within a ``score()`` call,
+cached across calls, chunked, one progress bar per stage) and isolates failures: an item the component cannot process
+fails alone, and :meth:`StageOutputs.take` turns the failure into its row's error. Each step below is one function
+over :class:`Row` (one response) and the named types of the selection: :class:`Slot` (a candidate and its ranked
+questions) and :class:`ValidQuestion` (a question that passed the filters).
+"""
+
+from __future__ import annotations
+
+import time
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Callable, Hashable, Optional, Sequence
+
+from .cache import Q2Cache
+from .components import Answer, AnswerKind, NLILabel
+from .config import Q2Config
+from .errors import ModelLoadError
+from .normalize import answers_match
+from .results import DroppedQuestion, QuestionResult
+from .scoring import answer_f1, counted_questions, needs_nli, nli_premise_hypothesis, question_score
+
+__all__ = ["Row", "Slot", "ValidQuestion", "ComparedQuestion", "StageRunner", "StageOutputs", "Failure", "read_rows",
+           "extract_candidates", "generate_questions", "select_questions", "answer_from_knowledge",
+           "run_nli", "compare_answers", "apply_fallback", "discard_unanswerable", "usable"]
+
+
+# -- the items the stages pass on ----------------------------------------------------------------------------------
+@dataclass
+class Row:
+    """One response with its knowledge, and what the stages found for it."""
+
+    index: int
+    response: str = ""
+    knowledge: str = ""
+    error: Optional[str] = None
+    candidates: list[str] = field(default_factory=list)
+    questions: list[QuestionResult] = field(default_factory=list)
+    dropped: list[DroppedQuestion] = field(default_factory=list)
+    fallback_label: Optional[NLILabel] = None
+
+
+@dataclass
+class Slot:
+    """One answer candidate of a row with its generated questions, best beam first; ``next`` is the rank of the
+    next question to try."""
+
+    row: Row
+    candidate: str
+    questions: list[str]
+    next: int = 0
+    done: bool = False
+
+
+@dataclass
+class ValidQuestion:
+    """A question whose answer on the response matches its candidate (it passed the filters)."""
+
+    slot: Slot
+    rank: int
+    question: str
+    response_answer: str
+
+    @property
+    def row(self) -> Row:
+        return self.slot.row
+
+
+@dataclass
+class ComparedQuestion:
+    """A valid question with the knowledge's answer and its token F1 against the candidate."""
+
+    valid: ValidQuestion
+    knowledge_answer: Answer
+    f1: float
+
+    def nli_pair(self) -> tuple[str, str]:
+        return nli_premise_hypothesis(self.valid.question, self.valid.slot.candidate, self.knowledge_answer)
+
+
+# -- the stage runner -----------------------------------------------------------------------------------------------
+class Failure:
+    """An item a stage could not process; carries the message for the rows that need it."""
+
+    __slots__ = ("message",)
+
+    def __init__(self, message: str) -> None:
+        self.message = message
+
+
+def _describe(e: BaseException) -> str:
+    """``Type: message`` on one line, whatever the exception's text holds."""
+    try:
+        text = str(e)
+    except BaseException:  # noqa: BLE001 - a __str__ that itself fails
+        text = repr(e)
+    return f"{type(e).__name__}: {' '.join(text.split())}"
+
+
+class StageOutputs:
+    """A stage's output per item, or the :class:`Failure` of the items it could not process."""
+
+    def __init__(self, values: dict[Hashable, Any]) -> None:
+        self._values = values
+
+    def take(self, item: Hashable, row: Row, what: str) -> Any:
+        """The output for ``item``; when it failed, ``row`` gets the error "<what> failed: <message>" and None."""
+        out = self._values[item]
+        if isinstance(out, Failure):
+            row.error = f"{what} failed: {out.message}"
+            return None
+        return out
+
+    def get(self, item: Hashable, default: Any = None) -> Any:
+        """The output or :class:`Failure` for ``item`` (``default`` when the stage did not see it)."""
+        return self._values.get(item, default)
+
+
+def call_isolated(fn: Callable[[list], list], part: list) -> list:
+    """``fn(part)``; whatever it raises (a Rust panic from a tokenizer included) fails only the items that cause it:
+    a failed batch is retried one item at a time. A model that cannot load is no item's fault: its
+    :class:`ModelLoadError` propagates, as do interrupts."""
+    try:
+        out = list(fn(part))
+        if len(out) != len(part):
+            raise RuntimeError(f"component returned {len(out)} outputs for {len(part)} inputs")
+        return out
+    except (ModelLoadError, KeyboardInterrupt, SystemExit, GeneratorExit):
+        raise
+    except BaseException as e:  # noqa: BLE001 - any other component error becomes a per-item failure
+        if len(part) == 1:
+            return [Failure(_describe(e))]
+    # one bad item must not fail the others: retry one by one
+    return [call_isolated(fn, [it])[0] for it in part]
+
+
+class StageRunner:
+    """Runs the stages of one ``score()`` call: dedup, memo, cache, chunking, progress and failure isolation.
+
+    ``namespace(stage)`` names the cache entries of a stage (its component's identity and settings)."""
+
+    def __init__(self, config: Q2Config, cache: Optional[Q2Cache], namespace: Callable[[str], str],
+                 progress: bool = False) -> None:
+        self.config, self.cache, self.namespace, self.progress = config, cache, namespace, progress
+        self.timings: dict[str, float] = {}
+        self._memo: dict[str, dict[Hashable, Any]] = {}  # stage -> item -> output, within one score() call
+        self._bars: dict[str, Any] = {}
+
+    def run(self, name: str, items: Sequence[Hashable], fn: Callable[[list], list], *,
+            encode: Callable[[Any], Any] = lambda x: x, decode: Callable[[Any], Any] = lambda x: x,
+            check: Optional[Callable[[list], list]] = None) -> StageOutputs:
+        """Run ``fn`` over the unique ``items`` not already known. ``check`` (a component's ``unfit``) names the
+        items that cannot be processed; they fail before batching, so they never cost their batch a retry."""
+        t0 = time.perf_counter()
+        unique = list(dict.fromkeys(items))
+        memo = self._memo.setdefault(name, {})  # a question asked again in a later round, say
+        results: dict[Hashable, Any] = {it: memo[it] for it in unique if it in memo}
+        namespace = self.namespace(name) if self.cache is not None and len(results) < len(unique) else None
+        if namespace is not None:
+            self._read_cache(namespace, [it for it in unique if it not in results], decode, results)
+        todo = [it for it in unique if it not in results]
+        if todo and check is not None:
+            for it, reason in zip(todo, call_isolated(check, todo)):
+                if reason is not None:
+                    results[it] = reason if isinstance(reason, Failure) else Failure(str(reason))
+            todo = [it for it in todo if it not in results]
+        if todo:
+            self._compute(name, todo, fn, encode, namespace, results)
+        memo.update(results)
+        self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
+        return StageOutputs(results)
+
+    def _read_cache(self, namespace: str, asked: list, decode: Callable[[Any], Any], results: dict) -> None:
+        try:
+            cached = self.cache.get_many(namespace, [list(it) for it in asked])  # type: ignore[union-attr]
+        except Exception:  # noqa: BLE001 - an unreadable cache entry is a miss; the item is computed
+            cached = [None] * len(asked)
+        for it, val in zip(asked, cached):
+            if val is not None:
+                results[it] = decode(val)
+
+    def _compute(self, name: str, todo: list, fn: Callable[[list], list], encode: Callable[[Any], Any],
+                 namespace: Optional[str], results: dict) -> None:
+        chunk = max(1, self.config.role_batch_size(name) if name in ("qg", "qa", "nli") else 64) * 8
+        bar = self._bar(name, len(todo))
+        for start in range(0, len(todo), chunk):
+            part = todo[start : start + chunk]
+            done = []
+            for it, out in zip(part, call_isolated(fn, part)):
+                results[it] = out
+                if not isinstance(out, Failure):
+                    done.append((list(it), encode(out)))
+            if namespace is not None and done:
+                try:
+                    self.cache.put_many(namespace, done)  # type: ignore[union-attr]
+                except Exception:  # noqa: BLE001 - not cached; the results themselves are kept
+                    pass
+            if bar is not None:
+                bar.update(len(part))
+
+    def _bar(self, name: str, more: int) -> Any:
+        """The one progress bar of a stage in this call; a later round of the stage adds its items to the total."""
+        if not self.progress:
+            return None
+        bar = self._bars.get(name)
+        if bar is None:
+            from tqdm.auto import tqdm
+
+            bar = self._bars[name] = tqdm(total=more, desc=f"q2 {name}", unit="item", leave=False)
+        else:
+            bar.total += more
+            bar.refresh()
+        return bar
+
+    def close(self) -> None:
+        """Close the progress bars of this call."""
+        for bar in self._bars.values():
+            bar.close()
+        self._bars.clear()
+
+
+def unfit_of(component: Callable[[], Any]) -> Callable[[list], list]:
+    """The ``unfit`` check of the component ``component()`` over stage items (tuples); None for every item if it
+    has none. (The component is fetched only when there are items: models load lazily.)"""
+
+    def check(part: list) -> list:
+        unfit = getattr(component(), "unfit", None)
+        return [None] * len(part) if unfit is None else list(unfit([tuple(p) for p in part]))
+
+    return check
+
+
+# -- 0. the rows: every input cell checked, a bad one is its row's error ---------------------------------------------
+# characters that carry no text: whitespace, control and format characters (zero-width, direction marks, BOM)
+_BLANK_CATEGORIES = frozenset({"Cc", "Cf", "Zs", "Zl", "Zp"})
+
+
+def _plain(value: str) -> str:
+    """A plain ``str`` with the same characters (numpy strings and other ``str`` subclasses become ``str``)."""
+    return value if type(value) is str else str.__getitem__(value, slice(None))
+
+
+def _as_text(value: Any, what: str) -> tuple[Optional[str], Optional[str]]:
+    """Return (text, error) for one input cell: a string, or a list of strings joined by spaces."""
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        value = " ".join(_plain(v).strip() for v in value)
+    if value is None:
+        return None, f"{what} is missing (None)"
+    if not isinstance(value, str):
+        return None, f"{what} must be a string, got {type(value).__name__}"
+    value = _plain(value)
+    if all(c.isspace() or unicodedata.category(c) in _BLANK_CATEGORIES for c in value):
+        return None, f"{what} is empty"
+    for i, c in enumerate(value):
+        if "\ud800" <= c <= "\udfff":
+            return None, f"{what} is not valid Unicode: a lone surrogate {c!r} at character {i}"
+    return value, None
+
+
+def read_rows(responses: Sequence[Any], knowledge: Sequence[Any]) -> list[Row]:
+    """One :class:`Row` per response; a cell that is not usable text gives its row an error."""
+    rows = []
+    for i, (resp, know) in enumerate(zip(responses, knowledge)):
+        r_text, r_err = _as_text(resp, "response")
+        k_text, k_err = _as_text(know, "knowledge")
+        rows.append(Row(i, r_text or "", k_text or "", r_err or k_err))
+    return rows
+
+
+def usable(rows: Sequence[Row]) -> list[Row]:
+    """The rows without an error."""
+    return [r for r in rows if r.error is None]
+
+
+# -- 1. answer candidates -------------------------------------------------------------------------------------------
+def extract_candidates(run: StageRunner, parts: Any, rows: list[Row]) -> list[Row]:
+    """Fill each row's candidates; returns the rows still without an error. ``parts`` holds the components
+    (a :class:`~q2_plugins.scorer.Q2Scorer`)."""
+    out = run.run("candidates", [(r.response,) for r in rows],
+                  lambda part: parts.candidate_extractor.extract([p[0] for p in part]))
+    for r in rows:
+        r.candidates = list(out.take((r.response,), r, "candidate extraction") or [])
+    return usable(rows)
+
+
+# -- 2. question generation -----------------------------------------------------------------------------------------
+def generate_questions(run: StageRunner, parts: Any, rows: list[Row]) -> list[Slot]:
+    """One call over every candidate of every row: a :class:`Slot` per candidate of the rows without error."""
+    out = run.run("qg", [(cand, r.response) for r in rows for cand in r.candidates],
+                  lambda part: parts.question_generator.generate([tuple(p) for p in part]),
+                  check=unfit_of(lambda: parts.question_generator))
+    slots = []
+    for r in rows:
+        for cand in r.candidates:
+            questions = out.take((cand, r.response), r, "question generation")
+            if questions is None:
+                break
+            slots.append(Slot(r, cand, list(questions)))
+    return [s for s in slots if s.row.error is None]
+
+
+# -- 3. filters: personal questions, then the response's own answer, in rounds over beam ranks -----------------------
+def select_questions(run: StageRunner, c: Q2Config, parts: Any, slots: list[Slot]) -> list[ValidQuestion]:
+    """The valid questions, in candidate order then beam rank. ``single`` mode tries one more rank per round until
+    a candidate has a valid question; ``all`` tries every rank in one round. The knowledge answers of a round's
+    valid questions (step 4) ride in the next round's QA batch."""
+    personal = StageOutputs({})
+    if c.remove_personal:
+        personal = run.run("personal", [(q,) for s in slots for q in s.questions],
+                           lambda part: parts.personal_filter.is_personal([p[0] for p in part]))
+    valid: list[ValidQuestion] = []
+    while True:
+        batch = _next_round(c, personal, slots)
+        if not batch:
+            break
+        ahead = [(v.question, v.row.knowledge) for v in valid if v.row.error is None]
+        answers = _answer(run, parts, [(q, s.row.response) for s, _, q in batch] + ahead)
+        for s, rank, q in batch:
+            ans = answers.take((q, s.row.response), s.row, "question answering on the response")
+            if ans is None:
+                continue
+            if not ans.has_answer:
+                s.row.dropped.append(DroppedQuestion(s.candidate, q, "no_answer_in_response"))
+            elif not answers_match(s.candidate, ans.text, c.normalization):
+                s.row.dropped.append(DroppedQuestion(s.candidate, q, "answer_mismatch", ans.text))
+            else:
+                valid.append(ValidQuestion(s, rank, q, ans.text))
+                s.done = s.done or c.question_mode == "single"
+    order = {id(s): i for i, s in enumerate(slots)}
+    valid.sort(key=lambda v: (order[id(v.slot)], v.rank))  # candidate order, then beam rank, as the original
+    return [v for v in valid if v.row.error is None]
+
+
+def _next_round(c: Q2Config, personal: StageOutputs, slots: list[Slot]) -> list[tuple[Slot, int, str]]:
+    """The (slot, beam rank, question) pairs to try next; personal questions are dropped on the way."""
+    batch = []
+    for s in slots:
+        if s.done or s.row.error is not None:
+            s.done = True
+            continue
+        take = len(s.questions) if c.question_mode == "all" else 1
+        while s.next < len(s.questions) and take > 0:
+            q = s.questions[s.next]
+            s.next += 1
+            if personal.get((q,), False) and personal.take((q,), s.row, "personal-question filter"):
+                s.row.dropped.append(DroppedQuestion(s.candidate, q, "personal"))
+                continue
+            if s.row.error is not None:
+                break
+            batch.append((s, s.next - 1, q))
+            take -= 1
+        s.done = s.next >= len(s.questions) or c.question_mode == "all"
+    return batch
+
+
+def _answer(run: StageRunner, parts: Any, items: list[tuple[str, str]]) -> StageOutputs:
+    return run.run("qa", items, lambda part: parts.question_answerer.answer([tuple(p) for p in part]),
+                   encode=Answer.to_dict, decode=Answer.from_dict, check=unfit_of(lambda: parts.question_answerer))
+
+
+# -- 4. question answering on the knowledge -------------------------------------------------------------------------
+def answer_from_knowledge(run: StageRunner, c: Q2Config, parts: Any, valid: list[ValidQuestion]
+                          ) -> list[ComparedQuestion]:
+    """The knowledge's answer to every valid question (those of earlier rounds come from the memo), with its F1."""
+    answers = _answer(run, parts, [(v.question, v.row.knowledge) for v in valid])
+    compared = []
+    for v in valid:
+        k_ans = answers.take((v.question, v.row.knowledge), v.row, "question answering on the knowledge")
+        if k_ans is not None:
+            compared.append(ComparedQuestion(v, k_ans, answer_f1(v.slot.candidate, k_ans, c.normalization)))
+    return compared
+
+
+# -- 5 and 6 share one NLI call: answer comparison and the end-to-end fallback --------------------------------------
+def run_nli(run: StageRunner, parts: Any, pairs: list[tuple[str, str]]) -> StageOutputs:
+    """One NLI call over the answer pairs of step 5 and the fallback pairs of step 6."""
+    return run.run("nli", pairs, lambda part: parts.nli.predict([tuple(p) for p in part]), encode=lambda x: x.value,
+                   decode=NLILabel, check=unfit_of(lambda: parts.nli))
+
+
+def compare_answers(c: Q2Config, compared: list[ComparedQuestion], nli_out: StageOutputs) -> None:
+    """Step 5: each compared question becomes a :class:`QuestionResult` of its row (F1, upgraded by NLI)."""
+    for cq in compared:
+        v, label = cq.valid, None
+        if c.use_nli and needs_nli(cq.knowledge_answer, cq.f1):
+            label = nli_out.take(cq.nli_pair(), v.row, "NLI on answers")
+            if label is None:
+                continue
+        v.row.questions.append(QuestionResult(
+            candidate=v.slot.candidate, question=v.question, response_answer=v.response_answer,
+            knowledge_answer=cq.knowledge_answer.text, knowledge_answer_kind=cq.knowledge_answer.kind.value,
+            f1=cq.f1, nli_label=label.value if label else None, score=question_score(cq.f1, label),
+        ))
+
+
+def nli_pairs(c: Q2Config, compared: list[ComparedQuestion]) -> list[tuple[str, str]]:
+    """The answer pairs that NLI decides (step 5)."""
+    return [cq.nli_pair() for cq in compared if c.use_nli and needs_nli(cq.knowledge_answer, cq.f1)]
+
+
+def needing_fallback(c: Q2Config, rows: list[Row], compared: list[ComparedQuestion]) -> list[Row]:
+    """Rows without error and without a compared question: end-to-end NLI scores them (when ``c.fallback``)."""
+    if not c.fallback:
+        return []
+    with_questions = {id(cq.valid.row) for cq in compared}
+    return [r for r in rows if r.error is None and id(r) not in with_questions]
+
+
+def fallback_pair(c: Q2Config, row: Row) -> tuple[str, str]:
+    """The fallback's (premise, hypothesis): knowledge and response, lower-cased as the original does."""
+    premise = row.knowledge.lower() if c.fallback_lowercase_knowledge else row.knowledge
+    return premise, row.response.lower() if c.fallback_lowercase_response else row.response
+
+
+def apply_fallback(c: Q2Config, rows: list[Row], nli_out: StageOutputs) -> None:
+    """Step 6: the end-to-end NLI label of each row that has no valid question."""
+    for r in rows:
+        r.fallback_label = nli_out.take(fallback_pair(c, r), r, "fallback NLI")
+
+
+def discard_unanswerable(row: Row) -> None:
+    """Q²*: questions with no answer in the knowledge move to the dropped ones when another one has an answer."""
+    counted = counted_questions([q.knowledge_answer_kind == AnswerKind.NO_ANSWER.value for q in row.questions],
+                                discard_unanswerable=True)
+    row.dropped += [DroppedQuestion(q.candidate, q.question, "no_answer_in_knowledge", q.response_answer)
+                    for q, keep in zip(row.questions, counted) if not keep]
+    row.questions = [q for q, keep in zip(row.questions, counted) if keep]
