@@ -294,10 +294,8 @@ def _loaded(scorer: Any, progress: bool) -> Any:
     hf_logging.disable_progress_bar()
     try:
         if progress:
-            print("q2: loading models ...", end="", file=sys.stderr, flush=True)
+            print("q2: loading models", file=sys.stderr, flush=True)
         scorer.load()
-        if progress:
-            print(" done", file=sys.stderr)
     finally:
         if was_on:
             hf_logging.enable_progress_bar()

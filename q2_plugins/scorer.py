@@ -9,8 +9,7 @@ from . import stages as st
 from .cache import Q2Cache
 from .components import CandidateExtractor, NLIModel, PersonalQuestionFilter, QuestionAnswerer, QuestionGenerator
 from .config import MODEL_KINDS, Q2Config
-from .results import Q2Result, ResponseResult, ResponseStatus
-from .scoring import NLI_SCORES, response_result
+from .results import Q2Result, ResponseResult
 from .signature import Signature, model_id, short_model_id, spacy_id
 
 __all__ = ["Q2Scorer", "score"]
@@ -283,7 +282,7 @@ class Q2Scorer:
                 for r in active:
                     st.discard_unanswerable(r)
             st.apply_fallback(c, fallback_rows, nli_out)                                  # 6. fallback
-            results = [_aggregate(r) for r in rows]                                       # 7. aggregation
+            results = [st.aggregate(r) for r in rows]                                     # 7. aggregation
             if label:
                 self._label(run, rows, results)
         finally:
@@ -323,18 +322,6 @@ def _check_inputs(responses: Any, knowledge: Any, history: Any) -> None:
                          f"knowledge for {len(responses)} responses")
     if history is not None and len(history) != len(responses):
         raise ValueError(f"Expected one history per response, but got {len(history)} for {len(responses)}")
-
-
-def _aggregate(r: st.Row) -> ResponseResult:
-    """Step 7 for one row: its result, with its explanations attached."""
-    if r.error is not None:
-        return ResponseResult(index=r.index, status=ResponseStatus.ERROR, num_candidates=len(r.candidates),
-                              error=r.error)
-    label = r.fallback_label
-    res = response_result(r.index, r.questions, fallback_score=None if label is None else NLI_SCORES[label],
-                          fallback_label=None if label is None else label.value, num_candidates=len(r.candidates))
-    res.candidates, res.questions, res.dropped = list(r.candidates), list(r.questions), list(r.dropped)
-    return res
 
 
 def score(

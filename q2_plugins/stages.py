@@ -19,12 +19,20 @@ from .components import Answer, AnswerKind, NLILabel
 from .config import Q2Config
 from .errors import ModelLoadError
 from .normalize import answers_match
-from .results import DroppedQuestion, QuestionResult
-from .scoring import answer_f1, counted_questions, needs_nli, nli_premise_hypothesis, question_score
+from .results import DroppedQuestion, QuestionResult, ResponseResult, ResponseStatus
+from .scoring import (
+    NLI_SCORES,
+    answer_f1,
+    counted_questions,
+    needs_nli,
+    nli_premise_hypothesis,
+    question_score,
+    response_result,
+)
 
 __all__ = ["Row", "Slot", "ValidQuestion", "ComparedQuestion", "StageRunner", "StageOutputs", "Failure", "read_rows",
            "extract_candidates", "generate_questions", "select_questions", "answer_from_knowledge",
-           "run_nli", "compare_answers", "apply_fallback", "discard_unanswerable", "usable"]
+           "run_nli", "compare_answers", "apply_fallback", "discard_unanswerable", "aggregate", "usable"]
 
 
 # -- the items the stages pass on ----------------------------------------------------------------------------------
@@ -427,3 +435,16 @@ def discard_unanswerable(row: Row) -> None:
     row.dropped += [DroppedQuestion(q.candidate, q.question, "no_answer_in_knowledge", q.response_answer)
                     for q, keep in zip(row.questions, counted) if not keep]
     row.questions = [q for q, keep in zip(row.questions, counted) if keep]
+
+
+# -- 7. aggregation -------------------------------------------------------------------------------------------------
+def aggregate(r: Row) -> ResponseResult:
+    """A row's result (:func:`~q2_plugins.scoring.response_result`), its explanations attached."""
+    if r.error is not None:
+        return ResponseResult(index=r.index, status=ResponseStatus.ERROR, num_candidates=len(r.candidates),
+                              error=r.error)
+    label = r.fallback_label
+    res = response_result(r.index, r.questions, fallback_score=None if label is None else NLI_SCORES[label],
+                          fallback_label=None if label is None else label.value, num_candidates=len(r.candidates))
+    res.candidates, res.questions, res.dropped = list(r.candidates), list(r.questions), list(r.dropped)
+    return res
