@@ -15,8 +15,6 @@ LONGEST = 80  # lines of one function, decorators excluded
 # functions still longer, each named with its length today: splitting one makes its entry fail until it is removed
 STILL_LONG = {
     ("beam.py", "generate"): 107,
-    ("metaeval/cli.py", "add_parser"): 86,
-    ("metaeval/cli.py", "run"): 104,
     ("metaeval/loaders.py", "load_wow"): 81,
 }
 

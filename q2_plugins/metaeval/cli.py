@@ -38,7 +38,6 @@ def _names(text: str) -> tuple[str, ...]:
 def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
     """Add the ``meta-eval`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
     from .baselines import BASELINE_NAMES
-    from .experiments import EXPERIMENTS
     from .loaders import LOADERS
 
     m = sub.add_parser(
@@ -95,6 +94,20 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     b.add_argument("--text-rules", action=argparse.BooleanOptionalAction, default=True,
                    help="for the taxonomy and stress experiments, also label every response by the BEGIN rules on "
                         "text signals alone (no Q2 evidence, no model; spaCy)")
+    _add_experiment_flags(m)
+    o = m.add_argument_group("output")
+    o.add_argument("--output-dir", help="write report.json, report.md, report.html (plots embedded) and the PNG "
+                                        "plots here")
+    o.add_argument("--no-plots", action="store_true")
+    o.add_argument("--format", choices=("markdown", "json"), default="markdown", help="what stdout shows")
+    o.add_argument("--no-progress", action="store_true")
+    add_config_flags(m)
+    return m
+
+
+def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
+    from .experiments import EXPERIMENTS
+
     e = m.add_argument_group("experiments")
     e.add_argument("--experiments", type=_names, default=None,
                    help=f"comma-separated from {list(EXPERIMENTS)} (default: usr for --dataset usr, dnli for "
@@ -113,14 +126,6 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     e.add_argument("--robustness-size", type=int, default=400, help="responses per system (default: 400)")
     e.add_argument("--robustness-levels", type=_floats, default=tuple(round(0.1 * i, 1) for i in range(11)),
                    help="shares of inconsistent responses (default: 0,0.1,...,1)")
-    o = m.add_argument_group("output")
-    o.add_argument("--output-dir", help="write report.json, report.md, report.html (plots embedded) and the PNG "
-                                        "plots here")
-    o.add_argument("--no-plots", action="store_true")
-    o.add_argument("--format", choices=("markdown", "json"), default="markdown", help="what stdout shows")
-    o.add_argument("--no-progress", action="store_true")
-    add_config_flags(m)
-    return m
 
 
 def _load(args: argparse.Namespace) -> Any:
@@ -166,15 +171,12 @@ class _Metrics(list):
 
 
 def run(args: argparse.Namespace) -> int:
-    from .. import __version__
     from ..config import config_from_args
     from .baselines import NLIBaseline, build_baselines, score_baselines
-    from .experiments import EXPERIMENTS, MetaEvalOptions, control_variants, has_begin_labels, run_meta_eval
-    from .report import save_report, to_markdown
+    from .experiments import control_variants, has_begin_labels, run_meta_eval
     from .scores import (
         column_scores,
         compute_q2,
-        export_inputs,
         q2_star_metric,
         read_scores_file,
         replay_scores,
@@ -183,13 +185,7 @@ def run(args: argparse.Namespace) -> int:
     )
 
     data = _load(args)
-    experiments = args.experiments or data.experiments or EXPERIMENTS
-    options = MetaEvalOptions(
-        threshold=args.threshold, tune_threshold=args.tune_threshold, dev_fraction=args.dev_fraction, seed=args.seed,
-        reps=args.reps, system_levels=args.system_levels, system_size=args.system_size,
-        robustness_levels=args.robustness_levels, robustness_size=args.robustness_size,
-        experiments=experiments, dnli_threshold=args.dnli_threshold,
-    )
+    options = _options(args, data)
     variants = control_variants(data, args.seed) if "random-knowledge" in options.experiments else None
     to_score = list(data.examples)
     if "system" in options.experiments:
@@ -197,12 +193,7 @@ def run(args: argparse.Namespace) -> int:
     if variants:
         to_score += [v for by_id in variants.values() for v in by_id.values()]
     if args.export_inputs:
-        n = export_inputs(args.export_inputs, to_score)
-        print(f"wrote {n} inputs to {args.export_inputs}: {len(data.examples)} response-level examples"
-              + (f", {len(data.extra)} more paired-context responses" if "system" in options.experiments else "")
-              + (f", {n - len(data.examples) - len(data.extra)} random-knowledge inputs" if variants else "")
-              + f".\nScore them:  q2 score --input {args.export_inputs} --output SCORES.jsonl --explain\n"
-              f"then evaluate with the same data options and seed plus --scores SCORES.jsonl")
+        _export(args, data, options, to_score, bool(variants))
         return 0
     if args.save_scores and not args.compute:
         raise ValueError("--save-scores writes the scores of --compute; add --compute")
@@ -253,7 +244,39 @@ def run(args: argparse.Namespace) -> int:
                             or ("stress" in options.experiments and data.pairs)):
         metrics.add([text_rule_labels(data.examples, spacy_model=config.spacy_model)], "text rules")
 
-    result = run_meta_eval(data, list(metrics), options, variants=variants)
+    _report(args, run_meta_eval(data, list(metrics), options, variants=variants))
+    return 0
+
+
+def _options(args: argparse.Namespace, data: Any) -> Any:
+    from .experiments import EXPERIMENTS, MetaEvalOptions
+
+    return MetaEvalOptions(
+        threshold=args.threshold, tune_threshold=args.tune_threshold, dev_fraction=args.dev_fraction, seed=args.seed,
+        reps=args.reps, system_levels=args.system_levels, system_size=args.system_size,
+        robustness_levels=args.robustness_levels, robustness_size=args.robustness_size,
+        experiments=args.experiments or data.experiments or EXPERIMENTS, dnli_threshold=args.dnli_threshold,
+    )
+
+
+def _export(args: argparse.Namespace, data: Any, options: Any, to_score: list, with_variants: bool) -> None:
+    """``--export-inputs``: the inputs to score elsewhere, and how to score them."""
+    from .scores import export_inputs
+
+    n = export_inputs(args.export_inputs, to_score)
+    labels = " --begin-labels" if "taxonomy" in options.experiments else ""
+    print(f"wrote {n} inputs to {args.export_inputs}: {len(data.examples)} response-level examples"
+          + (f", {len(data.extra)} more paired-context responses" if "system" in options.experiments else "")
+          + (f", {n - len(data.examples) - len(data.extra)} random-knowledge inputs" if with_variants else "")
+          + f".\nScore them:  q2 score --input {args.export_inputs} --output SCORES.jsonl --explain{labels}\n"
+          f"then evaluate with the same data options and seed plus --scores SCORES.jsonl")
+
+
+def _report(args: argparse.Namespace, result: Any) -> None:
+    """Print the report, and save it (with plots) under ``--output-dir``."""
+    from .. import __version__
+    from .report import save_report, to_markdown
+
     if args.output_dir:
         out = Path(args.output_dir)
         out.mkdir(parents=True, exist_ok=True)
@@ -268,4 +291,3 @@ def run(args: argparse.Namespace) -> int:
         print(to_markdown(result.report))
         if args.output_dir:
             print(f"report: {', '.join(map(str, saved))}  (q2_plugins {__version__})")
-    return 0
