@@ -12,6 +12,7 @@ from typing import Any, Optional, Sequence
 
 from . import __version__
 from .config import MODEL_KINDS, config_from_args, config_options
+from .results import print_summary
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
@@ -149,35 +150,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = None) -> None:
-    out = out or sys.stdout
-    short = getattr(signature, "short", None)  # a Signature has a short form; a plain string is its own
-    if fmt == "json":
-        print(json.dumps({**summary, "signature": signature, "signature_short": short or signature}, indent=2),
-              file=out)
-        return
-    errors = summary.get("errors") or []
-
-    def pct(x: Optional[float]) -> str:
-        return "n/a" if x is None else f"{100 * x:.2f}%"
-
-    q2 = summary["q2"]
-    print(f"Q2            {'n/a' if q2 is None else f'{q2:.4f}'}", file=out)
-    nn = summary["q2_no_nli"]
-    print(f"Q2 w/o NLI    {'n/a' if nn is None else f'{nn:.4f}'}", file=out)
-    print(f"coverage      {pct(summary['coverage'])}  (responses with a valid question)", file=out)
-    print(f"fallback      {pct(summary['fallback_rate'])}  (scored by end-to-end NLI)", file=out)
-    print(f"responses     {summary['n']}  scored {summary['n_scored']}  no valid question "
-          f"{summary['n_no_valid_question']}  errors {summary['n_errors']}", file=out)
-    for e in errors:
-        print(f"  {e['count']:>6} x  {e['message']}", file=out)
-    if summary.get("n_error_kinds", 0) > len(errors):
-        print(f"  ... and {summary['n_error_kinds'] - len(errors)} other kinds of row error", file=out)
-    if short:
-        print(f"signature     {short}", file=out)
-    print(f"{'full' if short else 'signature':<14}{signature}", file=out)
-
-
 class _RowErrors:
     """Row errors counted by kind (the message with its numbers masked); the first message of each kind shown."""
 
@@ -269,7 +241,7 @@ def _score(args: argparse.Namespace) -> int:
         out.commit()
         if not to_stdout:
             _write_meta(out, args, signature, summary, config, code)
-    _print_summary(summary, signature, args.format, sys.stderr if to_stdout else sys.stdout)
+    print_summary(summary, signature, args.format, sys.stderr if to_stdout else sys.stdout)
     if report_rows is not None:
         _write_report(args.html, report_rows, signature, summary, [args.input])
     if problem:
@@ -376,7 +348,7 @@ def _replay(args: argparse.Namespace) -> int:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
     # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
     summary = {**result.stats.summary(), "q2": None, "note": _REPLAY_NOTE}
-    _print_summary(summary, result.signature, args.format)
+    print_summary(summary, result.signature, args.format)
     if args.format == "text":
         print(f"note          {_REPLAY_NOTE}")
     if args.html:

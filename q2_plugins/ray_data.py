@@ -341,8 +341,8 @@ def _dropped_path(output: str) -> str:
 
 def run_score(args: Any) -> int:
     """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode), print the summary."""
-    from .cli import _print_summary
     from .config import config_from_args
+    from .results import print_summary
 
     config = config_from_args(args)
     if args.keep_min_score is not None and not args.output:
@@ -379,7 +379,7 @@ def run_score(args: Any) -> int:
         outputs += [args.output, dropped_output]
     for out in outputs:
         write_meta(out, signature, stats, config, **extra)
-    _print_summary({**summary, **extra}, signature, args.format)
+    print_summary({**summary, **extra}, signature, args.format)
     if "filter" in extra and args.format == "text":
         f = extra["filter"]
         print(f"filter        kept {f['kept']} -> {f['kept_output']}  dropped {f['dropped']} -> "

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-__all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "Q2Result", "ResponseStatus"]
+__all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "Q2Result", "ResponseStatus",
+           "print_summary"]
 
 
 class ResponseStatus:
@@ -234,3 +236,33 @@ class Q2Result:
         s = self.stats
         return (f"Q2Result(q2={s.score:.4f}, coverage={s.coverage:.3f}, fallback_rate={s.fallback_rate:.3f}, "
                 f"n={s.n}, errors={s.n_errors}, signature={self.signature!r})")
+
+
+def print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = None) -> None:
+    """Print a run's summary (:meth:`Q2Stats.summary` plus row errors) and signature: text or JSON."""
+    out = out or sys.stdout
+    short = getattr(signature, "short", None)  # a Signature has a short form; a plain string is its own
+    if fmt == "json":
+        print(json.dumps({**summary, "signature": signature, "signature_short": short or signature}, indent=2),
+              file=out)
+        return
+    errors = summary.get("errors") or []
+
+    def pct(x: Optional[float]) -> str:
+        return "n/a" if x is None else f"{100 * x:.2f}%"
+
+    q2 = summary["q2"]
+    print(f"Q2            {'n/a' if q2 is None else f'{q2:.4f}'}", file=out)
+    nn = summary["q2_no_nli"]
+    print(f"Q2 w/o NLI    {'n/a' if nn is None else f'{nn:.4f}'}", file=out)
+    print(f"coverage      {pct(summary['coverage'])}  (responses with a valid question)", file=out)
+    print(f"fallback      {pct(summary['fallback_rate'])}  (scored by end-to-end NLI)", file=out)
+    print(f"responses     {summary['n']}  scored {summary['n_scored']}  no valid question "
+          f"{summary['n_no_valid_question']}  errors {summary['n_errors']}", file=out)
+    for e in errors:
+        print(f"  {e['count']:>6} x  {e['message']}", file=out)
+    if summary.get("n_error_kinds", 0) > len(errors):
+        print(f"  ... and {summary['n_error_kinds'] - len(errors)} other kinds of row error", file=out)
+    if short:
+        print(f"signature     {short}", file=out)
+    print(f"{'full' if short else 'signature':<14}{signature}", file=out)
