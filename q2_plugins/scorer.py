@@ -1,4 +1,5 @@
-"""``Q2Scorer``: the Q² pipeline over lists of responses, every stage batched across the whole call."""
+"""``Q2Scorer``: the Q² pipeline over lists of responses. It loads the components once, names them in the
+signature, and runs the steps of :mod:`q2_plugins.stages`, each batched across the whole call."""
 
 from __future__ import annotations
 
