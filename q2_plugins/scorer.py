@@ -294,6 +294,18 @@ class Q2Scorer:
                 res.candidates = res.questions = res.dropped = None
         return Q2Result(results, self.signature)
 
+    def label(self, result: Q2Result, *, responses: Sequence[Any], knowledge: Sequence[Any]) -> Q2Result:
+        """Label a result afterwards with the BEGIN-style labels, given the inputs it was scored from: the labels
+        ``score(..., label=True)`` gives, when the result has its explanations (without them the rules that read the
+        questions are skipped). Labels ``result`` in place and returns it."""
+        _check_inputs(responses, knowledge, None)
+        if len(responses) != len(result.responses):
+            raise ValueError(f"Expected the {len(result.responses)} responses the result was scored from, "
+                             f"but got {len(responses)}")
+        run = st.StageRunner(self.config, self.cache, self._namespace)
+        self._label(run, st.read_rows(responses, knowledge), result.responses)
+        return result
+
     def _label(self, run: st.StageRunner, rows: list[st.Row], results: list[ResponseResult]) -> None:
         """Attach the BEGIN-style label of each response (it reads the explanations, so they are still attached)."""
         from .taxonomy import TextSignals, classify

@@ -183,6 +183,16 @@ def test_scorer_attaches_a_label_to_every_result_when_asked_with_or_without_expl
     assert Q2Result.from_dict(data).to_dict() == data
 
 
+def test_a_result_can_be_labelled_afterwards():
+    scorer = scripted()
+    asked = scorer.score(responses=RESPONSES, knowledge=[KNOW] * 5, explain=True, label=True)
+    later = scorer.score(responses=RESPONSES, knowledge=[KNOW] * 5, explain=True)
+    assert scorer.label(later, responses=RESPONSES, knowledge=[KNOW] * 5) is later
+    assert later.to_dict() == asked.to_dict()
+    with pytest.raises(ValueError, match="Expected the 5 responses"):
+        scorer.label(later, responses=RESPONSES[:2], knowledge=[KNOW] * 2)
+
+
 def test_signals_are_cached_with_the_other_stages(tmp_path):
     cache = Q2Cache(tmp_path / "cache")
     first = scripted().score(responses=RESPONSES[:2], knowledge=[KNOW] * 2, label=True)
