@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import contextlib
 import time
-from typing import Any, Callable, ContextManager, Iterator, Optional, TypeVar
+from typing import Any, Callable, ContextManager, Iterator, Optional, Sequence, TypeVar
 
 __all__ = ["RunStats", "ForwardClock"]
 
@@ -36,6 +36,12 @@ class RunStats:
         self.tokens += tokens
         self.padded_tokens += padded_tokens
         self.batches += 1
+
+    def padded(self, tokenizer: Any, features: Sequence[dict[str, Any]], device: Any) -> dict[str, Any]:
+        """One padded batch of ``features`` (with attention masks) on ``device``, counted."""
+        batch = tokenizer.pad(list(features), padding=True, return_tensors="pt")
+        self.count(sum(len(f["input_ids"]) for f in features), int(batch["input_ids"].numel()))
+        return {k: v.to(device) for k, v in batch.items()}
 
     def timed(self, fn: Callable[..., T], *args: Any, forward: bool = False, **kwargs: Any) -> T:
         """``fn(*args, **kwargs)`` with its time counted as call time (and, with ``forward``, as forward time: for

@@ -51,7 +51,8 @@ class QuestionDecoder:
         calls = merge_consecutive(groups, batching.size) if settings else [[g] for g in groups]
         out: list[Any] = [None] * len(encoded)
         for call in calls:
-            padded = [self._pad([{"input_ids": encoded[i]} for i in g]) for g in call]
+            padded = [self.stats.padded(self.tokenizer, [{"input_ids": encoded[i]} for i in g], self.device)
+                      for g in call]
             with torch.inference_mode():
                 if settings is not None and self.check.agreed is not False:  # (a failed check: generate from now)
                     pairs = [(p["input_ids"], p["attention_mask"]) for p in padded]
@@ -75,11 +76,6 @@ class QuestionDecoder:
         if settings is not None and self.beam_search is None:
             self.beam_search = T5BeamSearch.for_model(self.model)
         return settings if self.beam_search is not None else None
-
-    def _pad(self, features: list[dict[str, Sequence[int]]]) -> dict[str, Any]:
-        batch = self.tokenizer.pad(features, padding=True, return_tensors="pt")
-        self.stats.count(sum(len(f["input_ids"]) for f in features), int(batch["input_ids"].numel()))
-        return {k: v.to(self.device) for k, v in batch.items()}
 
     def _check(self, generated: Any, padded: list[dict[str, Any]], gen_kwargs: dict[str, Any],
                settings: BeamSettings) -> Optional[list[Any]]:

@@ -60,7 +60,7 @@ class WindowRunner:
                     run = packer.qa_logits if self.kind == "qa" else packer.class_logits
                     result = self.stats.timed(run, _bare(part), forward=True)
                 else:
-                    outputs = self.stats.timed(self.model, **self._pad(part))
+                    outputs = self.stats.timed(self.model, **self.stats.padded(self.tokenizer, part, self.device))
                     result = (outputs.start_logits, outputs.end_logits) if self.kind == "qa" else outputs.logits
             for j, w in enumerate(batch):
                 if self.kind == "qa":  # padding positions are never candidates
@@ -68,11 +68,6 @@ class WindowRunner:
                 else:
                     out[w] = result[j].float().cpu()
         return out
-
-    def _pad(self, features: Features) -> dict[str, Any]:
-        batch = self.tokenizer.pad(list(features), padding=True, return_tensors="pt")
-        self.stats.count(sum(len(f["input_ids"]) for f in features), int(batch["input_ids"].numel()))
-        return {k: v.to(self.device) for k, v in batch.items()}
 
     def _plan(self, features: Features, lengths: list[int],
               batching: Batching) -> tuple[Optional[PackedEncoder], list[list[int]]]:
