@@ -189,3 +189,9 @@ def test_question_generator_falls_back_to_generate_with_the_same_questions(tiny_
         assert library.generate(pairs) == ours
     finally:
         model.generate = original
+
+
+def test_an_unknown_search_is_refused_naming_the_choices(tiny_models):
+    tok, model = load_model("qg", str(tiny_models["qg"]), None, "cpu", "float32", "seq2seq", "torch")
+    with pytest.raises(ValueError, match=r"search must be one of 'own', 'library', got 'fast'"):
+        HFQuestionGenerator(tok, model, batch_size=4, search="fast")
