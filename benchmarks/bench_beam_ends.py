@@ -29,9 +29,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_pipeline, also
 import torch  # noqa: E402
 from bench_pipeline import REPO, BenchCandidates, Oracle, build_models, load_workload  # noqa: E402
 
-from q2_plugins import Q2Config  # noqa: E402
+from q2_plugins import Q2Config, accel  # noqa: E402
 from q2_plugins.hf import HFQuestionGenerator, load_model  # noqa: E402
-from q2_plugins.onednn import pack_linear_layers  # noqa: E402
 from q2_plugins.spacy_parts import SpacyCandidateExtractor, load_spacy  # noqa: E402
 
 
@@ -56,11 +55,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         weight = model.lm_head.weight
         push = torch.randn(weight.shape[1], generator=torch.Generator().manual_seed(1))
         weight[eos] += weight.std() * 4.0 * push
-    pack_linear_layers(model)  # as load_model does with the default CPU kernels
-    qg = HFQuestionGenerator(tok, model, batch_size=Q2Config().role_batch_size("qg"), max_length=128)
-    qg.generate_overrides = {"min_new_tokens": 8, "max_new_tokens": 24, "max_length": None}
+    accel.prepare_model(model, "onednn")  # as load_model does with the default CPU kernels
+    qg = HFQuestionGenerator(tok, model, batch_size=Q2Config().role_batch_size("qg"), max_length=128,
+                             generate_overrides={"min_new_tokens": 8, "max_new_tokens": 24, "max_length": None})
     qg.generate(pairs[:2])  # warm-up; builds the search
-    search = qg._beam
+    search = qg.runner.beam_search
     if search is None:
         print("this model does not run our beam search")
         return 1

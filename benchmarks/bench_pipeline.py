@@ -35,16 +35,15 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
+from benchmarks.bench_derive import derive, efficiency  # noqa: E402
+from q2_plugins import Q2Config, Q2Scorer, accel  # noqa: E402
+from q2_plugins.accel.onednn import PackedLinear, available, bf16_supported, flop_formulas  # noqa: E402
 from q2_plugins.components import Answer  # noqa: E402
 from q2_plugins.hf import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model  # noqa: E402
 from q2_plugins.normalize import answers_match  # noqa: E402
-from q2_plugins.onednn import PackedLinear, available, bf16_supported, flop_formulas  # noqa: E402
 from q2_plugins.replay import RecordedResponse, load_original_steps  # noqa: E402
 from q2_plugins.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy  # noqa: E402
 from q2_plugins.testing import build_albert_qa, build_roberta_nli, build_t5_qg  # noqa: E402
-
-from benchmarks.bench_derive import derive, efficiency  # noqa: E402
 
 SUBSETS = ["dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memnet_inconsistent"]
 
@@ -211,11 +210,17 @@ def make_components(paths: dict[str, Path], dtype: str, qg_len: int, int8: bool 
             warnings.simplefilter("ignore")
             m_qg, m_qa, m_nli = (quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8)
                                  for m in (m_qg, m_qa, m_nli))
-    qg = HFQuestionGenerator(tok_qg, m_qg, batch_size=1, max_length=128)
-    qg.generate_overrides = {"min_new_tokens": qg_len, "max_new_tokens": qg_len, "max_length": None}
+    qg = HFQuestionGenerator(tok_qg, m_qg, batch_size=1, max_length=128, generate_overrides=fixed_length(qg_len))
     qa = HFQuestionAnswerer(tok_qa, m_qa, batch_size=1)
     nli = HFNLI(tok_nli, m_nli, batch_size=1, model_name="bench")
+    for comp in (qg, qa, nli):
+        accel.instrument(comp)  # forward clock and counters, read by run()
     return {"qg": qg, "qa": qa, "nli": nli}
+
+
+def fixed_length(qg_len: int) -> dict[str, Any]:
+    """``generate`` arguments that make every question ``qg_len`` tokens long (the same work in every run)."""
+    return {"min_new_tokens": qg_len, "max_new_tokens": qg_len, "max_length": None}
 
 
 def set_mode(hf: dict[str, Any], batched: bool, batch_sizes: dict[str, int]) -> None:
@@ -224,7 +229,7 @@ def set_mode(hf: dict[str, Any], batched: bool, batch_sizes: dict[str, int]) -> 
         comp.batch_size = batch_sizes[role] if batched else 1
         comp.batch_tokens = defaults.role_batch_tokens(role) if batched else None
         comp.sort_by_length = batched
-        comp.reset_stats()
+        accel.instrument(comp).reset()
 
 
 def run(hf: dict[str, Any], nlp: Any, oracle: Oracle, records: Sequence[RecordedResponse], *, batched: bool,
@@ -241,8 +246,9 @@ def run(hf: dict[str, Any], nlp: Any, oracle: Oracle, records: Sequence[Recorded
     result = scorer.score(responses=[r.response for r in records], knowledge=[r.knowledge for r in records],
                           explain=True)
     wall = time.perf_counter() - t0
-    forward = {role: hf[role].forward_seconds for role in hf}
-    calls = {role: hf[role].call_seconds for role in hf}
+    stats = {role: accel.instrument(comp) for role, comp in hf.items()}
+    forward = {role: stats[role].forward_seconds for role in hf}
+    calls = {role: stats[role].call_seconds for role in hf}
     return {
         "wall_s": wall,
         "responses_per_s": len(records) / wall,
@@ -252,7 +258,7 @@ def run(hf: dict[str, Any], nlp: Any, oracle: Oracle, records: Sequence[Recorded
         # strict: time inside the models' forward passes; calls: also generate()'s beam bookkeeping between steps
         "forward_share": sum(forward.values()) / wall,
         "call_share": sum(calls.values()) / wall,
-        "tokens": {role: {"real": hf[role].tokens, "padded": hf[role].padded_tokens} for role in hf},
+        "tokens": {role: {"real": stats[role].tokens, "padded": stats[role].padded_tokens} for role in hf},
         "flops": {role: w.flops for role, w in wrappers.items()} if count_flops else None,
         "result": result,
         "real": {role: w.real for role, w in wrappers.items()},
@@ -313,19 +319,19 @@ def decision_diff(ref: dict[str, dict], other: dict[str, dict], oracle: Oracle) 
     }
 
 
-def qg_against_library(qg: Any, batched: dict[str, Any]) -> dict[str, Any]:
-    """The batched run's QG inputs again through the library's ``generate`` (``own_beam_search`` off): how many
-    inputs get other questions from our beam search, and the time of both."""
+def qg_against_library(qg: Any, batched: dict[str, Any], qg_len: int) -> dict[str, Any]:
+    """The batched run's QG inputs again through the library's ``generate`` (a question generator on the same
+    model and settings with ``search="library"``): how many inputs get other questions from our beam search, and
+    the time of both."""
     real = batched["real"]["qg"]
     pairs = list(real)
-    qg.own_beam_search = False
-    qg.reset_stats()
-    try:
-        library = qg.generate(pairs)
-    finally:
-        qg.own_beam_search = True
+    library_qg = HFQuestionGenerator(qg.tokenizer, qg.model, batch_size=qg.batch_size, max_length=qg.max_length,
+                                     sort_by_length=qg.sort_by_length, batch_tokens=qg.batch_tokens,
+                                     search="library", generate_overrides=fixed_length(qg_len))
+    stats = accel.instrument(library_qg)
+    library = library_qg.generate(pairs)
     changed = sum(real[p] != q for p, q in zip(pairs, library))
-    return {"inputs": len(pairs), "inputs_with_other_questions": changed, "library_call_s": qg.call_seconds,
+    return {"inputs": len(pairs), "inputs_with_other_questions": changed, "library_call_s": stats.call_seconds,
             "own_call_s": batched["call_s"]["qg"]}
 
 
@@ -418,7 +424,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     report["peak_rss_gb_fp32"] = peak_rss_gb()
     report["current_rss_gb_fp32"] = current_rss_gb()
     # after the memory figures: the library's generate holds a per-beam copy of every input's cross-attention cache
-    report["qg_vs_library_generate"] = qg_against_library(hf["qg"], batched)
+    report["qg_vs_library_generate"] = qg_against_library(hf["qg"], batched, args.qg_length)
 
     flops = None
     if not args.no_flops:

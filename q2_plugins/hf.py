@@ -1,27 +1,20 @@
 """Transformers-backed components: T5 question generation, extractive QA with windows, NLI.
 
-Each component takes a whole list of inputs, sorts it by length, runs it in batches and returns outputs in input
-order; padding never changes a result. QA and NLI windows run packed end to end where the model allows
-(:mod:`q2_plugins.packed`), padded batches with attention masks otherwise; beam-search QG on a T5-style model runs
-:mod:`q2_plugins.beam`, other decoding the library's ``generate``. Models are loaded by :func:`load_model`.
+Each component takes a whole list of inputs, turns it into model inputs (QG prompts; QA and NLI windows), has
+:mod:`q2_plugins.accel` run them in batches and decodes the outputs (questions, answer spans, labels) in input
+order; how the models run never changes a result. Models are loaded by :func:`load_model`.
 """
 
 from __future__ import annotations
 
-import contextlib
 import os
-import time
-from typing import Any, Callable, Iterator, Optional, Sequence, TypeVar
+from typing import Any, Mapping, Optional, Sequence
 
-from .beam import T5BeamSearch, beam_settings
+from . import accel
 from .components import Answer, AnswerKind, NLILabel
 from .errors import ModelLoadError, model_load_message
-from .packed import PackedEncoder
-from .selfcheck import FastPathCheck
 
 __all__ = ["load_model", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI", "nli_label_map"]
-
-T = TypeVar("T")
 
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
@@ -34,13 +27,9 @@ def _torch() -> Any:
 
 def load_model(role: str, name: str, revision: Optional[str], device: str, dtype: str, kind: str,
                cpu_kernels: str = "onednn") -> tuple[Any, Any]:
-    """Load tokenizer + model for a role through the Auto classes; errors say what to change.
-
-    With ``cpu_kernels="onednn"``, the Linear layers of a CPU model get their weights packed for oneDNN and a
-    tanh-approximated GELU runs as one kernel (:mod:`q2_plugins.onednn`, which leaves other devices alone);
-    ``"torch"`` keeps PyTorch's own matmul and the model's own activation code.
-    """
-    if cpu_kernels not in ("onednn", "torch"):
+    """Load tokenizer + model for a role through the Auto classes; errors say what to change. ``cpu_kernels``:
+    see :func:`q2_plugins.accel.prepare_model`."""
+    if cpu_kernels not in accel.CPU_KERNELS:
         raise ValueError(f"cpu_kernels must be 'onednn' or 'torch', got {cpu_kernels!r}")
     try:
         import transformers
@@ -79,11 +68,7 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
         )
     model.to(device)
     model.eval()
-    if cpu_kernels == "onednn":
-        from .onednn import fuse_tanh_gelu, pack_linear_layers
-
-        if pack_linear_layers(model):  # a CPU model on fast kernels: its activations too
-            fuse_tanh_gelu(model)
+    accel.prepare_model(model, cpu_kernels)
     return tokenizer, model
 
 
@@ -114,103 +99,12 @@ def highlight(answer: str, context: str, mark: str = "<hl>") -> str:
     return f"{context[:i]}{mark} {answer} {mark}{context[i + len(answer):]}"
 
 
-# A forward pass costs about as much as this many more input tokens would: small matrix products run far below the
-# machine's speed, and every pass has fixed work. Batching trades this against padding (see _length_batches).
-BATCH_OVERHEAD_TOKENS = 64
-
-
-def _length_batches(lengths: Sequence[int], batch_size: int, sort: bool, max_tokens: Optional[int] = None,
-                    overhead: int = BATCH_OVERHEAD_TOKENS) -> list[list[int]]:
-    """Index batches of at most ``batch_size`` inputs and, with ``max_tokens``, at most that many padded tokens
-    (inputs x longest input; an input longer than the cap goes alone).
-
-    The inputs, sorted by length (or in input order with ``sort`` off, as the per-item reference mode runs them), are
-    cut into the consecutive batches that minimise the padded tokens computed plus ``overhead`` per batch: a few very
-    long inputs no longer pad a batch of short ones, and similar lengths still fill whole batches.
-    """
-    n = len(lengths)
-    order = sorted(range(n), key=lambda i: lengths[i]) if sort else list(range(n))
-    best = [0] * (n + 1)  # best[j]: least cost of batching the first j inputs of ``order``
-    start = [0] * (n + 1)  # where the last batch of that best split starts
-    for j in range(1, n + 1):
-        longest = 0
-        best[j] = -1
-        for size in range(1, min(batch_size, j) + 1):
-            longest = max(longest, lengths[order[j - size]])
-            if size > 1 and max_tokens is not None and size * longest > max_tokens:
-                break  # size x longest only grows with size
-            cost = best[j - size] + size * longest + overhead
-            if best[j] < 0 or cost <= best[j]:  # ties: the larger batch
-                best[j], start[j] = cost, j - size
-    batches: list[list[int]] = []
-    j = n
-    while j > 0:
-        batches.append(order[start[j] : j])
-        j = start[j]
-    return batches[::-1]
-
-
-# Real tokens per pass when windows are packed (no padding): enough rows for the matrix products to run near the
-# machine's speed, few enough that a layer's activations stay in cache (measured: docs/performance.md).
-PACKED_BATCH_TOKENS = 512
-
-
-def _packed_batches(lengths: Sequence[int], batch_size: int, sort: bool, max_tokens: int) -> list[list[int]]:
-    """Consecutive runs of the inputs (sorted by length, or in input order without ``sort``) of at most
-    ``batch_size`` inputs and ``max_tokens`` real tokens (an input longer than that goes alone)."""
-    order = sorted(range(len(lengths)), key=lambda i: lengths[i]) if sort else list(range(len(lengths)))
-    batches: list[list[int]] = []
-    total = 0
-    for i in order:
-        if batches and len(batches[-1]) < batch_size and total + lengths[i] <= max_tokens:
-            batches[-1].append(i)
-            total += lengths[i]
-        else:
-            batches.append([i])
-            total = lengths[i]
-    return batches
-
-
-class _ForwardClock:
-    """Wall time inside a model's own ``forward`` calls (and its encoder's, which ``generate`` calls directly).
-
-    Hooks count only the outermost call, so nested modules are not counted twice. What ``generate`` does between
-    decoder steps (beam bookkeeping, logits processors, cache reordering) is outside the clock.
-    """
-
-    def __init__(self, model: Any) -> None:
-        self.seconds = 0.0
-        self._depth = 0
-        self._t0 = 0.0
-        modules = [model]
-        encoder = getattr(model, "get_encoder", None)
-        if callable(encoder) and getattr(model.config, "is_encoder_decoder", False):
-            modules.append(encoder())
-        for module in modules:
-            module.register_forward_pre_hook(self._enter)
-            module.register_forward_hook(self._exit)
-
-    @contextlib.contextmanager
-    def timing(self) -> Iterator[None]:
-        """Count the time inside this block as forward time (for model computations made outside ``forward``)."""
-        self._enter()
-        try:
-            yield
-        finally:
-            self._exit()
-
-    def _enter(self, *_: Any) -> None:
-        if self._depth == 0:
-            self._t0 = time.perf_counter()
-        self._depth += 1
-
-    def _exit(self, *_: Any) -> None:
-        self._depth -= 1
-        if self._depth == 0:
-            self.seconds += time.perf_counter() - self._t0
-
-
 class _HFComponent:
+    """A tokenizer and a model, the batching settings of its calls, and the :mod:`q2_plugins.accel` runner that runs
+    them (``runner``)."""
+
+    runner: Any
+
     def __init__(self, tokenizer: Any, model: Any, batch_size: int, sort_by_length: bool = True,
                  batch_tokens: Optional[int] = None) -> None:
         self.tokenizer = tokenizer
@@ -218,109 +112,24 @@ class _HFComponent:
         self.batch_size = batch_size
         self.batch_tokens = batch_tokens
         self.sort_by_length = sort_by_length
-        self.device = next(model.parameters()).device
-        self._clock = _ForwardClock(model)
-        self.reset_stats()
 
-    def reset_stats(self) -> None:
-        """Zero the counters benchmarks read: time in calls and in forwards, real and padded input tokens, batches."""
-        self.call_seconds = 0.0  # inside model(...) / model.generate(...)
-        self._clock.seconds = 0.0
-        self.tokens = 0  # input tokens fed to the model
-        self.padded_tokens = 0  # input positions computed, padding included
-        self.batches = 0  # forward passes / generate calls
-
-    @property
-    def forward_seconds(self) -> float:
-        """Wall time inside the model's forward passes since the last :meth:`reset_stats`."""
-        return self._clock.seconds
-
-    def _batches(self, lengths: Sequence[int]) -> list[list[int]]:
-        return _length_batches(lengths, self.batch_size, self.sort_by_length, self.batch_tokens)
-
-    def _pad(self, features: list[dict[str, list[int]]]) -> dict[str, Any]:
-        batch = self.tokenizer.pad(features, padding=True, return_tensors="pt")
-        self.tokens += sum(len(f["input_ids"]) for f in features)
-        self.padded_tokens += int(batch["input_ids"].numel())
-        self.batches += 1
-        return {k: v.to(self.device) for k, v in batch.items()}
-
-    def _clocked(self, fn: Callable[..., T]) -> Callable[..., T]:
-        """``fn`` with its time counted as forward time (model computations made outside ``model.forward``)."""
-
-        def run(**kwargs: Any) -> T:
-            with self._clock.timing():
-                return fn(**kwargs)
-
-        return run
-
-    def _timed(self, fn: Callable[..., T], **kwargs: Any) -> T:
-        t0 = time.perf_counter()
-        try:
-            return fn(**kwargs)
-        finally:
-            self.call_seconds += time.perf_counter() - t0
+    def _batching(self) -> accel.Batching:
+        return accel.Batching(self.batch_size, self.sort_by_length, self.batch_tokens)
 
 
 class _WindowComponent(_HFComponent):
     """A component that reads (question or premise, context) windows with an encoder: QA and NLI."""
 
+    _kind = ""  # the accel runner's kind: "qa" or "classification"
+
     def __init__(self, tokenizer: Any, model: Any, batch_size: int, sort_by_length: bool = True,
-                 batch_tokens: Optional[int] = None) -> None:
+                 batch_tokens: Optional[int] = None, pack_windows: bool = True) -> None:
         super().__init__(tokenizer, model, batch_size, sort_by_length, batch_tokens)
-        # run windows packed end to end instead of padded (same outputs, less work); off: padded batches
-        self.pack_windows = True
-        self._packed: Any = None
-        self._pack_check = FastPathCheck("packed windows of q2_plugins.packed")
+        self.runner = accel.window_runner(tokenizer, model, self._kind, pack_windows=pack_windows)
 
-    def _packer(self, kind: str) -> Optional[PackedEncoder]:
-        """The packed-window runner for this model, or None (padded batches): see :mod:`q2_plugins.packed`."""
-        if not self.pack_windows or self._pack_check.agreed is False:
-            return None
-        if self._packed is None:
-            self._packed = PackedEncoder.for_model(self.model, kind) or False
-        return self._packed or None
-
-    def _window_batches(self, kind: str, lengths: Sequence[int],
-                        features: Callable[[list[int]], list[dict[str, Any]]]) -> tuple[Optional[PackedEncoder],
-                                                                                       list[list[int]]]:
-        """The packer (or None) and the window batches of one call. On the first call on a device / dtype the tests
-        do not cover, the first packed batch also runs padded: any other argmax (span ends, labels) turns packing
-        off for the rest of the run."""
-        packer = self._packer(kind)
-        if packer is None:
-            return None, self._batches(lengths)
-        batches = self._packed_batch_list(lengths)
-        dtype = next(self.model.parameters()).dtype
-        if batches and self._pack_check.needed(self.device, dtype):
-            first = features(batches[0])
-            stripped = [{k: v for k, v in f.items() if k != "attention_mask"} for f in first]
-            padded = {k: v.to(self.device) for k, v in
-                      self.tokenizer.pad(first, padding=True, return_tensors="pt").items()}
-            with _torch().inference_mode():
-                if kind == "qa":
-                    starts, ends = packer.qa_logits(stripped)
-                    ref = self.model(**padded)
-                    same = all(int(starts[j].argmax()) == int(ref.start_logits[j][: len(starts[j])].argmax())
-                               and int(ends[j].argmax()) == int(ref.end_logits[j][: len(ends[j])].argmax())
-                               for j in range(len(first)))
-                else:
-                    logits = packer.class_logits(stripped)
-                    same = bool((logits.float().argmax(-1) == self.model(**padded).logits.float().argmax(-1)).all())
-            if not self._pack_check.record(same, self.device, dtype, "argmax of the window logits"):
-                return None, self._batches(lengths)
-        return packer, batches
-
-    def _packed_features(self, features: list[dict[str, list[int]]]) -> list[dict[str, list[int]]]:
-        n = sum(len(f["input_ids"]) for f in features)
-        self.tokens += n
-        self.padded_tokens += n  # no padding in the token-wise layers (attention pads per window)
-        self.batches += 1
-        return [{k: v for k, v in f.items() if k != "attention_mask"} for f in features]
-
-    def _packed_batch_list(self, lengths: Sequence[int]) -> list[list[int]]:
-        cap = min(self.batch_tokens or PACKED_BATCH_TOKENS, PACKED_BATCH_TOKENS)
-        return _packed_batches(lengths, self.batch_size, self.sort_by_length, cap)
+    def _logits(self, win: "_Windows") -> list[Any]:
+        """Each window's logits (see :meth:`q2_plugins.accel.windows.WindowRunner.logits`)."""
+        return self.runner.logits(win.features, self._batching())
 
     # which side of a pair is windowed: QA reads (question, context) and windows the context; NLI reads
     # (premise, hypothesis) and windows the premise
@@ -400,47 +209,21 @@ class _Windows:
         return out
 
 
-_BEAM_CACHE_CLASS: Any = None
-
-
-def _beam_search_cache(model: Any) -> Optional[Any]:
-    """An encoder-decoder cache for beam search that never reorders its cross-attention part, or None.
-
-    Every beam of an input attends to the same encoder output, so its cross-attention keys and values are the same
-    for all beams of that input, and beam search only ever picks beams within an input: reordering them (what the
-    default cache does after every decoder step, a copy of every layer's keys and values) moves nothing. The
-    self-attention cache is reordered as usual. None (the library's default cache is used) when this transformers
-    version has no such cache classes.
-    """
-    global _BEAM_CACHE_CLASS
-    if not getattr(model.config, "is_encoder_decoder", False):
-        return None
-    try:
-        from transformers.cache_utils import DynamicCache, EncoderDecoderCache
-    except ImportError:  # pragma: no cover - transformers without Cache classes
-        return None
-    if _BEAM_CACHE_CLASS is None:
-
-        class BeamSharedCrossAttentionCache(EncoderDecoderCache):
-            def reorder_cache(self, beam_idx: Any) -> None:
-                self.self_attention_cache.reorder_cache(beam_idx)
-
-        _BEAM_CACHE_CLASS = BeamSharedCrossAttentionCache
-    try:
-        config = model.config.get_text_config(decoder=True)
-        return _BEAM_CACHE_CLASS(DynamicCache(config=config), DynamicCache(config=config))
-    except TypeError:  # pragma: no cover - older DynamicCache without config
-        return _BEAM_CACHE_CLASS(DynamicCache(), DynamicCache())
-
-
 class HFQuestionGenerator(_HFComponent):
-    """Answer-aware T5 question generation (beam or greedy), batched across all candidates."""
+    """Answer-aware T5 question generation (beam or greedy), batched across all candidates.
+
+    ``search``: ``"own"`` or ``"library"``, how beam search runs (same questions; see
+    :func:`q2_plugins.accel.question_decoder`). ``generate_overrides``: extra ``generate`` arguments on every call,
+    for benchmarks (which fix the question length with ``min/max_new_tokens``); they can change the questions.
+    """
 
     def __init__(self, tokenizer: Any, model: Any, *, batch_size: int, decoding: str = "beam", num_beams: int = 5,
                  num_return: int = 5, no_repeat_ngram: int = 3, max_length: int = 128, max_input_tokens: int = 512,
                  input_template: str = "answer: {answer}  context: {context} </s>",
-                 sort_by_length: bool = True, batch_tokens: Optional[int] = None) -> None:
+                 sort_by_length: bool = True, batch_tokens: Optional[int] = None, search: str = "own",
+                 generate_overrides: Optional[Mapping[str, Any]] = None) -> None:
         super().__init__(tokenizer, model, batch_size, sort_by_length, batch_tokens)
+        self.runner = accel.question_decoder(tokenizer, model, search=search, generate_overrides=generate_overrides)
         self.decoding = decoding
         self.num_beams = num_beams if decoding == "beam" else 1
         self.num_return = num_return if decoding == "beam" else 1
@@ -448,13 +231,6 @@ class HFQuestionGenerator(_HFComponent):
         self.max_length = max_length
         self.max_input_tokens = max_input_tokens
         self.input_template = input_template
-        # extra model.generate arguments (benchmarks fix the question length with min/max_new_tokens)
-        self.generate_overrides: dict[str, Any] = {}
-        # beam search by q2_plugins.beam for T5-style models (same beams, less work per step); off: the library's
-        # generate, with a cache that never reorders cross-attention
-        self.own_beam_search = True
-        self._beam: Optional[T5BeamSearch] = None
-        self._beam_check = FastPathCheck("the beam search of q2_plugins.beam")
 
     def _texts(self, pairs: Sequence[tuple[str, str]]) -> list[str]:
         return [self.input_template.format(answer=a, context=c, highlighted=highlight(a, c)) for a, c in pairs]
@@ -488,79 +264,17 @@ class HFQuestionGenerator(_HFComponent):
         return out
 
     def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
-        torch = _torch()
-        texts = self._texts(pairs)
-        encoded = self.tokenizer(texts, add_special_tokens=True)["input_ids"]
+        encoded = self.tokenizer(self._texts(pairs), add_special_tokens=True)["input_ids"]
         for ids in encoded:
             if len(ids) > self.max_input_tokens:
                 raise ValueError(self._too_long(len(ids)))
-        out: list[list[str]] = [[] for _ in texts]
         gen_kwargs: dict[str, Any] = {"max_length": self.max_length, "num_beams": self.num_beams,
                                       "num_return_sequences": self.num_return, "do_sample": False}
         if self.decoding == "beam":
             gen_kwargs.update(no_repeat_ngram_size=self.no_repeat_ngram, early_stopping=True)
-        gen_kwargs.update(self.generate_overrides)
-        own_beam = self.own_beam_search and self._beam_check.agreed is not False
-        settings = beam_settings(self.model, gen_kwargs) if self.num_beams > 1 and own_beam else None
-        if settings is not None and self._beam is None:
-            self._beam = T5BeamSearch.for_model(self.model)
-        own = settings is not None and self._beam is not None
-        groups = self._batches([len(x) for x in encoded])  # encoder batches: similar lengths, little padding
-        # the decoder's cost per input does not depend on its length: our beam search decodes consecutive encoder
-        # batches together, up to batch_size inputs; generate takes one encoder batch at a time
-        calls = _merge_consecutive(groups, self.batch_size) if own else [[g] for g in groups]
-        for call in calls:
-            padded = [self._pad([{"input_ids": encoded[i]} for i in g]) for g in call]
-            with torch.inference_mode():
-                if own and self._beam_check.agreed is not False:  # (a failed check hands the rest to generate)
-                    pairs_in = [(p["input_ids"], p["attention_mask"]) for p in padded]
-                    generated = self._timed(self._beam.generate, encoder_batches=pairs_in, settings=settings,
-                                            timer=self._clock.timing)
-                    reference = self._check_beam(generated, padded, gen_kwargs, settings)
-                    if reference is not None:  # the check found a difference: the library's sequences
-                        generated = reference
-                else:
-                    generated = [self._timed(self._library_generate, inputs=p, gen_kwargs=gen_kwargs) for p in padded]
-            if not isinstance(generated, list):
-                generated = [generated]
-            decoded = [text for g in generated for text in self.tokenizer.batch_decode(g, skip_special_tokens=True)]
-            for j, i in enumerate(i for g in call for i in g):
-                group = decoded[j * self.num_return : (j + 1) * self.num_return]
-                out[i] = [q.replace("question: ", "", 1) for q in group]
-        return out
-
-    def _check_beam(self, generated: Any, padded: list[dict[str, Any]], gen_kwargs: dict[str, Any],
-                    settings: Any) -> Optional[list[Any]]:
-        """On the first call on a device / dtype the tests do not cover, the library's ``generate`` on the same
-        inputs: None when the token ids agree (or no check is due), else the library's outputs, one per group."""
-        dtype = next(self.model.parameters()).dtype
-        if not self._beam_check.needed(self.device, dtype):
-            return None
-        reference = [self._library_generate(inputs=p, gen_kwargs=gen_kwargs) for p in padded]
-        fill = settings.pad if settings.pad is not None else settings.eos[0]
-
-        def rows(t: Any) -> list[list[int]]:
-            out = []
-            for row in t.tolist():
-                while row and row[-1] == fill:
-                    row.pop()
-                out.append(row)
-            return out
-
-        same = rows(generated) == [r for t in reference for r in rows(t)]
-        return None if self._beam_check.record(same, self.device, dtype, "token ids") else reference
-
-    def _library_generate(self, inputs: dict[str, Any], gen_kwargs: dict[str, Any]) -> Any:
-        cache = _beam_search_cache(self.model) if self.num_beams > 1 else None
-        if cache is not None:
-            inputs = dict(inputs, past_key_values=cache)
-        return self.model.generate(**inputs, **gen_kwargs)
-
-
-def _merge_consecutive(groups: list[list[int]], most: int) -> list[list[list[int]]]:
-    """Consecutive groups joined while their total size stays within ``most``."""
-    runs = _packed_batches([len(g) for g in groups], len(groups), False, most)
-    return [[groups[j] for j in run] for run in runs]
+        generated = self.runner.generate(encoded, gen_kwargs, self._batching())
+        return [[q.replace("question: ", "", 1) for q in self.tokenizer.batch_decode(rows, skip_special_tokens=True)]
+                for rows in generated]
 
 
 class HFQuestionAnswerer(_WindowComponent):
@@ -574,38 +288,23 @@ class HFQuestionAnswerer(_WindowComponent):
 
     def __init__(self, tokenizer: Any, model: Any, *, batch_size: int, decoding: str = "original",
                  max_length: int = 512, stride: int = 128, max_answer_tokens: int = 30,
-                 sort_by_length: bool = True, batch_tokens: Optional[int] = None) -> None:
-        super().__init__(tokenizer, model, batch_size, sort_by_length, batch_tokens)
+                 sort_by_length: bool = True, batch_tokens: Optional[int] = None, pack_windows: bool = True) -> None:
+        super().__init__(tokenizer, model, batch_size, sort_by_length, batch_tokens, pack_windows)
         self.decoding = decoding
         self.max_length = max_length
         self.stride = stride
         self.max_answer_tokens = max_answer_tokens
 
+    _kind = "qa"
     _windowed_side = 1
     _fixed_name = "question"
     _setting = "qa_max_length"
 
     def answer(self, pairs: Sequence[tuple[str, str]]) -> list[Answer]:
-        torch = _torch()
         contexts = [c for _, c in pairs]
         win = self._windows(pairs, offsets=self.decoding == "squad2")
-        n_windows = len(win.features)
-        start_logits: list[Any] = [None] * n_windows
-        end_logits: list[Any] = [None] * n_windows
-        lengths = [len(f["input_ids"]) for f in win.features]
-        packer, batches = self._window_batches("qa", lengths, lambda b: [win.features[w] for w in b])
-        for batch in batches:
-            features = [win.features[w] for w in batch]
-            with torch.inference_mode():
-                if packer:
-                    starts, ends = self._timed(self._clocked(packer.qa_logits),
-                                               features=self._packed_features(features))
-                else:
-                    outputs = self._timed(self.model, **self._pad(features))
-                    starts, ends = outputs.start_logits, outputs.end_logits
-            for j, w in enumerate(batch):
-                start_logits[w] = starts[j][: lengths[w]].float().cpu()  # padding positions are never candidates
-                end_logits[w] = ends[j][: lengths[w]].float().cpu()
+        logits = self._logits(win)
+        start_logits, end_logits = [s for s, _ in logits], [e for _, e in logits]
         decode = self._decode_original if self.decoding == "original" else self._decode_squad2
         return [decode(ws, win, start_logits, end_logits, contexts[i]) for i, ws in enumerate(win.of_pairs())]
 
@@ -681,31 +380,21 @@ class HFNLI(_WindowComponent):
     """
 
     def __init__(self, tokenizer: Any, model: Any, *, batch_size: int, max_length: int = 512, stride: int = 128,
-                 model_name: str = "", sort_by_length: bool = True, batch_tokens: Optional[int] = None) -> None:
-        super().__init__(tokenizer, model, batch_size, sort_by_length, batch_tokens)
+                 model_name: str = "", sort_by_length: bool = True, batch_tokens: Optional[int] = None,
+                 pack_windows: bool = True) -> None:
+        super().__init__(tokenizer, model, batch_size, sort_by_length, batch_tokens, pack_windows)
         self.max_length = max_length
         self.stride = stride
         self.labels = nli_label_map(model.config.id2label, model_name)
 
+    _kind = "classification"
     _windowed_side = 0
     _fixed_name = "hypothesis (the response, for the fallback)"
     _setting = "nli_max_length"
 
     def predict(self, pairs: Sequence[tuple[str, str]]) -> list[NLILabel]:
-        torch = _torch()
         win = self._windows(pairs)
-        lengths = [len(f["input_ids"]) for f in win.features]
-        window_labels: list[NLILabel] = [NLILabel.NEUTRAL] * len(lengths)
-        packer, batches = self._window_batches("classification", lengths, lambda b: [win.features[w] for w in b])
-        for batch in batches:
-            features = [win.features[w] for w in batch]
-            with torch.inference_mode():
-                if packer:
-                    logits = self._timed(self._clocked(packer.class_logits), features=self._packed_features(features))
-                else:
-                    logits = self._timed(self.model, **self._pad(features)).logits
-            for j, w in enumerate(batch):
-                window_labels[w] = self.labels[int(logits[j].float().argmax())]
+        window_labels = [self.labels[int(logits.argmax())] for logits in self._logits(win)]
         out = []
         for labels in ([window_labels[w] for w in ws] for ws in win.of_pairs()):
             if NLILabel.ENTAILMENT in labels:

@@ -11,7 +11,7 @@ from typing import Callable
 import pytest
 import torch
 
-from q2_plugins.beam import T5BeamSearch, _ban_repeated_ngrams, beam_settings
+from q2_plugins.accel.beam import T5BeamSearch, _ban_repeated_ngrams, beam_settings
 from q2_plugins.hf import HFQuestionGenerator, load_model
 
 SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
@@ -180,11 +180,18 @@ def test_question_generator_falls_back_to_generate_with_the_same_questions(tiny_
     model.generate = lambda *a, **k: calls.append(1) or original(*a, **k)
     try:
         assert qg.generate(pairs) == ours and not calls  # our search: generate is never called
-        qg.generate_overrides = {"repetition_penalty": 1.0001}  # a setting we don't reproduce
-        qg.generate(pairs)
+        # a setting we don't reproduce
+        unusual = HFQuestionGenerator(tok, model, batch_size=4, max_length=12,
+                                      generate_overrides={"repetition_penalty": 1.0001})
+        unusual.generate(pairs)
         assert calls  # handed to generate
-        qg.generate_overrides = {}
-        qg.own_beam_search = False
-        assert qg.generate(pairs) == ours
+        library = HFQuestionGenerator(tok, model, batch_size=4, max_length=12, search="library")
+        assert library.generate(pairs) == ours
     finally:
         model.generate = original
+
+
+def test_an_unknown_search_is_refused_naming_the_choices(tiny_models):
+    tok, model = load_model("qg", str(tiny_models["qg"]), None, "cpu", "float32", "seq2seq", "torch")
+    with pytest.raises(ValueError, match=r"search must be one of 'own', 'library', got 'fast'"):
+        HFQuestionGenerator(tok, model, batch_size=4, search="fast")

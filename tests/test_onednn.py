@@ -10,7 +10,8 @@ import pytest
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from q2_plugins import Q2Config, Q2Scorer, onednn
+from q2_plugins import Q2Config, Q2Scorer
+from q2_plugins.accel import onednn
 from q2_plugins.hf import load_model
 
 pytestmark = pytest.mark.skipif(not onednn.available(), reason="this PyTorch build has no oneDNN")

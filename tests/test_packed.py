@@ -8,8 +8,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from q2_plugins.hf import HFNLI, HFQuestionAnswerer, _packed_batches, load_model
-from q2_plugins.packed import ATTENTION, PackedEncoder
+from q2_plugins import accel
+from q2_plugins.accel.batching import packed_batches
+from q2_plugins.accel.packed import ATTENTION, PackedEncoder
+from q2_plugins.hf import HFNLI, HFQuestionAnswerer, load_model
 
 SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
 QUESTIONS = ["What is it?", "Who is the capital of France and why is it there?", "where"]
@@ -66,22 +68,24 @@ def test_packed_logits_are_the_padded_ones(tiny_models, bert_qa, rows, which, ke
 def test_components_give_the_same_answers_and_labels_packed_or_padded(tiny_models, rows):
     tok, model = load_model("qa", str(tiny_models["qa"]), None, "cpu", "float32", "qa", "onednn")
     qa = HFQuestionAnswerer(tok, model, batch_size=8, max_length=48, stride=16)  # long contexts: several windows
+    stats = accel.instrument(qa)
     pairs = [(QUESTIONS[i % 3], r["knowledge"] + " " + r["response"]) for i, r in enumerate(rows)]
     packed = qa.answer(pairs)
-    assert qa.batches > 1 and qa.padded_tokens == qa.tokens
-    qa.pack_windows = False
-    qa.reset_stats()
+    assert stats.batches > 1 and stats.padded_tokens == stats.tokens
+    qa = HFQuestionAnswerer(tok, model, batch_size=8, max_length=48, stride=16, pack_windows=False)
+    stats = accel.instrument(qa)
     padded = qa.answer(pairs)
-    assert qa.padded_tokens > qa.tokens
+    assert stats.padded_tokens > stats.tokens
     assert packed == padded
     assert len({a.text for a in packed}) > 2
 
     tok, model = load_model("nli", str(tiny_models["nli"]), None, "cpu", "float32", "classification", "onednn")
     nli = HFNLI(tok, model, batch_size=8, max_length=48, stride=8, model_name="tiny")
+    stats = accel.instrument(nli)
     pairs = [(r["knowledge"] + " " + r["response"], " ".join(r["response"].split()[:4])) for r in rows]
     packed_labels = nli.predict(pairs)
-    assert nli.batches > 1 and nli.padded_tokens == nli.tokens
-    nli.pack_windows = False
+    assert stats.batches > 1 and stats.padded_tokens == stats.tokens
+    nli = HFNLI(tok, model, batch_size=8, max_length=48, stride=8, model_name="tiny", pack_windows=False)
     assert nli.predict(pairs) == packed_labels
 
 
@@ -99,7 +103,7 @@ def test_other_models_run_padded(tiny_models):
 @pytest.mark.parametrize("sort", [True, False])
 def test_packed_batches_respect_both_caps(sort):
     lengths = [5, 30, 7, 12, 12, 50, 3, 8, 21, 9, 60, 4]
-    batches = _packed_batches(lengths, 4, sort, 40)
+    batches = packed_batches(lengths, 4, sort, 40)
     flat = [i for b in batches for i in b]
     assert flat == (sorted(range(len(lengths)), key=lambda i: lengths[i]) if sort else list(range(len(lengths))))
     for b in batches:

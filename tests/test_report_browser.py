@@ -48,7 +48,7 @@ def scripted_result():
           ("What can coffee have?", COF_RESP): "acidic",
           (IMG_Q, INJ_RESP): SCRIPT, (IMG_Q, INJ_KNOW): INJ_KANS, ("What fails?", "Fails."): "Fails"}
     nli = {("Where was I born? Los Angeles.", "Where was I born? LA."): NLILabel.ENTAILMENT,
-           (FB_KNOW.lower(), FB_RESP): NLILabel.CONTRADICTION}
+           (FB_KNOW.lower(), FB_RESP.lower()): NLILabel.CONTRADICTION}
     scorer = Q2Scorer(Q2Config(), candidate_extractor=FakeCandidates(cands), question_generator=FakeQG(qg),
                       question_answerer=FakeQA(qa, fail_on=[BAD_KNOW]), nli=FakeNLI(nli),
                       personal_filter=FakePersonal())

@@ -9,10 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from q2_plugins import hf, selfcheck
-from q2_plugins.beam import T5BeamSearch
+from q2_plugins import accel
+from q2_plugins.accel import generation, selfcheck, windows
+from q2_plugins.accel.beam import T5BeamSearch
+from q2_plugins.accel.packed import PackedEncoder
 from q2_plugins.hf import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model
-from q2_plugins.packed import PackedEncoder
 
 SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
 PAIRS = [("Paris", "Paris is the capital of France."), ("France", "Paris is the capital of France."),
@@ -30,9 +31,9 @@ def rows() -> list[dict]:
     return [json.loads(line) for line in SAMPLE.read_text().splitlines()]
 
 
-def _qg(tiny_models, batch_size=4):
+def _qg(tiny_models, batch_size=4, search="own"):
     tok, model = load_model("qg", str(tiny_models["qg"]), None, "cpu", "float32", "seq2seq", "torch")
-    return HFQuestionGenerator(tok, model, batch_size=batch_size, max_length=12)
+    return HFQuestionGenerator(tok, model, batch_size=batch_size, max_length=12, search=search)
 
 
 def _count_generate(model, calls):
@@ -42,23 +43,21 @@ def _count_generate(model, calls):
 
 def test_beam_search_that_agrees_keeps_running(tiny_models, untested_cpu):
     qg = _qg(tiny_models)
-    library = _qg(tiny_models)
-    library.own_beam_search = False
+    library = _qg(tiny_models, search="library")
     expected = library.generate(PAIRS)
     calls = []
     _count_generate(qg.model, calls)
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         assert qg.generate(PAIRS) == expected
-    assert calls and qg._beam_check.agreed is True  # checked once against generate
+    assert calls and qg.runner.check.agreed is True  # checked once against generate
     calls.clear()
     assert qg.generate(PAIRS) == expected and not calls  # then our search alone
 
 
 def test_beam_search_that_differs_warns_once_and_hands_over(tiny_models, untested_cpu, monkeypatch):
     qg = _qg(tiny_models, batch_size=1)  # one input per call: the first call is checked, the next ones handed over
-    library = _qg(tiny_models)
-    library.own_beam_search = False
+    library = _qg(tiny_models, search="library")
     expected = library.generate(PAIRS)
     real = T5BeamSearch.generate
     own_calls = []
@@ -70,11 +69,11 @@ def test_beam_search_that_differs_warns_once_and_hands_over(tiny_models, unteste
         return out
 
     monkeypatch.setattr(T5BeamSearch, "generate", perturbed)
-    with pytest.warns(RuntimeWarning, match=r"beam search of q2_plugins\.beam .*library path") as caught:
+    with pytest.warns(RuntimeWarning, match=r"beam search of q2_plugins\.accel\.beam .*library path") as caught:
         assert qg.generate(PAIRS) == expected  # the checked batch already gets generate's questions
         assert qg.generate(PAIRS) == expected
     assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 1
-    assert own_calls == [1] and qg._beam_check.agreed is False
+    assert own_calls == [1] and qg.runner.check.agreed is False
 
 
 def test_no_check_on_tested_settings(tiny_models, monkeypatch):
@@ -82,22 +81,21 @@ def test_no_check_on_tested_settings(tiny_models, monkeypatch):
     calls = []
     _count_generate(qg.model, calls)
     qg.generate(PAIRS)
-    assert not calls and qg._beam_check.agreed is None
+    assert not calls and qg.runner.check.agreed is None
 
 
-def _components(tiny_models):
+def _components(tiny_models, pack_windows=True):
     tok, model = load_model("qa", str(tiny_models["qa"]), None, "cpu", "float32", "qa", "torch")
-    qa = HFQuestionAnswerer(tok, model, batch_size=8, max_length=48, stride=16)
+    qa = HFQuestionAnswerer(tok, model, batch_size=8, max_length=48, stride=16, pack_windows=pack_windows)
     tok, model = load_model("nli", str(tiny_models["nli"]), None, "cpu", "float32", "classification", "torch")
-    nli = HFNLI(tok, model, batch_size=8, max_length=48, stride=8, model_name="tiny")
+    nli = HFNLI(tok, model, batch_size=8, max_length=48, stride=8, model_name="tiny", pack_windows=pack_windows)
     return qa, nli
 
 
 def test_packed_windows_that_differ_warn_once_and_run_padded(tiny_models, rows, untested_cpu, monkeypatch):
     qa_pairs = [("What is it?", r["knowledge"] + " " + r["response"]) for r in rows]
     nli_pairs = [(r["knowledge"], " ".join(r["response"].split()[:4])) for r in rows]
-    reference_qa, reference_nli = _components(tiny_models)
-    reference_qa.pack_windows = reference_nli.pack_windows = False
+    reference_qa, reference_nli = _components(tiny_models, pack_windows=False)
     expected_answers, expected_labels = reference_qa.answer(qa_pairs), reference_nli.predict(nli_pairs)
 
     real_qa, real_class = PackedEncoder.qa_logits, PackedEncoder.class_logits
@@ -105,22 +103,24 @@ def test_packed_windows_that_differ_warn_once_and_run_padded(tiny_models, rows, 
                         lambda self, f: tuple([-x for x in part] for part in real_qa(self, f)))
     monkeypatch.setattr(PackedEncoder, "class_logits", lambda self, f: real_class(self, f).flip(-1))
     qa, nli = _components(tiny_models)
-    with pytest.warns(RuntimeWarning, match=r"packed windows of q2_plugins\.packed") as caught:
+    stats = accel.instrument(qa)
+    with pytest.warns(RuntimeWarning, match=r"packed windows of q2_plugins\.accel\.packed") as caught:
         assert qa.answer(qa_pairs) == expected_answers
         assert qa.answer(qa_pairs) == expected_answers
         assert nli.predict(nli_pairs) == expected_labels
     assert len([w for w in caught if issubclass(w.category, RuntimeWarning)]) == 2  # once per component
-    assert qa._packer("qa") is None and nli._packer("classification") is None
-    assert qa.padded_tokens > qa.tokens  # padded batches from the first call on
+    assert qa.runner.packer() is None and nli.runner.packer() is None
+    assert stats.padded_tokens > stats.tokens  # padded batches from the first call on
 
 
 def test_packed_windows_that_agree_stay_packed(tiny_models, rows, untested_cpu):
     qa, _ = _components(tiny_models)
+    stats = accel.instrument(qa)
     pairs = [("What is it?", r["knowledge"]) for r in rows]
     with warnings.catch_warnings():
         warnings.simplefilter("error")
         qa.answer(pairs)
-    assert qa._pack_check.agreed is True and qa.padded_tokens == qa.tokens
+    assert qa.runner.check.agreed is True and stats.padded_tokens == stats.tokens
 
 
 def test_the_tested_predicate():
@@ -129,4 +129,4 @@ def test_the_tested_predicate():
     assert selfcheck.tested_setting("cpu", torch.float32) and selfcheck.tested_setting("cpu", torch.bfloat16)
     assert not selfcheck.tested_setting("cpu", torch.float16)
     assert not selfcheck.tested_setting("cuda:0", torch.float32) and not selfcheck.tested_setting("mps", torch.float32)
-    assert hf.FastPathCheck is selfcheck.FastPathCheck
+    assert generation.FastPathCheck is windows.FastPathCheck is selfcheck.FastPathCheck

@@ -1,9 +1,9 @@
 """Fast paths that check themselves where the test suite cannot run them.
 
-The own beam search (:mod:`q2_plugins.beam`) and packed windows (:mod:`q2_plugins.packed`) are tested equal to the
-library's ``generate`` and to padded batches on the CPU in float32 and bfloat16 only. On any other device or dtype
-(CUDA, MPS, float16), the first call of each fast path also runs the library path on the same batch; on any
-difference it warns once, naming the path, and the component uses the library path for the rest of the run.
+The own beam search (:mod:`q2_plugins.accel.beam`) and packed windows (:mod:`q2_plugins.accel.packed`) are tested
+equal to the library's ``generate`` and to padded batches on the CPU in float32 and bfloat16 only. On any other
+device or dtype (CUDA, MPS, float16), the first call of each fast path also runs the library path on the same batch;
+on any difference it warns once, naming the path, and the component uses the library path for the rest of the run.
 """
 
 from __future__ import annotations
