@@ -113,12 +113,9 @@ class Q2Scorer:
         return {"batch_size": rt.batch_size, "batch_tokens": rt.batch_tokens, "sort_by_length": rt.sort_by_length}
 
     def _fast_paths(self, role: str) -> dict[str, Any]:
-        """The wrapper's fast-path settings (``search`` of QG, ``pack_windows`` of QA and NLI); a setting at its
-        default is left to the wrapper's own default."""
+        """The wrapper's fast-path settings: ``search`` of QG, ``pack_windows`` of QA and NLI."""
         c = self.config
-        if role == "qg":
-            return {} if c.qg_search == "own" else {"search": c.qg_search}
-        return {} if c.pack_windows else {"pack_windows": False}
+        return {"search": c.qg_search} if role == "qg" else {"pack_windows": c.pack_windows}
 
     @property
     def question_generator(self) -> QuestionGenerator:

@@ -14,7 +14,7 @@ LONGEST = 80  # lines of one function, decorators excluded
 
 # functions still longer, each named with its length today: splitting one makes its entry fail until it is removed
 STILL_LONG = {
-    ("beam.py", "generate"): 107,
+    ("accel/beam.py", "generate"): 107,
     ("metaeval/loaders.py", "load_wow"): 81,
 }
 
