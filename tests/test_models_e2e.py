@@ -269,3 +269,14 @@ def test_cli_flags_map_one_to_one_onto_the_config():
     assert defaults == Q2Config()  # CLI defaults are the config defaults
     flags = {a.dest for a in build_parser()._subparsers._group_actions[0].choices["score"]._actions}
     assert {f.name for f in dataclasses.fields(Q2Config)} <= flags
+
+
+def test_runtime_fast_path_settings_reach_the_wrappers_and_change_no_result(tiny):
+    responses, knowledge = ["paris is the capital of france .", "i like jazz ."], ["Paris is in France.", "Jazz."]
+    fast = Q2Scorer(tiny_config(tiny))
+    plain = Q2Scorer(tiny_config(tiny, qg_search="library", pack_windows=False))
+    assert (fast.question_generator.runner.search, fast.question_answerer.runner.pack_windows) == ("own", True)
+    assert (plain.question_generator.runner.search, plain.question_answerer.runner.pack_windows,
+            plain.nli.runner.pack_windows) == ("library", False, False)
+    assert plain.score(responses=responses, knowledge=knowledge, explain=True).to_dict() == \
+        fast.score(responses=responses, knowledge=knowledge, explain=True).to_dict()
