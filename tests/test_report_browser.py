@@ -54,7 +54,7 @@ def scripted_result():
                       personal_filter=FakePersonal())
     responses = [LA_RESP, COF_RESP, FB_RESP, INJ_RESP, "Fails."]
     knowledge = [LA_KNOW, COF_KNOW, FB_KNOW, INJ_KNOW, BAD_KNOW]
-    result = scorer.score(responses=responses, knowledge=knowledge, explain=True)
+    result = scorer.score(responses=responses, knowledge=knowledge, explain=True, label=True)
     ids = ["la", "coffee", "fallback", '<img src=x onerror="window.__pwned=5">', "error"]
     rows = [{"id": i, **r.to_dict(), "response": resp, "knowledge": know}
             for i, r, resp, know in zip(ids, result.responses, responses, knowledge)]
