@@ -71,3 +71,41 @@ def _doc_blocks(path: Path, tag: str) -> list[tuple[str, str]]:
     text = path.read_text(encoding="utf-8")
     pattern = rf"<!-- test: {re.escape(tag)} -->\s*\n```(\w+)\n(.*?)\n```"
     return [(m.group(1), m.group(2) + "\n") for m in re.finditer(pattern, text, flags=re.S)]
+
+
+# -- docs pages whose commands the tests run (docs/metaeval.md, docs/taxonomy_stress.md) -----------------------------
+def doc_block(doc: Path, kind: str, tag: str) -> str:
+    """The fenced block after ``<!-- kind: tag -->`` in ``doc``."""
+    import re
+
+    found = re.search(rf"<!-- {kind}: {re.escape(tag)} -->\s*\n```\w*\n(.*?)\n```", doc.read_text(), flags=re.S)
+    assert found, f"no <!-- {kind}: {tag} --> block in {doc}"
+    return found.group(1)
+
+
+def run_doc_commands(doc: Path, tag: str, capsys) -> None:
+    """Run the ``q2`` commands of the ``test: tag`` block in-process; each must exit 0 and together print every line
+    of the ``output: tag`` block."""
+    import shlex
+
+    from q2_plugins.cli import main
+
+    for line in doc_block(doc, "test", tag).splitlines():
+        argv = shlex.split(line)
+        assert argv[0] == "q2"
+        assert main(argv[1:]) == 0, line
+    printed = capsys.readouterr().out
+    for expected in doc_block(doc, "output", tag).splitlines():
+        assert expected in printed, expected
+
+
+@pytest.fixture()
+def repo_dir(tmp_path, monkeypatch) -> Path:
+    """A working directory laid out as the docs assume: the repository (its ``tests`` and an ``out`` folder), with
+    ``../shared/data`` beside it."""
+    (tmp_path / "shared").mkdir()
+    (tmp_path / "shared" / "data").symlink_to(shared_data_dir(), target_is_directory=True)
+    (tmp_path / "repo" / "out").mkdir(parents=True)
+    (tmp_path / "repo" / "tests").symlink_to(REPO / "tests", target_is_directory=True)
+    monkeypatch.chdir(tmp_path / "repo")
+    return tmp_path / "repo"
