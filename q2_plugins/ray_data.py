@@ -326,10 +326,10 @@ def write_meta(output: Union[str, os.PathLike], signature: str, stats: Q2Stats, 
     """The run's sidecar ``<output>.meta.json``: signature, summary, config and package version."""
     meta = {"signature": signature, "summary": stats.summary(), "config": config.to_dict(), "version": __version__,
             **extra}
+    from .io import write_json_atomic
+
     target = Path(str(output) + ".meta.json")
-    tmp = target.with_name(target.name + ".part")
-    tmp.write_text(json.dumps(meta, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    write_json_atomic(target, meta)
     return target
 
 
