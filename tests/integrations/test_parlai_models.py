@@ -38,7 +38,7 @@ from parlai.scripts.eval_model import EvalModel  # noqa: E402
 
 pytestmark = [pytest.mark.slow, pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")]
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 RERANKERS = {"transformer": "parlai_ext.agents:Q2RerankTransformerGeneratorAgent",
              "end2end": "parlai_ext.agents:Q2RerankEndToEndAgent",
              "image_seq2seq": "parlai_ext.agents:Q2RerankImageSeq2seqAgent"}

@@ -111,7 +111,7 @@ def tiny(tmp_path_factory) -> dict[str, Path]:
 
 @pytest.fixture()
 def small_table(tmp_path) -> Path:
-    sample = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
+    sample = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
     rows = [json.loads(line) for line in sample.read_text().splitlines()][:6]
     path = tmp_path / "table.jsonl"
     path.write_text("".join(json.dumps({"response": r["response"], "knowledge": r["knowledge"],

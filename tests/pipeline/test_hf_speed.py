@@ -16,7 +16,7 @@ from q2_plugins.accel.batching import length_batches
 from q2_plugins.accel.generation import beam_search_cache
 from q2_plugins.hf import HFQuestionGenerator
 
-SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,7 @@ import pytest
 
 from tests.conftest import doc_block, run_doc_commands
 
-DOC = Path(__file__).resolve().parent.parent / "docs" / "taxonomy_stress.md"
+DOC = Path(__file__).resolve().parents[2] / "docs" / "taxonomy_stress.md"
 
 
 def block(kind: str, tag: str) -> str:

@@ -164,7 +164,7 @@ def test_missing_field_ends_the_command_with_one_line(datapath):
     import sys
     from pathlib import Path
 
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parent.parent), "PYTHONWARNINGS": "ignore"}
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "PYTHONWARNINGS": "ignore"}
     code = "import parlai_ext, sys; parlai_ext.enable(); from parlai.scripts.eval_model import EvalModel; " \
            "sys.argv[1:] = sys.argv[2:]; EvalModel.main()"
     out = subprocess.run([sys.executable, "-c", code, "eval_model", "-m", "repeat_label", "-t",

@@ -24,7 +24,7 @@ from parlai_ext import hook  # noqa: E402
 from q2_plugins import hooks  # noqa: E402
 from q2_plugins.cli import main as q2_main  # noqa: E402
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def run(code: str, pth_dir: Path, pythonpath: str = str(REPO), **env: str) -> subprocess.CompletedProcess:

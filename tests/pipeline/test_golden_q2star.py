@@ -12,7 +12,7 @@ from q2_plugins.components import Answer, NLILabel
 from q2_plugins.replay import RecordedQuestion, RecordedResponse, replay
 from q2_plugins.scoring import counted_questions
 from tests.fakes import FakeNLI
-from tests.test_golden import make_scorer
+from tests.pipeline.test_golden import make_scorer
 
 E, N, C = NLILabel.ENTAILMENT, NLILabel.NEUTRAL, NLILabel.CONTRADICTION
 

@@ -223,7 +223,7 @@ def test_docs_yaml_excerpts_match_the_shipped_tasks():
         pass
 
     Loader.add_constructor("!function", lambda loader, node: "!function " + loader.construct_scalar(node))
-    docs = (Path(__file__).resolve().parent.parent / "docs" / "huggingface.md").read_text()
+    docs = (Path(__file__).resolve().parents[2] / "docs" / "huggingface.md").read_text()
     shipped = {}
     for name in ("q2_wow", "q2_wow_rerank"):
         shipped.update(yaml.load((ext.TASKS_DIR / "q2_wow" / f"{name}.yaml").read_text(), Loader=Loader))

@@ -15,7 +15,7 @@ from q2_plugins import io as q2io
 from q2_plugins.cli import main
 from q2_plugins.io import read_rows
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 GOOD = {"response": "paris is in france .", "knowledge": "Paris is the capital of France."}
 
 

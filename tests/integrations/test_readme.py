@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import REPO, _doc_blocks
+from tests.conftest import REPO, _doc_blocks
 
 README = REPO / "README.md"
 QUICKSTART = _doc_blocks(README, "quickstart")

@@ -24,7 +24,7 @@ from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
 from q2_plugins.cli import main  # noqa: E402
 from q2_plugins.ray_data import Q2BatchScorer, dataset_stats, score_dataset, split_by_score  # noqa: E402
 
-SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 Q2_FIELDS = ("score", "score_no_nli", "status", "num_questions", "error")
 
 
@@ -240,7 +240,7 @@ def test_doc_commands_parse():
     from q2_plugins.cli import build_parser
     from tests.conftest import _doc_blocks
 
-    blocks = _doc_blocks(Path(__file__).resolve().parent.parent / "docs" / "ray.md", "ray-cli")
+    blocks = _doc_blocks(Path(__file__).resolve().parents[2] / "docs" / "ray.md", "ray-cli")
     commands = [c for c in blocks[0][1].replace("\\\n", " ").splitlines() if c.startswith("q2 ")]
     assert len(commands) == 3
     for command in commands:

@@ -9,7 +9,7 @@ import pytest
 
 from tests.conftest import doc_block, run_doc_commands
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 DOC = REPO / "docs" / "metaeval.md"
 
 

@@ -16,7 +16,7 @@ from q2_plugins.hf import load_model
 
 pytestmark = pytest.mark.skipif(not onednn.available(), reason="this PyTorch build has no oneDNN")
 
-SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 KINDS = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
 
 

@@ -15,7 +15,7 @@ from q2_plugins.accel.beam import T5BeamSearch
 from q2_plugins.accel.packed import PackedEncoder
 from q2_plugins.hf import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model
 
-SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 PAIRS = [("Paris", "Paris is the capital of France."), ("France", "Paris is the capital of France."),
          ("capital", "Paris is the capital of France and its largest city.")]
 

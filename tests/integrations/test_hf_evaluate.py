@@ -22,7 +22,7 @@ import pytest
 from q2_plugins import Q2Config, Q2Scorer
 from q2_plugins.hf_evaluate import metric_path, patch_loading
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 MODULE_DIR = REPO / "hf_evaluate_metric" / "q2"
 TINY = dict(qg_model="q2-models/qg", qa_model="q2-models/qa", nli_model="q2-models/nli")
 RESPONSES = ["it aired in the us , canada and latin america", "i love gardening as well ."]

@@ -17,7 +17,7 @@ from q2_plugins.components import Answer, AnswerKind, NLILabel
 from q2_plugins.errors import ModelLoadError
 from q2_plugins.testing import build_bert_qa, build_roberta_nli, corpus_sentences
 
-SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ import torch
 from q2_plugins.accel.beam import T5BeamSearch, _ban_repeated_ngrams, beam_settings
 from q2_plugins.hf import HFQuestionGenerator, load_model
 
-SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 
 SETTINGS = [
     # Q²'s own: 5 beams, 5 returned, no repeated 3-grams, stop when 5 hypotheses are done

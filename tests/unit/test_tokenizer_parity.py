@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from hub_fixtures import build_hub_cache, fake_commit
+from tests.hub_fixtures import build_hub_cache, fake_commit
 
 T5_REPO = "mrm8488/t5-base-finetuned-question-generation-ap"
 ALBERT_REPO = "ktrapeznikov/albert-xlarge-v2-squad-v2"

@@ -16,7 +16,7 @@ from q2_plugins.replay import bundled_original_run, load_recorded_scores
 from q2_plugins.report import load_results, render_html, summary_of_rows
 from q2_plugins.results import Q2Stats, ResponseResult
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parents[2]
 
 
 def embedded(html: str) -> dict:
