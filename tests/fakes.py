@@ -1,10 +1,13 @@
-"""Scripted components for golden tests: every output is looked up in a table the test writes."""
+"""The test doubles of the suite, in one place: scripted Q² components (every output looked up in a table the test
+writes), a Q2Scorer built on them, a scripted stand-in for the whole scorer, and a stand-in for bert_score's scorer."""
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
+from q2_plugins import Q2Config, Q2Scorer
 from q2_plugins.components import Answer, NLILabel
+from q2_plugins.results import Q2Result, ResponseResult, ResponseStatus
 
 
 class FakeCandidates:
@@ -80,27 +83,59 @@ class FakePersonal:
         return [q in self.personal for q in questions]
 
 
+def scripted_scorer(cands, qg, qa, nli=None, personal=(), **cfg) -> Q2Scorer:
+    """A ``Q2Scorer`` on scripted components; ``cfg`` goes to ``Q2Config``. Each part is a table as its Fake class
+    takes it (``nli`` None: every pair neutral; ``personal``: the personal questions), or a component used as given,
+    which a test keeps to look at its calls or change its script."""
+    return Q2Scorer(
+        Q2Config(**cfg),
+        candidate_extractor=_scripted(cands, FakeCandidates),
+        question_generator=_scripted(qg, FakeQG),
+        question_answerer=_scripted(qa, FakeQA),
+        nli=_scripted({} if nli is None else nli, FakeNLI),
+        personal_filter=_scripted(personal, FakePersonal),
+    )
+
+
+def _scripted(part: Any, fake: type) -> Any:
+    return fake(part) if isinstance(part, (dict, list, tuple, set, frozenset)) else part
+
+
 class ScriptedScorer:
-    """Duck-typed ``Q2Scorer`` for selection rules: ``table[response]`` is the score (None: no valid question);
-    responses missing from the table are errors. Records every call."""
+    """Duck-typed ``Q2Scorer`` for the adapters and selection rules. A response's result comes from ``rule(index,
+    response)`` if given, else from ``table[response]``: the score (None: no valid question; a response missing from
+    the table is an error row). Records every call."""
 
     signature = "scripted"
 
-    def __init__(self, table: dict) -> None:
-        self.table = table
+    def __init__(self, table: Optional[dict] = None, *, rule: Optional[Callable[[int, str], ResponseResult]] = None,
+                 config: Optional[Q2Config] = None) -> None:
+        self.table = {} if table is None else table
+        self.rule = rule
+        self.config = Q2Config() if config is None else config
         self.calls: list[dict] = []
 
-    def score(self, *, responses, knowledge, history=None, explain=False):
-        from q2_plugins.results import Q2Result, ResponseResult, ResponseStatus
+    def result_for(self, i: int, response: str) -> ResponseResult:
+        if self.rule is not None:
+            return self.rule(i, response)
+        if response not in self.table:
+            return ResponseResult(i, ResponseStatus.ERROR, error="unscripted")
+        s = self.table[response]
+        if s is None:
+            return ResponseResult(i, ResponseStatus.NO_VALID_QUESTION)
+        return ResponseResult(i, ResponseStatus.SCORED, score=s, score_no_nli=s, num_questions=1)
 
+    def score(self, *, responses, knowledge, history=None, explain=False) -> Q2Result:
         self.calls.append({"responses": list(responses), "knowledge": list(knowledge), "history": history})
-        out = []
-        for i, r in enumerate(responses):
-            if r not in self.table:
-                out.append(ResponseResult(i, ResponseStatus.ERROR, error="unscripted"))
-            elif self.table[r] is None:
-                out.append(ResponseResult(i, ResponseStatus.NO_VALID_QUESTION))
-            else:
-                s = self.table[r]
-                out.append(ResponseResult(i, ResponseStatus.SCORED, score=s, score_no_nli=s, num_questions=1))
-        return Q2Result(out, self.signature)
+        return Q2Result([self.result_for(i, r) for i, r in enumerate(responses)], self.signature)
+
+
+class FakeBERTScorer:
+    """Stands in for bert_score's ``BERTScorer``: F1 is the candidate's length / 100."""
+
+    hash = "fake-bert_L2_no-idf"
+
+    def score(self, cands, refs):
+        import torch
+
+        return None, None, torch.tensor([len(c) / 100 for c in cands])

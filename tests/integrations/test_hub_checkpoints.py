@@ -17,11 +17,10 @@ from pathlib import Path
 import pytest
 import torch
 
-from tests.hub_fixtures import ALTERNATIVE_REPOS, DEFAULT_REPOS, build_hub_cache
-
 from q2_plugins.errors import ModelLoadError
 from q2_plugins.hf import load_model
 from q2_plugins.signature import model_id
+from tests.hub_fixtures import ALTERNATIVE_REPOS, DEFAULT_REPOS, build_hub_cache
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "q2_plugins" / "data" / "sample.jsonl"

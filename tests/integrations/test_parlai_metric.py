@@ -22,8 +22,9 @@ import parlai_ext  # noqa: E402
 from parlai_ext.metric import Q2KnowledgeFieldError  # noqa: E402
 from parlai_ext.options import NO_KNOWLEDGE, config_from_opt  # noqa: E402
 from parlai_ext.testing import write_wow_data  # noqa: E402
-from q2_plugins import Q2Config, Q2Result, Q2Stats  # noqa: E402
+from q2_plugins import Q2Config, Q2Stats  # noqa: E402
 from q2_plugins.results import ResponseResult, ResponseStatus  # noqa: E402
+from tests.fakes import ScriptedScorer  # noqa: E402
 
 parlai_ext.enable()
 
@@ -32,25 +33,12 @@ from parlai.scripts.eval_model import EvalModel, setup_args  # noqa: E402
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::UserWarning")
 
 
-class ScriptedScorer:
-    """Stands in for Q2Scorer: a response's score is fixed by its text; every call is recorded."""
-
-    signature = "scripted"
-
-    def __init__(self, config: Q2Config = Q2Config()) -> None:
-        self.config = config
-        self.calls: list[dict] = []
-
-    @staticmethod
-    def result_for(i: int, response: str) -> ResponseResult:
-        n = len(response.split())
-        if n % 5 == 0:
-            return ResponseResult(i, ResponseStatus.FALLBACK, score=0.5, score_no_nli=0.5, used_fallback=True)
-        return ResponseResult(i, ResponseStatus.SCORED, score=(n % 3) / 2, score_no_nli=(n % 2) / 2, num_questions=1)
-
-    def score(self, *, responses, knowledge, history=None, explain=False):
-        self.calls.append({"responses": list(responses), "knowledge": list(knowledge), "history": history})
-        return Q2Result([self.result_for(i, r) for i, r in enumerate(responses)], self.signature)
+def by_word_count(i: int, response: str) -> ResponseResult:
+    """The scripted scorer's rule: a response's result is fixed by its number of words."""
+    n = len(response.split())
+    if n % 5 == 0:
+        return ResponseResult(i, ResponseStatus.FALLBACK, score=0.5, score_no_nli=0.5, used_fallback=True)
+    return ResponseResult(i, ResponseStatus.SCORED, score=(n % 3) / 2, score_no_nli=(n % 2) / 2, num_questions=1)
 
 
 @pytest.fixture(scope="module")
@@ -62,7 +50,7 @@ def datapath(tmp_path_factory):
 
 @pytest.fixture
 def scorer():
-    s = ScriptedScorer()
+    s = ScriptedScorer(rule=by_word_count)
     parlai_ext.register_scorer(s)
     yield s
     parlai_ext.unregister_scorer(s)

@@ -26,9 +26,10 @@ warnings.filterwarnings("ignore", message="pkg_resources is deprecated", categor
 
 import parlai_ext  # noqa: E402
 from parlai_ext.testing import MODELS, train_tiny_model, write_wow_data  # noqa: E402
-from q2_plugins import Q2Config, Q2Result  # noqa: E402
+from q2_plugins import Q2Config  # noqa: E402
 from q2_plugins.results import ResponseResult, ResponseStatus  # noqa: E402
 from q2_plugins.testing import build_all  # noqa: E402
+from tests.fakes import ScriptedScorer  # noqa: E402
 
 parlai_ext.enable()
 
@@ -99,21 +100,14 @@ def test_rerank_inside_eval_model(world, kind, tmp_path):
             assert best["q2"] == max(scored)
 
 
-class ScriptedScorer:
-    """Q² by text: the candidate with the most distinct letters wins (never the beam's own order by chance)."""
+def distinct_letters(text):
+    """The scripted Q²: the candidate with the most distinct letters wins (never the beam's own order by chance)."""
+    return len(set(text.replace(" ", ""))) / 26
 
-    signature = "scripted"
 
-    def __init__(self, config):
-        self.config = config
-
-    @staticmethod
-    def q2(text):
-        return len(set(text.replace(" ", ""))) / 26
-
-    def score(self, *, responses, knowledge, history=None, explain=False):
-        return Q2Result([ResponseResult(i, ResponseStatus.SCORED, score=self.q2(r), score_no_nli=self.q2(r))
-                         for i, r in enumerate(responses)], self.signature)
+def by_distinct_letters(i, response):
+    q2 = distinct_letters(response)
+    return ResponseResult(i, ResponseStatus.SCORED, score=q2, score_no_nli=q2)
 
 
 def agent_for(world, kind, **extra):
@@ -124,7 +118,7 @@ def agent_for(world, kind, **extra):
 
 
 def test_scripted_scorer_picks_the_highest_q2_candidate(world):
-    scorer = ScriptedScorer(Q2Config(**{k[3:]: v for k, v in world["q2"].items()}))
+    scorer = ScriptedScorer(rule=by_distinct_letters, config=Q2Config(**{k[3:]: v for k, v in world["q2"].items()}))
     parlai_ext.register_scorer(scorer)
     try:
         agent = agent_for(world, "transformer")
@@ -136,8 +130,8 @@ def test_scripted_scorer_picks_the_highest_q2_candidate(world):
             candidates = [t for t, _ in reply["beam_texts"]]
             candidates_beam_order = [c["text"] for c in sorted(reply["q2_rerank"], key=lambda c: -c["beam_score"])]
             assert len(candidates) > 1
-            assert reply["text"] == max(candidates, key=ScriptedScorer.q2)
-            assert [c["q2"] for c in reply["q2_rerank"]] == sorted((ScriptedScorer.q2(t) for t in candidates),
+            assert reply["text"] == max(candidates, key=distinct_letters)
+            assert [c["q2"] for c in reply["q2_rerank"]] == sorted((distinct_letters(t) for t in candidates),
                                                                    reverse=True)
             if reply["text"] != candidates_beam_order[0]:
                 assert reply["metrics"]["q2_rerank_changed"].value() == 1

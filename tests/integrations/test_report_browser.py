@@ -12,12 +12,11 @@ import time
 
 import pytest
 
-from q2_plugins import Q2Config, Q2Scorer
 from q2_plugins.cli import main
 from q2_plugins.components import NLILabel
 from q2_plugins.report import write_html
 from tests.browser import REPO, close_to, open_report, rgb, score_rgb, screenshot, start_chromium
-from tests.fakes import FakeCandidates, FakeNLI, FakePersonal, FakeQA, FakeQG
+from tests.fakes import FakeQA, scripted_scorer
 
 LA_RESP = "I was born in LA, it is a great city."
 LA_KNOW = "Kobe Bryant was born in Los Angeles, California."
@@ -49,9 +48,7 @@ def scripted_result():
           (IMG_Q, INJ_RESP): SCRIPT, (IMG_Q, INJ_KNOW): INJ_KANS, ("What fails?", "Fails."): "Fails"}
     nli = {("Where was I born? Los Angeles.", "Where was I born? LA."): NLILabel.ENTAILMENT,
            (FB_KNOW.lower(), FB_RESP.lower()): NLILabel.CONTRADICTION}
-    scorer = Q2Scorer(Q2Config(), candidate_extractor=FakeCandidates(cands), question_generator=FakeQG(qg),
-                      question_answerer=FakeQA(qa, fail_on=[BAD_KNOW]), nli=FakeNLI(nli),
-                      personal_filter=FakePersonal())
+    scorer = scripted_scorer(cands, qg, FakeQA(qa, fail_on=[BAD_KNOW]), nli)
     responses = [LA_RESP, COF_RESP, FB_RESP, INJ_RESP, "Fails."]
     knowledge = [LA_KNOW, COF_KNOW, FB_KNOW, INJ_KNOW, BAD_KNOW]
     result = scorer.score(responses=responses, knowledge=knowledge, explain=True, label=True)

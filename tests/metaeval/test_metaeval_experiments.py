@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 import sacrebleu
 
-from q2_plugins import Q2Config, Q2Scorer
+from q2_plugins import Q2Scorer
 from q2_plugins.components import NLILabel
 from q2_plugins.metaeval.baselines import (
     BERTScoreBaseline,
@@ -29,7 +29,7 @@ from q2_plugins.metaeval.experiments import (
     system_level,
 )
 from q2_plugins.metaeval.scores import MetricScores, QuestionStats, compute_q2
-from tests.fakes import FakeCandidates, FakeNLI, FakePersonal, FakeQA, FakeQG
+from tests.fakes import FakeBERTScorer, FakeNLI, scripted_scorer
 
 
 def paired_data(n_contexts: int = 40) -> MetaEvalData:
@@ -215,15 +215,6 @@ def test_nli_baseline_scores_labels_on_knowledge_to_response():
     assert fake.calls[-1] == [("Paris", "x")]
 
 
-class FakeBERTScorer:
-    hash = "fake-bert_L2_no-idf"
-
-    def score(self, cands, refs):
-        import torch
-
-        return None, None, torch.tensor([len(c) / 100 for c in cands])
-
-
 def test_bertscore_baseline_with_a_stub_scorer():
     b = BERTScoreBaseline(scorer=FakeBERTScorer())
     assert b.score([("abc", "K"), ("abcdef", "K")]) == pytest.approx([0.03, 0.06])
@@ -253,29 +244,26 @@ def test_score_baselines_dedupes_and_skips_empty_inputs():
 
 
 # -- Q² on the fly, with scripted components -----------------------------------------------------------------------
-def scripted_scorer(**cfg) -> Q2Scorer:
+def scripted(**cfg) -> Q2Scorer:
     r1, k1 = "paris is in france .", "Paris is the capital of France."
     r2, k2 = "it is in spain .", "Paris is the capital of France."
-    return Q2Scorer(
-        Q2Config(**cfg),
-        candidate_extractor=FakeCandidates({r1: ["paris", "france"], r2: ["spain"]}),
-        question_generator=FakeQG({("paris", r1): ["What is in France?"], ("france", r1): ["Where is Paris?"],
-                                   ("spain", r2): ["Where is it?"]}),
-        question_answerer=FakeQA({("What is in France?", r1): "paris", ("Where is Paris?", r1): "france",
-                                  ("Where is it?", r2): "spain", ("What is in France?", k1): "Paris",
-                                  ("Where is it?", k2): "France"}),
-        nli=FakeNLI({}, default=NLILabel.CONTRADICTION), personal_filter=FakePersonal(),
+    return scripted_scorer(
+        {r1: ["paris", "france"], r2: ["spain"]},
+        {("paris", r1): ["What is in France?"], ("france", r1): ["Where is Paris?"], ("spain", r2): ["Where is it?"]},
+        {("What is in France?", r1): "paris", ("Where is Paris?", r1): "france", ("Where is it?", r2): "spain",
+         ("What is in France?", k1): "Paris", ("Where is it?", k2): "France"},
+        FakeNLI({}, default=NLILabel.CONTRADICTION), **cfg,
     )
 
 
 def test_compute_q2_gives_both_variants_and_no_answer_counts():
     examples = [Example("x", "paris is in france .", "Paris is the capital of France.", True, "consistent"),
                 Example("y", "it is in spain .", "Paris is the capital of France.", False, "inconsistent")]
-    metrics, results = compute_q2(examples, scripted_scorer())
+    metrics, results = compute_q2(examples, scripted())
     full, no_nli = metrics
     # x: "paris" F1 1; "Where is Paris?" has no answer in the knowledge -> 0; y: spain vs France, NLI contradiction
     assert full.values == {"x": 0.5, "y": 0.0} and no_nli.values == {"x": 0.5, "y": 0.0}
     assert full.questions["x"] == QuestionStats(num_questions=2, num_no_answer=1, used_fallback=False)
     assert "qg:fake-qg" in full.signature and len(results) == 2
-    (only,) = compute_q2(examples, scripted_scorer(use_nli=False))[0]
+    (only,) = compute_q2(examples, scripted(use_nli=False))[0]
     assert only.name == "Q2 w/o NLI"

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from q2_plugins import Q2Config, Q2Scorer
+from q2_plugins import Q2Scorer
 from q2_plugins.cache import Q2Cache
 from q2_plugins.components import NLILabel
 from q2_plugins.results import Q2Result, QuestionResult, ResponseResult, ResponseStatus
@@ -20,7 +20,7 @@ from q2_plugins.taxonomy import (
     classify,
     classify_texts,
 )
-from tests.fakes import FakeCandidates, FakeNLI, FakePersonal, FakeQA, FakeQG
+from tests.fakes import scripted_scorer
 
 
 def q(kind="span", nli=None, f1=1.0, score=None):
@@ -142,21 +142,15 @@ R_CONTRA = "Elvis Presley was a British singer."
 KNOW = "Elvis Aaron Presley was an American singer, musician, and actor."
 
 
-def scripted(**cfg):
-    return Q2Scorer(
-        Q2Config(**cfg),
-        candidate_extractor=FakeCandidates({R_OK: ["American"], R_VAGUE: [], R_NO_ANSWER: ["Tupelo"],
-                                            R_CONTRA: ["British"]}),
-        question_generator=FakeQG({("American", R_OK): ["What nationality was Elvis?"],
-                                   ("Tupelo", R_NO_ANSWER): ["Where was Elvis born?"],
-                                   ("British", R_CONTRA): ["What nationality was Elvis?"]}),
-        question_answerer=FakeQA({("What nationality was Elvis?", R_OK): "American",
-                                  ("What nationality was Elvis?", KNOW): "American",
-                                  ("Where was Elvis born?", R_NO_ANSWER): "Tupelo",
-                                  ("What nationality was Elvis?", R_CONTRA): "British"}),
-        nli=FakeNLI({("What nationality was Elvis? American.", "What nationality was Elvis? British."):
-                     NLILabel.CONTRADICTION}),
-        personal_filter=FakePersonal(),
+def scripted(**cfg) -> Q2Scorer:
+    return scripted_scorer(
+        {R_OK: ["American"], R_VAGUE: [], R_NO_ANSWER: ["Tupelo"], R_CONTRA: ["British"]},
+        {("American", R_OK): ["What nationality was Elvis?"], ("Tupelo", R_NO_ANSWER): ["Where was Elvis born?"],
+         ("British", R_CONTRA): ["What nationality was Elvis?"]},
+        {("What nationality was Elvis?", R_OK): "American", ("What nationality was Elvis?", KNOW): "American",
+         ("Where was Elvis born?", R_NO_ANSWER): "Tupelo", ("What nationality was Elvis?", R_CONTRA): "British"},
+        {("What nationality was Elvis? American.", "What nationality was Elvis? British."): NLILabel.CONTRADICTION},
+        **cfg,
     )
 
 

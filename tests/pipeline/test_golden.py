@@ -11,20 +11,9 @@ from q2_plugins import Q2Config, Q2Scorer
 from q2_plugins.components import Answer, AnswerKind, NLILabel
 from q2_plugins.normalize import normalize, token_f1
 from q2_plugins.scoring import needs_nli, question_score
-from tests.fakes import FakeCandidates, FakeNLI, FakePersonal, FakeQA, FakeQG
+from tests.fakes import FakeNLI, scripted_scorer
 
 E, N, C = NLILabel.ENTAILMENT, NLILabel.NEUTRAL, NLILabel.CONTRADICTION
-
-
-def make_scorer(cands, qg, qa, nli=None, personal=(), **cfg):
-    return Q2Scorer(
-        Q2Config(**cfg),
-        candidate_extractor=FakeCandidates(cands),
-        question_generator=FakeQG(qg),
-        question_answerer=FakeQA(qa),
-        nli=nli or FakeNLI({}),
-        personal_filter=FakePersonal(personal),
-    )
 
 
 @pytest.mark.parametrize(
@@ -81,7 +70,7 @@ PANDA_KNOW = "The giant panda is a conservation-reliant species."
 
 
 def paper_scorer(**cfg):
-    return make_scorer(
+    return scripted_scorer(
         cands={LA_RESP: ["LA"], COFFEE_RESP: ["very acidic"], PANDA_RESP: ["vulnerable"]},
         qg={
             ("LA", LA_RESP): ["Where was I born?", "Where were you born?"],
@@ -137,7 +126,7 @@ K = "Paris is the capital and most populous city of France."
 
 
 def filter_scorer(**cfg):
-    return make_scorer(
+    return scripted_scorer(
         cands={R: ["Paris", "France"]},
         qg={
             ("Paris", R): ["What do I love?", "Which city do you love?", "What is the capital of France?",
@@ -211,14 +200,14 @@ def test_fallback_and_no_valid_question():
     resp, know = "Hmm, sounds nice.", "Bananas are yellow."
     kw = dict(cands={resp: []}, qg={}, qa={},
               nli=FakeNLI({("bananas are yellow.", resp.lower()): C}))
-    res = make_scorer(**kw).score(responses=[resp], knowledge=[know])
+    res = scripted_scorer(**kw).score(responses=[resp], knowledge=[know])
     r = res.responses[0]
     assert (r.status, r.score, r.used_fallback, r.fallback_label) == ("fallback", 0.0, True, "contradiction")
     assert res.coverage == 0.0 and res.fallback_rate == 1.0
     # knowledge is lower-cased for the fallback premise, as in the original; switchable
-    res = make_scorer(**kw, fallback_lowercase_knowledge=False).score(responses=[resp], knowledge=[know])
+    res = scripted_scorer(**kw, fallback_lowercase_knowledge=False).score(responses=[resp], knowledge=[know])
     assert res.responses[0].fallback_label == "neutral" and res.responses[0].score == 0.5
-    res = make_scorer(**kw, fallback=False).score(responses=[resp], knowledge=[know])
+    res = scripted_scorer(**kw, fallback=False).score(responses=[resp], knowledge=[know])
     r = res.responses[0]
     assert (r.status, r.score) == ("no_valid_question", None)
     assert math.isnan(res.score) and res.stats.n_no_valid_question == 1
@@ -226,7 +215,7 @@ def test_fallback_and_no_valid_question():
 
 def test_duplicate_entity_mentions_count_twice_like_the_original():
     resp, know = "Miami is the largest city of Miami.", "Miami is a city in Florida."
-    scorer = make_scorer(cands={resp: ["Miami", "Miami"]}, qg={("Miami", resp): ["What city is largest?"]},
+    scorer = scripted_scorer(cands={resp: ["Miami", "Miami"]}, qg={("Miami", resp): ["What city is largest?"]},
                          qa={("What city is largest?", resp): "Miami", ("What city is largest?", know): None})
     res = scorer.score(responses=[resp, resp], knowledge=[know, know], explain=True)
     assert [r.num_questions for r in res.responses] == [2, 2]
@@ -321,7 +310,7 @@ def test_an_input_asked_again_in_a_later_round_is_not_computed_again():
     # both candidates' beams hold "Which city?": round 1 asks it for "Paris" (it answers "Paris"), round 2 would ask
     # it again for "France" after "What country?" fails; its answer is reused, and the filter still judges it
     # against "France" (a mismatch)
-    scorer = make_scorer(
+    scorer = scripted_scorer(
         cands={R: ["Paris", "France"]},
         qg={("Paris", R): ["Which city?"], ("France", R): ["What country?", "Which city?"]},
         qa={("Which city?", R): "Paris", ("Which city?", K): "Paris"},

@@ -11,8 +11,7 @@ from q2_plugins import Q2Config
 from q2_plugins.components import Answer, NLILabel
 from q2_plugins.replay import RecordedQuestion, RecordedResponse, replay
 from q2_plugins.scoring import counted_questions
-from tests.fakes import FakeNLI
-from tests.pipeline.test_golden import make_scorer
+from tests.fakes import FakeNLI, scripted_scorer
 
 E, N, C = NLILabel.ENTAILMENT, NLILabel.NEUTRAL, NLILabel.CONTRADICTION
 
@@ -44,7 +43,7 @@ FRUIT_NLI = ("What fruit? green apples.", "What fruit? red apples.")
 
 
 def scorer(nli_label=N, **cfg):
-    return make_scorer(CANDS, QG, QA, nli=FakeNLI({FRUIT_NLI: nli_label}), **cfg)
+    return scripted_scorer(CANDS, QG, QA, nli=FakeNLI({FRUIT_NLI: nli_label}), **cfg)
 
 
 @pytest.mark.parametrize("no_answer, expected", [
@@ -118,13 +117,13 @@ def test_fallback_lower_cases_response_and_knowledge():
     nli = FakeNLI({("bananas are yellow.", "hmm, sounds nice."): C,  # both lower-cased: the original's input
                    ("bananas are yellow.", resp): E})                 # only the knowledge lower-cased
     kw = dict(cands={resp: []}, qg={}, qa={}, nli=nli)
-    res = make_scorer(**kw).score(responses=[resp], knowledge=[know])
+    res = scripted_scorer(**kw).score(responses=[resp], knowledge=[know])
     assert (res.responses[0].fallback_label, res.responses[0].score) == ("contradiction", 0.0)
     assert nli.calls[-1] == [("bananas are yellow.", "hmm, sounds nice.")]
     assert "fallback:e2e-nli-lowerknow-lowerresp|" in res.signature
-    res = make_scorer(**kw, fallback_lowercase_response=False).score(responses=[resp], knowledge=[know])
+    res = scripted_scorer(**kw, fallback_lowercase_response=False).score(responses=[resp], knowledge=[know])
     assert (res.responses[0].fallback_label, res.responses[0].score) == ("entailment", 1.0)
     assert "fallback:e2e-nli-lowerknow|" in res.signature
-    res = make_scorer(**kw, fallback_lowercase_response=False, fallback_lowercase_knowledge=False).score(
+    res = scripted_scorer(**kw, fallback_lowercase_response=False, fallback_lowercase_knowledge=False).score(
         responses=[resp], knowledge=[know])
     assert res.responses[0].fallback_label == "neutral" and nli.calls[-1] == [(know, resp)]

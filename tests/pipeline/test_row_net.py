@@ -12,20 +12,16 @@ from q2_plugins.cache import Q2Cache
 from q2_plugins.components import Answer, NLILabel
 from q2_plugins.errors import ModelLoadError
 from q2_plugins.hf import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model
-from tests.fakes import FakeCandidates, FakeNLI, FakePersonal, FakeQA, FakeQG
+from tests.fakes import FakeQA, FakeQG, scripted_scorer
 
 RESP, KNOW = "paris is in france .", "Paris is the capital of France."
 
 
 def fake_scorer(qa=None, **cfg) -> Q2Scorer:
-    return Q2Scorer(
-        Q2Config(**cfg),
-        candidate_extractor=FakeCandidates({RESP: ["paris"], "rome is in italy .": ["rome"]}),
-        question_generator=FakeQG({("paris", RESP): ["where?"], ("rome", "rome is in italy ."): ["which?"]}),
-        question_answerer=qa or FakeQA({("where?", RESP): "paris", ("where?", KNOW): "paris",
-                                        ("which?", "rome is in italy ."): "rome", ("which?", KNOW): "rome"}),
-        nli=FakeNLI({}), personal_filter=FakePersonal(),
-    )
+    return scripted_scorer({RESP: ["paris"], "rome is in italy .": ["rome"]},
+                           {("paris", RESP): ["where?"], ("rome", "rome is in italy ."): ["which?"]},
+                           qa or {("where?", RESP): "paris", ("where?", KNOW): "paris",
+                                  ("which?", "rome is in italy ."): "rome", ("which?", KNOW): "rome"}, **cfg)
 
 
 class PanicException(BaseException):
