@@ -139,3 +139,15 @@ class FakeBERTScorer:
         import torch
 
         return None, None, torch.tensor([len(c) / 100 for c in cands])
+
+
+class NeverCalled:
+    """A component that fails the test if any of it is used. ``signature`` is the identity it claims: a real model's
+    identity makes a scorer read that model's cache entries."""
+
+    def __init__(self, signature: str, why: str) -> None:
+        self.signature = signature
+        self.why = why
+
+    def __getattr__(self, name: str) -> Any:
+        raise AssertionError(f"{self.why} (used: {name})")

@@ -19,7 +19,7 @@ from pathlib import Path
 
 import pytest
 
-from q2_plugins import Q2Config, Q2Scorer
+from q2_plugins import Q2Config, Q2Scorer, adapters
 from q2_plugins.hf_evaluate import metric_path, patch_loading
 
 REPO = Path(__file__).resolve().parents[2]
@@ -104,13 +104,21 @@ def test_bad_rows_and_inputs(evaluate_module, model_workdir):
         q2.compute(predictions=["x"], knowledge=["y"], history=[["a"], ["b"]])
 
 
-def test_scorer_built_once_and_rebuilt_when_signature_changes(evaluate_module, model_workdir):
+def test_scorer_built_once_and_rebuilt_when_signature_changes(evaluate_module, model_workdir, monkeypatch):
+    built = []
+
+    class Counting(Q2Scorer):
+        def __init__(self, config, **parts):
+            built.append(config)
+            super().__init__(config, **parts)
+
+    monkeypatch.setattr(adapters, "Q2Scorer", Counting)
     q2 = evaluate_module.load(str(MODULE_DIR), **TINY)
     first = q2.compute(predictions=RESPONSES[:1], knowledge=KNOWLEDGE[:1])
     again = q2.compute(predictions=RESPONSES[:1], knowledge=KNOWLEDGE[:1])
-    assert q2._scorers.builds == 1 and first == again
+    assert len(built) == 1 and first == again
     other = q2.compute(predictions=RESPONSES[:1], knowledge=KNOWLEDGE[:1], use_nli=False)
-    assert q2._scorers.builds == 2 and "|cmp:f1|" in other["hashcode"] and other["hashcode"] != first["hashcode"]
+    assert len(built) == 2 and "|cmp:f1|" in other["hashcode"] and other["hashcode"] != first["hashcode"]
 
 
 def test_config_name_config_object_and_unknown_options(evaluate_module, model_workdir):

@@ -61,7 +61,7 @@ def test_start_up_imports_nothing_and_hooks_parlai_when_imported(pth_dir):
         from parlai_ext.metric import Q2TeacherMetrics
         print("teachers:", parlai.core.teachers.TeacherMetrics is Q2TeacherMetrics)
         parser = parlai.core.params.ParlaiParser()
-        print("option:", "--q2-qg-model" in parser._option_string_actions)
+        print("option:", getattr(parser.parse_known_args(["--q2-qg-model", "m"])[0], "q2_qg_model", None) == "m")
     """, pth_dir)
     assert out.returncode == 0, out.stderr
     assert "startup: []" in out.stdout

@@ -187,7 +187,7 @@ def test_a_result_can_be_labelled_afterwards():
         scorer.label(later, responses=RESPONSES[:2], knowledge=[KNOW] * 2)
 
 
-def test_signals_are_cached_with_the_other_stages(tmp_path):
+def test_signals_are_cached_with_the_other_stages(tmp_path, monkeypatch):
     cache = Q2Cache(tmp_path / "cache")
     first = scripted().score(responses=RESPONSES[:2], knowledge=[KNOW] * 2, label=True)
     scorer = scripted()
@@ -196,23 +196,19 @@ def test_signals_are_cached_with_the_other_stages(tmp_path):
     rerun = scripted()
     rerun.cache = cache
 
-    class Exploding:
-        def compute(self, pairs):
-            raise AssertionError("signals recomputed although cached")
+    def exploding(self, pairs):
+        raise AssertionError("signals recomputed although cached")
 
-    rerun._signals = Exploding()
+    monkeypatch.setattr(SpacyTextSignals, "compute", exploding)
     again = rerun.score(responses=RESPONSES[:2], knowledge=[KNOW] * 2, label=True)
     assert [r.label for r in again.responses] == [r.label for r in first.responses]
 
 
-def test_a_signals_failure_leaves_the_score_and_says_why():
-    scorer = scripted()
+def test_a_signals_failure_leaves_the_score_and_says_why(monkeypatch):
+    def broken(self, pairs):
+        raise RuntimeError("no parser")
 
-    class Broken:
-        def compute(self, pairs):
-            raise RuntimeError("no parser")
-
-    scorer._signals = Broken()
-    r = scorer.score(responses=[R_OK], knowledge=[KNOW], label=True).responses[0]
+    monkeypatch.setattr(SpacyTextSignals, "compute", broken)
+    r = scripted().score(responses=[R_OK], knowledge=[KNOW], label=True).responses[0]
     assert (r.status, r.score, r.label) == ("scored", 1.0, None)
     assert r.label_reason == "not labelled: text signals failed: RuntimeError: no parser"

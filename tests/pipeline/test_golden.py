@@ -11,7 +11,7 @@ from q2_plugins import Q2Config, Q2Scorer
 from q2_plugins.components import Answer, AnswerKind, NLILabel
 from q2_plugins.normalize import normalize, token_f1
 from q2_plugins.scoring import needs_nli, question_score
-from tests.fakes import FakeNLI, scripted_scorer
+from tests.fakes import FakeNLI, FakeQA, FakeQG, scripted_scorer
 
 E, N, C = NLILabel.ENTAILMENT, NLILabel.NEUTRAL, NLILabel.CONTRADICTION
 
@@ -109,14 +109,14 @@ def test_paper_examples():
     assert res.score == pytest.approx(1 / 3)
     assert res.coverage == 1.0 and res.fallback_rate == 0.0
     # NLI ran once, on the two answer pairs that needed it
-    assert len(scorer._nli.calls) == 1 and len(scorer._nli.calls[0]) == 2
+    assert len(scorer.nli.calls) == 1 and len(scorer.nli.calls[0]) == 2
 
 
 def test_without_nli_is_the_f1_score():
     scorer = paper_scorer(use_nli=False)
     res = scorer.score(responses=[LA_RESP, COFFEE_RESP, PANDA_RESP], knowledge=[LA_KNOW, COFFEE_KNOW, PANDA_KNOW])
     assert res.scores == [0.0, 0.0, 0.0]
-    assert scorer._nli.calls == []
+    assert scorer.nli.calls == []
     assert "cmp:f1|" in res.signature
 
 
@@ -163,23 +163,24 @@ def test_single_mode_takes_first_passing_question_and_explains_drops():
     assert r.questions[1].f1 == f1_france
     assert r.score == (1.0 + f1_france) / 2  # the neutral default keeps the F1
     # rounds: the first QA batch holds the first non-personal question of every candidate
-    assert scorer._qa.calls[0] == [("What is the capital of France?", R), ("Paris is the capital of what?", R)]
+    qa_calls = scorer.question_answerer.calls
+    assert qa_calls[0] == [("What is the capital of France?", R), ("Paris is the capital of what?", R)]
     # the second round's batch also carries the knowledge's answer to the question the first round validated, and
     # the last call answers the second round's valid question from the knowledge
-    assert scorer._qa.calls[1] == [("Where is Paris?", R), ("What is the capital of France?", K)]
-    assert scorer._qa.calls[2:] == [[("Where is Paris?", K)]]
+    assert qa_calls[1] == [("Where is Paris?", R), ("What is the capital of France?", K)]
+    assert qa_calls[2:] == [[("Where is Paris?", K)]]
 
 
 def test_answer_nli_and_fallback_nli_share_one_call():
     r2, k2 = "Hmm, sounds nice.", "Bananas are yellow."
     scorer = filter_scorer()
-    scorer._candidates.table[r2] = []
-    scorer._nli.table[("bananas are yellow.", r2.lower())] = C
+    scorer.candidate_extractor.table[r2] = []
+    scorer.nli.table[("bananas are yellow.", r2.lower())] = C
     res = scorer.score(responses=[R, r2], knowledge=[K, k2], explain=True)
     assert [r.status for r in res.responses] == ["scored", "fallback"]
     assert res.responses[1].fallback_label == "contradiction"
-    assert len(scorer._nli.calls) == 1
-    assert ("bananas are yellow.", r2.lower()) in scorer._nli.calls[0] and len(scorer._nli.calls[0]) == 2
+    assert len(scorer.nli.calls) == 1
+    assert ("bananas are yellow.", r2.lower()) in scorer.nli.calls[0] and len(scorer.nli.calls[0]) == 2
 
 
 def test_all_mode_keeps_every_passing_question_in_beam_order():
@@ -215,13 +216,14 @@ def test_fallback_and_no_valid_question():
 
 def test_duplicate_entity_mentions_count_twice_like_the_original():
     resp, know = "Miami is the largest city of Miami.", "Miami is a city in Florida."
-    scorer = scripted_scorer(cands={resp: ["Miami", "Miami"]}, qg={("Miami", resp): ["What city is largest?"]},
-                         qa={("What city is largest?", resp): "Miami", ("What city is largest?", know): None})
+    qg = FakeQG({("Miami", resp): ["What city is largest?"]})
+    qa = FakeQA({("What city is largest?", resp): "Miami", ("What city is largest?", know): None})
+    scorer = scripted_scorer(cands={resp: ["Miami", "Miami"]}, qg=qg, qa=qa)
     res = scorer.score(responses=[resp, resp], knowledge=[know, know], explain=True)
     assert [r.num_questions for r in res.responses] == [2, 2]
     # deduplicated work: one QG input, one response QA, one knowledge QA
-    assert sum(len(c) for c in scorer._qg.calls) == 1
-    assert sum(len(c) for c in scorer._qa.calls) == 2
+    assert sum(len(c) for c in qg.calls) == 1
+    assert sum(len(c) for c in qa.calls) == 2
 
 
 # -- bad input ----------------------------------------------------------------------------------------------------
@@ -242,7 +244,7 @@ def test_bad_rows_get_errors_and_never_stop_the_rest():
 def test_a_failing_component_fails_only_its_rows():
     k_bad = "this knowledge makes QA crash"
     scorer = filter_scorer()
-    scorer._qa.fail_on = {k_bad}
+    scorer.question_answerer.fail_on = {k_bad}
     res = scorer.score(responses=[R, R], knowledge=[k_bad, K])
     assert res.responses[0].status == "error"
     assert "question answering on the knowledge failed: RuntimeError: scripted failure" in res.responses[0].error
@@ -310,17 +312,18 @@ def test_an_input_asked_again_in_a_later_round_is_not_computed_again():
     # both candidates' beams hold "Which city?": round 1 asks it for "Paris" (it answers "Paris"), round 2 would ask
     # it again for "France" after "What country?" fails; its answer is reused, and the filter still judges it
     # against "France" (a mismatch)
+    qa = FakeQA({("Which city?", R): "Paris", ("Which city?", K): "Paris"})
     scorer = scripted_scorer(
         cands={R: ["Paris", "France"]},
         qg={("Paris", R): ["Which city?"], ("France", R): ["What country?", "Which city?"]},
-        qa={("Which city?", R): "Paris", ("Which city?", K): "Paris"},
+        qa=qa,
     )
     r = scorer.score(responses=[R], knowledge=[K], explain=True).responses[0]
     assert [q.question for q in r.questions] == ["Which city?"]
     assert [(d.candidate, d.question, d.reason) for d in r.dropped] == [
         ("France", "What country?", "no_answer_in_response"), ("France", "Which city?", "answer_mismatch")]
-    asked = [p for call in scorer._qa.calls for p in call]
+    asked = [p for call in qa.calls for p in call]
     assert asked.count(("Which city?", R)) == 1
     # a new score() call computes again (nothing is kept between calls without --cache-dir)
     scorer.score(responses=[R], knowledge=[K])
-    assert [p for call in scorer._qa.calls for p in call].count(("Which city?", R)) == 2
+    assert [p for call in qa.calls for p in call].count(("Which city?", R)) == 2

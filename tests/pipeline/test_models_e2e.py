@@ -11,11 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from q2_plugins import Q2Config, Q2Scorer
+from q2_plugins import Q2Config, Q2Scorer, hf
 from q2_plugins.cli import main
 from q2_plugins.components import Answer, AnswerKind, NLILabel
 from q2_plugins.errors import ModelLoadError
+from q2_plugins.hf import load_model
 from q2_plugins.testing import build_bert_qa, build_roberta_nli, corpus_sentences
+from tests.fakes import NeverCalled
 
 SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 
@@ -155,13 +157,21 @@ def test_load_errors_name_role_setting_and_prefetch(tmp_path, monkeypatch):
         _ = Q2Scorer(Q2Config()).question_generator
 
 
-def test_models_load_lazily_and_once(tiny):
+def test_models_load_lazily_and_once(tiny, monkeypatch):
+    loads = []
+
+    def counting(role, *args):
+        loads.append(role)
+        return load_model(role, *args)
+
+    monkeypatch.setattr(hf, "load_model", counting)
     scorer = Q2Scorer(tiny_config(tiny))
-    assert scorer._qg is None and scorer._qa is None and scorer._nli is None
+    assert loads == []
     scorer.score(responses=["paris is in france ."], knowledge=["Paris is the capital of France."])
-    qa = scorer._qa
+    assert sorted(loads) == ["nli", "qa", "qg"]
+    qa = scorer.question_answerer
     scorer.score(responses=["it is big ."], knowledge=["The house is big."])
-    assert scorer._qa is qa
+    assert sorted(loads) == ["nli", "qa", "qg"] and scorer.question_answerer is qa
 
 
 def test_cache_serves_a_rerun_without_models(tiny, sample_rows, tmp_path):
@@ -170,13 +180,10 @@ def test_cache_serves_a_rerun_without_models(tiny, sample_rows, tmp_path):
     knowledge = [r["knowledge"] for r in sample_rows]
     first = Q2Scorer(cfg).score(responses=responses, knowledge=knowledge, explain=True)
 
-    class Exploding:
-        def __getattr__(self, name):
-            raise AssertionError("a model was called although everything is cached")
-
-    rerun = Q2Scorer(cfg, question_generator=Exploding(), question_answerer=Exploding(), nli=Exploding())
-    rerun._part_ids = {"qg": Q2Scorer(cfg)._part_id("qg"), "qa": Q2Scorer(cfg)._part_id("qa"),
-                       "nli": Q2Scorer(cfg)._part_id("nli")}
+    models = Q2Scorer(cfg).signature  # the stand-ins claim the real models' identities, so they share their cache
+    stand_ins = {role: NeverCalled(models.get(role), "a model was called although everything is cached")
+                 for role in ("qg", "qa", "nli")}
+    rerun = Q2Scorer(cfg, question_generator=stand_ins["qg"], question_answerer=stand_ins["qa"], nli=stand_ins["nli"])
     second = rerun.score(responses=responses, knowledge=knowledge, explain=True)
     assert second.to_dict() == first.to_dict()
     assert rerun.cache.misses == 0 and rerun.cache.hits > 0
@@ -267,7 +274,7 @@ def test_cli_flags_map_one_to_one_onto_the_config():
     assert (cfg.qa_decoding, cfg.remove_personal, cfg.qg_batch_size, cfg.cache_dir) == ("squad2", False, 3, "/tmp/c")
     defaults = config_from_args(build_parser().parse_args(["score", "--input", "x.jsonl"]))
     assert defaults == Q2Config()  # CLI defaults are the config defaults
-    flags = {a.dest for a in build_parser()._subparsers._group_actions[0].choices["score"]._actions}
+    flags = set(vars(args))  # every setting of `q2 score`, parsed
     assert {f.name for f in dataclasses.fields(Q2Config)} <= flags
 
 

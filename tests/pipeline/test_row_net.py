@@ -7,7 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from q2_plugins import Q2Config, Q2Scorer
+from q2_plugins import Q2Config, Q2Scorer, hf
 from q2_plugins.cache import Q2Cache
 from q2_plugins.components import Answer, NLILabel
 from q2_plugins.errors import ModelLoadError
@@ -17,9 +17,9 @@ from tests.fakes import FakeQA, FakeQG, scripted_scorer
 RESP, KNOW = "paris is in france .", "Paris is the capital of France."
 
 
-def fake_scorer(qa=None, **cfg) -> Q2Scorer:
+def fake_scorer(qa=None, qg=None, **cfg) -> Q2Scorer:
     return scripted_scorer({RESP: ["paris"], "rome is in italy .": ["rome"]},
-                           {("paris", RESP): ["where?"], ("rome", "rome is in italy ."): ["which?"]},
+                           qg or {("paris", RESP): ["where?"], ("rome", "rome is in italy ."): ["which?"]},
                            qa or {("where?", RESP): "paris", ("where?", KNOW): "paris",
                                   ("which?", "rome is in italy ."): "rome", ("which?", KNOW): "rome"}, **cfg)
 
@@ -38,13 +38,12 @@ class PanickingQA(FakeQA):
 # -- model loading ---------------------------------------------------------------------------------------------------
 def test_a_model_that_cannot_load_raises_from_score_once(monkeypatch):
     loads = []
-    real = Q2Scorer._load
 
-    def counting(self, role, *args):
+    def counting(role, *args):
         loads.append(role)
-        return real(self, role, *args)
+        return load_model(role, *args)
 
-    monkeypatch.setattr(Q2Scorer, "_load", counting)
+    monkeypatch.setattr(hf, "load_model", counting)
     scorer = Q2Scorer(Q2Config(qg_model="/nonexistent/qg"))
     with pytest.raises(ModelLoadError, match=r"QG model '/nonexistent/qg'.*--qg-model.*q2 prefetch"):
         scorer.score(responses=[RESP] * 5, knowledge=[KNOW] * 5)
@@ -60,8 +59,7 @@ def test_a_load_error_inside_a_stage_is_not_retried_per_item():
             calls.append(len(pairs))
             raise ModelLoadError("Cannot load the QG model 'x' (setting: qg_model)")
 
-    scorer = fake_scorer()
-    scorer._qg = scorer._custom["qg"] = Unloadable({})
+    scorer = fake_scorer(qg=Unloadable({}))
     with pytest.raises(ModelLoadError):
         scorer.score(responses=[RESP, "rome is in italy ."], knowledge=[KNOW, KNOW])
     assert calls == [2]
@@ -204,7 +202,9 @@ def test_long_response_and_knowledge_with_the_default_windows(tiny_models):
     reasons = nli.unfit(pairs)
     assert reasons[:2] == [None, None] and "nli_max_length=512" in reasons[-1]
     fit = [p for p, r in zip(pairs, reasons) if r is None]
-    assert any(nli.stride >= room for _, room in nli._rooms(fit))  # the case that crashed the tokenizer is among them
+    added = nli.tokenizer.num_special_tokens_to_add(pair=True)
+    rooms = [nli.max_length - len(nli.tokenizer(h, add_special_tokens=False)["input_ids"]) - added for _, h in fit]
+    assert any(nli.stride >= room for room in rooms)  # the case that crashed the tokenizer is among them
     assert all(isinstance(label, NLILabel) for label in nli.predict(fit))
 
 
