@@ -1,5 +1,6 @@
 """The test doubles of the suite, in one place: scripted Q² components (every output looked up in a table the test
-writes), a Q2Scorer built on them, a scripted stand-in for the whole scorer, and a stand-in for bert_score's scorer."""
+writes), a Q2Scorer built on them, a scripted stand-in for the whole scorer, a stand-in for bert_score's scorer and
+a component that fails the test if it is used."""
 
 from __future__ import annotations
 
