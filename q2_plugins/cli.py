@@ -8,11 +8,14 @@ import argparse
 import json
 import sys
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from . import __version__
 from .config import MODEL_KINDS, config_from_args, config_options
 from .results import print_summary
+
+if TYPE_CHECKING:
+    from .progress import Progress
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
@@ -185,6 +188,7 @@ def _score(args: argparse.Namespace) -> int:
     required = (args.response_column, args.knowledge_column) + ((args.history_column,) if args.history_column else ())
     rows = read_rows(args.input, args.input_format, required)  # checks the file and its columns before anything
     scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
+    progress = _run_progress(args)
     out = ResultFile(args.output) if args.output else None
     report_rows: Optional[list[dict[str, Any]]] = [] if args.html else None
     stats = Q2Stats()
@@ -198,14 +202,7 @@ def _score(args: argparse.Namespace) -> int:
             nonlocal stats, signature, offset
             if not chunk:
                 return
-            problems = [row["__error__"] if "__error__" in row else _missing_fields(row, required) for row in chunk]
-            cols = [args.response_column, args.knowledge_column] + ([args.history_column] if args.history_column
-                                                                    else [])
-            values = [[None if p else row.get(c) for row, p in zip(chunk, problems)] for c in cols]
-            result = scorer.score(responses=values[0], knowledge=values[1],
-                                  history=values[2] if args.history_column else None,
-                                  explain=args.explain or bool(args.html), progress=not args.no_progress,
-                                  label=args.labels or bool(args.html))
+            result, problems = _score_chunk(scorer, chunk, args, required, progress)
             for row, problem, res in zip(chunk, problems, result.responses):
                 res.index += offset
                 if problem:
@@ -230,10 +227,12 @@ def _score(args: argparse.Namespace) -> int:
                 flush()
         flush()
     except BaseException as e:
+        _close(progress)
         partial = out.abandon() if out is not None else None
         kept = f"; its {out.rows} rows so far are in {partial}, {args.output} is left as it was" if partial else ""
         print(f"q2 score: the run stopped after {offset} rows{kept} ({type(e).__name__})", file=sys.stderr)
         raise
+    _close(progress)
     summary = {**stats.summary(), **errors.summary()}
     signature = signature or scorer.signature
     code, problem = _exit_code(stats, args.fail_on_error)
@@ -247,6 +246,35 @@ def _score(args: argparse.Namespace) -> int:
     if problem:
         print(f"q2 score: {problem}", file=sys.stderr)
     return code
+
+
+def _run_progress(args: argparse.Namespace) -> Optional[Progress]:
+    """The run's progress bars (None with ``--no-progress``): the rows against the input's record count (unknown
+    when the input is not a regular file), and one bar per stage across all chunks."""
+    if args.no_progress:
+        return None
+    from .io import count_records
+    from .progress import Progress
+
+    return Progress(total=count_records(args.input, args.input_format))
+
+
+def _close(progress: Optional[Progress]) -> None:
+    if progress is not None:
+        progress.close()
+
+
+def _score_chunk(scorer: Any, chunk: list[dict[str, Any]], args: argparse.Namespace, required: Sequence[str],
+                 progress: Optional[Progress]) -> tuple[Any, list[Optional[str]]]:
+    """Score one chunk of input rows; a row that could not be read or lacks a field is scored as missing, and its
+    problem (returned per row) is its error."""
+    problems = [row["__error__"] if "__error__" in row else _missing_fields(row, required) for row in chunk]
+    cols = [args.response_column, args.knowledge_column] + ([args.history_column] if args.history_column else [])
+    values = [[None if p else row.get(c) for row, p in zip(chunk, problems)] for c in cols]
+    result = scorer.score(responses=values[0], knowledge=values[1], history=values[2] if args.history_column else None,
+                          explain=args.explain or bool(args.html), progress=progress or False,
+                          label=args.labels or bool(args.html))
+    return result, problems
 
 
 def _score_with_ray(args: argparse.Namespace) -> int:

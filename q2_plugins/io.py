@@ -17,8 +17,8 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Sequence
 
-__all__ = ["read_rows", "read_checked_rows", "input_columns", "InputFormatError", "json_line", "ResultFile",
-           "write_json_atomic", "meta_path", "same_file", "MAX_RECORD_BYTES"]
+__all__ = ["read_rows", "read_checked_rows", "input_columns", "count_records", "InputFormatError", "json_line",
+           "ResultFile", "write_json_atomic", "meta_path", "same_file", "MAX_RECORD_BYTES"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -196,6 +196,46 @@ def _rows(path: Path, kind: str) -> Iterator[dict[str, Any]]:
         return
     for _, row in _csv_records(path, kind):
         yield {"__error__": row} if isinstance(row, str) else row
+
+
+def count_records(path: str | Path, fmt: Optional[str] = None) -> Optional[int]:
+    """How many rows :func:`read_rows` gives for ``path``, counted without parsing a JSON record (for a progress
+    total); None when ``path`` is not a regular file (a pipe, say), which can be read only once."""
+    path = Path(path)
+    if not path.is_file():
+        return None
+    kind = _format_of(path, fmt)
+    if kind == "jsonl":
+        return _count_jsonl(path)
+    n, header = 0, False
+    with _open_csv(path) as f:
+        reader = _csv_reader(f, kind)
+        while True:
+            try:
+                values = next(reader)
+            except StopIteration:
+                return n
+            except csv.Error:  # an error row
+                n += 1
+                continue
+            n += bool(values) and header
+            header = True
+
+
+def _count_jsonl(path: Path) -> int:
+    """The lines of a JSONL file that are not blank (each is one row, read or not), in 1 MiB blocks."""
+    n, content, first = 0, False, True
+    with path.open("rb") as f:
+        while block := f.read(1 << 20):
+            if first and block.startswith(_BOM):
+                block = block[len(_BOM):]
+            first = False
+            lines = block.split(b"\n")
+            for line in lines[:-1]:
+                n += content or bool(line.strip())
+                content = False
+            content = content or bool(lines[-1].strip())
+    return n + content
 
 
 def read_checked_rows(path: str | Path, fmt: Optional[str] = None, required: Sequence[str] = (), *, hint: str = "",

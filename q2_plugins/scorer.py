@@ -3,13 +3,14 @@ signature, and runs the steps of :mod:`q2_plugins.stages`, each batched across t
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence
+from typing import Any, Optional, Sequence, Union
 
 from . import __version__
 from . import stages as st
 from .cache import Q2Cache
 from .components import CandidateExtractor, NLIModel, PersonalQuestionFilter, QuestionAnswerer, QuestionGenerator
 from .config import MODEL_KINDS, Q2Config
+from .progress import Progress
 from .results import Q2Result, ResponseResult
 from .signature import Signature, model_id, short_model_id, spacy_id
 
@@ -251,7 +252,7 @@ class Q2Scorer:
         knowledge: Sequence[Any],
         history: Optional[Sequence[Any]] = None,
         explain: bool = False,
-        progress: bool = False,
+        progress: Union[bool, Progress] = False,
         label: bool = False,
     ) -> Q2Result:
         """Score ``responses[i]`` against ``knowledge[i]``; the steps are those of :mod:`q2_plugins.stages`.
@@ -259,9 +260,12 @@ class Q2Scorer:
         Each knowledge item is a string or a list of strings (joined by spaces). ``history`` (the dialogue before
         each response) is checked and accepted for interface compatibility; Q² as published does not read it.
         Bad rows get ``status="error"`` and a message; they never stop the other rows. ``label`` adds the
-        BEGIN-style label of each response (:mod:`q2_plugins.taxonomy`).
+        BEGIN-style label of each response (:mod:`q2_plugins.taxonomy`). ``progress``: True for a bar per stage of
+        this call, or a :class:`~q2_plugins.progress.Progress` to keep one set of bars (rows with an ETA, and
+        stages) over the several calls of a run.
         """
         _check_inputs(responses, knowledge, history)
+        _check_progress(progress)
         c = self.config
         rows = st.read_rows(responses, knowledge)
         run = st.StageRunner(c, self.cache, self._namespace, progress)
@@ -283,6 +287,7 @@ class Q2Scorer:
             results = [st.aggregate(r) for r in rows]                                     # 7. aggregation
             if label:
                 self._label(run, rows, results)
+            run.rows_done(len(rows))
         finally:
             run.close()
             self.timings = run.timings
@@ -332,6 +337,14 @@ def _check_inputs(responses: Any, knowledge: Any, history: Any) -> None:
                          f"knowledge for {len(responses)} responses")
     if history is not None and len(history) != len(responses):
         raise ValueError(f"Expected one history per response, but got {len(history)} for {len(responses)}")
+
+
+def _check_progress(progress: Any) -> None:
+    if not isinstance(progress, (bool, Progress)):
+        raise TypeError(f"Expected progress to be True, False or a q2_plugins.progress.Progress, "
+                        f"but got {type(progress).__name__}")
+    if isinstance(progress, Progress) and progress.closed:
+        raise ValueError("This Progress is closed; make a new one for another run")
 
 
 def score(

@@ -1,10 +1,10 @@
 """The stages of Q², in the order of the README's "How Q² scores a response".
 
 :class:`StageRunner` runs a component over the items of one stage (deduplicated, memoised within a ``score()`` call,
-cached across calls, chunked, one progress bar per stage) and isolates failures: an item the component cannot process
-fails alone, and :meth:`StageOutputs.take` turns the failure into its row's error. Each step below is one function
-over :class:`Row` (one response) and the named types of the selection: :class:`Slot` (a candidate and its ranked
-questions) and :class:`ValidQuestion` (a question that passed the filters).
+cached across calls, chunked, one progress bar per stage for the whole run) and isolates failures: an item the
+component cannot process fails alone, and :meth:`StageOutputs.take` turns the failure into its row's error. Each step
+below is one function over :class:`Row` (one response) and the named types of the selection: :class:`Slot` (a
+candidate and its ranked questions) and :class:`ValidQuestion` (a question that passed the filters).
 """
 
 from __future__ import annotations
@@ -12,13 +12,14 @@ from __future__ import annotations
 import time
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Optional, Sequence
+from typing import Any, Callable, Hashable, Optional, Sequence, Union
 
 from .cache import Q2Cache
 from .components import Answer, AnswerKind, NLILabel
 from .config import Q2Config
 from .errors import ModelLoadError
 from .normalize import answers_match
+from .progress import Progress
 from .results import DroppedQuestion, QuestionResult, ResponseResult, ResponseStatus
 from .scoring import (
     NLI_SCORES,
@@ -147,14 +148,17 @@ def call_isolated(fn: Callable[[list], list], part: list) -> list:
 class StageRunner:
     """Runs the stages of one ``score()`` call: dedup, memo, cache, chunking, progress and failure isolation.
 
-    ``namespace(stage)`` names the cache entries of a stage (its component's identity and settings)."""
+    ``namespace(stage)`` names the cache entries of a stage (its component's identity and settings). ``progress``:
+    a run's :class:`~q2_plugins.progress.Progress` (its stage bars go on across calls), True for bars of this call
+    only (closed by :meth:`close`), or False."""
 
     def __init__(self, config: Q2Config, cache: Optional[Q2Cache], namespace: Callable[[str], str],
-                 progress: bool = False) -> None:
-        self.config, self.cache, self.namespace, self.progress = config, cache, namespace, progress
+                 progress: Union[bool, Progress] = False) -> None:
+        self.config, self.cache, self.namespace = config, cache, namespace
+        self.progress: Optional[Progress] = Progress(rows=False) if progress is True else progress or None
+        self._own_progress = progress is True
         self.timings: dict[str, float] = {}
         self._memo: dict[str, dict[Hashable, Any]] = {}  # stage -> item -> output, within one score() call
-        self._bars: dict[str, Any] = {}
 
     def run(self, name: str, items: Sequence[Hashable], fn: Callable[[list], list], *,
             encode: Callable[[Any], Any] = lambda x: x, decode: Callable[[Any], Any] = lambda x: x,
@@ -192,7 +196,8 @@ class StageRunner:
     def _compute(self, name: str, todo: list, fn: Callable[[list], list], encode: Callable[[Any], Any],
                  namespace: Optional[str], results: dict) -> None:
         chunk = max(1, self.config.role_batch_size(name) if name in ("qg", "qa", "nli") else 64) * 8
-        bar = self._bar(name, len(todo))
+        if self.progress is not None:  # a later round or call adds its items to the stage's total
+            self.progress.add(name, len(todo))
         for start in range(0, len(todo), chunk):
             part = todo[start : start + chunk]
             done = []
@@ -205,28 +210,18 @@ class StageRunner:
                     self.cache.put_many(namespace, done)  # type: ignore[union-attr]
                 except Exception:  # noqa: BLE001 - not cached; the results themselves are kept
                     pass
-            if bar is not None:
-                bar.update(len(part))
+            if self.progress is not None:
+                self.progress.advance(name, len(part))
 
-    def _bar(self, name: str, more: int) -> Any:
-        """The one progress bar of a stage in this call; a later round of the stage adds its items to the total."""
-        if not self.progress:
-            return None
-        bar = self._bars.get(name)
-        if bar is None:
-            from tqdm.auto import tqdm
-
-            bar = self._bars[name] = tqdm(total=more, desc=f"q2 {name}", unit="item", leave=False)
-        else:
-            bar.total += more
-            bar.refresh()
-        return bar
+    def rows_done(self, rows: int) -> None:
+        """``rows`` rows of the run are scored (the run's row bar, if any, moves on)."""
+        if self.progress is not None:
+            self.progress.rows_done(rows)
 
     def close(self) -> None:
-        """Close the progress bars of this call."""
-        for bar in self._bars.values():
-            bar.close()
-        self._bars.clear()
+        """Close the progress bars of this call (a run's :class:`~q2_plugins.progress.Progress` stays open)."""
+        if self._own_progress and self.progress is not None:
+            self.progress.close()
 
 
 def unfit_of(component: Callable[[], Any]) -> Callable[[list], list]:

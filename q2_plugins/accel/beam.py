@@ -122,6 +122,160 @@ class _DecoderState:
             self.self_kv = [(k[inputs], v[inputs]) for k, v in self.self_kv]
 
 
+_PROMPT = 1  # decoder tokens before the first generated one: the start token
+
+
+@dataclass
+class _Search:
+    """The hypotheses of one beam search over the inputs still decoded (``[inputs, beams, ...]``, input ``inputs[i]``
+    at row group ``i``): the running ones (``seqs``, their scores ``running``, and ``ancestors``, the beam slots of
+    their keys per position) and each input's pool of finished ones (the best ``beams`` by length-normalised score;
+    ``pool_done`` marks the slots filled). ``final_*`` keeps the pools of the inputs that left, by input."""
+
+    s: BeamSettings
+    eos: Any  # the end-of-sequence ids, as a tensor
+    inputs: Any
+    seqs: Any
+    running: Any
+    ancestors: Any
+    pool_seqs: Any
+    pool_scores: Any
+    pool_done: Any
+    pool_len: Any
+    improvable: Any  # [inputs, 1]: can a running hypothesis still enter the pool?
+    final_seqs: Any
+    final_len: Any
+    beam_ids: Any  # 0 .. beams - 1
+    top_mask: Any  # [keep]: which of the kept continuations are among the best ``beams``
+
+    @classmethod
+    def start(cls, batch: int, s: BeamSettings, device: Any) -> "_Search":
+        """Every input at its start token, only its first beam live (so the beams don't start as copies)."""
+        torch = _torch()
+        beams, max_length = s.num_beams, s.max_length
+        fill = s.pad or s.eos[0]  # what the library writes after a sequence's end
+        seqs = torch.full((batch, beams, max_length), fill, dtype=torch.long, device=device)
+        seqs[:, :, 0] = s.start
+        running = torch.zeros(batch, beams, device=device)
+        running[:, 1:] = _NEG
+        pool_seqs = seqs.clone()
+        pool_len = torch.zeros(batch, beams, dtype=torch.long, device=device)
+        return cls(
+            s=s, eos=torch.tensor(s.eos, device=device), inputs=torch.arange(batch, device=device), seqs=seqs,
+            running=running, ancestors=torch.zeros(batch, beams, max_length, dtype=torch.long, device=device),
+            pool_seqs=pool_seqs, pool_scores=torch.full((batch, beams), _NEG, device=device),
+            pool_done=torch.zeros(batch, beams, dtype=torch.bool, device=device), pool_len=pool_len,
+            improvable=torch.ones(batch, 1, dtype=torch.bool, device=device),
+            final_seqs=pool_seqs.clone(), final_len=pool_len.clone(),
+            beam_ids=torch.arange(beams, device=device), top_mask=torch.arange(cls.kept(s), device=device) < beams,
+        )
+
+    @property
+    def batch(self) -> int:
+        return int(self.inputs.shape[0])
+
+    @property
+    def rows(self) -> int:
+        return self.batch * self.s.num_beams
+
+    @staticmethod
+    def kept(s: BeamSettings) -> int:
+        """Continuations kept per input: enough for a full set of unfinished beams even if each end id takes one."""
+        return max(2, 1 + len(s.eos)) * s.num_beams
+
+    def log_probs(self, logits: Any, cur: int) -> Any:
+        """The step's log-probabilities with the n-gram ban and the minimum length applied."""
+        torch, s = _torch(), self.s
+        log_probs = torch.log_softmax(logits, dim=-1)
+        if s.no_repeat_ngram > 0:
+            _ban_repeated_ngrams(self.seqs.view(self.rows, s.max_length)[:, :cur], log_probs, s.no_repeat_ngram)
+        if cur - _PROMPT < s.min_new_tokens:
+            log_probs[:, self.eos] = -math.inf
+        return log_probs
+
+    def advance(self, log_probs: Any, cur: int) -> Any:
+        """Choose the token at ``cur``: of the best :meth:`kept` continuations, the best unfinished ones run on and the
+        finished ones among the best ``beams`` join the pool. Returns which continuations end there."""
+        torch = _torch()
+        batch, beams = self.batch, self.s.num_beams
+        vocab = log_probs.shape[-1]
+        totals = log_probs.view(batch, beams, vocab).add_(self.running[:, :, None]).view(batch, beams * vocab)
+        top_scores, top_index = torch.topk(totals, self.kept(self.s))
+        parent = top_index // vocab
+        cand_seqs = torch.take_along_dim(self.seqs, parent[:, :, None], dim=1)
+        cand_seqs[:, :, cur] = top_index % vocab
+        cand_anc = torch.take_along_dim(self.ancestors, parent[:, :, None], dim=1)
+        ends = torch.isin(cand_seqs[:, :, cur], self.eos) | (cur + 1 >= self.s.max_length)
+
+        live = top_scores + ends.to(torch.float32) * _NEG
+        chosen = torch.topk(live, beams)[1]
+        self.seqs = torch.take_along_dim(cand_seqs, chosen[:, :, None], dim=1)
+        self.ancestors = torch.take_along_dim(cand_anc, chosen[:, :, None], dim=1)
+        self.running = torch.take_along_dim(live, chosen, dim=1)
+
+        self._join_pool(top_scores, cand_seqs, ends & self.top_mask[None, :], cur + 1 - _PROMPT)
+        return ends
+
+    def _join_pool(self, scores: Any, cand_seqs: Any, just_done: Any, generated: int) -> None:
+        """Finished continuations enter their input's pool if they beat its worst (none once it is full and
+        stopping early, or once no running hypothesis could improve it)."""
+        torch, s = _torch(), self.s
+        final = scores / (generated ** s.length_penalty)
+        pool_full = torch.all(self.pool_done, dim=-1, keepdim=True) & (s.early_stopping is True)
+        final = final + pool_full.to(torch.float32) * _NEG
+        final = final + (~self.improvable).to(torch.float32) * _NEG
+        final = final + (~just_done) * _NEG
+        best = torch.topk(torch.cat((self.pool_scores, final), dim=1), s.num_beams)[1]
+        self.pool_seqs = torch.take_along_dim(torch.cat((self.pool_seqs, cand_seqs), dim=1), best[:, :, None], dim=1)
+        self.pool_scores = torch.take_along_dim(torch.cat((self.pool_scores, final), dim=1), best, dim=1)
+        self.pool_done = torch.take_along_dim(torch.cat((self.pool_done, just_done), dim=1), best, dim=1)
+        lengths = torch.full_like(just_done, generated, dtype=torch.long)
+        self.pool_len = torch.take_along_dim(torch.cat((self.pool_len, lengths), dim=1), best, dim=1)
+
+    def over(self, ends: Any, generated_to: int) -> bool:
+        """After the step that filled positions up to ``generated_to``: is the search over (nothing can enter any
+        pool, every pool is full when stopping early, or every continuation ended)?"""
+        torch, s = _torch(), self.s
+        self.improvable = self.improvable & self._can_improve(generated_to - _PROMPT, s.max_length - _PROMPT)
+        any_open = not bool(torch.all(self.pool_done)) or s.early_stopping is not True
+        return not (bool(torch.any(self.improvable)) and any_open and not bool(torch.all(ends)))
+
+    def _can_improve(self, generated: int, most: int) -> Any:
+        """Per input: can the best running hypothesis still beat the worst finished one?"""
+        torch, s = _torch(), self.s
+        length = most if s.early_stopping == "never" and s.length_penalty > 0.0 else generated
+        best_possible = self.running[:, :1] / (length ** s.length_penalty)
+        worst = torch.where(self.pool_done, torch.min(self.pool_scores, dim=1, keepdim=True)[0], _NEG)
+        return torch.any(best_possible > worst, dim=-1, keepdim=True)
+
+    def drop_final(self, drop_fraction: float) -> Optional[Any]:
+        """Inputs whose pool nothing can enter any more (no running hypothesis can beat its worst, or, stopping
+        early, it is full) leave the search, their pools kept aside, once they are ``drop_fraction`` of it. Returns
+        the row groups that stay (an index tensor), or None when none left."""
+        s = self.s
+        open_ = self.improvable[:, 0] & ~(_torch().all(self.pool_done, dim=1) & (s.early_stopping is True))
+        batch = self.batch
+        closed = batch - int(open_.sum())
+        if not (closed and closed >= drop_fraction * batch):
+            return None
+        gone, stay = (~open_).nonzero()[:, 0], open_.nonzero()[:, 0]
+        left = self.inputs[gone]
+        self.final_seqs[left], self.final_len[left] = self.pool_seqs[gone], self.pool_len[gone]
+        for name in ("inputs", "seqs", "running", "ancestors", "pool_seqs", "pool_scores", "pool_done", "pool_len",
+                     "improvable"):
+            setattr(self, name, getattr(self, name)[stay])
+        return stay
+
+    def best(self) -> Any:
+        """The best ``num_return`` finished hypotheses per input, ``[inputs * num_return, length]``, cut after the
+        longest."""
+        s = self.s
+        self.final_seqs[self.inputs], self.final_len[self.inputs] = self.pool_seqs, self.pool_len
+        out = self.final_seqs[:, : s.num_return].reshape(-1, s.max_length)
+        longest = int(self.final_len[:, : s.num_return].max())
+        return out[:, : _PROMPT + longest]
+
+
 class T5BeamSearch:
     """Beam search over a T5-style encoder-decoder's own modules (see the module docstring).
 
@@ -183,115 +337,27 @@ class T5BeamSearch:
         are not padded to long ones; one beam search decodes them all, and an input whose beams are final stops being
         decoded (once ``drop_fraction`` of those still decoded are final). ``timer`` wraps each model computation
         (for forward-time counters)."""
-        torch = _torch()
-
         s = settings
         timed = timer or nullcontext
-        device = encoder_batches[0][0].device
-        beams = s.num_beams
-        prompt = 1  # the decoder starts from its start token
-        max_length = s.max_length
-        # continuations kept per input: enough for a full set of unfinished beams even if each end id takes one
-        keep = max(2, 1 + len(s.eos)) * beams
-        eos = torch.tensor(s.eos, device=device)
-
         with timed():
-            state = self._encode(encoder_batches, beams, positions=max_length - 1)
-        batch = state.batch
-        fill = s.pad or s.eos[0]  # what the library writes after a sequence's end
-        seqs = torch.full((batch, beams, max_length), fill, dtype=torch.long, device=device)
-        seqs[:, :, 0] = s.start
-        running = torch.zeros(batch, beams, device=device)
-        running[:, 1:] = _NEG  # only the first beam is live at the start, so the beams don't start as copies
-        ancestors = torch.zeros(batch, beams, max_length, dtype=torch.long, device=device)
-        pool_seqs = seqs.clone()
-        pool_scores = torch.full((batch, beams), _NEG, device=device)
-        pool_done = torch.zeros(batch, beams, dtype=torch.bool, device=device)
-        pool_len = torch.zeros(batch, beams, dtype=torch.long, device=device)
-        improvable = torch.ones(batch, 1, dtype=torch.bool, device=device)
-        # the final pools, by input; an input leaves the decoded batch when nothing can enter its pool any more
-        final_seqs, final_len = pool_seqs.clone(), pool_len.clone()
-        inputs = torch.arange(batch, device=device)  # which input each decoded row group is
-        top_mask = torch.arange(keep, device=device) < beams
-        beam_ids = torch.arange(beams, device=device)
+            state = self._encode(encoder_batches, s.num_beams, positions=s.max_length - 1)
+        search = _Search.start(state.batch, s, encoder_batches[0][0].device)
         self.decoded_rows = 0
-        cur = prompt
+        cur = _PROMPT  # the position whose token is chosen next
         while True:
-            rows = batch * beams
-            self.decoded_rows += rows
-            ancestors[:, :, cur - 1] = beam_ids  # this step's keys go to each hypothesis' own slot
+            self.decoded_rows += search.rows
+            search.ancestors[:, :, cur - 1] = search.beam_ids  # this step's keys go to each hypothesis' own slot
             with timed():
-                logits = self._step(state, seqs[:, :, cur - 1].reshape(rows), cur - 1, ancestors[:, :, :cur])
-            log_probs = torch.log_softmax(logits, dim=-1)
-            if s.no_repeat_ngram > 0:
-                _ban_repeated_ngrams(seqs.view(rows, max_length)[:, :cur], log_probs, s.no_repeat_ngram)
-            if cur - prompt < s.min_new_tokens:
-                log_probs[:, eos] = -math.inf
-            vocab = log_probs.shape[-1]
-            totals = log_probs.view(batch, beams, vocab).add_(running[:, :, None]).view(batch, beams * vocab)
-            top_scores, top_index = torch.topk(totals, keep)
-            parent = top_index // vocab
-            cand_seqs = torch.take_along_dim(seqs, parent[:, :, None], dim=1)
-            cand_seqs[:, :, cur] = top_index % vocab
-            cand_anc = torch.take_along_dim(ancestors, parent[:, :, None], dim=1)
-            ends = torch.isin(cand_seqs[:, :, cur], eos) | (cur + 1 >= max_length)
-
-            # the best unfinished continuations run on
-            live = top_scores + ends.to(torch.float32) * _NEG
-            chosen = torch.topk(live, beams)[1]
-            seqs = torch.take_along_dim(cand_seqs, chosen[:, :, None], dim=1)
-            ancestors = torch.take_along_dim(cand_anc, chosen[:, :, None], dim=1)
-            running = torch.take_along_dim(live, chosen, dim=1)
-
-            # finished ones among the best ``beams`` continuations join the pool if they beat its worst
-            generated = cur + 1 - prompt
-            final = top_scores / (generated ** s.length_penalty)
-            pool_full = torch.all(pool_done, dim=-1, keepdim=True) & (s.early_stopping is True)
-            final = final + pool_full.to(torch.float32) * _NEG
-            final = final + (~improvable).to(torch.float32) * _NEG
-            just_done = ends & top_mask[None, :]
-            final = final + (~just_done) * _NEG
-            best = torch.topk(torch.cat((pool_scores, final), dim=1), beams)[1]
-            pool_seqs = torch.take_along_dim(torch.cat((pool_seqs, cand_seqs), dim=1), best[:, :, None], dim=1)
-            pool_scores = torch.take_along_dim(torch.cat((pool_scores, final), dim=1), best, dim=1)
-            pool_done = torch.take_along_dim(torch.cat((pool_done, just_done), dim=1), best, dim=1)
-            lengths = torch.full_like(just_done, generated, dtype=torch.long)
-            pool_len = torch.take_along_dim(torch.cat((pool_len, lengths), dim=1), best, dim=1)
-
-            cur += 1
-            improvable = improvable & self._can_improve(running, pool_scores, pool_done, cur - prompt,
-                                                        max_length - prompt, s)
-            any_open = not bool(torch.all(pool_done)) or s.early_stopping is not True
-            if not (bool(torch.any(improvable)) and any_open and not bool(torch.all(ends))):
+                logits = self._step(state, search.seqs[:, :, cur - 1].reshape(search.rows), cur - 1,
+                                    search.ancestors[:, :, :cur])
+            ends = search.advance(search.log_probs(logits, cur), cur)
+            if search.over(ends, cur + 1):
                 break
-            # inputs whose pool nothing can enter any more (no running hypothesis can beat its worst, or, stopping
-            # early, it is full) leave the batch; their pools are kept aside
-            open_ = improvable[:, 0] & ~(torch.all(pool_done, dim=1) & (s.early_stopping is True))
-            closed = batch - int(open_.sum())
-            if closed and closed >= self.drop_fraction * batch:
-                gone, stay = (~open_).nonzero()[:, 0], open_.nonzero()[:, 0]
-                final_seqs[inputs[gone]], final_len[inputs[gone]] = pool_seqs[gone], pool_len[gone]
-                inputs, seqs, running, ancestors = inputs[stay], seqs[stay], running[stay], ancestors[stay]
-                pool_seqs, pool_scores, pool_done, pool_len = (pool_seqs[stay], pool_scores[stay], pool_done[stay],
-                                                               pool_len[stay])
-                improvable = improvable[stay]
+            stay = search.drop_final(self.drop_fraction)
+            if stay is not None:
                 state.keep(stay)
-                batch = state.batch
-
-        final_seqs[inputs], final_len[inputs] = pool_seqs, pool_len
-        out = final_seqs[:, : s.num_return].reshape(-1, max_length)
-        longest = int(final_len[:, : s.num_return].max())
-        return out[:, : prompt + longest]
-
-    @staticmethod
-    def _can_improve(running: Any, pool_scores: Any, pool_done: Any, generated: int, most: int,
-                     s: BeamSettings) -> Any:
-        """Per input: can the best running hypothesis still beat the worst finished one?"""
-        torch = _torch()
-        length = most if s.early_stopping == "never" and s.length_penalty > 0.0 else generated
-        best_possible = running[:, :1] / (length ** s.length_penalty)
-        worst = torch.where(pool_done, torch.min(pool_scores, dim=1, keepdim=True)[0], _NEG)
-        return torch.any(best_possible > worst, dim=-1, keepdim=True)
+            cur += 1
+        return search.best()
 
     def _encode(self, encoder_batches: Sequence[tuple[Any, Any]], beams: int, positions: int) -> _DecoderState:
         """Each batch's encoder output projected to every layer's cross-attention keys and values (once per input,

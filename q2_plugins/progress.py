@@ -1,0 +1,72 @@
+"""Progress bars of a scoring run: one over the rows, one per stage, kept for the whole run however many
+``score()`` calls (chunks) and rounds it takes."""
+
+from __future__ import annotations
+
+from typing import IO, Any, Optional
+
+__all__ = ["Progress"]
+
+
+class Progress:
+    """The progress bars of a run of one or more ``Q2Scorer.score(..., progress=...)`` calls.
+
+    A bar over the rows counts them against ``total`` (the run's row count; None when it is not known, as when the
+    input is a stream), so it shows the run's ETA; each ``score()`` call advances it by its rows when it ends. A bar
+    per stage is made the first time that stage has items to compute and kept to the end of the run: its total grows
+    as later rounds and later calls bring items. Bars are tqdm bars on ``file`` (standard error by default), updated
+    once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call).
+
+    >>> with Progress(total=len(responses)) as progress:  # doctest: +SKIP
+    ...     for start in range(0, len(responses), 1000):
+    ...         scorer.score(responses=responses[start : start + 1000],
+    ...                      knowledge=knowledge[start : start + 1000], progress=progress)
+    """
+
+    def __init__(self, total: Optional[int] = None, *, rows: bool = True, file: Optional[IO[str]] = None) -> None:
+        if total is not None and (not isinstance(total, int) or total < 0):
+            raise ValueError(f"Expected total to be a row count (an int >= 0) or None, but got {total!r}")
+        from tqdm.auto import tqdm
+
+        self._tqdm, self._file = tqdm, file
+        self._stages: dict[str, Any] = {}
+        self._rows = self._bar("q2 rows", total, "row", position=0, leave=True) if rows else None
+        self.closed = False
+
+    def _bar(self, desc: str, total: Optional[int], unit: str, position: int, leave: bool) -> Any:
+        return self._tqdm(total=total, desc=desc, unit=unit, position=position, leave=leave, file=self._file)
+
+    def add(self, stage: str, items: int) -> None:
+        """``items`` more items of ``stage`` are to be computed: its bar's total grows (the bar is made the first
+        time)."""
+        bar = self._stages.get(stage)
+        if bar is None:
+            position = len(self._stages) + (self._rows is not None)
+            self._stages[stage] = self._bar(f"q2 {stage}", items, "item", position=position, leave=False)
+        else:
+            bar.total += items
+            bar.refresh()
+
+    def advance(self, stage: str, items: int) -> None:
+        """``items`` items of ``stage`` are computed."""
+        self._stages[stage].update(items)
+
+    def rows_done(self, rows: int) -> None:
+        """``rows`` more rows are scored (no-op without a row bar)."""
+        if self._rows is not None:
+            self._rows.update(rows)
+
+    def close(self) -> None:
+        """Close every bar (the stage bars are cleared, the row bar stays with the run's count and time)."""
+        for bar in reversed(list(self._stages.values())):
+            bar.close()
+        if self._rows is not None:
+            self._rows.close()
+        self._stages.clear()
+        self.closed = True
+
+    def __enter__(self) -> "Progress":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()

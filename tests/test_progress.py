@@ -1,0 +1,190 @@
+"""Progress of a run: one bar over the rows with the run's total, one bar per stage across chunks and rounds, nothing
+with ``--no-progress``, and the same scores either way."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from q2_plugins.cli import main
+from q2_plugins.config import Q2Config
+from q2_plugins.io import count_records, read_rows
+from q2_plugins.progress import Progress
+from q2_plugins.scorer import Q2Scorer
+from tests.fakes import FakeCandidates, FakeNLI, FakePersonal, FakeQA, FakeQG
+
+SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
+
+
+@contextlib.contextmanager
+def recorded_bars():
+    """Every tqdm bar made while it runs (``tqdm.auto.tqdm``, as the package makes them), in order of creation."""
+    import tqdm.auto
+
+    made: list = []
+
+    class Recorded(tqdm.auto.tqdm):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            made.append(self)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(tqdm.auto, "tqdm", Recorded)
+        yield made
+
+
+def run_cli(argv: list[str]) -> tuple[str, list]:
+    """``q2 <argv>`` in this process: its standard error and the bars it made."""
+    err = io.StringIO()
+    with recorded_bars() as bars, contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
+        assert main(argv) == 0
+    return err.getvalue(), bars
+
+
+@pytest.fixture(scope="module")
+def model_config(tiny_models) -> dict:
+    return {"qg_model": str(tiny_models["qg_short"]), "qa_model": str(tiny_models["qa"]),
+            "nli_model": str(tiny_models["nli"]), "qg_max_length": 6}
+
+
+@pytest.fixture(scope="module")
+def seven_rows(tmp_path_factory) -> Path:
+    """Seven sample records, with a blank line among them (no row)."""
+    lines = SAMPLE.read_text(encoding="utf-8").splitlines()[:7]
+    path = tmp_path_factory.mktemp("progress") / "rows.jsonl"
+    path.write_text("\n".join(lines[:3] + ["   "] + lines[3:]) + "\n", encoding="utf-8")
+    return path
+
+
+@pytest.fixture(scope="module")
+def runs(seven_rows, model_config, tmp_path_factory) -> dict:
+    """The same multi-chunk run (``--chunk-size 2``: four chunks) with and without progress."""
+    out = tmp_path_factory.mktemp("progress-runs")
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in model_config.items()]
+    found = {}
+    for name, extra in (("on", []), ("off", ["--no-progress"])):
+        argv = ["score", "--input", str(seven_rows), "--output", str(out / f"{name}.jsonl"), "--chunk-size", "2",
+                "--explain", *flags, *extra]
+        err, bars = run_cli(argv)
+        found[name] = {"stderr": err, "bars": bars, "rows": (out / f"{name}.jsonl").read_text(encoding="utf-8")}
+    return found
+
+
+def stages_with_work(rows_file: Path, model_config: dict) -> set[str]:
+    """The bar names of the stages that compute something when all rows are scored in one call."""
+    rows = list(read_rows(rows_file))
+    with contextlib.redirect_stderr(io.StringIO()):
+        scorer = Q2Scorer(Q2Config(**model_config)).load()  # (the model library's own loading bars: not counted)
+        with recorded_bars() as bars:
+            scorer.score(responses=[r["response"] for r in rows], knowledge=[r["knowledge"] for r in rows],
+                         progress=True)
+    return {b.desc for b in bars}
+
+
+def test_a_run_of_several_chunks_has_one_row_bar_and_one_bar_per_stage(runs, seven_rows, model_config):
+    made = [b.desc for b in runs["on"]["bars"]]
+    assert made.count("q2 rows") == 1
+    stages = stages_with_work(seven_rows, model_config)
+    assert {"q2 candidates", "q2 qg", "q2 qa"} <= stages
+    assert sorted(made) == sorted(stages | {"q2 rows"})  # each made once, not once per chunk
+
+
+def test_the_row_bar_counts_to_the_runs_total_from_the_start(runs):
+    rows_bar = next(b for b in runs["on"]["bars"] if b.desc == "q2 rows")
+    assert (rows_bar.total, rows_bar.n) == (7, 7)
+    shown = [part.strip() for part in runs["on"]["stderr"].split("\r") if part.startswith("q2 rows:")]
+    assert "0/7" in shown[0] and "7/7" in shown[-1] and "100%" in shown[-1]
+
+
+def test_stage_bars_total_every_item_of_the_run(runs):
+    for bar in runs["on"]["bars"]:
+        assert bar.n == bar.total > 0, bar.desc
+
+
+def test_no_progress_writes_nothing_to_standard_error(runs):
+    assert runs["off"]["bars"] == []
+    assert runs["off"]["stderr"] == ""
+    assert "q2 rows" in runs["on"]["stderr"]  # the same run with progress does write
+
+
+def test_progress_does_not_change_a_score(runs):
+    on, off = (runs[k]["rows"].splitlines() for k in ("on", "off"))
+    assert len(on) == 7 and on == off
+    assert any(json.loads(line)["status"] != "error" for line in on)
+
+
+# -- the Python API: one Progress over several score() calls ---------------------------------------------------------
+KNOW = "Elvis was an American singer born in Tupelo."
+
+
+def scorer_and_qa() -> tuple[Q2Scorer, FakeQA]:
+    qa = FakeQA({("Who sang?", "Elvis sang ."): "Elvis", ("Who sang?", KNOW): "Elvis",
+                 ("Where was he born?", "he was born in Tupelo ."): "Tupelo", ("Where was he born?", KNOW): "Tupelo"})
+    scorer = Q2Scorer(
+        Q2Config(),
+        candidate_extractor=FakeCandidates({"Elvis sang .": ["Elvis"], "he was born in Tupelo .": ["Tupelo"]}),
+        question_generator=FakeQG({("Elvis", "Elvis sang ."): ["Who sang?"],
+                                   ("Tupelo", "he was born in Tupelo ."): ["Where was he born?"]}),
+        question_answerer=qa, nli=FakeNLI({}), personal_filter=FakePersonal(),
+    )
+    return scorer, qa
+
+
+def test_one_progress_over_several_calls_keeps_its_bars_and_counts_every_row():
+    scorer, qa = scorer_and_qa()
+    out = io.StringIO()
+    with recorded_bars() as bars:
+        with Progress(total=3, file=out) as progress:
+            scorer.score(responses=["Elvis sang .", "he was born in Tupelo ."], knowledge=[KNOW] * 2,
+                         progress=progress)
+            scorer.score(responses=["Elvis sang ."], knowledge=[KNOW], progress=progress)
+    by_name = {b.desc: b for b in bars}
+    assert len(by_name) == len(bars)  # no bar made twice
+    assert (by_name["q2 rows"].total, by_name["q2 rows"].n) == (3, 3)
+    qa_items = sum(len(call) for call in qa.calls)  # the QA pairs computed over both calls, every round
+    assert by_name["q2 qa"].total == by_name["q2 qa"].n == qa_items
+    assert len(qa.calls) > 2  # both calls, with a round for the knowledge: the bar went on across them
+    assert "q2 qa" in out.getvalue()
+
+
+def test_scores_are_the_same_with_a_progress_true_or_nothing():
+    scorer, _ = scorer_and_qa()
+    args = {"responses": ["Elvis sang .", "he was born in Tupelo ."], "knowledge": [KNOW] * 2, "explain": True}
+    with contextlib.redirect_stderr(io.StringIO()):
+        shown = [scorer.score(**args, progress=p).to_dict() for p in (True, Progress(file=io.StringIO()))]
+    assert shown[0] == shown[1] == scorer.score(**args).to_dict()
+
+
+def test_progress_must_be_a_bool_or_an_open_progress():
+    scorer, _ = scorer_and_qa()
+    with pytest.raises(TypeError, match="progress"):
+        scorer.score(responses=["Elvis sang ."], knowledge=[KNOW], progress="yes")
+    closed = Progress(file=io.StringIO())
+    closed.close()
+    with pytest.raises(ValueError, match="closed"):
+        scorer.score(responses=["Elvis sang ."], knowledge=[KNOW], progress=closed)
+
+
+# -- counting the rows of an input file, for the total -----------------------------------------------------------------
+def test_count_records_is_the_number_of_rows_read(tmp_path):
+    ok = json.dumps({"response": "a", "knowledge": "b"})
+    jsonl = tmp_path / "mixed.jsonl"
+    jsonl.write_bytes(b"\xef\xbb\xbf" + "\n".join([ok, "", "  \t", "{not json", "[1, 2]", ok + "\r", ok]).encode())
+    csv = tmp_path / "mixed.csv"
+    csv.write_text('response,knowledge\n"two\nlines",k\n\nx,y,extra\n"open,k\n', encoding="utf-8")
+    header_only = tmp_path / "empty.tsv"
+    header_only.write_text("response\tknowledge\n", encoding="utf-8")
+    for path in (jsonl, csv, header_only):
+        assert count_records(path) == len(list(read_rows(path))), path.name
+    assert count_records(jsonl) == 5 and count_records(header_only) == 0
+
+
+def test_count_records_is_unknown_for_a_stream(tmp_path):
+    fifo = tmp_path / "rows.jsonl"
+    os.mkfifo(fifo)
+    assert count_records(fifo) is None
