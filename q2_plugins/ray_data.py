@@ -72,9 +72,19 @@ def check_models(config: Union[Q2Config, Mapping[str, Any], None] = None, *, num
                  num_gpus: Optional[float] = None) -> str:
     """Load the models once in a Ray worker with the actors' resources and return the run's signature; a model that
     cannot load raises its :class:`~q2_plugins.errors.ModelLoadError` here, before any row is read."""
+    return _check_result(_start_check(config, num_cpus, num_gpus))
+
+
+def _start_check(config: Union[Q2Config, Mapping[str, Any], None], num_cpus: float,
+                 num_gpus: Optional[float]) -> "ray.ObjectRef":
     task = ray.remote(_loaded_signature).options(num_cpus=num_cpus, num_gpus=num_gpus or 0, max_retries=0)
+    return task.remote(_config(config))
+
+
+def _check_result(check: "ray.ObjectRef") -> str:
+    """The signature the model check returns, or the error it raised (a ModelLoadError naming the flag)."""
     try:
-        return ray.get(task.remote(_config(config)))
+        return ray.get(check)
     except ray.exceptions.RayTaskError as e:
         if isinstance(e.cause, Exception):
             raise e.cause from None
@@ -98,7 +108,7 @@ class Q2BatchScorer:
         explain: bool = False,
         labels: bool = False,
         prefix: str = "q2_",
-        expected_signature: Optional[str] = None,
+        expected_signature: Union[str, list, None] = None,
         cache_counter: Optional[Any] = None,
     ) -> None:
         from .scorer import Q2Scorer
@@ -110,6 +120,8 @@ class Q2BatchScorer:
         self.explain, self.labels, self.prefix = explain, labels, prefix
         self.cache_counter = cache_counter
         self._load_models()
+        if isinstance(expected_signature, list):  # [the run's model check, started with the actors]: its result
+            expected_signature = _check_result(expected_signature[0])
         if expected_signature is not None and self.scorer.signature != expected_signature:
             raise ValueError(f"This worker's models differ from those the run was checked with: its signature is\n  "
                              f"{self.scorer.signature}\nthe run's is\n  {expected_signature}\n"
@@ -483,7 +495,7 @@ def _start(args: Any) -> None:
 
 
 def _scored(args: Any, config: Q2Config, counter: Optional[Any]) -> tuple["ray.data.Dataset", str]:
-    """The input, read and checked, scored on the actor pool (lazily), and the run's signature."""
+    """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
     path = Path(args.input)
     ds = read_dataset(path, args.input_format, rows_per_block=args.ray_batch_size)
     kind = _format_of(path, args.input_format, "--input-format")
@@ -495,14 +507,20 @@ def _scored(args: Any, config: Q2Config, counter: Optional[Any]) -> tuple["ray.d
     if not args.no_progress:  # the actors load quietly: one line for the run
         print(f"q2: loading models (once to check them, then in each of {args.concurrency} Ray actor(s))",
               file=sys.stderr, flush=True)
-    signature = check_models(config, num_cpus=args.num_cpus_per_worker, num_gpus=args.num_gpus_per_worker)
+    # the models are checked in a task while the actors start and load them (the actors wait for its result)
+    check = _start_check(config, num_cpus=0, num_gpus=args.num_gpus_per_worker)
     scored = _map_scorer(ds, config, response_column=args.response_column, knowledge_column=args.knowledge_column,
                          history_column=args.history_column, explain=args.explain, labels=args.labels, prefix="q2_",
                          concurrency=args.concurrency, num_cpus=args.num_cpus_per_worker,
                          num_gpus=args.num_gpus_per_worker, batch_size=args.ray_batch_size, max_restarts=3,
-                         max_task_retries=3, signature=signature, scorer_class=Q2BatchScorer, ray_remote_args=None,
+                         max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,
                          cache_counter=counter)
-    return scored, signature
+    try:
+        scored = scored.materialize()
+    except Exception:
+        _check_result(check)  # a model that cannot load: the check's error, once, rather than Ray's report of it
+        raise
+    return scored, _check_result(check)
 
 
 def run_score(args: Any) -> int:
@@ -518,7 +536,6 @@ def run_score(args: Any) -> int:
     _start(args)
     counter = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.cache_dir else None
     scored, signature = _scored(args, config, counter)
-    scored = scored.materialize()
     stats = dataset_stats(scored)
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
     out_format = _format_of(Path(args.input), args.input_format, "--input-format")  # for directory outputs
