@@ -17,7 +17,8 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Sequence
 
-__all__ = ["read_rows", "read_checked_rows", "input_columns", "count_records", "InputFormatError", "json_line",
+__all__ = ["read_rows", "read_records", "read_checked_rows", "input_columns", "count_records", "InputFormatError",
+           "json_line",
            "ResultFile", "write_json_atomic", "meta_path", "same_file", "MAX_RECORD_BYTES"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
@@ -53,43 +54,42 @@ def _big_int(digits: str) -> Any:
     return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else digits
 
 
-def _jsonl_records(path: Path) -> Iterator[tuple[int, Any, Optional[str]]]:
-    """``(line number, parsed value, None)`` or ``(line number, None, error message)`` per non-blank line; lines end at ``\\n`` only
-    (a ``\\r`` before it is dropped), a UTF-8 BOM at the start of the file is skipped."""
-    with path.open("rb") as f:
-        offset = 0
-        for n in range(1, sys.maxsize):
-            raw = f.readline(MAX_RECORD_BYTES + 1)
-            if not raw:
-                return
-            start = offset
-            offset += len(raw)
-            if len(raw) > MAX_RECORD_BYTES and not raw.endswith(b"\n"):
-                while raw and not raw.endswith(b"\n"):  # skip the rest of the line without holding it
-                    raw = f.readline(1 << 20)
-                    offset += len(raw)
-                yield n, None, f"line {n} is over {MAX_RECORD_BYTES} bytes; not read"
-                continue
-            if n == 1 and raw.startswith(_BOM):
-                raw = raw[len(_BOM):]
-                start += len(_BOM)
-            raw = raw.rstrip(b"\n").rstrip(b"\r")
-            if not raw.strip():
-                continue
-            try:
-                text = raw.decode("utf-8")
-            except UnicodeDecodeError as e:
-                yield n, None, (f"line {n} is not valid UTF-8: byte {raw[e.start]:#04x} at byte offset "
-                                 f"{start + e.start} of the file")
-                continue
-            try:
-                yield n, json.loads(text, strict=False, parse_int=_big_int, parse_constant=str), None
-            except json.JSONDecodeError as e:
-                yield n, None, f"line {n} is not valid JSON: {e.msg} (column {e.colno})"
-            except RecursionError:
-                yield n, None, f"line {n} is JSON nested too deeply to read"
-            except ValueError as e:  # e.g. a number Python cannot hold
-                yield n, None, f"line {n} cannot be read: {' '.join(str(e).split())[:200]}"
+def _jsonl_records(f: IO[bytes]) -> Iterator[tuple[int, Any, Optional[str]]]:
+    """``(line number, parsed value, None)`` or ``(line number, None, error message)`` per non-blank line of a byte
+    stream; lines end at ``\\n`` only (a ``\\r`` before it is dropped), a UTF-8 BOM at the start is skipped."""
+    offset = 0
+    for n in range(1, sys.maxsize):
+        raw = f.readline(MAX_RECORD_BYTES + 1)
+        if not raw:
+            return
+        start = offset
+        offset += len(raw)
+        if len(raw) > MAX_RECORD_BYTES and not raw.endswith(b"\n"):
+            while raw and not raw.endswith(b"\n"):  # skip the rest of the line without holding it
+                raw = f.readline(1 << 20)
+                offset += len(raw)
+            yield n, None, f"line {n} is over {MAX_RECORD_BYTES} bytes; not read"
+            continue
+        if n == 1 and raw.startswith(_BOM):
+            raw = raw[len(_BOM):]
+            start += len(_BOM)
+        raw = raw.rstrip(b"\n").rstrip(b"\r")
+        if not raw.strip():
+            continue
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError as e:
+            yield n, None, (f"line {n} is not valid UTF-8: byte {raw[e.start]:#04x} at byte offset "
+                             f"{start + e.start} of the file")
+            continue
+        try:
+            yield n, json.loads(text, strict=False, parse_int=_big_int, parse_constant=str), None
+        except json.JSONDecodeError as e:
+            yield n, None, f"line {n} is not valid JSON: {e.msg} (column {e.colno})"
+        except RecursionError:
+            yield n, None, f"line {n} is JSON nested too deeply to read"
+        except ValueError as e:  # e.g. a number Python cannot hold
+            yield n, None, f"line {n} cannot be read: {' '.join(str(e).split())[:200]}"
 
 
 def _csv_reader(f: IO[str], kind: str) -> Any:
@@ -100,10 +100,12 @@ def _csv_reader(f: IO[str], kind: str) -> Any:
     return csv.reader(f, delimiter="\t" if kind == "tsv" else ",")
 
 
-def _open_csv(path: Path) -> IO[str]:
+def _csv_text(f: IO[bytes]) -> IO[str]:
     # utf-8-sig: a BOM before the header is not part of the first column's name; surrogateescape: an invalid byte
     # fails its own row (below), not the file
-    return path.open(encoding="utf-8-sig", errors="surrogateescape", newline="")
+    import io
+
+    return io.TextIOWrapper(f, encoding="utf-8-sig", errors="surrogateescape", newline="")
 
 
 def _bad_byte(values: Sequence[str]) -> Optional[str]:
@@ -114,36 +116,35 @@ def _bad_byte(values: Sequence[str]) -> Optional[str]:
     return None
 
 
-def _csv_records(path: Path, kind: str) -> Iterator[tuple[int, Any]]:
+def _csv_records(f: IO[str], kind: str) -> Iterator[tuple[int, Any]]:
     """``(line number, dict or error message)`` per CSV record; the first record is the header."""
-    with _open_csv(path) as f:
-        reader = _csv_reader(f, kind)
-        header: Optional[list[str]] = None
-        while True:
-            line = reader.line_num + 1
-            try:
-                values = next(reader)
-            except StopIteration:
-                return
-            except csv.Error as e:
-                yield line, f"line {line} is not valid {kind.upper()}: {e}"
-                continue
-            if header is None:
-                header = values
-                continue
-            if not values:
-                continue
-            bad = _bad_byte(values)
-            if bad is not None:
-                yield line, f"line {line} is not valid UTF-8: byte {bad}"
-                continue
-            row: dict[str, Any] = dict(zip(header, values))
-            if len(values) > len(header):
-                yield line, f"line {line} has {len(values)} fields; the header names {len(header)}"
-                continue
-            for name in header[len(values):]:
-                row[name] = None
-            yield line, row
+    reader = _csv_reader(f, kind)
+    header: Optional[list[str]] = None
+    while True:
+        line = reader.line_num + 1
+        try:
+            values = next(reader)
+        except StopIteration:
+            return
+        except csv.Error as e:
+            yield line, f"line {line} is not valid {kind.upper()}: {e}"
+            continue
+        if header is None:
+            header = values
+            continue
+        if not values:
+            continue
+        bad = _bad_byte(values)
+        if bad is not None:
+            yield line, f"line {line} is not valid UTF-8: byte {bad}"
+            continue
+        row: dict[str, Any] = dict(zip(header, values))
+        if len(values) > len(header):
+            yield line, f"line {line} has {len(values)} fields; the header names {len(header)}"
+            continue
+        for name in header[len(values):]:
+            row[name] = None
+        yield line, row
 
 
 def input_columns(path: str | Path, fmt: Optional[str] = None) -> list[str]:
@@ -152,11 +153,12 @@ def input_columns(path: str | Path, fmt: Optional[str] = None) -> list[str]:
     kind = _format_of(path, fmt)
     if kind == "jsonl":
         found: dict[str, None] = {}
-        for _, obj, _ in _jsonl_records(path):
-            if isinstance(obj, dict):
-                found.update(dict.fromkeys(obj))
+        with path.open("rb") as raw:
+            for _, obj, _ in _jsonl_records(raw):
+                if isinstance(obj, dict):
+                    found.update(dict.fromkeys(obj))
         return list(found)
-    with _open_csv(path) as f:
+    with _csv_text(path.open("rb")) as f:
         try:
             return next(_csv_reader(f, kind))
         except (StopIteration, csv.Error):
@@ -185,17 +187,25 @@ def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, 
 
 
 def _rows(path: Path, kind: str) -> Iterator[dict[str, Any]]:
+    with path.open("rb") as f:
+        for _, row in read_records(f, kind):
+            yield row
+
+
+def read_records(f: IO[bytes], kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(line number, row)`` per record of a JSONL / CSV / TSV byte stream, as :func:`read_rows` reads a file: a
+    record that cannot be read is ``{"__error__": message}`` naming its line; blank lines are no records."""
     if kind == "jsonl":
-        for n, obj, error in _jsonl_records(path):
+        for n, obj, error in _jsonl_records(f):
             if error is not None:
-                yield {"__error__": error}
+                yield n, {"__error__": error}
             elif not isinstance(obj, dict):
-                yield {"__error__": f"line {n} is a JSON {type(obj).__name__}, expected an object"}
+                yield n, {"__error__": f"line {n} is a JSON {type(obj).__name__}, expected an object"}
             else:
-                yield obj
+                yield n, obj
         return
-    for _, row in _csv_records(path, kind):
-        yield {"__error__": row} if isinstance(row, str) else row
+    for n, row in _csv_records(_csv_text(f), kind):
+        yield n, {"__error__": row} if isinstance(row, str) else row
 
 
 def count_records(path: str | Path, fmt: Optional[str] = None) -> Optional[int]:
@@ -208,7 +218,7 @@ def count_records(path: str | Path, fmt: Optional[str] = None) -> Optional[int]:
     if kind == "jsonl":
         return _count_jsonl(path)
     n, header = 0, False
-    with _open_csv(path) as f:
+    with _csv_text(path.open("rb")) as f:
         reader = _csv_reader(f, kind)
         while True:
             try:

@@ -20,15 +20,17 @@ import csv
 import json
 import logging
 import os
+import sys
 import warnings
 from pathlib import Path
-from typing import Any, Mapping, Optional, Union
+from typing import Any, Iterator, Mapping, Optional, Union
 
 try:
     import pyarrow as pa
     import pyarrow.compute as pc
     import ray
     import ray.data
+    from ray.data.datasource import FileBasedDatasource
 except ModuleNotFoundError as e:  # pragma: no cover - exercised by test_imports with ray hidden
     raise ModuleNotFoundError(f"q2_plugins.ray_data needs Ray Data ({e.name} is not installed): "
                               f"pip install 'q2-plugins[ray]'", name=e.name) from e
@@ -47,6 +49,9 @@ OUTPUT_COLUMNS: dict[str, pa.DataType] = {
 }
 _LABEL_COLUMNS = {"label": pa.string(), "label3": pa.string()}  # with labels=True
 _EXPLANATION_COLUMN = {"explanation": pa.string()}  # with explain=True: the core's result row as JSON
+# the rows read_dataset makes of a JSONL / CSV / TSV record: its fields as JSON text, or why it cannot be read
+_RECORD, _READ_ERROR = "__q2_record__", "__q2_read_error__"
+_EXTENSIONS = {"jsonl": ["jsonl", "json", "ndjson"], "csv": ["csv"], "tsv": ["tsv"]}
 _FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".csv": "csv",
             ".tsv": "tsv"}
 
@@ -67,9 +72,19 @@ def check_models(config: Union[Q2Config, Mapping[str, Any], None] = None, *, num
                  num_gpus: Optional[float] = None) -> str:
     """Load the models once in a Ray worker with the actors' resources and return the run's signature; a model that
     cannot load raises its :class:`~q2_plugins.errors.ModelLoadError` here, before any row is read."""
+    return _check_result(_start_check(config, num_cpus, num_gpus))
+
+
+def _start_check(config: Union[Q2Config, Mapping[str, Any], None], num_cpus: float,
+                 num_gpus: Optional[float]) -> "ray.ObjectRef":
     task = ray.remote(_loaded_signature).options(num_cpus=num_cpus, num_gpus=num_gpus or 0, max_retries=0)
+    return task.remote(_config(config))
+
+
+def _check_result(check: "ray.ObjectRef") -> str:
+    """The signature the model check returns, or the error it raised (a ModelLoadError naming the flag)."""
     try:
-        return ray.get(task.remote(_config(config)))
+        return ray.get(check)
     except ray.exceptions.RayTaskError as e:
         if isinstance(e.cause, Exception):
             raise e.cause from None
@@ -93,7 +108,8 @@ class Q2BatchScorer:
         explain: bool = False,
         labels: bool = False,
         prefix: str = "q2_",
-        expected_signature: Optional[str] = None,
+        expected_signature: Union[str, list, None] = None,
+        cache_counter: Optional[Any] = None,
     ) -> None:
         from .scorer import Q2Scorer
 
@@ -102,30 +118,91 @@ class Q2BatchScorer:
         self.response_column, self.knowledge_column = response_column, knowledge_column
         self.history_column = history_column
         self.explain, self.labels, self.prefix = explain, labels, prefix
+        self.cache_counter = cache_counter
         self._load_models()
+        if isinstance(expected_signature, list):  # [the run's model check, started with the actors]: its result
+            expected_signature = _check_result(expected_signature[0])
         if expected_signature is not None and self.scorer.signature != expected_signature:
             raise ValueError(f"This worker's models differ from those the run was checked with: its signature is\n  "
                              f"{self.scorer.signature}\nthe run's is\n  {expected_signature}\n"
                              f"Give every node the same model files (--qg-model / --qa-model / --nli-model).")
 
     def _load_models(self) -> None:
-        s, c = self.scorer, self.config
-        _ = s.candidate_extractor, s.question_generator, s.question_answerer
+        """Load the models as ``q2 score`` does, without the model libraries' per-file loading bars (which would
+        reach the driver's output once per actor); the driver prints the run's one "loading models" line."""
+        from .cli import _loaded
+
+        _loaded(self.scorer, progress=False)
         if self.labels:
-            _ = s.text_signals
-        if c.remove_personal:
-            _ = s.personal_filter
-        if c.use_nli or c.fallback:
-            _ = s.nli
+            _ = self.scorer.text_signals
 
     def __call__(self, batch: pa.Table) -> pa.Table:
-        history = batch.column(self.history_column).to_pylist() if self.history_column else None
-        result = self.scorer.score(responses=batch.column(self.response_column).to_pylist(),
-                                   knowledge=batch.column(self.knowledge_column).to_pylist(),
-                                   history=history, explain=self.explain, label=self.labels)
-        for name, (kind, values) in _result_columns(result.responses, self.labels, self.explain).items():
+        cache = self.scorer.cache
+        before = (cache.hits, cache.misses) if cache is not None else (0, 0)
+        out = self._score_records(batch) if _RECORD in batch.column_names else self._score_columns(batch)
+        if self.cache_counter is not None and cache is not None:
+            ray.get(self.cache_counter.add.remote(cache.hits - before[0], cache.misses - before[1]))
+        return out
+
+    def _columns(self) -> list[str]:
+        return [self.response_column, self.knowledge_column] + ([self.history_column] if self.history_column else [])
+
+    def _score(self, values: list[list[Any]]) -> list[ResponseResult]:
+        """The core's results for the values of the response, knowledge (and history) columns."""
+        return self.scorer.score(responses=values[0], knowledge=values[1],
+                                 history=values[2] if self.history_column else None, explain=self.explain,
+                                 label=self.labels).responses
+
+    def _score_columns(self, batch: pa.Table) -> pa.Table:
+        results = self._score([batch.column(c).to_pylist() for c in self._columns()])
+        for name, (kind, values) in _result_columns(results, self.labels, self.explain).items():
             batch = batch.append_column(self.prefix + name, pa.array(values, type=kind))
         return batch
+
+    def _score_records(self, batch: pa.Table) -> pa.Table:
+        """Rows of :func:`read_dataset`'s JSONL / CSV reading: each record parsed, scored as ``q2 score`` scores it
+        (a record that could not be read, or that lacks a column, is its row's error) and written back as columns."""
+        from .cli import _missing_fields
+
+        records = [{} if t is None else json.loads(t) for t in batch.column(_RECORD).to_pylist()]
+        required = self._columns()
+        problems = [e if e is not None else _missing_fields(r, required)
+                    for r, e in zip(records, batch.column(_READ_ERROR).to_pylist())]
+        results = self._score([[None if p else r.get(c) for r, p in zip(records, problems)] for c in required])
+        for res, problem in zip(results, problems):
+            if problem:
+                res.error = problem
+        table = _records_table(records)
+        for name, (kind, values) in _result_columns(results, self.labels, self.explain).items():
+            if self.prefix + name in table.column_names:
+                raise ValueError(f"The input already has a column {self.prefix + name}, which Q² adds; rename it.")
+            table = table.append_column(self.prefix + name, pa.array(values, type=kind))
+        return table
+
+
+def _records_table(records: list[dict[str, Any]]) -> pa.Table:
+    """The records as columns (the union of their keys, missing values null). A column whose values do not make one
+    Arrow type (mixed types in this block) is stored as text: strings as they are, other values as JSON."""
+    names = list(dict.fromkeys(k for r in records for k in r))
+    columns = {}
+    for name in names:
+        values = [r.get(name) for r in records]
+        try:
+            columns[name] = pa.array(values)
+        except (pa.ArrowException, OverflowError, UnicodeEncodeError):
+            columns[name] = pa.array([None if v is None else _as_text(v) for v in values], type=pa.string())
+    if not columns:  # every record of the block unreadable: the Q² columns alone
+        return pa.table({"__rows__": pa.nulls(len(records))}).drop_columns(["__rows__"])
+    return pa.table(columns)
+
+
+def _as_text(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:  # a lone surrogate (a JSON escape like "\\ud800"): keep it escaped
+        return json.dumps(value, ensure_ascii=True)
 
 
 def _result_columns(results: list[ResponseResult], labels: bool, explain: bool) -> dict[str, tuple[pa.DataType, list]]:
@@ -165,9 +242,17 @@ def score_dataset(
     batches are retried (``max_task_retries``), so every row comes out exactly once; an actor that cannot load the
     models fails the run. Rows come out in input order only if the dataset's ``DataContext`` preserves order.
     """
-    cfg = _config(config)
     columns = ds.schema().names
-    required = [c for c in (response_column, knowledge_column, history_column) if c]
+    if _RECORD not in columns:  # (records read from JSONL / CSV are checked row by row)
+        _check_columns(columns, [c for c in (response_column, knowledge_column, history_column) if c], prefix)
+    return _map_scorer(ds, _config(config), response_column=response_column, knowledge_column=knowledge_column,
+                       history_column=history_column, explain=explain, labels=labels, prefix=prefix,
+                       concurrency=concurrency, num_cpus=num_cpus, num_gpus=num_gpus, batch_size=batch_size,
+                       max_restarts=max_restarts, max_task_retries=max_task_retries, signature=signature,
+                       scorer_class=scorer_class, ray_remote_args=ray_remote_args)
+
+
+def _check_columns(columns: list[str], required: list[str], prefix: str) -> None:
     missing = [c for c in required if c not in columns]
     if missing:
         raise ValueError(f"The dataset has no column(s) {missing}; its columns are {columns}. Name the right ones "
@@ -177,14 +262,19 @@ def score_dataset(
     if clash:
         raise ValueError(f"The dataset already has column(s) {clash}, which Q² would add; rename them or choose "
                          f"another prefix.")
+
+
+def _map_scorer(ds: "ray.data.Dataset", cfg: Q2Config, *, concurrency: int, num_cpus: float,
+                num_gpus: Optional[float], batch_size: int, max_restarts: int, max_task_retries: int,
+                signature: Optional[str], scorer_class: type, ray_remote_args: Optional[Mapping[str, Any]],
+                **scorer_kwargs: Any) -> "ray.data.Dataset":
+    """:func:`score_dataset` once its columns are checked: the actor pool over ``ds``."""
     if not isinstance(concurrency, int) or concurrency < 1:
         raise ValueError(f"concurrency (--concurrency) must be a positive integer, got {concurrency!r}")
     if not isinstance(batch_size, int) or batch_size < 1:
         raise ValueError(f"batch_size (--ray-batch-size) must be a positive integer, got {batch_size!r}")
-    kwargs = dict(response_column=response_column, knowledge_column=knowledge_column, history_column=history_column,
-                  explain=explain, labels=labels, prefix=prefix,
-                  expected_signature=signature if signature is not None else check_models(
-                      cfg, num_cpus=num_cpus, num_gpus=num_gpus))
+    kwargs = dict(scorer_kwargs, expected_signature=signature if signature is not None else check_models(
+        cfg, num_cpus=num_cpus, num_gpus=num_gpus))
     remote_args = {"max_restarts": max_restarts, "max_task_retries": max_task_retries, **(ray_remote_args or {})}
     with warnings.catch_warnings():
         # Ray Data (before 2.64, see setup.cfg) has no named parameter for actor restarts: they go in ray_remote_args
@@ -209,7 +299,7 @@ def dataset_stats(scored: "ray.data.Dataset", prefix: str = "q2_") -> Q2Stats:
     Materialise ``scored`` first (``.materialize()``) when it is also written, or it is scored twice.
     """
     cols = [prefix + c for c in ("status", "score", "score_no_nli")]
-    parts = scored.select_columns(cols).map_batches(_batch_stats, fn_kwargs={"prefix": prefix},
+    parts = scored.select_columns(cols).map_batches(_batch_stats, fn_kwargs={"prefix": prefix}, num_cpus=0,
                                                     batch_format="pyarrow", batch_size=None).take_all()
     return sum((Q2Stats(**p) for p in parts), Q2Stats())
 
@@ -250,32 +340,66 @@ def _format_of(path: Path, fmt: Optional[str], flag: str) -> str:
                      f".jsonl / .parquet / .csv")
 
 
-def _csv_header(path: Path, delimiter: str) -> list[str]:
-    first = path if path.is_file() else min(p for p in path.rglob("*") if p.is_file() and p.suffix in (".csv", ".tsv"))
-    with first.open(newline="", encoding="utf-8") as f:
-        return next(csv.reader(f, delimiter=delimiter), [])
+def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
+                 rows_per_block: int = 64) -> "ray.data.Dataset":
+    """A JSONL / Parquet / CSV / TSV file or directory as a Ray dataset.
 
-
-def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None) -> "ray.data.Dataset":
-    """A JSONL / Parquet / CSV / TSV file or directory as a Ray dataset. CSV cells stay text, as in ``q2 score``."""
+    Parquet is read as it is. JSONL and CSV / TSV are read as ``q2 score`` reads them (:func:`q2_plugins.io.
+    read_records`, so the same limits and messages): one row per record, holding the record (columns
+    ``__q2_record__``, its fields as JSON text, CSV cells as text) or why it cannot be read (``__q2_read_error__``,
+    naming its line, and its file when ``path`` is a directory); the scoring step turns these rows back into
+    columns and an unreadable record into its row's error. A file is read by one task, in blocks of up to
+    ``rows_per_block`` records (Ray may merge or split them), so that one file's rows spread over the actors."""
     path = Path(path)
     if not path.exists():
         raise ValueError(f"No input file or directory {path}")
     kind = _format_of(path, fmt, "--input-format")
     # Read tasks reserve no CPU: the scoring actors may hold every CPU of the cluster, and a read waiting for one of
     # them would wait for ever (reading costs next to nothing beside scoring).
-    if kind == "jsonl":
-        return ray.data.read_json(str(path), num_cpus=0,
-                                  file_extensions=None if path.is_file() else ["jsonl", "json", "ndjson"])
     if kind == "parquet":
         return ray.data.read_parquet(str(path), num_cpus=0)
-    import pyarrow.csv as pcsv
+    source = _RecordsDatasource(str(path), kind=kind, name_files=path.is_dir(), rows_per_block=rows_per_block,
+                                file_extensions=None if path.is_file() else _EXTENSIONS[kind])
+    return ray.data.read_datasource(source, num_cpus=0)
 
-    delimiter = "\t" if kind == "tsv" else ","
-    header = _csv_header(path, delimiter)
-    return ray.data.read_csv(str(path), num_cpus=0, parse_options=pcsv.ParseOptions(delimiter=delimiter),
-                             convert_options=pcsv.ConvertOptions(column_types={c: pa.string() for c in header}),
-                             file_extensions=None if path.is_file() else [kind])
+
+class _RecordsDatasource(FileBasedDatasource):
+    """JSONL / CSV / TSV files read by :func:`q2_plugins.io.read_records`: one row per record, its fields as JSON
+    text or why it cannot be read, in blocks of ``rows_per_block`` records."""
+
+    def __init__(self, paths: str, *, kind: str, name_files: bool, rows_per_block: int, **kwargs: Any) -> None:
+        super().__init__(paths, **kwargs)
+        self.kind, self.name_files, self.rows_per_block = kind, name_files, rows_per_block
+
+    def _read_stream(self, f: "pa.NativeFile", path: str) -> Iterator[pa.Table]:
+        import io
+
+        from .io import json_line, read_records
+
+        texts: list[Optional[str]] = []
+        errors: list[Optional[str]] = []
+        for _, row in read_records(io.BytesIO(f.readall()), self.kind):
+            error = row["__error__"] if "__error__" in row else None
+            texts.append(None if error is not None else json_line(row))
+            errors.append(None if error is None else f"{path}: {error}" if self.name_files else error)
+            if len(texts) == self.rows_per_block:
+                yield _records_block(texts, errors)
+                texts, errors = [], []
+        if texts:
+            yield _records_block(texts, errors)
+
+
+def _records_block(texts: list[Optional[str]], errors: list[Optional[str]]) -> pa.Table:
+    return pa.table({_RECORD: pa.array(texts, pa.string()), _READ_ERROR: pa.array(errors, pa.string())})
+
+
+def _check_record_columns(path: Path, kind: str, required: tuple[str, ...]) -> None:
+    """The required columns occur in the input (its first file, for a directory), checked as ``q2 score`` checks."""
+    from .io import read_rows
+
+    first = path if path.is_file() else min(p for p in path.rglob("*") if p.is_file() and
+                                            p.suffix.lower()[1:] in _EXTENSIONS[kind])
+    read_rows(first, kind, required)  # raises InputFormatError naming the columns found
 
 
 def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Optional[str] = None) -> None:
@@ -296,13 +420,18 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
     kind = _FORMATS[path.suffix.lower()]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(path.name + ".part")
+    from .io import json_line
+
     batches = ds.iter_batches(batch_format="pyarrow", batch_size=None)
     if kind == "parquet":
         import pyarrow.parquet as pq
 
-        schema = ds.schema().base_schema
+        schema = ds.schema().base_schema  # (blocks of JSONL records may lack some columns: nulls there)
         with pq.ParquetWriter(str(tmp), schema) as writer:
             for batch in batches:
+                for i, field in enumerate(schema):
+                    if field.name not in batch.column_names:
+                        batch = batch.add_column(i, field.name, pa.nulls(batch.num_rows, field.type))
                 writer.write_table(batch.select(schema.names).cast(schema))
     else:
         with tmp.open("w", encoding="utf-8", newline="") as f:
@@ -310,10 +439,10 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
             for batch in batches:
                 rows = batch.to_pylist()
                 if kind == "jsonl":
-                    f.writelines(json.dumps(r, ensure_ascii=False) + "\n" for r in rows)
+                    f.writelines(json_line(r) + "\n" for r in rows)
                     continue
                 if writer is None:
-                    writer = csv.DictWriter(f, fieldnames=batch.column_names,
+                    writer = csv.DictWriter(f, fieldnames=ds.schema().names,
                                             delimiter="\t" if kind == "tsv" else ",")
                     writer.writeheader()
                 writer.writerows({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in r.items()}
@@ -339,49 +468,103 @@ def _dropped_path(output: str) -> str:
     return str(path.with_name(path.stem + ".dropped" + path.suffix)) if path.suffix else str(path) + ".dropped"
 
 
+class _CacheCounter:
+    """The run's cache hits and misses, added up from every actor's batches (an actor with no CPU)."""
+
+    def __init__(self) -> None:
+        self.hits = self.misses = 0
+
+    def add(self, hits: int, misses: int) -> None:
+        self.hits += hits
+        self.misses += misses
+
+    def totals(self) -> dict[str, int]:
+        return {"hits": self.hits, "misses": self.misses}
+
+
+def _start(args: Any) -> None:
+    """A local Ray instance (or the cluster at ``--ray-address``) set up for one ``q2 score`` run."""
+    if not ray.is_initialized():
+        ray.init(address=args.ray_address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    logging.getLogger("ray.data").setLevel(logging.WARNING)  # Ray Data's per-execution INFO lines
+    # ...and its warning that no CPU is free, when the actors hold them all: every other step here needs none
+    logging.getLogger("ray.data.dataset").addFilter(lambda r: "does not have any available CPUs" not in r.getMessage())
+    ctx = ray.data.DataContext.get_current()
+    ctx.execution_options.preserve_order = True  # output rows in input order, as q2 score writes them
+    ctx.enable_progress_bars = not args.no_progress
+
+
+def _scored(args: Any, config: Q2Config, counter: Optional[Any]) -> tuple["ray.data.Dataset", str]:
+    """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
+    path = Path(args.input)
+    ds = read_dataset(path, args.input_format, rows_per_block=args.ray_batch_size)
+    kind = _format_of(path, args.input_format, "--input-format")
+    required = tuple(c for c in (args.response_column, args.knowledge_column, args.history_column) if c)
+    if kind == "parquet":
+        _check_columns(ds.schema().names, list(required), "q2_")
+    else:
+        _check_record_columns(path, kind, required)
+    if not args.no_progress:  # the actors load quietly: one line for the run
+        print(f"q2: loading models (once to check them, then in each of {args.concurrency} Ray actor(s))",
+              file=sys.stderr, flush=True)
+    # the models are checked in a task while the actors start and load them (the actors wait for its result)
+    check = _start_check(config, num_cpus=0, num_gpus=args.num_gpus_per_worker)
+    scored = _map_scorer(ds, config, response_column=args.response_column, knowledge_column=args.knowledge_column,
+                         history_column=args.history_column, explain=args.explain, labels=args.labels, prefix="q2_",
+                         concurrency=args.concurrency, num_cpus=args.num_cpus_per_worker,
+                         num_gpus=args.num_gpus_per_worker, batch_size=args.ray_batch_size, max_restarts=3,
+                         max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,
+                         cache_counter=counter)
+    try:
+        scored = scored.materialize()
+    except Exception:
+        _check_result(check)  # a model that cannot load: the check's error, once, rather than Ray's report of it
+        raise
+    return scored, _check_result(check)
+
+
 def run_score(args: Any) -> int:
-    """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode), print the summary."""
+    """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode), print the summary;
+    with ``--cache-dir``, the run's cache hits and misses go in the summary and the sidecar."""
+    from .cli import _exit_code
     from .config import config_from_args
     from .results import print_summary
 
     config = config_from_args(args)
     if args.keep_min_score is not None and not args.output:
         raise ValueError("--keep-min-score needs --output (the kept rows)")
-    if not ray.is_initialized():
-        ray.init(address=args.ray_address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    logging.getLogger("ray.data").setLevel(logging.WARNING)  # Ray Data's per-execution INFO lines
-    ctx = ray.data.DataContext.get_current()
-    ctx.execution_options.preserve_order = True  # output rows in input order, as q2 score writes them
-    ctx.enable_progress_bars = not args.no_progress
-    ds = read_dataset(args.input, args.input_format)
-    out_format = _format_of(Path(args.input), args.input_format, "--input-format")  # for directory outputs
-    signature = check_models(config, num_cpus=args.num_cpus_per_worker, num_gpus=args.num_gpus_per_worker)
-    scored = score_dataset(ds, config, response_column=args.response_column, knowledge_column=args.knowledge_column,
-                           history_column=args.history_column, explain=args.explain, labels=args.labels,
-                           concurrency=args.concurrency, num_cpus=args.num_cpus_per_worker,
-                           num_gpus=args.num_gpus_per_worker, batch_size=args.ray_batch_size, signature=signature)
-    scored = scored.materialize()
+    _start(args)
+    counter = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.cache_dir else None
+    scored, signature = _scored(args, config, counter)
     stats = dataset_stats(scored)
-    summary: dict[str, Any] = stats.summary()
-    outputs: list[str] = []
-    extra: dict[str, Any] = {}
-    if args.keep_min_score is None:
-        if args.output:
-            write_dataset(scored, args.output, out_format)
-            outputs.append(args.output)
-    else:
-        dropped_output = args.dropped_output or _dropped_path(args.output)
-        kept, dropped = split_by_score(scored, args.keep_min_score, keep_unscored=args.unscored == "keep")
-        write_dataset(kept, args.output, out_format)
-        write_dataset(dropped, dropped_output, out_format)
-        extra["filter"] = {"min_score": args.keep_min_score, "unscored": args.unscored, "kept": kept.count(),
-                           "dropped": dropped.count(), "kept_output": args.output, "dropped_output": dropped_output}
-        outputs += [args.output, dropped_output]
+    extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
+    out_format = _format_of(Path(args.input), args.input_format, "--input-format")  # for directory outputs
+    outputs = _write_outputs(args, scored, out_format, extra)
     for out in outputs:
         write_meta(out, signature, stats, config, **extra)
-    print_summary({**summary, **extra}, signature, args.format)
+    print_summary({**stats.summary(), **extra}, signature, args.format)
+    if args.format == "text" and "cache" in extra:
+        print(f"cache         hits {extra['cache']['hits']}  misses {extra['cache']['misses']}  ({args.cache_dir})")
     if "filter" in extra and args.format == "text":
         f = extra["filter"]
         print(f"filter        kept {f['kept']} -> {f['kept_output']}  dropped {f['dropped']} -> "
               f"{f['dropped_output']}  (q2 >= {f['min_score']}; unscored rows: {f['unscored']})")
-    return 0
+    code, problem = _exit_code(stats, args.fail_on_error)
+    if problem:
+        print(f"q2 score: {problem}", file=sys.stderr)
+    return code
+
+
+def _write_outputs(args: Any, scored: "ray.data.Dataset", out_format: str, extra: dict[str, Any]) -> list[str]:
+    """Write the scored rows (or, in filter mode, the kept and the dropped rows, adding ``extra["filter"]``)."""
+    if args.keep_min_score is None:
+        if args.output:
+            write_dataset(scored, args.output, out_format)
+        return [args.output] if args.output else []
+    dropped_output = args.dropped_output or _dropped_path(args.output)
+    kept, dropped = split_by_score(scored, args.keep_min_score, keep_unscored=args.unscored == "keep")
+    write_dataset(kept, args.output, out_format)
+    write_dataset(dropped, dropped_output, out_format)
+    extra["filter"] = {"min_score": args.keep_min_score, "unscored": args.unscored, "kept": kept.count(),
+                       "dropped": dropped.count(), "kept_output": args.output, "dropped_output": dropped_output}
+    return [args.output, dropped_output]

@@ -41,6 +41,15 @@ def tiny_models(examples_dir) -> dict[str, Path]:
             "nli": models / "nli", "lm": examples_dir / "my-dialogue-model"}
 
 
+@pytest.fixture(scope="session")
+def tiny_config(tiny_models):
+    """A :class:`Q2Config` on the tiny models, with questions cut at 12 tokens (random weights rarely stop)."""
+    from q2_plugins import Q2Config
+
+    return Q2Config(qg_model=str(tiny_models["qg_short"]), qa_model=str(tiny_models["qa"]),
+                    nli_model=str(tiny_models["nli"]), qg_max_length=12)
+
+
 @pytest.fixture
 def model_workdir(examples_dir, tmp_path, monkeypatch) -> Path:
     """A working directory laid out as the docs assume (``q2 make-test-models --examples``): ``q2-models/{qg,qa,nli}``

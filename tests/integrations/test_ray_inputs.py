@@ -1,0 +1,165 @@
+"""``q2 score --engine ray`` on inputs the core tolerates (malformed JSONL and CSV records become per-row errors), its
+output while the actors load the models, and two actors sharing one ``--cache-dir``: one local Ray instance for the
+module, started with the workers' output forwarded to the driver (as a user's own ``ray.init()`` does)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+if not os.environ.get("CI"):  # locally the ray extra is optional; CI must run these tests
+    pytest.importorskip("ray")
+
+import pyarrow as pa  # noqa: E402
+import ray  # noqa: E402
+
+from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
+from q2_plugins.cli import main  # noqa: E402
+from q2_plugins.ray_data import Q2BatchScorer, score_dataset  # noqa: E402
+
+SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
+Q2_FIELDS = ("score", "score_no_nli", "status", "num_questions", "error")
+
+
+@pytest.fixture(scope="module", autouse=True)
+def local_ray():
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True, logging_level="ERROR")
+    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the scorer subclass below, in the workers
+    yield
+    ray.shutdown()
+
+
+@pytest.fixture(scope="module")
+def sample() -> list[dict]:
+    return [json.loads(line) for line in SAMPLE.read_text().splitlines()]
+
+
+def flags(tiny_models) -> list[str]:
+    return ["--qg-model", str(tiny_models["qg_short"]), "--qa-model", str(tiny_models["qa"]),
+            "--nli-model", str(tiny_models["nli"]), "--qg-max-length", "12", "--engine", "ray",
+            "--concurrency", "2", "--ray-batch-size", "2"]
+
+
+def core_results(config: Q2Config, rows: list[dict]) -> list[dict]:
+    result = Q2Scorer(config).score(responses=[r["response"] for r in rows], knowledge=[r["knowledge"] for r in rows])
+    return [{f: getattr(r, f) for f in Q2_FIELDS} for r in result.responses]
+
+
+def test_malformed_jsonl_records_are_row_errors(tiny_models, tiny_config, sample, tmp_path, capsys):
+    good = sample[:6]
+    lines = [json.dumps(r).encode() for r in good]
+    lines[1:1] = [b'{"response": "cut short", ']  # line 2: not JSON
+    lines[3:3] = [b'{"response": "caf\xe9", "knowledge": "bad byte"}', b""]  # line 4: not UTF-8; line 5: empty
+    lines[6:6] = [b'["a list"]', json.dumps({"response": "no knowledge"}).encode()]  # lines 7, 8
+    src = tmp_path / "in.jsonl"
+    src.write_bytes(b"\xef\xbb\xbf" + b"\n".join(lines) + b"\n")  # a BOM, as the core tolerates
+    out = tmp_path / "out.jsonl"
+    assert main(["score", *flags(tiny_models), "--no-progress", "--format", "json", "--input", str(src),
+                 "--output", str(out)]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert (summary["n"], summary["n_errors"]) == (10, 4)
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert len(rows) == len(lines) - 1  # one row per record, in input order; the empty line is no record
+    errors = {i: r["q2_error"] for i, r in enumerate(rows) if r["q2_status"] == "error"}
+    assert list(errors) == [1, 3, 5, 6]
+    assert errors[1].startswith("line 2 is not valid JSON")
+    assert errors[3].startswith("line 4 is not valid UTF-8: byte 0xe9")
+    assert errors[5] == "line 7 is a JSON list, expected an object"
+    assert errors[6].startswith("no field(s) ['knowledge']") and rows[6]["response"] == "no knowledge"
+    scored = [r for i, r in enumerate(rows) if i not in errors]
+    assert [r["id"] for r in scored] == [r["id"] for r in good]  # the good rows with their columns
+    assert all({k: r[k] for k in g} == g for r, g in zip(scored, good))
+    assert [{f: r["q2_" + f] for f in Q2_FIELDS} for r in scored] == core_results(tiny_config, good)
+
+
+def test_csv_with_bom_huge_field_and_bad_rows(tiny_models, tiny_config, sample, tmp_path):
+    good = [{"id": r["id"], "response": r["response"], "knowledge": r["knowledge"]} for r in sample[:3]]
+    good[1]["knowledge"] += " " + "x" * 3_000_000  # bigger than Arrow's CSV blocks
+    src = tmp_path / "in.csv"
+    with src.open("w", newline="", encoding="utf-8-sig") as f:  # utf-8-sig: a BOM before the header
+        writer = csv.writer(f)
+        writer.writerow(["id", "response", "knowledge"])
+        writer.writerow(good[0].values())
+        writer.writerow(["too", "many", "fields", "here"])
+        writer.writerows(r.values() for r in good[1:])
+    src.write_bytes(src.read_bytes() + b"bad,caf\xe9,x\r\n")
+    out = tmp_path / "out.jsonl"
+    assert main(["score", *flags(tiny_models), "--no-progress", "--input", str(src), "--output", str(out)]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r.get("id") for r in rows] == [good[0]["id"], None, good[1]["id"], good[2]["id"], None]
+    assert rows[1]["q2_error"] == "line 3 has 4 fields; the header names 3"
+    assert rows[4]["q2_error"] == "line 6 is not valid UTF-8: byte 0xe9"
+    scored = [rows[i] for i in (0, 2, 3)]
+    assert [r["knowledge"] for r in scored] == [r["knowledge"] for r in good]
+    assert [{f: r["q2_" + f] for f in Q2_FIELDS} for r in scored] == core_results(tiny_config, good)
+
+
+def forwarded_output(capfd) -> str:
+    """Standard error so far, once what the workers printed before now has reached the driver: a task prints a
+    marker after them, and the driver's output is read until it shows."""
+    marker = f"q2-test-marker-{uuid.uuid4()}"
+    ray.get(ray.remote(num_cpus=0)(lambda: print(marker, file=sys.stderr, flush=True)).remote())
+    seen = ""
+    for _ in range(1200):
+        seen += capfd.readouterr().err
+        if marker in seen:
+            return seen
+        time.sleep(0.05)
+    pytest.fail("the workers' output did not reach the driver")
+
+
+def test_actors_load_models_quietly_one_line_per_run(tiny_models, sample, tmp_path, capfd):
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in sample[:4]))
+    args = ["score", *flags(tiny_models), "--input", str(src), "--output", str(tmp_path / "o.jsonl")]
+    assert main(args) == 0
+    err = forwarded_output(capfd)
+    assert err.count("loading models") == 1
+    assert "Loading weights" not in err  # the model library's per-file bars, once per actor without the fix
+    assert main(args + ["--no-progress"]) == 0
+    assert "loading models" not in forwarded_output(capfd)
+
+
+class WithPid(Q2BatchScorer):
+    """Adds the scoring process's id to each row; starts scoring once ``actors`` actors have loaded their models
+    (files in the directory ``ready``), so that they score at the same time."""
+
+    ready: str = ""
+    actors: int = 2
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        Path(self.ready, str(os.getpid())).touch()
+        for _ in range(6000):
+            if len(os.listdir(self.ready)) >= self.actors:
+                break
+            time.sleep(0.05)
+
+    def __call__(self, batch: pa.Table) -> pa.Table:
+        out = super().__call__(batch)
+        return out.append_column("pid", pa.array([os.getpid()] * out.num_rows))
+
+
+def test_two_actors_share_one_cache_dir(tiny_config, sample, tmp_path):
+    cfg = tiny_config.replace(cache_dir=str(tmp_path / "cache"))
+    rows = [{**r, "uid": i} for i, r in enumerate(sample)]
+    overlapping = rows + rows[::-1]  # every row twice, in blocks that go to both actors
+    ds = ray.data.from_items(overlapping, override_num_blocks=len(overlapping) // 2)
+    WithPid.ready = str(tmp_path / "ready")
+    os.mkdir(WithPid.ready)
+    out = score_dataset(ds, cfg, concurrency=2, batch_size=2, scorer_class=WithPid).take_all()
+    assert len({r["pid"] for r in out}) == 2  # both actors wrote to the one cache
+    reference = core_results(tiny_config, rows)  # no cache
+    for r in out:
+        assert {f: r["q2_" + f] for f in Q2_FIELDS} == reference[r["uid"]]
+    third = Q2Scorer(cfg)
+    result = third.score(responses=[r["response"] for r in rows], knowledge=[r["knowledge"] for r in rows])
+    assert third.cache.misses == 0 and third.cache.hits > 0  # everything the two actors computed is there
+    assert [{f: getattr(r, f) for f in Q2_FIELDS} for r in result.responses] == reference
