@@ -18,7 +18,7 @@ from q2_plugins.progress import Progress
 from q2_plugins.scorer import Q2Scorer
 from tests.fakes import FakeCandidates, FakeNLI, FakePersonal, FakeQA, FakeQG
 
-SAMPLE = Path(__file__).resolve().parent.parent / "q2_plugins" / "data" / "sample.jsonl"
+SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 
 
 @contextlib.contextmanager
