@@ -235,7 +235,7 @@ def _score(args: argparse.Namespace) -> int:
     _close(progress)
     summary = {**stats.summary(), **errors.summary()}
     signature = signature or scorer.signature
-    code, problem = _exit_code(stats, args.fail_on_error)
+    code, problem = stats.exit_code(args.fail_on_error)
     if out is not None:
         out.commit()
         if not to_stdout:
@@ -268,7 +268,9 @@ def _score_chunk(scorer: Any, chunk: list[dict[str, Any]], args: argparse.Namesp
                  progress: Optional[Progress]) -> tuple[Any, list[Optional[str]]]:
     """Score one chunk of input rows; a row that could not be read or lacks a field is scored as missing, and its
     problem (returned per row) is its error."""
-    problems = [row["__error__"] if "__error__" in row else _missing_fields(row, required) for row in chunk]
+    from .io import missing_fields
+
+    problems = [row["__error__"] if "__error__" in row else missing_fields(row, required) for row in chunk]
     cols = [args.response_column, args.knowledge_column] + ([args.history_column] if args.history_column else [])
     values = [[None if p else row.get(c) for row, p in zip(chunk, problems)] for c in cols]
     result = scorer.score(responses=values[0], knowledge=values[1], history=values[2] if args.history_column else None,
@@ -287,28 +289,10 @@ def _score_with_ray(args: argparse.Namespace) -> int:
 
 def _loaded(scorer: Any, progress: bool) -> Any:
     """``scorer.load()`` with one "loading models" line on standard error (none without progress) in place of the
-    model libraries' own per-file loading bars, which are silenced while it runs."""
-    from transformers.utils import logging as hf_logging
-
-    was_on = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        if progress:
-            print("q2: loading models", file=sys.stderr, flush=True)
-        scorer.load()
-    finally:
-        if was_on:
-            hf_logging.enable_progress_bar()
-    return scorer
-
-
-def _exit_code(stats: Any, fail_on_error: bool) -> tuple[int, str]:
-    """1 and why when no row could be scored (or any row failed, with ``--fail-on-error``); else 0."""
-    if stats.n_errors == stats.n:  # (a row without valid questions is a result, not a failure)
-        return 1, f"no row could be scored ({stats.n} rows, {stats.n_errors} errors)"
-    if fail_on_error and stats.n_errors:
-        return 1, f"{stats.n_errors} of {stats.n} rows have errors (--fail-on-error)"
-    return 0, ""
+    model libraries' own per-file loading bars."""
+    if progress:
+        print("q2: loading models", file=sys.stderr, flush=True)
+    return scorer.load(quiet=True)
 
 
 def _write_meta(out: Any, args: argparse.Namespace, signature: Any, summary: dict[str, Any], config: Any,
@@ -324,13 +308,6 @@ def _write_meta(out: Any, args: argparse.Namespace, signature: Any, summary: dic
                     "history": args.history_column},
         "exit_code": code,
     })
-
-
-def _missing_fields(row: dict[str, Any], required: Sequence[str]) -> Optional[str]:
-    missing = [c for c in required if c not in row]
-    if not missing:
-        return None
-    return f"no field(s) {missing}; this record's fields are {sorted(map(str, row))[:20]}"
 
 
 def _with_texts(record: dict[str, Any], row: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:

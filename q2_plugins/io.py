@@ -17,9 +17,9 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Sequence
 
-__all__ = ["read_rows", "read_records", "read_checked_rows", "input_columns", "count_records", "InputFormatError",
-           "json_line",
-           "ResultFile", "write_json_atomic", "meta_path", "same_file", "MAX_RECORD_BYTES"]
+__all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
+           "InputFormatError", "json_line", "ResultFile", "write_json_atomic", "meta_path", "same_file",
+           "MAX_RECORD_BYTES"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -246,6 +246,14 @@ def _count_jsonl(path: Path) -> int:
                 content = False
             content = content or bool(lines[-1].strip())
     return n + content
+
+
+def missing_fields(row: dict[str, Any], required: Sequence[str]) -> Optional[str]:
+    """The error of a record that lacks some ``required`` field (None when it has them all)."""
+    missing = [c for c in required if c not in row]
+    if not missing:
+        return None
+    return f"no field(s) {missing}; this record's fields are {sorted(map(str, row))[:20]}"
 
 
 def read_checked_rows(path: str | Path, fmt: Optional[str] = None, required: Sequence[str] = (), *, hint: str = "",

@@ -130,9 +130,7 @@ class Q2BatchScorer:
     def _load_models(self) -> None:
         """Load the models as ``q2 score`` does, without the model libraries' per-file loading bars (which would
         reach the driver's output once per actor); the driver prints the run's one "loading models" line."""
-        from .cli import _loaded
-
-        _loaded(self.scorer, progress=False)
+        self.scorer.load(quiet=True)
         if self.labels:
             _ = self.scorer.text_signals
 
@@ -162,11 +160,11 @@ class Q2BatchScorer:
     def _score_records(self, batch: pa.Table) -> pa.Table:
         """Rows of :func:`read_dataset`'s JSONL / CSV reading: each record parsed, scored as ``q2 score`` scores it
         (a record that could not be read, or that lacks a column, is its row's error) and written back as columns."""
-        from .cli import _missing_fields
+        from .io import missing_fields
 
         records = [{} if t is None else json.loads(t) for t in batch.column(_RECORD).to_pylist()]
         required = self._columns()
-        problems = [e if e is not None else _missing_fields(r, required)
+        problems = [e if e is not None else missing_fields(r, required)
                     for r, e in zip(records, batch.column(_READ_ERROR).to_pylist())]
         results = self._score([[None if p else r.get(c) for r, p in zip(records, problems)] for c in required])
         for res, problem in zip(results, problems):
@@ -526,7 +524,6 @@ def _scored(args: Any, config: Q2Config, counter: Optional[Any]) -> tuple["ray.d
 def run_score(args: Any) -> int:
     """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode), print the summary;
     with ``--cache-dir``, the run's cache hits and misses go in the summary and the sidecar."""
-    from .cli import _exit_code
     from .config import config_from_args
     from .results import print_summary
 
@@ -549,7 +546,7 @@ def run_score(args: Any) -> int:
         f = extra["filter"]
         print(f"filter        kept {f['kept']} -> {f['kept_output']}  dropped {f['dropped']} -> "
               f"{f['dropped_output']}  (q2 >= {f['min_score']}; unscored rows: {f['unscored']})")
-    code, problem = _exit_code(stats, args.fail_on_error)
+    code, problem = stats.exit_code(args.fail_on_error)
     if problem:
         print(f"q2 score: {problem}", file=sys.stderr)
     return code

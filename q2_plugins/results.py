@@ -141,6 +141,15 @@ class Q2Stats:
                 s.n_with_questions += 1
         return s
 
+    def exit_code(self, fail_on_error: bool = False) -> tuple[int, str]:
+        """A run's exit code and why: 1 when no row could be scored (or, with ``fail_on_error``, any row failed);
+        else 0 and an empty reason."""
+        if self.n_errors == self.n:  # (a row without valid questions is a result, not a failure)
+            return 1, f"no row could be scored ({self.n} rows, {self.n_errors} errors)"
+        if fail_on_error and self.n_errors:
+            return 1, f"{self.n_errors} of {self.n} rows have errors (--fail-on-error)"
+        return 0, ""
+
     @property
     def score(self) -> float:
         """System score: mean over scored responses (NaN when none)."""

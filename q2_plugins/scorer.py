@@ -157,9 +157,20 @@ class Q2Scorer:
                               **self._batching("nli"), **self._fast_paths("nli"))
         return self._nli
 
-    def load(self) -> "Q2Scorer":
+    def load(self, *, quiet: bool = False) -> "Q2Scorer":
         """Load every component this configuration needs now; a model that cannot load raises
-        :class:`~q2_plugins.errors.ModelLoadError` here, once. ``score()`` calls it before its first stage."""
+        :class:`~q2_plugins.errors.ModelLoadError` here, once. ``score()`` calls it before its first stage.
+        ``quiet`` silences the model library's per-file loading bars while it runs."""
+        if quiet:
+            from transformers.utils import logging as hf_logging
+
+            was_on = hf_logging.is_progress_bar_enabled()
+            hf_logging.disable_progress_bar()
+            try:
+                return self.load()
+            finally:
+                if was_on:
+                    hf_logging.enable_progress_bar()
         c = self.config
         needed = ["candidate_extractor", "question_generator", "question_answerer"]
         needed += ["personal_filter"] * c.remove_personal + ["nli"] * (c.use_nli or c.fallback)
