@@ -299,7 +299,27 @@ def where_time_goes(res: Results) -> str:
     return "\n".join(wrap(bullet) for bullet in out) + "\n"
 
 
-SECTIONS: dict[str, Callable[[Results], str]] = {"run-tables": run_tables, "where-time-goes": where_time_goes}
+# The same fp32 command at the commit before the restructure and after it, alternating on one machine.
+RESTRUCTURE_RUNS = ["bench_n16_fp32_r1_6806de3.json", "bench_n16_fp32_r1_87ff5ac.json",
+                    "bench_n16_fp32_r2_6806de3.json", "bench_n16_fp32_r2_a814593.json"]
+
+
+def restructure_check(res: Results) -> str:
+    rows = ["| run | commit | per-item s | batched s | batched / per-item | identical results | QG = `generate` |",
+            "|---|---|---:|---:|---:|---|---|"]
+    for name in RESTRUCTURE_RUNS:
+        res.read.add(name)
+        r = json.loads((res.root / name).read_text())
+        m, same = r["modes"], r["identical_per_item_vs_batched"]
+        rows.append(f"| {name.split('_')[3]} | {commit(name)} | {m['per_item']['wall_s']:.1f} | "
+                    f"{m['batched']['wall_s']:.1f} | {x(r['speedup_batched_vs_per_item'])} | "
+                    f"{same['results'] and same['raw_model_outputs']} | "
+                    f"{r['qg_vs_library_generate']['inputs_with_other_questions'] == 0} |")
+    return "\n".join(rows) + "\n"
+
+
+SECTIONS: dict[str, Callable[[Results], str]] = {"run-tables": run_tables, "where-time-goes": where_time_goes,
+                                                 "restructure-check": restructure_check}
 
 
 def render(text: str, res: Results) -> str:
