@@ -53,6 +53,14 @@ def wow_rows(data: Path, n: int) -> list[dict[str, Any]]:
     return rows[:n]
 
 
+def machine() -> dict[str, Any]:
+    """The CPU's model name (the timings are only comparable on one), its cores, Python, threads per scorer."""
+    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
+                if line.startswith("model name")), platform.processor())
+    return {"cpu": cpu, "cpu_count": os.cpu_count(), "python": platform.python_version(),
+            "threads_per_scoring_process": 1}
+
+
 def loadavg() -> list[float]:
     return [float(x) for x in Path("/proc/loadavg").read_text().split()[:3]]
 
@@ -167,10 +175,7 @@ def main() -> int:
               f"{r['marginal_cpu_s_per_row']:10.4f} {r['fixed_cpu_s']:12.1f}")
     for k, v in summary.items():
         print(f"{k:40s} {v if not isinstance(v, float) else round(v, 3)}")
-    cpu = next((line.split(":", 1)[1].strip() for line in Path("/proc/cpuinfo").read_text().splitlines()
-                if line.startswith("model name")), platform.processor())
-    record = {"machine": {"cpu": cpu, "cpu_count": os.cpu_count(), "python": platform.python_version(),
-                          "threads_per_scoring_process": 1},
+    record = {"machine": machine(),
               "settings": {k: v for k, v in vars(args).items()}, "runs": results, "summary": summary,
               "command": " ".join([Path(sys.argv[0]).name] + sys.argv[1:])}
     if args.json:
