@@ -153,28 +153,9 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-class _RowErrors:
-    """Row errors counted by kind (the message with its numbers masked); the first message of each kind shown."""
-
-    SHOWN = 5
-
-    def __init__(self) -> None:
-        self.kinds: dict[str, list] = {}  # kind -> [first message, count], in order of first occurrence
-
-    def add(self, message: str) -> None:
-        import re
-
-        entry = self.kinds.setdefault(re.sub(r"\d+", "N", message), [message, 0])
-        entry[1] += 1
-
-    def summary(self) -> dict[str, Any]:
-        shown = [{"message": m, "count": n} for m, n in list(self.kinds.values())[: self.SHOWN]]
-        return {"errors": shown, "n_error_kinds": len(self.kinds)}
-
-
 def _score(args: argparse.Namespace) -> int:
     from .io import InputFormatError, ResultFile, read_rows, same_file
-    from .results import Q2Stats
+    from .results import Q2Stats, RowErrors
     from .scorer import Q2Scorer
 
     if args.engine == "ray":
@@ -192,7 +173,7 @@ def _score(args: argparse.Namespace) -> int:
     out = ResultFile(args.output) if args.output else None
     report_rows: Optional[list[dict[str, Any]]] = [] if args.html else None
     stats = Q2Stats()
-    errors = _RowErrors()
+    errors = RowErrors()
     signature = ""
     offset = 0
     try:

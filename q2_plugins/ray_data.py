@@ -37,10 +37,10 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by test_imports
 
 from . import __version__
 from .config import Q2Config
-from .results import Q2Stats, ResponseResult
+from .results import Q2Stats, ResponseResult, ResponseStatus, RowErrors
 
-__all__ = ["Q2BatchScorer", "score_dataset", "dataset_stats", "split_by_score", "check_models", "read_dataset",
-           "write_dataset", "write_meta", "OUTPUT_COLUMNS"]
+__all__ = ["Q2BatchScorer", "score_dataset", "dataset_stats", "dataset_summary", "split_by_score", "check_models",
+           "read_dataset", "write_dataset", "write_meta", "OUTPUT_COLUMNS"]
 
 # Q² columns added to every row (each name gets the prefix, "q2_" by default), with their Arrow types
 OUTPUT_COLUMNS: dict[str, pa.DataType] = {
@@ -285,10 +285,14 @@ def _map_scorer(ds: "ray.data.Dataset", cfg: Q2Config, *, concurrency: int, num_
 
 
 def _batch_stats(batch: pa.Table, prefix: str) -> pa.Table:
+    statuses = batch.column(prefix + "status").to_pylist()
     results = [ResponseResult(index=0, status=st, score=s, score_no_nli=n) for st, s, n in zip(
-        batch.column(prefix + "status").to_pylist(), batch.column(prefix + "score").to_pylist(),
-        batch.column(prefix + "score_no_nli").to_pylist())]
-    return pa.Table.from_pylist([vars(Q2Stats.of(results))])
+        statuses, batch.column(prefix + "score").to_pylist(), batch.column(prefix + "score_no_nli").to_pylist())]
+    errors = RowErrors()
+    for status, message in zip(statuses, batch.column(prefix + "error").to_pylist()):
+        if status == ResponseStatus.ERROR and message:
+            errors.add(message)
+    return pa.Table.from_pylist([{**vars(Q2Stats.of(results)), "error_kinds": json.dumps(list(errors.kinds.values()))}])
 
 
 def dataset_stats(scored: "ray.data.Dataset", prefix: str = "q2_") -> Q2Stats:
@@ -296,10 +300,21 @@ def dataset_stats(scored: "ray.data.Dataset", prefix: str = "q2_") -> Q2Stats:
 
     Materialise ``scored`` first (``.materialize()``) when it is also written, or it is scored twice.
     """
-    cols = [prefix + c for c in ("status", "score", "score_no_nli")]
+    return dataset_summary(scored, prefix)[0]
+
+
+def dataset_summary(scored: "ray.data.Dataset", prefix: str = "q2_") -> tuple[Q2Stats, RowErrors]:
+    """The run's :class:`Q2Stats` and its row errors counted by kind, computed per block and combined."""
+    cols = [prefix + c for c in ("status", "score", "score_no_nli", "error")]
     parts = scored.select_columns(cols).map_batches(_batch_stats, fn_kwargs={"prefix": prefix}, num_cpus=0,
                                                     batch_format="pyarrow", batch_size=None).take_all()
-    return sum((Q2Stats(**p) for p in parts), Q2Stats())
+    stats, errors = Q2Stats(), RowErrors()
+    for p in parts:
+        kinds = RowErrors()
+        for message, count in json.loads(p.pop("error_kinds")):
+            kinds.add(message, count)
+        stats, errors = stats + Q2Stats(**p), errors.merge(kinds)
+    return stats, errors
 
 
 def _keep_mask(batch: pa.Table, min_score: float, keep_unscored: bool, prefix: str) -> pa.Array:
@@ -449,10 +464,10 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
 
 
 def write_meta(output: Union[str, os.PathLike], signature: str, stats: Q2Stats, config: Q2Config,
-               **extra: Any) -> Path:
-    """The run's sidecar ``<output>.meta.json``: signature, summary, config and package version."""
-    meta = {"signature": signature, "summary": stats.summary(), "config": config.to_dict(), "version": __version__,
-            **extra}
+               errors: Optional[RowErrors] = None, **extra: Any) -> Path:
+    """The run's sidecar ``<output>.meta.json``: signature, summary (with row errors by kind), config and version."""
+    summary = {**stats.summary(), **(errors.summary() if errors is not None else {})}
+    meta = {"signature": signature, "summary": summary, "config": config.to_dict(), "version": __version__, **extra}
     from .io import write_json_atomic
 
     target = Path(str(output) + ".meta.json")
@@ -533,13 +548,13 @@ def run_score(args: Any) -> int:
     _start(args)
     counter = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.cache_dir else None
     scored, signature = _scored(args, config, counter)
-    stats = dataset_stats(scored)
+    stats, errors = dataset_summary(scored)
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
     out_format = _format_of(Path(args.input), args.input_format, "--input-format")  # for directory outputs
     outputs = _write_outputs(args, scored, out_format, extra)
     for out in outputs:
-        write_meta(out, signature, stats, config, **extra)
-    print_summary({**stats.summary(), **extra}, signature, args.format)
+        write_meta(out, signature, stats, config, errors, **extra)
+    print_summary({**stats.summary(), **errors.summary(), **extra}, signature, args.format)
     if args.format == "text" and "cache" in extra:
         print(f"cache         hits {extra['cache']['hits']}  misses {extra['cache']['misses']}  ({args.cache_dir})")
     if "filter" in extra and args.format == "text":

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import sys
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Optional
 
-__all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "Q2Result", "ResponseStatus",
+__all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "RowErrors", "Q2Result", "ResponseStatus",
            "print_summary"]
 
 
@@ -96,6 +97,30 @@ class ResponseResult:
             questions=None if questions is None else [QuestionResult(**q) for q in questions],
             dropped=None if dropped is None else [DroppedQuestion(**d) for d in dropped],
         )
+
+
+class RowErrors:
+    """Row errors counted by kind (the message with its numbers masked); the first message of each kind shown.
+    Counts from several parts of a run combine with :meth:`merge`."""
+
+    SHOWN = 5
+
+    def __init__(self) -> None:
+        self.kinds: dict[str, list] = {}  # kind -> [first message, count], in order of first occurrence
+
+    def add(self, message: str, count: int = 1) -> None:
+        entry = self.kinds.setdefault(re.sub(r"\d+", "N", message), [message, 0])
+        entry[1] += count
+
+    def merge(self, other: "RowErrors") -> "RowErrors":
+        """Add ``other``'s counts to this one's (kinds first seen in ``other`` come after this one's)."""
+        for message, count in other.kinds.values():
+            self.add(message, count)
+        return self
+
+    def summary(self) -> dict[str, Any]:
+        shown = [{"message": m, "count": n} for m, n in list(self.kinds.values())[: self.SHOWN]]
+        return {"errors": shown, "n_error_kinds": len(self.kinds)}
 
 
 @dataclass

@@ -77,6 +77,15 @@ def test_malformed_jsonl_records_are_row_errors(tiny_models, tiny_config, sample
     assert [r["id"] for r in scored] == [r["id"] for r in good]  # the good rows with their columns
     assert all({k: r[k] for k in g} == g for r, g in zip(scored, good))
     assert [{f: r["q2_" + f] for f in Q2_FIELDS} for r in scored] == core_results(tiny_config, good)
+    # the row errors by kind, as the single-process run counts them, on the command line and in the sidecar
+    local_out = tmp_path / "local.jsonl"
+    local_flags = flags(tiny_models)[:flags(tiny_models).index("--engine")]
+    main(["score", *local_flags, "--no-progress", "--format", "json", "--input", str(src), "--output", str(local_out)])
+    local = json.loads(capsys.readouterr().out)
+    meta = json.loads((tmp_path / "out.jsonl.meta.json").read_text())["summary"]
+    for got in (summary, meta):
+        assert got["n_error_kinds"] == local["n_error_kinds"] == 4
+        assert sorted(map(str, got["errors"])) == sorted(map(str, local["errors"]))
 
 
 def test_csv_with_bom_huge_field_and_bad_rows(tiny_models, tiny_config, sample, tmp_path):
