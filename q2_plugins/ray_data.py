@@ -310,10 +310,9 @@ def dataset_summary(scored: "ray.data.Dataset", prefix: str = "q2_") -> tuple[Q2
                                                     batch_format="pyarrow", batch_size=None).take_all()
     stats, errors = Q2Stats(), RowErrors()
     for p in parts:
-        kinds = RowErrors()
         for message, count in json.loads(p.pop("error_kinds")):
-            kinds.add(message, count)
-        stats, errors = stats + Q2Stats(**p), errors.merge(kinds)
+            errors.add(message, count)
+        stats += Q2Stats(**p)
     return stats, errors
 
 

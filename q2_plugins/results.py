@@ -101,7 +101,7 @@ class ResponseResult:
 
 class RowErrors:
     """Row errors counted by kind (the message with its numbers masked); the first message of each kind shown.
-    Counts from several parts of a run combine with :meth:`merge`."""
+    Counts from several parts of a run combine by adding each part's ``(message, count)``."""
 
     SHOWN = 5
 
@@ -111,12 +111,6 @@ class RowErrors:
     def add(self, message: str, count: int = 1) -> None:
         entry = self.kinds.setdefault(re.sub(r"\d+", "N", message), [message, 0])
         entry[1] += count
-
-    def merge(self, other: "RowErrors") -> "RowErrors":
-        """Add ``other``'s counts to this one's (kinds first seen in ``other`` come after this one's)."""
-        for message, count in other.kinds.values():
-            self.add(message, count)
-        return self
 
     def summary(self) -> dict[str, Any]:
         shown = [{"message": m, "count": n} for m, n in list(self.kinds.values())[: self.SHOWN]]
