@@ -29,6 +29,8 @@ def ceilings(rep: dict[str, Any]) -> dict[str, Any]:
     per_item = rep["modes"]["per_item"]["wall_s"]
     out = {"gflop": gflop, "outside_model_calls_s": outside}
     for dtype, key in (("float32", "fp32"), ("bfloat16", "bf16")):
+        if dtype not in rep["peak_gflops"]:  # no native bf16 on the CPU: its peak was not measured
+            continue
         best = gflop / rep["peak_gflops"][dtype] + outside
         out[f"{key}_seconds_at_peak"] = best
         out[f"{key}_speedup_ceiling_vs_per_item"] = per_item / best

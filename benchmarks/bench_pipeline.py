@@ -283,6 +283,18 @@ def best_seconds(fn: Callable[[], object], reps: int = 5, trials: int = 5) -> fl
     return best
 
 
+def native_dtypes() -> list[torch.dtype]:
+    """The dtypes this CPU multiplies natively: float32 always, bfloat16 where oneDNN runs it (AVX-512 BF16 or AMX).
+    Elsewhere bf16 is emulated at ~1 GFLOP/s: one 2048 x 2048 product takes ~18 s, so its peak says nothing and
+    measuring it would take most of an hour."""
+    return [torch.float32] + ([torch.bfloat16] if bf16_supported() else [])
+
+
+def matmul_peaks(n: int) -> dict[str, dict[str, float]]:
+    """:func:`matmul_peak` of each of :func:`native_dtypes`, keyed by the dtype's name."""
+    return {str(dtype).removeprefix("torch."): matmul_peak(dtype, n) for dtype in native_dtypes()}
+
+
 def matmul_peak(dtype: torch.dtype, n: int = 2048) -> dict[str, float]:
     """GFLOP/s of an n x n matmul with PyTorch's matmul and with a oneDNN packed weight (:class:`PackedLinear`, as
     the models use it, where this CPU runs it); ``best``: the higher."""
@@ -363,12 +375,16 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--qg-length", type=int, default=16, help="fixed generated question length in tokens")
     ap.add_argument("--batch-sizes", default="",
                     help="e.g. qg=16,qa=32,nli=32 (default: the Q2Config defaults, what a user gets)")
-    ap.add_argument("--bf16", action="store_true", help="also run the batched pipeline in bfloat16")
+    ap.add_argument("--bf16", action="store_true",
+                    help="also run the batched pipeline in bfloat16 (only where the CPU has native bf16: AVX-512 BF16 "
+                         "or AMX; elsewhere skipped, and the report says so)")
     ap.add_argument("--int8", action="store_true", help="also run the batched pipeline with dynamic int8 Linear layers")
     ap.add_argument("--torch-kernels", action="store_true",
                     help="also run per-item and batched with PyTorch's own matmul (cpu_kernels=torch): what the "
                          "packed oneDNN Linear layers bring, and the speed-up over a reference on library defaults")
     ap.add_argument("--no-flops", action="store_true", help="skip the (untimed) FLOP-counting pass")
+    ap.add_argument("--peak-size", type=int, default=2048,
+                    help="n of the n x n matmul that measures the CPU's peak (smaller: quicker, lower figure)")
     ap.add_argument("--json", default=str(REPO / "out" / "bench.json"))
     ap.add_argument("--from-json", metavar="PATH",
                     help="measure nothing: recompute the derived figures of an earlier run's JSON and print them")
@@ -388,7 +404,12 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     t0 = time.perf_counter()
     paths = build_models(Path(args.models_dir), data, args.sizes)
     report["build_or_reuse_models_s"] = time.perf_counter() - t0
-    peaks_start = {"float32": matmul_peak(torch.float32), "bfloat16": matmul_peak(torch.bfloat16)}
+    report["machine"]["native_bf16"] = bf16_supported()
+    if args.bf16 and not bf16_supported():
+        args.bf16 = False
+        report["bf16_skipped"] = "this CPU has no native bf16 (AVX-512 BF16 or AMX): bf16 runs emulated, ~1 GFLOP/s"
+        print(f"--bf16 skipped: {report['bf16_skipped']}", flush=True)
+    peaks_start = matmul_peaks(args.peak_size)
     report["peak_gflops"] = {k: v["best"] for k, v in peaks_start.items()}
     records = load_workload(data, args.n, every=max(1, args.scale))
     oracle = Oracle(load_workload(data, max(args.n, args.n * args.scale)))
@@ -397,10 +418,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     report["rss_after_loading_gb"] = peak_rss_gb()
     report["current_rss_after_loading_gb"] = current_rss_gb()
 
-    print(f"N={args.n} responses; peak matmul GFLOP/s (PyTorch / oneDNN packed): fp32 "
-          f"{peaks_start['float32']['torch']:.0f} / {peaks_start['float32'].get('onednn', float('nan')):.0f}, bf16 "
-          f"{peaks_start['bfloat16']['torch']:.0f} / {peaks_start['bfloat16'].get('onednn', float('nan')):.0f}",
-          flush=True)
+    shown = ", ".join(f"{'fp32' if k == 'float32' else 'bf16'} {v['torch']:.0f} / {v.get('onednn', float('nan')):.0f}"
+                      for k, v in peaks_start.items())
+    native = "" if "bfloat16" in peaks_start else " (no native bf16 on this CPU: its peak not measured)"
+    print(f"N={args.n} responses; peak matmul GFLOP/s (PyTorch / oneDNN packed): {shown}{native}", flush=True)
     per_item = run(hf, nlp, oracle, records, batched=False, batch_sizes=batch_sizes)
     print(f"per-item   {per_item['wall_s']:8.1f} s", flush=True)
     cache_dir = tempfile.mkdtemp(prefix="q2-bench-cache-")
@@ -474,7 +495,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         }
 
     # the peak again at the end: a machine that got busier during the run shows up as two different figures
-    end_peak = {"float32": matmul_peak(torch.float32), "bfloat16": matmul_peak(torch.bfloat16)}
+    end_peak = matmul_peaks(args.peak_size)
     report["peak_gflops_start"] = peaks_start
     report["peak_gflops_end"] = end_peak
     report["peak_gflops"] = {k: max(v["best"], end_peak[k]["best"]) for k, v in peaks_start.items()}
@@ -552,8 +573,9 @@ def print_table(rep: dict[str, Any]) -> None:
     if c:
         print(f"ceilings: the batched run's {c['gflop']:.0f} GFLOP at 100% of the matmul peak, plus its "
               f"{c['outside_model_calls_s']:.1f} s outside model calls, would take {c['fp32_seconds_at_peak']:.1f} s "
-              f"in fp32 ({c['fp32_speedup_ceiling_vs_per_item']:.2f}x the per-item run) and "
-              f"{c['bf16_seconds_at_peak']:.1f} s in bf16 ({c['bf16_speedup_ceiling_vs_per_item']:.2f}x)")
+              f"in fp32 ({c['fp32_speedup_ceiling_vs_per_item']:.2f}x the per-item run)" + (
+                  f" and {c['bf16_seconds_at_peak']:.1f} s in bf16 ({c['bf16_speedup_ceiling_vs_per_item']:.2f}x)"
+                  if "bf16_seconds_at_peak" in c else "; bf16: no native bf16 on this CPU"))
     if "targets" in rep:
         print("\n| target | goal | measured | met |\n|---|---|---:|---|")
         for t in rep["targets"]:
