@@ -9,14 +9,17 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from ..io import InputFormatError, read_checked_rows
-from .data import Example, MetaEvalData, PairedContext, PerturbedPair
+from .data import Example, MetaEvalData, PairedContext, PerturbedPair, SkippedRow
 
 __all__ = [
     "DataFormatError",
+    "LabelOptions",
+    "read_label_map",
     "WOW_SUBSETS",
     "BEGIN_LABELS",
     "DIALFACT_LABELS",
@@ -50,16 +53,137 @@ class DataFormatError(InputFormatError):
     """A data file is not in the format its loader reads; the message says what to change."""
 
 
+def _label_key(value: str) -> str:
+    return " ".join(str(value).strip().lower().split())
+
+
+@dataclass(frozen=True)
+class LabelOptions:
+    """What a loader does with label values it does not know (an annotator's typo such as ``entailmentt``).
+
+    ``label_map`` maps a label value (whole cell, or one label of a multi-label cell; compared case- and
+    space-insensitively) to the value to read instead. A row whose label is still unknown is not an example: it is
+    listed in :attr:`MetaEvalData.skipped` with its line, and the run goes on; ``drop_unknown`` says that this is
+    wanted (no warning is printed).
+    """
+
+    label_map: Mapping[str, str] = field(default_factory=dict)
+    drop_unknown: bool = False
+
+    def mapped(self, value: str) -> str:
+        """``value`` as the label map rewrites it (unchanged when the map does not name it)."""
+        if not self.label_map:
+            return value
+        table = {_label_key(k): v for k, v in self.label_map.items()}
+        return table.get(_label_key(value), value)
+
+
+def read_label_map(path: str | Path) -> dict[str, str]:
+    """A label map file: a JSON object ``{"entailmentt": "entailment"}``, or CSV / TSV lines ``from,to`` (no header;
+    lines starting with ``#`` are comments)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(f"No label map file {path}")
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        raise DataFormatError(f"Label map file {path} is empty")
+    if text.lstrip().startswith("{"):
+        try:
+            table = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise DataFormatError(f"Label map file {path} is not valid JSON: {e.msg} (line {e.lineno})") from None
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+            raise DataFormatError(f"Label map file {path}: every key and value must be a string")
+        return dict(table)
+    delimiter = "\t" if "\t" in text else ","
+    table = {}
+    for n, row in enumerate(csv.reader(text.splitlines(), delimiter=delimiter), start=1):
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) != 2:
+            raise DataFormatError(f"Label map file {path} line {n}: expected two values 'from{delimiter}to', "
+                                  f"got {row!r}")
+        table[row[0].strip()] = row[1].strip()
+    return table
+
+
+class _Rows:
+    """The rows of one file a loader leaves out, with their reasons, and the notes that say so."""
+
+    def __init__(self, path: Path, labels: LabelOptions, expected: Sequence[str] = ()) -> None:
+        self.path, self.labels, self.expected = path, labels, list(expected)
+        self.skipped: list[SkippedRow] = []
+
+    def skip(self, where: str, reason: str, detail: str = "") -> None:
+        self.skipped.append(SkippedRow(where, reason, detail))
+
+    def texts(self, where: str, response: str, knowledge: str) -> bool:
+        """True when both texts are there; else the row is skipped with the reason."""
+        for name, text in (("response", response), ("knowledge", knowledge)):
+            if not text.strip():
+                self.skip(where, f"empty {name}")
+                return False
+        return True
+
+    def notes(self) -> list[str]:
+        if not self.skipped:
+            return []
+        counts = Counter(r.reason for r in self.skipped)
+        out = [f"left out {len(self.skipped)} rows of {self.path.name}: "
+               + ", ".join(f"{n} {reason}" for reason, n in counts.items())]
+        unknown = [r for r in self.skipped if r.reason == "unknown label"]
+        if unknown:
+            listed = "; ".join(f"{r.where} {r.detail!r}" for r in unknown[:20])
+            more = f" (and {len(unknown) - 20} more in report.json)" if len(unknown) > 20 else ""
+            how = ("dropped as asked" if self.labels.drop_unknown else
+                   "map them with a label map (`--label-map FILE`) or drop them knowingly (`--drop-unknown-labels`)")
+            known = f" (known: {', '.join(self.expected)})" if self.expected else ""
+            out.append(f"unknown labels{known}: {listed}{more}; {how}")
+        return out
+
+    def check(self, examples: Sequence[Example]) -> None:
+        """Refuse a file of which no row is an example, saying why."""
+        if examples:
+            return
+        if not self.skipped:
+            raise DataFormatError(f"{self.path} holds no rows")
+        counts = dict(Counter(r.reason for r in self.skipped))
+        first = "; ".join(r.describe() for r in self.skipped[:3])
+        known = f"; the known labels are {self.expected}" if self.expected else ""
+        raise DataFormatError(f"{self.path} holds no usable row: all {len(self.skipped)} left out {counts} "
+                              f"(e.g. {first}){known}")
+
+
+def _blank(row: Mapping[str, Any]) -> bool:
+    return all(v is None or (isinstance(v, str) and not v.strip()) or v == [] for v in row.values())
+
+
 def _csv_rows(path: Path, required: Sequence[str], what: str, delimiter: str = ",") -> tuple[list[str], list[dict]]:
+    """The columns and rows of a CSV / TSV file, empty lines left out (as ``csv.DictReader`` does)."""
+    columns, rows = _csv_lines(path, required, what, delimiter)
+    return columns, [row for _, row in rows if row is not None]
+
+
+def _csv_lines(path: Path, required: Sequence[str], what: str, delimiter: str = ","
+               ) -> tuple[list[str], list[tuple[int, Optional[dict]]]]:
+    """The columns and ``(first line, row)`` of every row of a CSV / TSV file; an empty line is ``(line, None)``."""
     if not path.is_file():
         raise DataFormatError(f"No {what} file {path}")
     with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f, delimiter=delimiter)
-        columns = list(reader.fieldnames or [])
+        reader = csv.reader(f, delimiter=delimiter)
+        columns = next(reader, [])
+        if not columns:
+            raise DataFormatError(f"{path} is empty (no header, no rows); expected a {what} file")
         missing = [c for c in required if c not in columns]
         if missing:
             raise DataFormatError(f"{path} is not a {what} file: no column(s) {missing}; its columns are {columns}")
-        return columns, list(reader)
+        rows: list[tuple[int, Optional[dict]]] = []
+        line = reader.line_num
+        for values in reader:
+            rows.append((line + 1, dict(zip(columns, values + [""] * (len(columns) - len(values))))
+                         if values else None))
+            line = reader.line_num
+        return columns, rows
 
 
 def _json_objects(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]:
@@ -68,6 +192,8 @@ def _json_objects(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]
     if not path.is_file():
         raise DataFormatError(f"No {what} file {path}")
     text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        raise DataFormatError(f"{path} is empty; expected a {what} file")
     if text.lstrip().startswith("["):
         try:
             items = json.loads(text)
@@ -217,7 +343,7 @@ def _wow_cross_annotation(cross_file: Path, by_turn: dict[_Turn, Example], pool:
 
 
 # -- BEGIN ---------------------------------------------------------------------------------------------------------
-def load_begin(path: str | Path) -> MetaEvalData:
+def load_begin(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
     """BEGIN, either release, told apart by the columns.
 
     * v1 TSV (``evidence``, ``previous turn``, ``response``, ``gold label``, ...): binary view as in TRUE,
@@ -226,48 +352,49 @@ def load_begin(path: str | Path) -> MetaEvalData:
     * v2 TSV (``model_name``, ``data_source``, ``knowledge``, ``message``, ``response``, ``begin_label``):
       ``Fully attributable`` is consistent, ``Not fully attributable`` and ``Generic`` are not; the label is the
       subset, ``message`` the history.
+
+    Labels are read case-insensitively; blank rows, rows with an empty response or knowledge and rows with a label
+    the release does not have (after ``labels.label_map``) are left out and listed in
+    :attr:`MetaEvalData.skipped`. Ids are ``begin:<data row index>``, blank rows counted.
     """
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(f"No BEGIN file {path}")
     with path.open(newline="", encoding="utf-8") as f:
         header = next(csv.reader(f, delimiter="\t"), [])
-    if all(c in header for c in _BEGIN2_COLUMNS):
-        return _load_begin_v2(path)
-    _, rows = _csv_rows(path, _BEGIN_COLUMNS, "BEGIN (v1 TSV, or v2 TSV with knowledge / response / begin_label)",
-                        delimiter="\t")
-    unknown = sorted({r["gold label"] for r in rows} - set(BEGIN_LABELS))
-    if unknown:
-        raise DataFormatError(f"{path}: unknown BEGIN gold label(s) {unknown}; expected {list(BEGIN_LABELS)}")
-    examples = [
-        Example(id=f"begin:{i}", response=r["response"], knowledge=r["evidence"],
-                consistent=r["gold label"] == "entailment", label=r["gold label"], subset=r["gold label"],
-                history=r.get("previous turn"))
-        for i, r in enumerate(rows)
-    ]
-    return MetaEvalData(name="begin", source=str(path), examples=examples,
+    v2 = all(c in header for c in _BEGIN2_COLUMNS)
+    what = "BEGIN v2 TSV" if v2 else "BEGIN (v1 TSV, or v2 TSV with knowledge / response / begin_label)"
+    _, rows = _csv_lines(path, _BEGIN2_COLUMNS if v2 else _BEGIN_COLUMNS, what, delimiter="\t")
+    known = {k.lower(): k for k in (BEGIN2_LABELS if v2 else BEGIN_LABELS)}
+    label_column, knowledge_column, history_column = (("begin_label", "knowledge", "message") if v2 else
+                                                      ("gold label", "evidence", "previous turn"))
+    log = _Rows(path, labels, list(known.values()))
+    examples = []
+    for i, (line, r) in enumerate(rows):
+        where = f"line {line}"
+        if r is None or _blank(r):
+            log.skip(where, "blank row")
+            continue
+        label = known.get(_label_key(labels.mapped(r[label_column])))
+        if label is None:
+            log.skip(where, "unknown label", r[label_column])
+            continue
+        if not log.texts(where, r["response"], r[knowledge_column]):
+            continue
+        examples.append(Example(
+            id=f"begin:{i}", response=r["response"], knowledge=r[knowledge_column],
+            consistent=label in ("entailment", "Fully attributable"), label=label, subset=label,
+            history=r.get(history_column) or None))
+    log.check(examples)
+    if v2:
+        systems = Counter(r.get("model_name") or "?" for _, r in rows if r is not None and not _blank(r))
+        return MetaEvalData(name="begin-v2", source=str(path), examples=examples, skipped=log.skipped,
+                            notes=[f"responses by system: {dict(systems)}"] + log.notes(),
+                            label_scheme="BEGIN v2 label: Fully attributable = consistent; Not fully attributable, "
+                                         "Generic = inconsistent")
+    return MetaEvalData(name="begin", source=str(path), examples=examples, skipped=log.skipped, notes=log.notes(),
                         label_scheme="BEGIN gold label: entailment = consistent; hallucination, generic, off-topic, "
                                      "contradiction = inconsistent")
-
-
-def _load_begin_v2(path: Path) -> MetaEvalData:
-    _, rows = _csv_rows(path, _BEGIN2_COLUMNS, "BEGIN v2 TSV", delimiter="\t")
-    unknown = sorted({r["begin_label"] for r in rows} - set(BEGIN2_LABELS))
-    if unknown:
-        raise DataFormatError(f"{path}: unknown BEGIN v2 label(s) {unknown}; expected {list(BEGIN2_LABELS)}")
-    examples = [
-        Example(id=f"begin:{i}", response=r["response"], knowledge=r["knowledge"],
-                consistent=r["begin_label"] == "Fully attributable", label=r["begin_label"],
-                subset=r["begin_label"], history=r.get("message") or None)
-        for i, r in enumerate(rows)
-    ]
-    if not examples:
-        raise DataFormatError(f"{path} holds no rows")
-    systems = Counter(r.get("model_name") or "?" for r in rows)
-    return MetaEvalData(name="begin-v2", source=str(path), examples=examples,
-                        notes=[f"responses by system: {dict(systems)}"],
-                        label_scheme="BEGIN v2 label: Fully attributable = consistent; Not fully attributable, "
-                                     "Generic = inconsistent")
 
 
 # -- DialFact-style JSONL ------------------------------------------------------------------------------------------
@@ -287,20 +414,24 @@ def _evidence_text(item: Any, where: str) -> str:
                           f"[title, sentence]), or an object with 'sentence' / 'text'; got {item!r:.80}")
 
 
-def load_dialfact(path: str | Path) -> MetaEvalData:
+def load_dialfact(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
     """DialFact-style JSONL: one object per line with ``response``, ``evidence_list`` (or ``evidence``: a list of
     sentences, or of DialFact's ``[title, url, sentence, index]`` lists, whose sentence is taken) and
     ``response_label`` (or ``label``): SUPPORTS (consistent), REFUTES or NOT ENOUGH INFO. ``context`` (list of
-    turns) becomes the history, ``context_id`` the dialogue, ``id`` the example id."""
+    turns) becomes the history, ``context_id`` the dialogue, ``id`` the example id. A line whose label is none of
+    the three (after ``labels.label_map``) is left out and listed in :attr:`MetaEvalData.skipped`."""
     path = Path(path)
     examples = []
     pool: dict[str, list[str]] = {}
     no_evidence = 0
+    log = _Rows(path, labels, DIALFACT_LABELS)
     for n, obj in _json_objects(path, "DialFact"):
         where = f"{path} line {n}"
-        label = str(_field(obj, ("response_label", "label"), where)).strip().upper()
+        raw = str(_field(obj, ("response_label", "label"), where))
+        label = _label_key(labels.mapped(raw)).upper()
         if label not in DIALFACT_LABELS:
-            raise DataFormatError(f"{where}: label {label!r} is not one of {list(DIALFACT_LABELS)}")
+            log.skip(f"line {n}", "unknown label", raw)
+            continue
         evidence = _field(obj, ("evidence_list", "evidence"), where)
         if isinstance(evidence, str):
             evidence = [evidence]
@@ -317,27 +448,29 @@ def load_dialfact(path: str | Path) -> MetaEvalData:
         ))
         if dialogue is not None and knowledge.strip():
             pool.setdefault(dialogue, []).append(knowledge)
-    if not examples:
-        raise DataFormatError(f"{path} holds no examples")
-    notes = [f"{no_evidence} examples have no evidence text"] if no_evidence else []
-    return MetaEvalData(name="dialfact", source=str(path), examples=examples, notes=notes,
+    log.check(examples)
+    notes = ([f"{no_evidence} examples have no evidence text"] if no_evidence else []) + log.notes()
+    return MetaEvalData(name="dialfact", source=str(path), examples=examples, notes=notes, skipped=log.skipped,
                         label_scheme="SUPPORTS = consistent; REFUTES, NOT ENOUGH INFO = inconsistent",
                         dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()})
 
 
 # -- Dialogue NLI-style JSONL --------------------------------------------------------------------------------------
-def load_dnli(path: str | Path) -> MetaEvalData:
+def load_dnli(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
     """Dialogue NLI-style data: JSONL (or a JSON list) of objects with ``premise`` / ``sentence1`` (the knowledge),
     ``hypothesis`` / ``sentence2`` (the response) and ``label`` / ``gold_label``: entailment (or positive) is
-    consistent, neutral and contradiction (or negative) are not."""
+    consistent, neutral and contradiction (or negative) are not. A record with another label (after
+    ``labels.label_map``) is left out and listed in :attr:`MetaEvalData.skipped`."""
     path = Path(path)
     examples = []
+    log = _Rows(path, labels, sorted(_DNLI_LABELS))
     for n, obj in _json_objects(path, "Dialogue NLI"):
         where = f"{path} record {n}"
-        raw = str(_field(obj, ("label", "gold_label"), where)).strip().lower()
-        label = _DNLI_LABELS.get(raw)
+        raw = str(_field(obj, ("label", "gold_label"), where))
+        label = _DNLI_LABELS.get(_label_key(labels.mapped(raw)))
         if label is None:
-            raise DataFormatError(f"{where}: label {raw!r} is not one of {sorted(_DNLI_LABELS)}")
+            log.skip(f"record {n}", "unknown label", raw)
+            continue
         examples.append(Example(
             id=str(obj.get("id", f"dnli:{n}")),
             response=_text(_field(obj, ("hypothesis", "sentence2"), where), where),
@@ -345,62 +478,101 @@ def load_dnli(path: str | Path) -> MetaEvalData:
             consistent=label == "entailment", label=label, subset=label,
             dialogue=str(obj["dialogue_id"]) if "dialogue_id" in obj else None,
         ))
-    if not examples:
-        raise DataFormatError(f"{path} holds no examples")
+    log.check(examples)
     return MetaEvalData(name="dnli", source=str(path), examples=examples, experiments=("dnli",),
+                        skipped=log.skipped, notes=log.notes(),
                         label_scheme="entailment / positive = consistent; neutral, contradiction / negative = "
                                      "inconsistent")
 
 
 # -- FaithDial's data audit ----------------------------------------------------------------------------------------
 _FAITHDIAL_COLUMNS = ("knowledge", "begin_label")
+_FAITHDIAL_GOLD_COLUMNS = ("evidence", "response", "BEGIN")
 _FAITHDIAL_NOT_RESPONSE = {"knowledge", "history", "begin_label", "vrm_label"}
 # the label a multi-label cell counts as in BEGIN's five-way taxonomy: the first of these it holds
 _FAITHDIAL_PRIMARY = (("contradiction", "contradiction"), ("hallucination", "hallucination"),
                       ("partial hallucination", "hallucination"), ("off-topic", "off-topic"), ("generic", "generic"),
-                      ("entailment", "entailment"))
-_FAITHDIAL_LABELS = {name for name, _ in _FAITHDIAL_PRIMARY} | {"uncooperative"}
+                      ("entailment", "entailment"), ("uncooperative", "entailment"))
+_FAITHDIAL_LABELS = {name for name, _ in _FAITHDIAL_PRIMARY}
 
 
-def load_faithdial(path: str | Path) -> MetaEvalData:
-    """FaithDial's data-audit CSV (``knowledge``, ``history``, the response column, ``begin_label``, ``vrm_label``).
-
-    The response column is ``response`` or ``model response`` or, as in the released files, the one column named
-    after the system (``ctrl``, ``gpt2``, ``doha``). A ``begin_label`` cell may hold several labels
-    (``entailment,uncooperative``): the response is consistent when it holds ``entailment`` and none of
-    hallucination, partial hallucination, off-topic, generic or contradiction (``uncooperative`` alone does not
-    change that). :attr:`Example.label` is the cell's BEGIN five-way label (the first of contradiction,
-    hallucination, off-topic, generic, entailment it holds), the subset is the whole cell.
-    """
-    path = Path(path)
-    columns, rows = _csv_rows(path, _FAITHDIAL_COLUMNS, "FaithDial audit CSV")
+def _faithdial_layout(path: Path) -> tuple[list[str], list, str, str, str]:
+    """Columns, rows, and the response, knowledge and label columns of either FaithDial audit layout."""
+    with path.open(newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f), [])
+    if all(c in header for c in _FAITHDIAL_GOLD_COLUMNS):
+        columns, rows = _csv_lines(path, _FAITHDIAL_GOLD_COLUMNS, "FaithDial gold audit CSV")
+        return columns, rows, "response", "evidence", "BEGIN"
+    columns, rows = _csv_lines(path, _FAITHDIAL_COLUMNS, "FaithDial audit CSV (knowledge, history, <system>, "
+                                                         "begin_label, vrm_label; or the gold files' evidence, "
+                                                         "history, response, BEGIN, VRM)")
     candidates = [c for c in ("response", "model response") if c in columns] or \
         [c for c in columns if c not in _FAITHDIAL_NOT_RESPONSE and c]
     if len(candidates) != 1:
         raise DataFormatError(f"{path}: cannot tell the response column of a FaithDial audit file: expected "
                               f"'response', 'model response' or one system column besides "
                               f"{sorted(_FAITHDIAL_NOT_RESPONSE)}, found {columns}")
-    response_column = candidates[0]
+    return columns, rows, candidates[0], "knowledge", "begin_label"
+
+
+def _faithdial_labels(cell: str, labels: LabelOptions) -> Optional[list[str]]:
+    """The labels of a ``begin_label`` / ``BEGIN`` cell (lower-cased, each through the label map), or None when one
+    is unknown or none is a BEGIN label."""
+    cell = labels.mapped(cell)
+    found = [_label_key(labels.mapped(x)) for x in cell.split(",") if x.strip()]
+    found = [y for x in found for y in x.split(",") if y]  # a label mapped to a multi-label value
+    if not found or any(x not in _FAITHDIAL_LABELS for x in found):
+        return None
+    return found
+
+
+def load_faithdial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
+    """FaithDial's data-audit CSVs, in either published layout.
+
+    * the model audits (``CTRL/``, ``GPT2/``, ``DoHA/``): ``knowledge``, ``history``, the response column
+      (``response`` or ``model response`` or, as in the released files, the one column named after the system:
+      ``ctrl``, ``gpt2``, ``doha``), ``begin_label``, ``vrm_label``;
+    * the gold audits (``gold/``): ``evidence``, ``history``, ``response``, ``BEGIN``, ``VRM``.
+
+    Labels are read case-insensitively (``Partial Hallucination``). A label cell may hold several
+    (``entailment,uncooperative``): the response is consistent when it holds ``entailment`` (or, as in the gold
+    files, ``uncooperative`` alone: faithful but not cooperative) and none of hallucination, partial hallucination,
+    off-topic, generic or contradiction. :attr:`Example.label` is the cell's BEGIN five-way label (the first of
+    contradiction, hallucination, off-topic, generic, entailment it holds; partial hallucination counts as
+    hallucination, uncooperative as entailment), the subset is the whole cell. Blank rows, rows with an empty
+    response or knowledge and rows with a label outside this set (after ``labels.label_map``, applied to the cell
+    and to each of its labels) are left out and listed in :attr:`MetaEvalData.skipped` with their line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(f"No FaithDial audit file {path}")
+    _, rows, response_column, knowledge_column, label_column = _faithdial_layout(path)
+    log = _Rows(path, labels, [name for name, _ in _FAITHDIAL_PRIMARY])
     examples = []
-    for i, r in enumerate(rows):
-        where = f"{path} row {i + 2}"
-        cell = (r["begin_label"] or "").strip().lower()
-        labels = [x.strip() for x in cell.split(",") if x.strip()]
-        unknown = [x for x in labels if x not in _FAITHDIAL_LABELS]
-        primary = next((begin for name, begin in _FAITHDIAL_PRIMARY if name in labels), None)
-        if unknown or primary is None:
-            raise DataFormatError(f"{where}: begin_label {r['begin_label']!r} must hold labels from "
-                                  f"{sorted(_FAITHDIAL_LABELS)}, at least one of them a BEGIN label")
+    for i, (line, r) in enumerate(rows):
+        where = f"line {line}"
+        if r is None or _blank(r):
+            log.skip(where, "blank row")
+            continue
+        found = _faithdial_labels(r[label_column] or "", labels)
+        if found is None:
+            log.skip(where, "unknown label", r[label_column] or "")
+            continue
+        if not log.texts(where, r[response_column] or "", r[knowledge_column] or ""):
+            continue
+        primary = next(begin for name, begin in _FAITHDIAL_PRIMARY if name in found)
         examples.append(Example(
-            id=f"faithdial:{i}", response=r[response_column] or "", knowledge=r["knowledge"] or "",
-            consistent=primary == "entailment", label=primary, subset=",".join(labels),
+            id=f"faithdial:{i}", response=r[response_column], knowledge=r[knowledge_column],
+            consistent=primary == "entailment", label=primary, subset=",".join(found),
             history=r.get("history") or None,
         ))
-    if not examples:
-        raise DataFormatError(f"{path} holds no rows")
-    return MetaEvalData(name=f"faithdial-{response_column}", source=str(path), examples=examples,
-                        label_scheme="begin_label holds entailment and no hallucination / partial hallucination / "
-                                     "off-topic / generic / contradiction = consistent; the rest inconsistent")
+    log.check(examples)
+    gold = label_column == "BEGIN"
+    return MetaEvalData(name="faithdial-gold" if gold else f"faithdial-{response_column}", source=str(path),
+                        examples=examples, skipped=log.skipped, notes=log.notes(),
+                        label_scheme=f"{label_column} holds entailment" + (" (or uncooperative alone)" if gold else "")
+                        + " and no hallucination / partial hallucination / off-topic / generic / contradiction = "
+                          "consistent; the rest inconsistent")
 
 
 # -- USR's Topical-Chat annotations -------------------------------------------------------------------------------
@@ -482,13 +654,16 @@ def load_table(
     history_column: Optional[str] = None,
     score_columns: Sequence[str] = (),
     input_format: Optional[str] = None,
+    labels: LabelOptions = LabelOptions(),
 ) -> MetaEvalData:
     """Any CSV / TSV / JSONL file with response, knowledge and label columns.
 
-    ``consistent_labels`` are the label values (compared as stripped, lower-cased strings) meaning consistent; every
-    other value is inconsistent. Ids are the ``id_column`` values, else the row number (0-based), matching the
-    ``row`` field that ``q2 score`` writes for the same file. ``score_columns`` are metric scores stored in the file
-    itself (read as :attr:`Example.extra_scores`; empty cells are missing scores).
+    ``consistent_labels`` are the label values (compared as stripped, lower-cased strings, after
+    ``labels.label_map``) meaning consistent; every other value is inconsistent. Ids are the ``id_column`` values,
+    else the row number (0-based), matching the ``row`` field that ``q2 score`` writes for the same file.
+    ``score_columns`` are metric scores stored in the file itself (read as :attr:`Example.extra_scores`; empty cells
+    are missing scores). Blank rows and rows with an empty response, knowledge or label are left out and listed in
+    :attr:`MetaEvalData.skipped`.
     """
     if not consistent_labels:
         raise DataFormatError("Name the label values that mean consistent, e.g. --consistent-labels 1 "
@@ -499,9 +674,21 @@ def load_table(
     examples = []
     hint = ("Name the right ones with --response-column / --knowledge-column / --label-column (and the other "
             "--*-column flags)")
+    if Path(path).is_file() and not Path(path).read_bytes()[:4096].strip():
+        raise DataFormatError(f"{path} is empty")
+    log = _Rows(Path(path), labels)
     for i, row in read_checked_rows(path, input_format, required, hint=hint, error=DataFormatError):
         where = f"{path} row {i}"
-        label = str(row[label_column]).strip()
+        if _blank(row):
+            log.skip(f"row {i}", "blank row")
+            continue
+        label = str(labels.mapped(str(row[label_column] if row[label_column] is not None else ""))).strip()
+        if not label:
+            log.skip(f"row {i}", "empty label")
+            continue
+        if not log.texts(f"row {i}", _text(row[response_column] or "", f"{where} {response_column}"),
+                         _text(row[knowledge_column] or "", f"{where} {knowledge_column}")):
+            continue
         scores = {}
         for c in score_columns:
             value = row[c]
@@ -522,8 +709,7 @@ def load_table(
             split=str(row[split_column]).strip().lower() if split_column else None,
             extra_scores=scores,
         ))
-    if not examples:
-        raise DataFormatError(f"{path} holds no rows")
+    log.check(examples)
     counts = Counter(ex.label for ex in examples)
     if all(ex.consistent for ex in examples) or not any(ex.consistent for ex in examples):
         raise DataFormatError(f"{path}: with --consistent-labels {sorted(positive)} every row is in one class; "
@@ -533,7 +719,7 @@ def load_table(
         if ex.dialogue is not None:
             pool.setdefault(ex.dialogue, []).append(ex.knowledge)
     return MetaEvalData(
-        name=Path(path).stem, source=str(path), examples=examples,
+        name=Path(path).stem, source=str(path), examples=examples, skipped=log.skipped, notes=log.notes(),
         label_scheme=f"{label_column} in {sorted(positive)} = consistent; other values inconsistent",
         dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()},
     )
@@ -599,8 +785,17 @@ LOADERS: dict[str, Callable[..., MetaEvalData]] = {
 }
 
 
+#: the loaders that read label values, and so take ``labels=LabelOptions(...)``
+LABELLED = ("begin", "dialfact", "dnli", "faithdial", "table")
+
+
 def load_dataset(kind: str, path: str | Path, **options: Any) -> MetaEvalData:
-    """Load ``path`` with the loader named ``kind`` (one of :data:`LOADERS`)."""
+    """Load ``path`` with the loader named ``kind`` (one of :data:`LOADERS`). ``labels`` (a :class:`LabelOptions`)
+    is refused by the loaders whose labels are fixed (wow, usr, stress) unless it is the default."""
     if kind not in LOADERS:
         raise ValueError(f"Unknown data set kind {kind!r}; expected one of {sorted(LOADERS)}")
+    if "labels" in options and kind not in LABELLED:
+        if options.pop("labels") != LabelOptions():
+            raise ValueError(f"label_map / drop_unknown_labels apply to the data sets with label values "
+                             f"{list(LABELLED)}, not to {kind!r}")
     return LOADERS[kind](path, **options)
