@@ -640,6 +640,20 @@ def load_usr(path: str | Path) -> MetaEvalData:
 
 
 # -- any table ------------------------------------------------------------------------------------------------------
+def _row_scores(row: Mapping[str, Any], score_columns: Sequence[str], where: str) -> dict[str, float]:
+    """The metric scores stored in a row's ``score_columns`` (empty cells are missing scores)."""
+    scores = {}
+    for c in score_columns:
+        value = row[c]
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        try:
+            scores[c] = float(value)
+        except (TypeError, ValueError):
+            raise DataFormatError(f"{where}: score column {c!r} holds {value!r}, not a number") from None
+    return scores
+
+
 def load_table(
     path: str | Path,
     *,
@@ -689,15 +703,7 @@ def load_table(
         if not log.texts(f"row {i}", _text(row[response_column] or "", f"{where} {response_column}"),
                          _text(row[knowledge_column] or "", f"{where} {knowledge_column}")):
             continue
-        scores = {}
-        for c in score_columns:
-            value = row[c]
-            if value is None or (isinstance(value, str) and not value.strip()):
-                continue
-            try:
-                scores[c] = float(value)
-            except (TypeError, ValueError):
-                raise DataFormatError(f"{where}: score column {c!r} holds {value!r}, not a number") from None
+        scores = _row_scores(row, score_columns, where)
         examples.append(Example(
             id=str(row[id_column]) if id_column else str(i),
             response=_text(row[response_column], f"{where} {response_column}"),

@@ -27,6 +27,15 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines + [""]
 
 
+def _unscored(row: dict[str, Any]) -> str:
+    """`` (3 unscored: 2 no_valid_question, 1 error ...)`` for a table's n cell; empty when all are scored."""
+    if not row.get("n_missing"):
+        return ""
+    reasons = row.get("unscored") or {}
+    why = ", ".join(f"{n} {reason[:60] + '...' if len(reason) > 60 else reason}" for reason, n in reasons.items())
+    return f" ({row['n_missing']} unscored" + (f": {why}" if why else "") + ")"
+
+
 def _dagger(normalised: bool) -> str:
     return " †" if normalised else ""
 
@@ -55,8 +64,7 @@ def _response_section(block: dict[str, Any]) -> list[str]:
         any_norm |= r["normalised"]
         inc = r["inconsistent"]
         dist = r["distribution"]
-        row = [name + _dagger(r["normalised"]), f"{r['n']}" + (f" ({r['n_missing']} unscored)" if r["n_missing"]
-                                                                else ""),
+        row = [name + _dagger(r["normalised"]), f"{r['n']}" + _unscored(r),
                _pct(r["accuracy"]), _pct(r["balanced_accuracy"]), _num(r["roc_auc"]), _num(r["ap_inconsistent"]),
                f"{_pct(inc['precision'])} / {_pct(inc['recall'])}", _num(dist["consistent"].get("mean")),
                _num(dist["inconsistent"].get("mean"))]
@@ -304,7 +312,13 @@ def to_markdown(report: dict[str, Any]) -> str:
     d = report["data"]
     lines = [f"## Q² meta-evaluation: {d['name']} ({d['source']})", "",
              f"{d['n']} responses: {d['n_consistent']} consistent, {d['n_inconsistent']} inconsistent "
-             f"({d['label_scheme']}).", "", f"Signature: `{report['signature']}`", ""]
+             f"({d['label_scheme']}).", ""]
+    if d.get("skipped_rows"):
+        k = d["skipped_rows"]
+        why = ", ".join(f"{n} {reason}" for reason, n in k["by_reason"].items())
+        lines += [f"{k['n']} rows of the file are not examples ({why}); each is listed with its line in the notes "
+                  f"and in report.json.", ""]
+    lines += [f"Signature: `{report['signature']}`", ""]
     lines += _metrics_section(report)
     for key, section in _SECTIONS:
         if key in report:

@@ -153,3 +153,82 @@ def test_an_empty_file_says_it_is_empty(tmp_path, kind, name, extra):
 def test_label_options_only_where_labels_are_read(shared_data):
     with pytest.raises(ValueError, match="not to 'wow'"):
         load_dataset("wow", shared_data / "q2_wow", labels=LabelOptions(drop_unknown=True))
+
+
+# -- the command line and the typed entry point ---------------------------------------------------------------------
+def run_cli(capsys, *argv):
+    from q2_plugins.cli import main
+
+    code = main(["meta-eval", *argv])
+    out = capsys.readouterr()
+    return code, out.out, out.err
+
+
+def test_cli_goes_on_past_typos_and_says_what_it_left_out(tmp_path, capsys):
+    header = ["evidence", "history", "response", "BEGIN", "VRM"]
+    path = write_audit(tmp_path / "wow.csv", header, GOLD_CELLS,
+                       extra_rows=[["k", "h", "r", "Entailmentt", "ack."], ["", "", "", "", ""]])
+    argv = ["--dataset", "faithdial", "--data", str(path), "--baselines", "overlap", "--experiments", "response",
+            "--output-dir", str(tmp_path / "out"), "--no-plots"]
+    code, out, err = run_cli(capsys, *argv)
+    assert code == 0
+    assert "6 responses: 3 consistent, 3 inconsistent" in out
+    assert "2 rows of the file are not examples (1 unknown label, 1 blank row)" in out
+    assert "line 20 'Entailmentt'" in out and "warning: 1 rows of" in err and "--label-map FILE" in err
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["data"]["skipped_rows"]["rows"] == [
+        {"where": "line 20", "reason": "unknown label", "detail": "Entailmentt"},
+        {"where": "line 21", "reason": "blank row", "detail": ""}]
+    assert "line 20" in (tmp_path / "out" / "report.md").read_text()
+    assert "line 20" in (tmp_path / "out" / "report.html").read_text()
+    # acknowledged: no warning; mapped: read
+    assert run_cli(capsys, *argv, "--drop-unknown-labels")[2] == ""
+    table = tmp_path / "map.tsv"
+    table.write_text("Entailmentt\tEntailment\n")
+    code, out, err = run_cli(capsys, *argv, "--label-map", str(table))
+    assert "7 responses: 4 consistent" in out and "1 rows of the file are not examples (1 blank row)" in out
+    assert err == ""
+
+
+def test_unscored_rows_carry_their_reason(tmp_path, capsys):
+    data = tmp_path / "t.csv"
+    data.write_text("id,response,knowledge,label\na,r1,k1,1\nb,r2,k2,0\nc,r3,k3,1\nd,r4,k4,0\n")
+    scores = tmp_path / "scores.jsonl"
+    from q2_plugins.results import ResponseResult
+
+    results = [ResponseResult(0, "scored", 0.9, 0.9, 2, 2, False),
+               ResponseResult(1, "scored", 0.1, 0.1, 1, 1, False),
+               ResponseResult(2, "no_valid_question", None, None, 0, 1, False)]
+    scores.write_text("".join(json.dumps({"id": i, **r.to_dict()}) + "\n" for i, r in zip("abc", results)))
+    code, out, _ = run_cli(capsys, "--dataset", "table", "--data", str(data), "--consistent-labels", "1",
+                           "--id-column", "id", "--scores", f"Q2={scores}", "--baselines", "none",
+                           "--experiments", "response",
+                           "--output-dir", str(tmp_path / "out"), "--no-plots")
+    assert code == 0
+    assert "| Q2 | 2 (2 unscored: 1 no_valid_question, 1 not in scores file /" in out  # long reasons cut at 60
+    report = json.loads((tmp_path / "out" / "report.json").read_text())
+    assert report["metrics"][0]["unscored"] == {"c": "no_valid_question", "d": f"not in scores file {scores}"}
+
+
+def test_library_entry_point_takes_typed_settings_and_names_the_setting(shared_data, capsys):
+    from q2_plugins.metaeval.runner import MetaEvalSettings, SettingError, TableColumns, evaluate
+
+    begin = str(shared_data / "begin_v2_dev" / "wow" / "begin_dev_wow.tsv")
+    run = evaluate(MetaEvalSettings(dataset="begin", data=begin, baselines=("overlap",), experiments=("response",)))
+    assert run.report["response_level"]["metrics"]["Overlap"]["n"] == 430
+    with pytest.raises(SettingError, match="^save_scores: writes the scores of compute") as e:
+        MetaEvalSettings(dataset="begin", data=begin, save_scores="x.jsonl")
+    assert e.value.setting == "save_scores"
+    with pytest.raises(SettingError, match="^drop_unknown_labels: applies to the data sets with label values"):
+        MetaEvalSettings(dataset="wow", data=begin, drop_unknown_labels=True)
+    with pytest.raises(SettingError, match="^table: "):
+        MetaEvalSettings(dataset="begin", data=begin, table=TableColumns(consistent_labels=("1",)))
+    with pytest.raises(SettingError, match="^experiments: Unknown experiment"):
+        evaluate(MetaEvalSettings(dataset="begin", data=begin, experiments=("nope",), baselines=()))
+    # the command line names the flag instead
+    from q2_plugins.cli import main
+
+    assert main(["meta-eval", "--dataset", "begin", "--data", begin, "--save-scores", "x.jsonl"]) == 2
+    assert "--save-scores: writes the scores of compute" in capsys.readouterr().err
+    assert main(["meta-eval", "--dataset", "begin", "--data", begin, "--reps", "0"]) == 2
+    assert "--reps must be a positive integer" in capsys.readouterr().err
