@@ -102,6 +102,7 @@ class MetaEvalData:
     experiments: Optional[tuple[str, ...]] = None
     skipped: list[SkippedRow] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
+    benchmark: Optional[str] = None  # the published data set this is ("BEGIN", "Q2", "DialFact", "RAGTruth", ...)
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -161,4 +162,6 @@ class MetaEvalData:
                                             for r in self.skipped]}
         if self.caveats:
             out["caveats"] = list(self.caveats)
+        if self.benchmark:
+            out["benchmark"] = self.benchmark
         return out

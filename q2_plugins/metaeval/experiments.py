@@ -44,7 +44,7 @@ __all__ = [
 ]
 
 EXPERIMENTS = ("response", "subsets", "system", "robustness", "random-knowledge", "length", "taxonomy", "stress",
-               "usr", "dnli")
+               "usr", "dnli", "benchmark")
 RANDOM_KNOWLEDGE = ("same_dialogue", "other_dialogue")
 
 
@@ -531,4 +531,11 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
             report["dnli"] = dnli_accuracy(data, metrics, threshold=options.dnli_threshold)
         else:
             report["skipped"]["dnli"] = "the data has no entailment and contradiction labels (--dataset dnli has)"
+    if "benchmark" in todo:  # per-data-set balanced accuracy; published figures beside ours (benchmark.py)
+        from .benchmark import benchmark
+
+        report["benchmark"] = benchmark(data, metrics, options.threshold)
+        if not report["benchmark"]:
+            report["skipped"]["benchmark"] = "no dev split, several data sets or published figures for this data"
+            del report["benchmark"]
     return MetaEvalRun(report, data, list(metrics), labelled)

@@ -32,6 +32,9 @@ __all__ = [
     "USR_NO_FACT",
     "load_table",
     "load_stress",
+    "load_llm_aggrefact",
+    "load_ragtruth",
+    "load_halludial",
     "load_dataset",
     "LOADERS",
 ]
@@ -263,7 +266,7 @@ def load_wow(path: str | Path, *, cross_annotation: bool = True) -> MetaEvalData
     elif cross_annotation:
         notes.append(f"no {cross_file.name} in {folder}: no system-level experiment")
     return MetaEvalData(
-        name="wow", source=str(folder), examples=examples, contexts=contexts, extra=extra,
+        name="wow", source=str(folder), examples=examples, contexts=contexts, extra=extra, benchmark="Q2",
         label_scheme="file name: <system>_consistent / <system>_inconsistent; cross annotation 1 = inconsistent",
         dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()}, notes=notes,
     )
@@ -389,10 +392,12 @@ def load_begin(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> Me
     if v2:
         systems = Counter(r.get("model_name") or "?" for _, r in rows if r is not None and not _blank(r))
         return MetaEvalData(name="begin-v2", source=str(path), examples=examples, skipped=log.skipped,
+                            benchmark="BEGIN v2",
                             notes=[f"responses by system: {dict(systems)}"] + log.notes(),
                             label_scheme="BEGIN v2 label: Fully attributable = consistent; Not fully attributable, "
                                          "Generic = inconsistent")
     return MetaEvalData(name="begin", source=str(path), examples=examples, skipped=log.skipped, notes=log.notes(),
+                        benchmark="BEGIN",
                         label_scheme="BEGIN gold label: entailment = consistent; hallucination, generic, off-topic, "
                                      "contradiction = inconsistent")
 
@@ -451,6 +456,7 @@ def load_dialfact(path: str | Path, *, labels: LabelOptions = LabelOptions()) ->
     log.check(examples)
     notes = ([f"{no_evidence} examples have no evidence text"] if no_evidence else []) + log.notes()
     return MetaEvalData(name="dialfact", source=str(path), examples=examples, notes=notes, skipped=log.skipped,
+                        benchmark="DialFact",
                         label_scheme="SUPPORTS = consistent; REFUTES, NOT ENOUGH INFO = inconsistent",
                         dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()})
 
@@ -779,6 +785,164 @@ def load_stress(path: str | Path) -> MetaEvalData:
         raise DataFormatError(f"{path}: {e}") from None
 
 
+# -- LLM-AggreFact, RAGTruth, HalluDial -----------------------------------------------------------------------------
+_AGGREFACT_COLUMNS = ("dataset", "doc", "claim", "label")
+_BINARY = {"1": True, "0": False, "true": True, "false": False, "1.0": True, "0.0": False}
+
+
+def _split_files(path: Path, what: str) -> list[tuple[Optional[str], Path]]:
+    """``[(split, file)]``: the file itself (split from its rows), or a folder's ``dev.*`` and ``test.*`` files."""
+    if path.is_file():
+        return [(None, path)]
+    if not path.is_dir():
+        raise DataFormatError(f"No {what} file or folder {path}")
+    found = [(split, f) for split in ("dev", "test") for f in sorted(path.glob(f"{split}.*"))
+             if f.suffix in (".jsonl", ".json", ".csv", ".tsv")]
+    if not found:
+        raise DataFormatError(f"{path} holds no dev.jsonl / test.jsonl (or .csv / .tsv) of {what}; export the "
+                              f"splits with datasets: load_dataset(...)['test'].to_json('test.jsonl')")
+    return found
+
+
+def load_llm_aggrefact(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
+    """LLM-AggreFact (Tang et al. 2024): rows with ``dataset``, ``doc`` (the knowledge), ``claim`` (the response)
+    and ``label`` (1 supported = consistent, 0 not), as its published splits hold them; ``path`` is one exported
+    split (JSONL / CSV / TSV, with an optional ``split`` column) or a folder holding ``dev.*`` and ``test.*``.
+
+    The subset is the row's ``dataset``, so the ``benchmark`` experiment gives balanced accuracy per data set at a
+    threshold tuned on its dev rows. Ids are ``aggrefact:<split>:<row>``. Blank rows, rows with an empty doc or
+    claim and rows whose label is not 0 / 1 (after ``labels.label_map``) are left out and listed.
+    """
+    root = Path(path)
+    examples: list[Example] = []
+    skipped: list[SkippedRow] = []
+    notes: list[str] = []
+    for split, file in _split_files(root, "LLM-AggreFact"):
+        if not file.read_bytes()[:4096].strip():
+            raise DataFormatError(f"{file} is empty")
+        log = _Rows(file, labels, ["1", "0"])
+        for i, row in read_checked_rows(file, None, _AGGREFACT_COLUMNS, error=DataFormatError,
+                                        hint="LLM-AggreFact rows have dataset, doc, claim and label"):
+            where = f"{file.name} row {i}"
+            if _blank(row):
+                log.skip(where, "blank row")
+                continue
+            consistent = _BINARY.get(_label_key(labels.mapped(str(row["label"]))))
+            if consistent is None:
+                log.skip(where, "unknown label", str(row["label"]))
+                continue
+            if not log.texts(where, str(row["claim"] or ""), str(row["doc"] or "")):
+                continue
+            part = split or (str(row["split"]).strip().lower() if row.get("split") else None)
+            examples.append(Example(
+                id=f"aggrefact:{part or file.stem}:{i}", response=str(row["claim"]), knowledge=str(row["doc"]),
+                consistent=consistent, label="supported" if consistent else "unsupported",
+                subset=str(row["dataset"]), split=part))
+        skipped += log.skipped
+        notes += log.notes()
+    if not examples:
+        raise DataFormatError(f"{root} holds no usable row ({len(skipped)} left out"
+                              + (f", e.g. {skipped[0].describe()})" if skipped else ")"))
+    return MetaEvalData(name="llm-aggrefact", source=str(root), examples=examples, skipped=skipped, notes=notes,
+                        benchmark="LLM-AggreFact", experiments=("response", "subsets", "benchmark"),
+                        label_scheme="label 1 (supported) = consistent; 0 = inconsistent")
+
+
+def _ragtruth_knowledge(info: Any) -> tuple[str, Optional[str]]:
+    """The knowledge and history of a RAGTruth ``source_info``: a summary's article; a QA item's passages (its
+    question the history); a data-to-text item's record as JSON."""
+    if isinstance(info, str):
+        return info, None
+    if isinstance(info, dict) and isinstance(info.get("passages"), str):
+        question = info.get("question")
+        return info["passages"], question if isinstance(question, str) else None
+    return json.dumps(info, ensure_ascii=False, sort_keys=True), None
+
+
+def load_ragtruth(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
+    """RAGTruth (Niu et al. 2024) at the response level: ``path`` is the folder holding its ``response.jsonl``
+    (``id``, ``source_id``, ``model``, ``labels``: the hallucinated spans, ``split``: train / test, ``quality``,
+    ``response``) and ``source_info.jsonl`` (``source_id``, ``task_type``, ``source_info``).
+
+    A response is consistent when it has no hallucinated span. The knowledge is the source (a QA item's passages,
+    its question as history; a data-to-text record as JSON); the subset is the task type; the ``train`` split is
+    the dev split the ``benchmark`` experiment tunes thresholds on. Responses whose ``labels`` is not a list or
+    whose source is missing are left out and listed. ``labels`` (the options) is accepted for a uniform interface:
+    RAGTruth's labels are spans, not values.
+    """
+    folder = Path(path)
+    if not (folder / "response.jsonl").is_file() or not (folder / "source_info.jsonl").is_file():
+        raise DataFormatError(f"The ragtruth loader reads the RAGTruth folder holding response.jsonl and "
+                              f"source_info.jsonl; {folder} does not hold both")
+    sources: dict[str, dict[str, Any]] = {}
+    for n, obj in _json_objects(folder / "source_info.jsonl", "RAGTruth source_info"):
+        sources[str(_field(obj, ("source_id",), f"source_info.jsonl line {n}"))] = obj
+    log = _Rows(folder / "response.jsonl", labels)
+    examples = []
+    for n, obj in _json_objects(folder / "response.jsonl", "RAGTruth response"):
+        where = f"line {n}"
+        spans, source = obj.get("labels"), sources.get(str(obj.get("source_id")))
+        if not isinstance(spans, list):
+            log.skip(where, "malformed labels", repr(spans)[:60])
+            continue
+        if source is None:
+            log.skip(where, "unknown source_id", str(obj.get("source_id")))
+            continue
+        knowledge, history = _ragtruth_knowledge(source.get("source_info"))
+        if not log.texts(where, str(obj.get("response") or ""), knowledge):
+            continue
+        split = str(obj.get("split", "")).strip().lower()
+        examples.append(Example(
+            id=f"ragtruth:{obj.get('id', n)}", response=str(obj["response"]), knowledge=knowledge,
+            consistent=not spans, label="hallucinated" if spans else "no hallucination",
+            subset=str(source.get("task_type", "?")), history=history, dialogue=str(obj.get("source_id")),
+            split="dev" if split == "train" else split or None))
+    log.check(examples)
+    return MetaEvalData(name="ragtruth", source=str(folder), examples=examples, skipped=log.skipped,
+                        notes=log.notes(), benchmark="RAGTruth", experiments=("response", "subsets", "benchmark"),
+                        label_scheme="no hallucinated span = consistent; any span = inconsistent (response level)")
+
+
+def load_halludial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
+    """HalluDial (Luo et al. 2024): one JSON list (or JSONL) of turns with ``dialogue_id``, ``knowledge``,
+    ``dialogue_history``, ``turn``, ``response`` and ``target``, whose first word says whether the response
+    hallucinates (``Yes. ...`` inconsistent, ``No. ...`` consistent; the rest is the rationale).
+
+    Ids are ``halludial:<position>``; the dialogue is ``dialogue_id``; the subset the file's stem (e.g.
+    ``spontaneous_test``). Records whose target starts with neither (after ``labels.label_map``, applied to the
+    first word) and records with an empty response or knowledge are left out and listed.
+    """
+    path = Path(path)
+    log = _Rows(path, labels, ["Yes", "No"])
+    examples = []
+    pool: dict[str, list[str]] = {}
+    for n, obj in _json_objects(path, "HalluDial"):
+        where = f"record {n}"
+        target = str(_field(obj, ("target",), f"{path} {where}"))
+        first = target.strip().split(maxsplit=1)[0].strip(".,:;!").lower() if target.strip() else ""
+        verdict = {"yes": False, "no": True}.get(_label_key(labels.mapped(first)))
+        if verdict is None:
+            log.skip(where, "unknown label", target[:60])
+            continue
+        response = _text(_field(obj, ("response",), f"{path} {where}"), where)
+        knowledge = _text(_field(obj, ("knowledge",), f"{path} {where}"), where)
+        if not log.texts(where, response, knowledge):
+            continue
+        dialogue = str(obj.get("dialogue_id")) if obj.get("dialogue_id") is not None else None
+        history = obj.get("dialogue_history")
+        examples.append(Example(
+            id=f"halludial:{n}", response=response, knowledge=knowledge, consistent=verdict,
+            label="no hallucination" if verdict else "hallucination", subset=path.stem, dialogue=dialogue,
+            history=history if isinstance(history, str) and history else None))
+        if dialogue is not None:
+            pool.setdefault(dialogue, []).append(knowledge)
+    log.check(examples)
+    return MetaEvalData(name="halludial", source=str(path), examples=examples, skipped=log.skipped,
+                        notes=log.notes(), benchmark="HalluDial",
+                        dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()},
+                        label_scheme="target 'No' (no hallucination) = consistent; 'Yes' = inconsistent")
+
+
 LOADERS: dict[str, Callable[..., MetaEvalData]] = {
     "wow": load_wow,
     "begin": load_begin,
@@ -788,11 +952,14 @@ LOADERS: dict[str, Callable[..., MetaEvalData]] = {
     "usr": load_usr,
     "table": load_table,
     "stress": load_stress,
+    "llm-aggrefact": load_llm_aggrefact,
+    "ragtruth": load_ragtruth,
+    "halludial": load_halludial,
 }
 
 
 #: the loaders that read label values, and so take ``labels=LabelOptions(...)``
-LABELLED = ("begin", "dialfact", "dnli", "faithdial", "table")
+LABELLED = ("begin", "dialfact", "dnli", "faithdial", "table", "llm-aggrefact", "ragtruth", "halludial")
 
 
 def load_dataset(kind: str, path: str | Path, **options: Any) -> MetaEvalData:

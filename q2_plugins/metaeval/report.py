@@ -293,6 +293,50 @@ def _dnli_section(block: dict[str, Any]) -> list[str]:
     return out
 
 
+def _per_dataset_section(block: dict[str, Any]) -> list[str]:
+    names = block["datasets"]
+    thr = f"{block['threshold']:g}"
+    out = [f"### Balanced accuracy per data set (threshold tuned on the dev split / fixed at {thr})", ""]
+    rows = []
+    for metric, r in block["metrics"].items():
+        cells = [metric]
+        for name in names:
+            d = r["rows"][name]
+            cells.append(f"{_pct(d['balanced_accuracy_tuned'])} / {_pct(d['balanced_accuracy_fixed'])}"
+                         + (f" (n={d['n_test']}, {d['n_test_unscored']} unscored)" if d["n_test_unscored"] else ""))
+        cells.append(f"{_pct(r['mean_tuned'])} / {_pct(r['mean_fixed'])}")
+        rows.append(cells)
+    out += _table(["metric"] + names + ["mean"], rows)
+    out += ["Each cell: balanced accuracy on the data set's test examples at the threshold of best balanced accuracy "
+            "on its dev examples / at the fixed threshold (score <= threshold is inconsistent); the mean is "
+            "unweighted over the data sets with a figure."
+            + ("" if block["has_dev"] else " The data has no dev split: no tuned threshold."), ""]
+    return out
+
+
+def _published_section(block: dict[str, Any]) -> list[str]:
+    out = [f"### ROC AUC beside published figures ({block['benchmark']}; TRUE style)", ""]
+    rows = [[r["metric"], str(r["n"]), _num(r["roc_auc"]),
+             "same examples" if r["same_examples"] else f"**not like for like**: {r['n']} examples, the published "
+                                                          f"figures have {block['published_n']}"]
+            for r in block["rows"]]
+    rows += [[f"published: {p['metric']}", str(block["published_n"]), _num(p["roc_auc"]), p["source"]]
+             for p in block["published"]]
+    out += _table(["metric", "n", "ROC AUC", "comparable / source"], rows)
+    out += [f"Published figures are on {block['data']} ({block['published_n']} examples); ours on "
+            f"{block['ours']} ({block['n_examples']}) that each metric scores. {block['not_listed']}", ""]
+    return out
+
+
+def _benchmark_section(block: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    if "per_dataset" in block:
+        out += _per_dataset_section(block["per_dataset"])
+    if "published" in block:
+        out += _published_section(block["published"])
+    return out
+
+
 _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("response_level", _response_section),
     ("subsets", _subset_section),
@@ -304,6 +348,7 @@ _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("stress", _stress_section),
     ("usr", _usr_section),
     ("dnli", _dnli_section),
+    ("benchmark", _benchmark_section),
 ]
 
 

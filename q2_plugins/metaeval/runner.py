@@ -127,13 +127,18 @@ def _options(settings: MetaEvalSettings, data: Any) -> MetaEvalOptions:
         raise SettingError("experiments", str(e)) from None
 
 
+def _with_extra(options: MetaEvalOptions) -> bool:
+    """The paired-context responses are scored for the system level and for TRUE's version of the Q² data."""
+    return "system" in options.experiments or "benchmark" in options.experiments
+
+
 def _inputs(settings: MetaEvalSettings, data: Any, options: Any) -> tuple[list, Optional[dict]]:
     """Every input to score (examples, paired-context responses, random-knowledge variants) and the variants."""
     from .experiments import control_variants
 
     variants = control_variants(data, settings.options.seed) if "random-knowledge" in options.experiments else None
     to_score = list(data.examples)
-    if "system" in options.experiments:
+    if _with_extra(options):
         to_score += data.extra
     if variants:
         to_score += [v for by_id in variants.values() for v in by_id.values()]
@@ -152,8 +157,9 @@ def export(settings: MetaEvalSettings) -> str:
     n = export_inputs(settings.export_inputs, to_score)
     labels = " --begin-labels" if "taxonomy" in options.experiments else ""
     return (f"wrote {n} inputs to {settings.export_inputs}: {len(data.examples)} response-level examples"
-            + (f", {len(data.extra)} more paired-context responses" if "system" in options.experiments else "")
-            + (f", {n - len(data.examples) - len(data.extra)} random-knowledge inputs" if variants else "")
+            + (f", {len(data.extra)} more paired-context responses" if _with_extra(options) else "")
+            + (f", {n - len(data.examples) - len(data.extra) * _with_extra(options)} random-knowledge inputs"
+               if variants else "")
             + f".\nScore them:  q2 score --input {settings.export_inputs} --output SCORES.jsonl --explain{labels}\n"
             f"then evaluate with the same data options and seed plus --scores SCORES.jsonl")
 
