@@ -538,4 +538,7 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
         if not report["benchmark"]:
             report["skipped"]["benchmark"] = "no dev split, several data sets or published figures for this data"
             del report["benchmark"]
+    from .caveats import find_caveats  # where figures are not like for like (caveats.py)
+
+    report["caveats"], report["caveat_markers"] = find_caveats(report, data)
     return MetaEvalRun(report, data, list(metrics), labelled)

@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from .caveats import marked
+
 __all__ = ["to_markdown", "to_html", "write_json", "save_report"]
 
 
@@ -49,7 +51,7 @@ def _metrics_section(report: dict[str, Any]) -> list[str]:
     return ["### Metrics", ""] + _table(["metric", "scores from", "responses scored", "signature"], rows)
 
 
-def _response_section(block: dict[str, Any]) -> list[str]:
+def _response_section(block: dict[str, Any], markers: Optional[dict[str, list[str]]] = None) -> list[str]:
     tuned = "split" in block
     header = ["metric", "n", f"accuracy@{block['threshold']:g}", "balanced acc.", "ROC AUC", "AP (incons.)",
               "P / R (incons.)", "mean consistent", "mean inconsistent"]
@@ -59,12 +61,12 @@ def _response_section(block: dict[str, Any]) -> list[str]:
     any_norm = False
     for name, r in block["metrics"].items():
         if not r["n"]:
-            rows.append([name, "0"] + ["n/a"] * (len(header) - 2))
+            rows.append([marked(name, markers or {}), "0" + _unscored(r)] + ["n/a"] * (len(header) - 2))
             continue
         any_norm |= r["normalised"]
         inc = r["inconsistent"]
         dist = r["distribution"]
-        row = [name + _dagger(r["normalised"]), f"{r['n']}" + _unscored(r),
+        row = [marked(name, markers or {}) + _dagger(r["normalised"]), f"{r['n']}" + _unscored(r),
                _pct(r["accuracy"]), _pct(r["balanced_accuracy"]), _num(r["roc_auc"]), _num(r["ap_inconsistent"]),
                f"{_pct(inc['precision'])} / {_pct(inc['recall'])}", _num(dist["consistent"].get("mean")),
                _num(dist["inconsistent"].get("mean"))]
@@ -365,8 +367,13 @@ def to_markdown(report: dict[str, Any]) -> str:
                   f"and in report.json.", ""]
     lines += [f"Signature: `{report['signature']}`", ""]
     lines += _metrics_section(report)
+    if report.get("caveats"):
+        lines += ["### Caveats: figures that are not like for like", ""]
+        lines += [f"- {c}" for c in report["caveats"]] + [""]
     for key, section in _SECTIONS:
-        if key in report:
+        if key == "response_level" and key in report:
+            lines += _response_section(report[key], report.get("caveat_markers"))
+        elif key in report:
             lines += section(report[key])
     notes = list(d.get("notes", []))
     notes += [f"{m['name']}: {n}" for m in report["metrics"] for n in m["notes"]]

@@ -112,3 +112,36 @@ def test_published_figures_beside_ours(shared_data):
     text = to_markdown(wow.report)
     assert "| Q2 | 600 |" in text and "**not like for like**: 600 examples, the published figures have 1088" in text
     assert "| published: AlignScore-large | 1088 | 0.786 |" in text
+
+
+def test_caveats_long_knowledge_bleu_and_other_versions(shared_data, tmp_path, capsys):
+    from q2_plugins.cli import main
+
+    cmu = shared_data / "begin_v2_dev" / "cmu-dog" / "begin_dev_cmu.tsv"
+    out_dir = tmp_path / "out"
+    assert main(["meta-eval", "--dataset", "begin", "--data", str(cmu), "--baselines", "bleu", "--experiments",
+                 "response", "--output-dir", str(out_dir), "--no-plots"]) == 0
+    text = capsys.readouterr().out
+    assert "| BLEU § | 416 |" in text
+    assert "- § long knowledge: the knowledge averages 204 words" in text and "(ROC AUC 0.506)" in text
+    assert "- different data version: published BEGIN figures" in text
+    for name in ("report.md", "report.html"):
+        assert "long knowledge: the knowledge averages 204 words" in (out_dir / name).read_text()
+    # WoW's one-sentence knowledge: no BLEU caveat
+    wow_v2 = shared_data / "begin_v2_dev" / "wow" / "begin_dev_wow.tsv"
+    assert main(["meta-eval", "--dataset", "begin", "--data", str(wow_v2), "--baselines", "bleu", "--experiments",
+                 "response"]) == 0
+    assert "long knowledge" not in capsys.readouterr().out
+
+
+def test_reference_rows_from_another_split_are_flagged(shared_data):
+    from q2_plugins.metaeval.caveats import find_caveats
+    from q2_plugins.metaeval.experiments import BEGIN_PAPER_BASELINE
+    from q2_plugins.metaeval.loaders import load_faithdial
+
+    data = load_faithdial(shared_data / "faithdial_audit_ctrl_wow" / "ctrl_processed_wow.csv")
+    texts, markers = find_caveats({"taxonomy": {"reference": BEGIN_PAPER_BASELINE}}, data)
+    assert markers == {}
+    assert texts == [f"different split and data version: the reference row ({BEGIN_PAPER_BASELINE['name']}) was "
+                     f"measured on BEGIN's development split of the preprint release; the other rows are on "
+                     f"faithdial-ctrl (200 responses of {data.source}); set side by side, they are not like for like."]

@@ -205,9 +205,12 @@ def test_unscored_rows_carry_their_reason(tmp_path, capsys):
                            "--experiments", "response",
                            "--output-dir", str(tmp_path / "out"), "--no-plots")
     assert code == 0
-    assert "| Q2 | 2 (2 unscored: 1 no_valid_question, 1 not in scores file /" in out  # long reasons cut at 60
+    assert "| Q2 ‡ | 2 (2 unscored: 1 no_valid_question, 1 not in scores file /" in out  # long reasons cut at 60
     report = json.loads((tmp_path / "out" / "report.json").read_text())
     assert report["metrics"][0]["unscored"] == {"c": "no_valid_question", "d": f"not in scores file {scores}"}
+    # a caveat and a marker say that Q2's figures are on 2 of the 4 responses
+    assert "- ‡ partial coverage: Q2 (2 of 4) score only part" in out
+    assert report["caveat_markers"] == {"Q2": ["‡"]}
 
 
 def test_library_entry_point_takes_typed_settings_and_names_the_setting(shared_data, capsys):
