@@ -48,9 +48,11 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     d = m.add_argument_group("data")
     d.add_argument("--dataset", required=True, choices=sorted(LOADERS),
                    help="wow: the Q2 paper's WoW annotation folder; begin: BEGIN v1 or v2 TSV; dialfact / dnli: "
-                        "JSONL; faithdial: a FaithDial data-audit CSV; usr: USR's Topical-Chat tc_usr_data.json; "
-                        "stress: stress pairs written by q2 perturb; table: any CSV / TSV / JSONL with the columns "
-                        "named below")
+                        "JSONL; faithdial: a FaithDial data-audit CSV (model or gold audit); usr: USR's Topical-Chat "
+                        "tc_usr_data.json; stress: stress pairs written by q2 perturb; llm-aggrefact: a folder with "
+                        "dev / test files (or one file); ragtruth: the folder with response.jsonl and "
+                        "source_info.jsonl; halludial: a HalluDial JSON file; table: any CSV / TSV / JSONL with the "
+                        "columns named below")
     d.add_argument("--data", required=True, help="data file, or folder for --dataset wow")
     d.add_argument("--label-map", metavar="FILE",
                    help="label values to read as others, e.g. annotators' typos: a JSON object "

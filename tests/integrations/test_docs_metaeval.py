@@ -18,6 +18,13 @@ def block(kind: str, tag: str) -> str:
 
 
 
-@pytest.mark.parametrize("tag", ["usr", "dnli", pytest.param("begin-v2", marks=pytest.mark.slow)])
+@pytest.mark.parametrize("tag", ["usr", "dnli", "scores-example", pytest.param("begin-v2", marks=pytest.mark.slow)])
 def test_commands_print_what_the_doc_shows(tag, repo_dir, capsys):
     run_doc_commands(DOC, tag, capsys)
+
+
+def test_python_settings_example_runs_as_written(repo_dir, capsys):
+    code = block("test", "python-settings")
+    exec(compile(code, "docs/metaeval.md", "exec"), {})
+    assert 0.0 < float(capsys.readouterr().out.strip()) < 1.0
+    assert (repo_dir / "out" / "faithdial-ctrl" / "report.html").is_file()
