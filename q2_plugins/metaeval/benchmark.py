@@ -15,7 +15,8 @@ from . import stats
 from .data import MetaEvalData
 from .scores import MetricScores
 
-__all__ = ["PUBLISHED", "NOT_LISTED", "per_dataset_balanced_accuracy", "published_beside", "benchmark"]
+__all__ = ["PUBLISHED", "NOT_LISTED", "per_dataset_balanced_accuracy", "published_beside", "benchmark",
+           "true_summary"]
 
 _ALIGNSCORE = ("Zha et al. 2023, AlignScore (ACL 2023), TRUE benchmark table, ROC AUC; quoted, not checked here "
                "against the paper")
@@ -123,3 +124,31 @@ def benchmark(data: MetaEvalData, metrics: Sequence[MetricScores], threshold: fl
     if beside is not None:
         out["published"] = beside
     return out
+
+
+def true_summary(reports: Sequence[dict[str, Any]]) -> str:
+    """One TRUE-style markdown table from several reports (``report.json`` of runs with the ``benchmark``
+    experiment on BEGIN v1, the Q² WoW data, DialFact): a column per data set, a row per metric (ROC AUC; ‡ when
+    not on the examples the published figures are on), then the published rows and their sources."""
+    blocks = [r["benchmark"]["published"] for r in reports if "published" in r.get("benchmark", {})]
+    if not blocks:
+        raise ValueError("none of the reports has published figures beside it: run the benchmark experiment on "
+                         "BEGIN v1, the Q² WoW data or DialFact")
+    columns = [b["benchmark"] for b in blocks]
+    names = list(dict.fromkeys(r["metric"] for b in blocks for r in b["rows"]))
+    lines = ["| metric | " + " | ".join(columns) + " |", "|" + "---|" * (len(columns) + 1)]
+    for name in names:
+        cells = []
+        for b in blocks:
+            row = next((r for r in b["rows"] if r["metric"] == name), None)
+            auc = None if row is None else row["roc_auc"]
+            cells.append("–" if auc is None else f"{auc:.3f}" + ("" if row["same_examples"] else " ‡"))
+        lines.append(f"| {name} | " + " | ".join(cells) + " |")
+    published = list(dict.fromkeys(p["metric"] for b in blocks for p in b["published"]))
+    for name in published:
+        cells = [next((f"{p['roc_auc']:.3f}" for p in b["published"] if p["metric"] == name), "–") for b in blocks]
+        lines.append(f"| published: {name} | " + " | ".join(cells) + " |")
+    sources = sorted({p["source"] for b in blocks for p in b["published"]})
+    lines += ["", "‡ not on the examples the published figures are on (another count): not like for like.",
+              "Published figures: " + "; ".join(sources) + ".", blocks[0]["not_listed"]]
+    return "\n".join(lines)

@@ -879,6 +879,7 @@ def load_ragtruth(path: str | Path, *, labels: LabelOptions = LabelOptions()) ->
         sources[str(_field(obj, ("source_id",), f"source_info.jsonl line {n}"))] = obj
     log = _Rows(folder / "response.jsonl", labels)
     examples = []
+    quality: Counter = Counter()
     for n, obj in _json_objects(folder / "response.jsonl", "RAGTruth response"):
         where = f"line {n}"
         spans, source = obj.get("labels"), sources.get(str(obj.get("source_id")))
@@ -892,14 +893,18 @@ def load_ragtruth(path: str | Path, *, labels: LabelOptions = LabelOptions()) ->
         if not log.texts(where, str(obj.get("response") or ""), knowledge):
             continue
         split = str(obj.get("split", "")).strip().lower()
+        quality[str(obj.get("quality", "good"))] += 1
         examples.append(Example(
             id=f"ragtruth:{obj.get('id', n)}", response=str(obj["response"]), knowledge=knowledge,
             consistent=not spans, label="hallucinated" if spans else "no hallucination",
             subset=str(source.get("task_type", "?")), history=history, dialogue=str(obj.get("source_id")),
             split="dev" if split == "train" else split or None))
     log.check(examples)
+    issues = {k: v for k, v in quality.items() if k != "good"}
+    notes = ([f"kept {sum(issues.values())} responses with quality issues {issues} (RAGTruth's 'quality')"]
+             if issues else []) + log.notes()
     return MetaEvalData(name="ragtruth", source=str(folder), examples=examples, skipped=log.skipped,
-                        notes=log.notes(), benchmark="RAGTruth", experiments=("response", "subsets", "benchmark"),
+                        notes=notes, benchmark="RAGTruth", experiments=("response", "subsets", "benchmark"),
                         label_scheme="no hallucinated span = consistent; any span = inconsistent (response level)")
 
 

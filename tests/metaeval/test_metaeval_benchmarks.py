@@ -47,6 +47,7 @@ def test_ragtruth_fixture():
     assert qa.knowledge.startswith("passage 1: The museum closes") and qa.history == "when does the museum close"
     assert json.loads(data.examples[4].knowledge)["city"] == "Springfield"  # a data-to-text record, as JSON
     assert [r.describe() for r in data.skipped] == ["line 7: malformed labels 'None'", "line 8: unknown source_id 's9'"]
+    assert data.notes[0] == "kept 1 responses with quality issues {'truncated': 1} (RAGTruth's 'quality')"
     with pytest.raises(DataFormatError, match="response.jsonl and source_info.jsonl"):
         load_dataset("ragtruth", FORMATS / "llm_aggrefact")
 
