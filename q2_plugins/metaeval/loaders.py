@@ -120,6 +120,14 @@ class _Rows:
     def skip(self, where: str, reason: str, detail: str = "") -> None:
         self.skipped.append(SkippedRow(where, reason, detail))
 
+    def guarded(self, where: str, read: Callable[[], Optional[Example]]) -> Optional[Example]:
+        """``read()``'s example; a :class:`DataFormatError` (a missing field, a wrong type) leaves the row out."""
+        try:
+            return read()
+        except DataFormatError as e:
+            self.skip(where, "malformed row", str(e))
+            return None
+
     def texts(self, where: str, response: str, knowledge: str) -> bool:
         """True when both texts are there; else the row is skipped with the reason."""
         for name, text in (("response", response), ("knowledge", knowledge)):
@@ -152,7 +160,7 @@ class _Rows:
             raise DataFormatError(f"{self.path} holds no rows")
         counts = dict(Counter(r.reason for r in self.skipped))
         first = "; ".join(r.describe() for r in self.skipped[:3])
-        known = f"; the known labels are {self.expected}" if self.expected else ""
+        known = f"; the known labels are {self.expected}" if self.expected and "unknown label" in counts else ""
         raise DataFormatError(f"{self.path} holds no usable row: all {len(self.skipped)} left out {counts} "
                               f"(e.g. {first}){known}")
 
@@ -189,9 +197,10 @@ def _csv_lines(path: Path, required: Sequence[str], what: str, delimiter: str = 
         return columns, rows
 
 
-def _json_objects(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]:
+def _json_objects(path: Path, what: str, log: Optional["_Rows"] = None) -> Iterable[tuple[int, dict[str, Any]]]:
     """(line or position, object) of a JSONL file, or of a file holding one JSON list of objects (the Dialogue NLI
-    release is such a list, whatever its extension)."""
+    release is such a list, whatever its extension). With ``log``, a line that is not a JSON object is left out
+    and listed there; without, it stops the file."""
     if not path.is_file():
         raise DataFormatError(f"No {what} file {path}")
     text = path.read_text(encoding="utf-8")
@@ -204,7 +213,10 @@ def _json_objects(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]
             raise DataFormatError(f"{path} is not valid JSON: {e.msg} (line {e.lineno})") from None
         for i, obj in enumerate(items):
             if not isinstance(obj, dict):
-                raise DataFormatError(f"{path}: item {i} is a JSON {type(obj).__name__}, expected an object")
+                if log is None:
+                    raise DataFormatError(f"{path}: item {i} is a JSON {type(obj).__name__}, expected an object")
+                log.skip(f"record {i}", "malformed row", f"a JSON {type(obj).__name__}, not an object")
+                continue
             yield i, obj
         return
     for n, line in enumerate(text.splitlines(), start=1):
@@ -213,10 +225,16 @@ def _json_objects(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise DataFormatError(f"{path} line {n} is not valid JSON ({e.msg}); the {what} loader reads JSONL, "
-                                  f"one object per line") from None
+            if log is None:
+                raise DataFormatError(f"{path} line {n} is not valid JSON ({e.msg}); the {what} loader reads JSONL, "
+                                      f"one object per line") from None
+            log.skip(f"line {n}", "invalid JSON", f"{e.msg}; the {what} loader reads JSONL, one object per line")
+            continue
         if not isinstance(obj, dict):
-            raise DataFormatError(f"{path} line {n} is a JSON {type(obj).__name__}, expected an object")
+            if log is None:
+                raise DataFormatError(f"{path} line {n} is a JSON {type(obj).__name__}, expected an object")
+            log.skip(f"line {n}", "malformed row", f"a JSON {type(obj).__name__}, not an object")
+            continue
         yield n, obj
 
 
@@ -419,41 +437,47 @@ def _evidence_text(item: Any, where: str) -> str:
                           f"[title, sentence]), or an object with 'sentence' / 'text'; got {item!r:.80}")
 
 
+def _dialfact_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
+    where = f"{log.path} line {n}"
+    raw = str(_field(obj, ("response_label", "label"), where))
+    label = _label_key(log.labels.mapped(raw)).upper()
+    if label not in DIALFACT_LABELS:
+        log.skip(f"line {n}", "unknown label", raw)
+        return None
+    evidence = _field(obj, ("evidence_list", "evidence"), where)
+    if isinstance(evidence, str):
+        evidence = [evidence]
+    if not isinstance(evidence, list):
+        raise DataFormatError(f"{where}: the evidence must be a list, got {type(evidence).__name__}")
+    knowledge = " ".join(_evidence_text(item, where).strip() for item in evidence)
+    context = obj.get("context")
+    return Example(
+        id=str(obj.get("id", f"dialfact:{n}")), response=_text(_field(obj, ("response",), where), where),
+        knowledge=knowledge, consistent=label == "SUPPORTS", label=label, subset=label,
+        history=_text(context, where) if context else None,
+        dialogue=str(obj["context_id"]) if obj.get("context_id") is not None else None)
+
+
 def load_dialfact(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
     """DialFact-style JSONL: one object per line with ``response``, ``evidence_list`` (or ``evidence``: a list of
     sentences, or of DialFact's ``[title, url, sentence, index]`` lists, whose sentence is taken) and
     ``response_label`` (or ``label``): SUPPORTS (consistent), REFUTES or NOT ENOUGH INFO. ``context`` (list of
     turns) becomes the history, ``context_id`` the dialogue, ``id`` the example id. A line whose label is none of
-    the three (after ``labels.label_map``) is left out and listed in :attr:`MetaEvalData.skipped`."""
+    the three (after ``labels.label_map``), a line that is not JSON and a line without a field it needs are left out
+    and listed in :attr:`MetaEvalData.skipped`."""
     path = Path(path)
     examples = []
     pool: dict[str, list[str]] = {}
-    no_evidence = 0
     log = _Rows(path, labels, DIALFACT_LABELS)
-    for n, obj in _json_objects(path, "DialFact"):
-        where = f"{path} line {n}"
-        raw = str(_field(obj, ("response_label", "label"), where))
-        label = _label_key(labels.mapped(raw)).upper()
-        if label not in DIALFACT_LABELS:
-            log.skip(f"line {n}", "unknown label", raw)
+    for n, obj in _json_objects(path, "DialFact", log):
+        ex = log.guarded(f"line {n}", lambda: _dialfact_example(n, obj, log))  # noqa: B023 (called at once)
+        if ex is None:
             continue
-        evidence = _field(obj, ("evidence_list", "evidence"), where)
-        if isinstance(evidence, str):
-            evidence = [evidence]
-        if not isinstance(evidence, list):
-            raise DataFormatError(f"{where}: the evidence must be a list, got {type(evidence).__name__}")
-        knowledge = " ".join(_evidence_text(item, where).strip() for item in evidence)
-        no_evidence += not knowledge.strip()
-        context = obj.get("context")
-        dialogue = str(obj["context_id"]) if obj.get("context_id") is not None else None
-        examples.append(Example(
-            id=str(obj.get("id", f"dialfact:{n}")), response=_text(_field(obj, ("response",), where), where),
-            knowledge=knowledge, consistent=label == "SUPPORTS", label=label, subset=label,
-            history=_text(context, where) if context else None, dialogue=dialogue,
-        ))
-        if dialogue is not None and knowledge.strip():
-            pool.setdefault(dialogue, []).append(knowledge)
+        examples.append(ex)
+        if ex.dialogue is not None and ex.knowledge.strip():
+            pool.setdefault(ex.dialogue, []).append(ex.knowledge)
     log.check(examples)
+    no_evidence = sum(not ex.knowledge.strip() for ex in examples)
     notes = ([f"{no_evidence} examples have no evidence text"] if no_evidence else []) + log.notes()
     return MetaEvalData(name="dialfact", source=str(path), examples=examples, notes=notes, skipped=log.skipped,
                         benchmark="DialFact",
@@ -462,28 +486,33 @@ def load_dialfact(path: str | Path, *, labels: LabelOptions = LabelOptions()) ->
 
 
 # -- Dialogue NLI-style JSONL --------------------------------------------------------------------------------------
+def _dnli_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
+    where = f"{log.path} record {n}"
+    raw = str(_field(obj, ("label", "gold_label"), where))
+    label = _DNLI_LABELS.get(_label_key(log.labels.mapped(raw)))
+    if label is None:
+        log.skip(f"record {n}", "unknown label", raw)
+        return None
+    return Example(
+        id=str(obj.get("id", f"dnli:{n}")), response=_text(_field(obj, ("hypothesis", "sentence2"), where), where),
+        knowledge=_text(_field(obj, ("premise", "sentence1"), where), where),
+        consistent=label == "entailment", label=label, subset=label,
+        dialogue=str(obj["dialogue_id"]) if "dialogue_id" in obj else None)
+
+
 def load_dnli(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
     """Dialogue NLI-style data: JSONL (or a JSON list) of objects with ``premise`` / ``sentence1`` (the knowledge),
     ``hypothesis`` / ``sentence2`` (the response) and ``label`` / ``gold_label``: entailment (or positive) is
     consistent, neutral and contradiction (or negative) are not. A record with another label (after
-    ``labels.label_map``) is left out and listed in :attr:`MetaEvalData.skipped`."""
+    ``labels.label_map``), that is not JSON or lacks a field is left out and listed in
+    :attr:`MetaEvalData.skipped`."""
     path = Path(path)
     examples = []
     log = _Rows(path, labels, sorted(_DNLI_LABELS))
-    for n, obj in _json_objects(path, "Dialogue NLI"):
-        where = f"{path} record {n}"
-        raw = str(_field(obj, ("label", "gold_label"), where))
-        label = _DNLI_LABELS.get(_label_key(labels.mapped(raw)))
-        if label is None:
-            log.skip(f"record {n}", "unknown label", raw)
-            continue
-        examples.append(Example(
-            id=str(obj.get("id", f"dnli:{n}")),
-            response=_text(_field(obj, ("hypothesis", "sentence2"), where), where),
-            knowledge=_text(_field(obj, ("premise", "sentence1"), where), where),
-            consistent=label == "entailment", label=label, subset=label,
-            dialogue=str(obj["dialogue_id"]) if "dialogue_id" in obj else None,
-        ))
+    for n, obj in _json_objects(path, "Dialogue NLI", log):
+        ex = log.guarded(f"record {n}", lambda: _dnli_example(n, obj, log))  # noqa: B023 (called at once)
+        if ex is not None:
+            examples.append(ex)
     log.check(examples)
     return MetaEvalData(name="dnli", source=str(path), examples=examples, experiments=("dnli",),
                         skipped=log.skipped, notes=log.notes(),
@@ -908,6 +937,26 @@ def load_ragtruth(path: str | Path, *, labels: LabelOptions = LabelOptions()) ->
                         label_scheme="no hallucinated span = consistent; any span = inconsistent (response level)")
 
 
+def _halludial_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
+    where = f"record {n}"
+    target = str(_field(obj, ("target",), f"{log.path} {where}"))
+    first = target.strip().split(maxsplit=1)[0].strip(".,:;!").lower() if target.strip() else ""
+    verdict = {"yes": False, "no": True}.get(_label_key(log.labels.mapped(first)))
+    if verdict is None:
+        log.skip(where, "unknown label", target[:60])
+        return None
+    response = _text(_field(obj, ("response",), f"{log.path} {where}"), where)
+    knowledge = _text(_field(obj, ("knowledge",), f"{log.path} {where}"), where)
+    if not log.texts(where, response, knowledge):
+        return None
+    history = obj.get("dialogue_history")
+    return Example(
+        id=f"halludial:{n}", response=response, knowledge=knowledge, consistent=verdict,
+        label="no hallucination" if verdict else "hallucination", subset=log.path.stem,
+        dialogue=str(obj.get("dialogue_id")) if obj.get("dialogue_id") is not None else None,
+        history=history if isinstance(history, str) and history else None)
+
+
 def load_halludial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
     """HalluDial (Luo et al. 2024): one JSON list (or JSONL) of turns with ``dialogue_id``, ``knowledge``,
     ``dialogue_history``, ``turn``, ``response`` and ``target``, whose first word says whether the response
@@ -915,32 +964,19 @@ def load_halludial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -
 
     Ids are ``halludial:<position>``; the dialogue is ``dialogue_id``; the subset the file's stem (e.g.
     ``spontaneous_test``). Records whose target starts with neither (after ``labels.label_map``, applied to the
-    first word) and records with an empty response or knowledge are left out and listed.
+    first word), records with an empty response or knowledge and records without a field are left out and listed.
     """
     path = Path(path)
     log = _Rows(path, labels, ["Yes", "No"])
     examples = []
     pool: dict[str, list[str]] = {}
-    for n, obj in _json_objects(path, "HalluDial"):
-        where = f"record {n}"
-        target = str(_field(obj, ("target",), f"{path} {where}"))
-        first = target.strip().split(maxsplit=1)[0].strip(".,:;!").lower() if target.strip() else ""
-        verdict = {"yes": False, "no": True}.get(_label_key(labels.mapped(first)))
-        if verdict is None:
-            log.skip(where, "unknown label", target[:60])
+    for n, obj in _json_objects(path, "HalluDial", log):
+        ex = log.guarded(f"record {n}", lambda: _halludial_example(n, obj, log))  # noqa: B023 (called at once)
+        if ex is None:
             continue
-        response = _text(_field(obj, ("response",), f"{path} {where}"), where)
-        knowledge = _text(_field(obj, ("knowledge",), f"{path} {where}"), where)
-        if not log.texts(where, response, knowledge):
-            continue
-        dialogue = str(obj.get("dialogue_id")) if obj.get("dialogue_id") is not None else None
-        history = obj.get("dialogue_history")
-        examples.append(Example(
-            id=f"halludial:{n}", response=response, knowledge=knowledge, consistent=verdict,
-            label="no hallucination" if verdict else "hallucination", subset=path.stem, dialogue=dialogue,
-            history=history if isinstance(history, str) and history else None))
-        if dialogue is not None:
-            pool.setdefault(dialogue, []).append(knowledge)
+        examples.append(ex)
+        if ex.dialogue is not None:
+            pool.setdefault(ex.dialogue, []).append(ex.knowledge)
     log.check(examples)
     return MetaEvalData(name="halludial", source=str(path), examples=examples, skipped=log.skipped,
                         notes=log.notes(), benchmark="HalluDial",

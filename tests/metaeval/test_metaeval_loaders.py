@@ -118,8 +118,16 @@ def test_dialfact_errors(tmp_path, line, message):
 def test_dialfact_rejects_non_jsonl(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text("response,label\nr,SUPPORTS\n")
-    with pytest.raises(DataFormatError, match="line 1 is not valid JSON"):
+    with pytest.raises(DataFormatError, match=r"all 2 left out \{'invalid JSON': 2\} \(e.g. line 1: invalid JSON "
+                                              r"'Expecting value; the DialFact loader reads JSONL, one object per"):
         load_dialfact(path)
+    # one bad line among good ones is left out and listed; the others are read
+    good = {"response": "r", "evidence_list": ["k"], "response_label": "SUPPORTS"}
+    path.write_text(json.dumps(good) + "\n{not json\n" + json.dumps({"response": "r"}) + "\n" + json.dumps(good) + "\n")
+    data = load_dialfact(path)
+    assert len(data.examples) == 2
+    assert [(r.where, r.reason) for r in data.skipped] == [("line 2", "invalid JSON"), ("line 3", "malformed row")]
+    assert "no field 'response_label' / 'label'" in data.skipped[1].detail
 
 
 def test_dnli_jsonl_and_json_list(tmp_path):
