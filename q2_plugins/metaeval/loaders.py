@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from ..io import InputFormatError, read_checked_rows
+from ..io import InputFormatError, read_checked_rows, read_rows
 from .data import Example, MetaEvalData, PairedContext, PerturbedPair, SkippedRow
 
 __all__ = [
@@ -120,10 +120,11 @@ class _Rows:
     def skip(self, where: str, reason: str, detail: str = "") -> None:
         self.skipped.append(SkippedRow(where, reason, detail))
 
-    def guarded(self, where: str, read: Callable[[], Optional[Example]]) -> Optional[Example]:
-        """``read()``'s example; a :class:`DataFormatError` (a missing field, a wrong type) leaves the row out."""
+    def guarded(self, where: str, read: Callable[..., Optional[Example]], *args: Any) -> Optional[Example]:
+        """``read(*args, self)``'s example; a :class:`DataFormatError` (a missing field, a wrong type) leaves the
+        row out, listed."""
         try:
-            return read()
+            return read(*args, self)
         except DataFormatError as e:
             self.skip(where, "malformed row", str(e))
             return None
@@ -470,7 +471,7 @@ def load_dialfact(path: str | Path, *, labels: LabelOptions = LabelOptions()) ->
     pool: dict[str, list[str]] = {}
     log = _Rows(path, labels, DIALFACT_LABELS)
     for n, obj in _json_objects(path, "DialFact", log):
-        ex = log.guarded(f"line {n}", lambda: _dialfact_example(n, obj, log))  # noqa: B023 (called at once)
+        ex = log.guarded(f"line {n}", _dialfact_example, n, obj)
         if ex is None:
             continue
         examples.append(ex)
@@ -510,7 +511,7 @@ def load_dnli(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> Met
     examples = []
     log = _Rows(path, labels, sorted(_DNLI_LABELS))
     for n, obj in _json_objects(path, "Dialogue NLI", log):
-        ex = log.guarded(f"record {n}", lambda: _dnli_example(n, obj, log))  # noqa: B023 (called at once)
+        ex = log.guarded(f"record {n}", _dnli_example, n, obj)
         if ex is not None:
             examples.append(ex)
     log.check(examples)
@@ -840,7 +841,8 @@ def load_llm_aggrefact(path: str | Path, *, labels: LabelOptions = LabelOptions(
 
     The subset is the row's ``dataset``, so the ``benchmark`` experiment gives balanced accuracy per data set at a
     threshold tuned on its dev rows. Ids are ``aggrefact:<split>:<row>``. Blank rows, rows with an empty doc or
-    claim and rows whose label is not 0 / 1 (after ``labels.label_map``) are left out and listed.
+    claim, rows without one of the four fields and rows whose label is not 0 / 1 (after ``labels.label_map``) are
+    left out and listed.
     """
     root = Path(path)
     examples: list[Example] = []
@@ -850,11 +852,18 @@ def load_llm_aggrefact(path: str | Path, *, labels: LabelOptions = LabelOptions(
         if not file.read_bytes()[:4096].strip():
             raise DataFormatError(f"{file} is empty")
         log = _Rows(file, labels, ["1", "0"])
-        for i, row in read_checked_rows(file, None, _AGGREFACT_COLUMNS, error=DataFormatError,
-                                        hint="LLM-AggreFact rows have dataset, doc, claim and label"):
+        for i, row in enumerate(read_rows(file)):
             where = f"{file.name} row {i}"
+            if "__error__" in row:
+                log.skip(where, "unreadable row", str(row["__error__"]))
+                continue
             if _blank(row):
                 log.skip(where, "blank row")
+                continue
+            missing = [c for c in _AGGREFACT_COLUMNS if c not in row]
+            if missing:
+                log.skip(where, "malformed row", f"no field(s) {missing}; LLM-AggreFact rows have "
+                                                 f"{list(_AGGREFACT_COLUMNS)}")
                 continue
             consistent = _BINARY.get(_label_key(labels.mapped(str(row["label"]))))
             if consistent is None:
@@ -971,7 +980,7 @@ def load_halludial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -
     examples = []
     pool: dict[str, list[str]] = {}
     for n, obj in _json_objects(path, "HalluDial", log):
-        ex = log.guarded(f"record {n}", lambda: _halludial_example(n, obj, log))  # noqa: B023 (called at once)
+        ex = log.guarded(f"record {n}", _halludial_example, n, obj)
         if ex is None:
             continue
         examples.append(ex)

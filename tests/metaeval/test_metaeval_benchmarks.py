@@ -34,6 +34,7 @@ def test_llm_aggrefact_fixture():
     assert [r.describe() for r in data.skipped] == ["test.jsonl row 8: unknown label '2'",
                                                     "test.jsonl row 9: empty knowledge"]
     ex = data.by_id()["aggrefact:test:0"]
+    assert ex.split == "test" and data.by_id()["aggrefact:dev:0"].split == "dev"
     assert (ex.response, ex.consistent, ex.subset) == ("The bridge carries a railway.", True, "AggreFact-CNN")
 
 
@@ -146,3 +147,18 @@ def test_reference_rows_from_another_split_are_flagged(shared_data):
     assert texts == [f"different split and data version: the reference row ({BEGIN_PAPER_BASELINE['name']}) was "
                      f"measured on BEGIN's development split of the preprint release; the other rows are on "
                      f"faithdial-ctrl (200 responses of {data.source}); set side by side, they are not like for like."]
+
+
+def test_llm_aggrefact_one_file_with_a_split_column_and_malformed_rows(tmp_path):
+    rows = [{"dataset": "X", "doc": "d", "claim": "c", "label": 1, "split": "dev"},
+            {"dataset": "X", "doc": "d", "claim": "c2", "label": 0, "split": "test"},
+            {"dataset": "X", "doc": "d", "claim": "c3"}]
+    path = tmp_path / "aggrefact.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows) + "{broken\n")
+    data = load_dataset("llm-aggrefact", path)
+    assert [(ex.id, ex.split) for ex in data.examples] == [("aggrefact:dev:0", "dev"), ("aggrefact:test:1", "test")]
+    assert [(r.where, r.reason) for r in data.skipped] == [("aggrefact.jsonl row 2", "malformed row"),
+                                                           ("aggrefact.jsonl row 3", "unreadable row")]
+    path.write_text("")
+    with pytest.raises(DataFormatError, match="is empty"):
+        load_dataset("llm-aggrefact", path)
