@@ -57,7 +57,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     d.add_argument("--label-map", metavar="FILE",
                    help="label values to read as others, e.g. annotators' typos: a JSON object "
                         "{\"entailmentt\": \"entailment\"} or CSV / TSV lines from,to (begin, dialfact, dnli, "
-                        "faithdial, table)")
+                        "faithdial, table, llm-aggrefact, halludial)")
     d.add_argument("--drop-unknown-labels", action="store_true",
                    help="rows whose label is unknown are left out (and listed) without a warning; without it they "
                         "are left out, listed and warned about")

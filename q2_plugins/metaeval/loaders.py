@@ -897,7 +897,7 @@ def _ragtruth_knowledge(info: Any) -> tuple[str, Optional[str]]:
     return json.dumps(info, ensure_ascii=False, sort_keys=True), None
 
 
-def load_ragtruth(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
+def load_ragtruth(path: str | Path) -> MetaEvalData:
     """RAGTruth (Niu et al. 2024) at the response level: ``path`` is the folder holding its ``response.jsonl``
     (``id``, ``source_id``, ``model``, ``labels``: the hallucinated spans, ``split``: train / test, ``quality``,
     ``response``) and ``source_info.jsonl`` (``source_id``, ``task_type``, ``source_info``).
@@ -905,8 +905,7 @@ def load_ragtruth(path: str | Path, *, labels: LabelOptions = LabelOptions()) ->
     A response is consistent when it has no hallucinated span. The knowledge is the source (a QA item's passages,
     its question as history; a data-to-text record as JSON); the subset is the task type; the ``train`` split is
     the dev split the ``benchmark`` experiment tunes thresholds on. Responses whose ``labels`` is not a list or
-    whose source is missing are left out and listed. ``labels`` (the options) is accepted for a uniform interface:
-    RAGTruth's labels are spans, not values.
+    whose source is missing are left out and listed (RAGTruth's labels are spans, not values: no label map).
     """
     folder = Path(path)
     if not (folder / "response.jsonl").is_file() or not (folder / "source_info.jsonl").is_file():
@@ -915,7 +914,7 @@ def load_ragtruth(path: str | Path, *, labels: LabelOptions = LabelOptions()) ->
     sources: dict[str, dict[str, Any]] = {}
     for n, obj in _json_objects(folder / "source_info.jsonl", "RAGTruth source_info"):
         sources[str(_field(obj, ("source_id",), f"source_info.jsonl line {n}"))] = obj
-    log = _Rows(folder / "response.jsonl", labels)
+    log = _Rows(folder / "response.jsonl", LabelOptions())
     examples = []
     quality: Counter = Counter()
     for n, obj in _json_objects(folder / "response.jsonl", "RAGTruth response"):
@@ -1009,7 +1008,7 @@ LOADERS: dict[str, Callable[..., MetaEvalData]] = {
 
 
 #: the loaders that read label values, and so take ``labels=LabelOptions(...)``
-LABELLED = ("begin", "dialfact", "dnli", "faithdial", "table", "llm-aggrefact", "ragtruth", "halludial")
+LABELLED = ("begin", "dialfact", "dnli", "faithdial", "table", "llm-aggrefact", "halludial")
 
 
 def load_dataset(kind: str, path: str | Path, **options: Any) -> MetaEvalData:

@@ -235,3 +235,5 @@ def test_library_entry_point_takes_typed_settings_and_names_the_setting(shared_d
     assert "--save-scores: writes the scores of compute" in capsys.readouterr().err
     assert main(["meta-eval", "--dataset", "begin", "--data", begin, "--reps", "0"]) == 2
     assert "--reps must be a positive integer" in capsys.readouterr().err
+    assert main(["meta-eval", "--dataset", "ragtruth", "--data", begin, "--drop-unknown-labels"]) == 2
+    assert "--drop-unknown-labels: applies to the data sets with label values" in capsys.readouterr().err
