@@ -4,6 +4,7 @@ from another split or data version, BLEU against long knowledge. Each caveat is 
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any, Sequence
 
 from .data import MetaEvalData
@@ -48,9 +49,11 @@ def _references(report: dict[str, Any], data: MetaEvalData) -> list[str]:
     out = []
     if "taxonomy" in report:
         ref = report["taxonomy"]["reference"]["name"]
-        out.append(f"different split and data version: the reference row ({ref}) was measured on BEGIN's development "
-                   f"split of the preprint release; the other rows are on {data.name} ({len(data.examples)} "
-                   f"responses of {data.source}); set side by side, they are not like for like.")
+        dev = data.benchmark == "BEGIN" and "dev" in Path(data.source).name.lower()
+        what = "different data version" if dev else "different split and data version"
+        out.append(f"{what}: the reference row ({ref}) was measured on BEGIN's development split of the preprint "
+                   f"release; the other rows are on {data.name} ({len(data.examples)} responses of {data.source}); "
+                   f"set side by side, they are not like for like.")
     if data.benchmark == "BEGIN v2":
         out.append("different data version: published BEGIN figures (the BEGIN paper's, TRUE's) are on BEGIN v1, "
                    "whose labels and examples differ from v2's (Fully attributable / Not fully attributable / "

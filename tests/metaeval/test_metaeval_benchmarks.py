@@ -162,3 +162,12 @@ def test_llm_aggrefact_one_file_with_a_split_column_and_malformed_rows(tmp_path)
     path.write_text("")
     with pytest.raises(DataFormatError, match="is empty"):
         load_dataset("llm-aggrefact", path)
+
+
+def test_begin_dev_beside_the_papers_dev_figure_differs_in_version_only(shared_data):
+    from q2_plugins.metaeval.caveats import find_caveats
+    from q2_plugins.metaeval.experiments import BEGIN_PAPER_BASELINE
+
+    data = load_dataset("begin", shared_data / "begin_dev" / "dev_05_24_21.tsv")
+    texts, _ = find_caveats({"taxonomy": {"reference": BEGIN_PAPER_BASELINE}}, data)
+    assert texts[0].startswith("different data version: the reference row")
