@@ -917,7 +917,7 @@ def load_ragtruth(path: str | Path) -> MetaEvalData:
     log = _Rows(folder / "response.jsonl", LabelOptions())
     examples = []
     quality: Counter = Counter()
-    for n, obj in _json_objects(folder / "response.jsonl", "RAGTruth response"):
+    for n, obj in _json_objects(folder / "response.jsonl", "RAGTruth response", log):
         where = f"line {n}"
         spans, source = obj.get("labels"), sources.get(str(obj.get("source_id")))
         if not isinstance(spans, list):

@@ -53,6 +53,17 @@ def test_ragtruth_fixture():
         load_dataset("ragtruth", FORMATS / "llm_aggrefact")
 
 
+def test_ragtruth_line_that_is_not_json(tmp_path):
+    import shutil
+
+    folder = tmp_path / "ragtruth"
+    shutil.copytree(FORMATS / "ragtruth", folder)
+    with (folder / "response.jsonl").open("a") as f:
+        f.write("{not json\n")
+    data = load_dataset("ragtruth", folder)
+    assert len(data.examples) == 6 and data.skipped[-1].where == "line 9" and data.skipped[-1].reason == "invalid JSON"
+
+
 def test_halludial_fixture():
     data = load_dataset("halludial", FORMATS / "halludial_spontaneous_test.json")
     assert [(ex.id, ex.consistent, ex.dialogue) for ex in data.examples] == [
