@@ -14,10 +14,9 @@ from __future__ import annotations
 
 import argparse
 import json
-from pathlib import Path
 from typing import Any, Callable
 
-__all__ = ["add_parser", "run"]
+__all__ = ["add_parser", "run", "settings_from_args"]
 
 _TABLE_ONLY = {"response_column": "response", "knowledge_column": "knowledge", "label_column": "label",
                "consistent_labels": None, "id_column": None, "subset_column": None, "split_column": None,
@@ -49,10 +48,19 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     d = m.add_argument_group("data")
     d.add_argument("--dataset", required=True, choices=sorted(LOADERS),
                    help="wow: the Q2 paper's WoW annotation folder; begin: BEGIN v1 or v2 TSV; dialfact / dnli: "
-                        "JSONL; faithdial: a FaithDial data-audit CSV; usr: USR's Topical-Chat tc_usr_data.json; "
-                        "stress: stress pairs written by q2 perturb; table: any CSV / TSV / JSONL with the columns "
-                        "named below")
+                        "JSONL; faithdial: a FaithDial data-audit CSV (model or gold audit); usr: USR's Topical-Chat "
+                        "tc_usr_data.json; stress: stress pairs written by q2 perturb; llm-aggrefact: a folder with "
+                        "dev / test files (or one file); ragtruth: the folder with response.jsonl and "
+                        "source_info.jsonl; halludial: a HalluDial JSON file; table: any CSV / TSV / JSONL with the "
+                        "columns named below")
     d.add_argument("--data", required=True, help="data file, or folder for --dataset wow")
+    d.add_argument("--label-map", metavar="FILE",
+                   help="label values to read as others, e.g. annotators' typos: a JSON object "
+                        "{\"entailmentt\": \"entailment\"} or CSV / TSV lines from,to (begin, dialfact, dnli, "
+                        "faithdial, table, llm-aggrefact, halludial)")
+    d.add_argument("--drop-unknown-labels", action="store_true",
+                   help="rows whose label is unknown are left out (and listed) without a warning; without it they "
+                        "are left out, listed and warned about")
     t = m.add_argument_group("--dataset table")
     t.add_argument("--response-column", default="response")
     t.add_argument("--knowledge-column", default="knowledge")
@@ -128,22 +136,23 @@ def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
                    help="shares of inconsistent responses (default: 0,0.1,...,1)")
 
 
-def _load(args: argparse.Namespace) -> Any:
-    from .loaders import load_dataset
+def _table_columns(args: argparse.Namespace) -> Any:
+    """The ``--dataset table`` flags as :class:`~.runner.TableColumns` (None for the other data sets, which refuse
+    them)."""
+    from .runner import TableColumns
 
     if args.dataset == "table":
-        return load_dataset(
-            "table", args.data, consistent_labels=args.consistent_labels or (),
-            response_column=args.response_column, knowledge_column=args.knowledge_column,
-            label_column=args.label_column, id_column=args.id_column, subset_column=args.subset_column,
-            split_column=args.split_column, dialogue_column=args.dialogue_column,
-            history_column=args.history_column, score_columns=args.score_column, input_format=args.input_format,
-        )
+        return TableColumns(
+            consistent_labels=tuple(args.consistent_labels or ()), response_column=args.response_column,
+            knowledge_column=args.knowledge_column, label_column=args.label_column, id_column=args.id_column,
+            subset_column=args.subset_column, split_column=args.split_column, dialogue_column=args.dialogue_column,
+            history_column=args.history_column, score_columns=tuple(args.score_column),
+            input_format=args.input_format)
     given = [k for k, default in _TABLE_ONLY.items() if getattr(args, k) != default]
     if given:
         flags = ", ".join("--" + k.replace("_", "-") for k in given)
         raise ValueError(f"{flags} only apply to --dataset table; --dataset {args.dataset} has a fixed format")
-    return load_dataset(args.dataset, args.data)
+    return None
 
 
 def _baseline_names(text: str) -> tuple[str, ...]:
@@ -156,138 +165,80 @@ def _baseline_names(text: str) -> tuple[str, ...]:
     return _names(text)
 
 
-class _Metrics(list):
-    """The run's metrics; a name already taken gets the source's tag, e.g. ``Q2 (computed)``."""
+# setting -> flag, where the flag is not the setting's name with dashes
+_FLAGS = {"table": "--response-column / --knowledge-column / --label-column / --consistent-labels",
+          "plots": "--no-plots", "progress": "--no-progress", "config": "the Q2Config flags"}
 
-    def add(self, metrics: list, tag: str) -> None:
-        taken = {m.name for m in self}
-        for metric in metrics:
-            if metric.name in taken:
-                metric.name = f"{metric.name} ({tag})"
-            if metric.name in taken:
-                raise ValueError(f"Two score sources give the metric {metric.name!r}; name them with NAME=FILE")
-            taken.add(metric.name)
-            self.append(metric)
+
+def settings_from_args(args: argparse.Namespace) -> Any:
+    """The :class:`~.runner.MetaEvalSettings` of parsed ``q2 meta-eval`` flags."""
+    from ..config import config_from_args
+    from .loaders import read_label_map
+    from .runner import MetaEvalSettings
+
+    scores = tuple((name or None, path) for name, _, path in (spec.rpartition("=") for spec in args.scores))
+    return MetaEvalSettings(
+        dataset=args.dataset, data=args.data, table=_table_columns(args),
+        label_map=read_label_map(args.label_map) if args.label_map else {},
+        drop_unknown_labels=args.drop_unknown_labels, scores=scores, replay=args.replay, compute=args.compute,
+        save_scores=args.save_scores, export_inputs=args.export_inputs, baselines=_baseline_names(args.baselines),
+        bertscore_model=args.bertscore_model, bertscore_num_layers=args.bertscore_num_layers,
+        bertscore_rescale=args.bertscore_rescale, bertscore_batch_size=args.bertscore_batch_size,
+        meteor_synonyms=args.meteor_synonyms, text_rules=args.text_rules, experiments=args.experiments,
+        options=_experiment_options(args), output_dir=args.output_dir, plots=not args.no_plots,
+        progress=not args.no_progress, config=config_from_args(args),
+    )
+
+
+def _experiment_options(args: argparse.Namespace) -> Any:
+    """The experiment flags as :class:`~.experiments.MetaEvalOptions`; an error names the flag."""
+    import dataclasses
+
+    from .experiments import MetaEvalOptions
+
+    names = [f.name for f in dataclasses.fields(MetaEvalOptions) if f.name != "experiments"]
+    try:
+        return MetaEvalOptions(**{n: getattr(args, n) for n in names})
+    except ValueError as e:
+        text = str(e)
+        for n in names:
+            text = text.replace(f"MetaEvalOptions.{n}", "--" + n.replace("_", "-"))
+        raise ValueError(text) from None
 
 
 def run(args: argparse.Namespace) -> int:
-    from ..config import config_from_args
-    from .baselines import NLIBaseline, build_baselines, score_baselines
-    from .experiments import control_variants, has_begin_labels, run_meta_eval
-    from .scores import (
-        column_scores,
-        compute_q2,
-        q2_star_metric,
-        read_scores_file,
-        replay_scores,
-        text_rule_labels,
-        write_scores_file,
-    )
+    """``q2 meta-eval``: map the flags to settings, run, print the report (and save it under --output-dir)."""
+    from .runner import SettingError
 
-    data = _load(args)
-    options = _options(args, data)
-    variants = control_variants(data, args.seed) if "random-knowledge" in options.experiments else None
-    to_score = list(data.examples)
-    if "system" in options.experiments:
-        to_score += data.extra
-    if variants:
-        to_score += [v for by_id in variants.values() for v in by_id.values()]
-    if args.export_inputs:
-        _export(args, data, options, to_score, bool(variants))
-        return 0
-    if args.save_scores and not args.compute:
-        raise ValueError("--save-scores writes the scores of --compute; add --compute")
-
-    known = {ex.id: ex for ex in to_score}
-    metrics = _Metrics()
-    if args.replay:
-        metrics.add(replay_scores(args.replay, known), "recorded")
-    for spec in args.scores:
-        name, _, path = spec.rpartition("=")
-        metrics.add(read_scores_file(path, known, name=name or "Q2"), Path(path).stem)
-    metrics.add(column_scores(data.examples), "column")
-    config = config_from_args(args)
-    scorer = None
-
-    def get_scorer() -> Any:
-        nonlocal scorer
-        if scorer is None:
-            from ..scorer import Q2Scorer
-
-            scorer = Q2Scorer(config)
-        return scorer
-
-    if args.compute:
-        computed, results = compute_q2(to_score, get_scorer(), progress=not args.no_progress)
-        metrics.add(computed, "computed")
-        if args.save_scores:
-            write_scores_file(args.save_scores, [ex.id for ex in to_score], results)
-
-    def nli_baseline() -> NLIBaseline:
-        from ..signature import model_id
-
-        return NLIBaseline(get_scorer().nli, lowercase_knowledge=config.fallback_lowercase_knowledge,
-                           lowercase_response=config.fallback_lowercase_response,
-                           model_id=f"{model_id(config.nli_model, config.nli_revision)}"
-                                    f"[{config.role_dtype('nli')}]")
-
-    bertscore = dict(model_type=args.bertscore_model, num_layers=args.bertscore_num_layers,
-                     rescale_with_baseline=args.bertscore_rescale, batch_size=args.bertscore_batch_size,
-                     device=config.device)
-    if "dnli" in options.experiments:  # Q²* from the recorded questions of each Q² source that has them
-        metrics.add([star for m in list(metrics) if not m.name.endswith("w/o NLI")
-                     and (star := q2_star_metric(m)) is not None], "Q2*")
-    baselines = build_baselines(_baseline_names(args.baselines), nli_factory=nli_baseline, bertscore=bertscore,
-                                spacy_model=config.spacy_model, meteor_synonyms=args.meteor_synonyms)
-    metrics.add(score_baselines(baselines, to_score), "baseline")
-    if args.text_rules and (("taxonomy" in options.experiments and has_begin_labels(data))
-                            or ("stress" in options.experiments and data.pairs)):
-        metrics.add([text_rule_labels(data.examples, spacy_model=config.spacy_model)], "text rules")
-
-    _report(args, run_meta_eval(data, list(metrics), options, variants=variants))
-    return 0
+    try:
+        return _run(args)
+    except SettingError as e:
+        flag = _FLAGS.get(e.setting, "--" + e.setting.replace("_", "-"))
+        raise ValueError(f"{flag}: {e.message}") from None
 
 
-def _options(args: argparse.Namespace, data: Any) -> Any:
-    from .experiments import EXPERIMENTS, MetaEvalOptions
+def _run(args: argparse.Namespace) -> int:
+    import sys
 
-    return MetaEvalOptions(
-        threshold=args.threshold, tune_threshold=args.tune_threshold, dev_fraction=args.dev_fraction, seed=args.seed,
-        reps=args.reps, system_levels=args.system_levels, system_size=args.system_size,
-        robustness_levels=args.robustness_levels, robustness_size=args.robustness_size,
-        experiments=args.experiments or data.experiments or EXPERIMENTS, dnli_threshold=args.dnli_threshold,
-    )
-
-
-def _export(args: argparse.Namespace, data: Any, options: Any, to_score: list, with_variants: bool) -> None:
-    """``--export-inputs``: the inputs to score elsewhere, and how to score them."""
-    from .scores import export_inputs
-
-    n = export_inputs(args.export_inputs, to_score)
-    labels = " --begin-labels" if "taxonomy" in options.experiments else ""
-    print(f"wrote {n} inputs to {args.export_inputs}: {len(data.examples)} response-level examples"
-          + (f", {len(data.extra)} more paired-context responses" if "system" in options.experiments else "")
-          + (f", {n - len(data.examples) - len(data.extra)} random-knowledge inputs" if with_variants else "")
-          + f".\nScore them:  q2 score --input {args.export_inputs} --output SCORES.jsonl --explain{labels}\n"
-          f"then evaluate with the same data options and seed plus --scores SCORES.jsonl")
-
-
-def _report(args: argparse.Namespace, result: Any) -> None:
-    """Print the report, and save it (with plots) under ``--output-dir``."""
     from .. import __version__
-    from .report import save_report, to_markdown
+    from .report import to_markdown
+    from .runner import evaluate, export, save_outputs
 
-    if args.output_dir:
-        out = Path(args.output_dir)
-        out.mkdir(parents=True, exist_ok=True)
-        if not args.no_plots:
-            from .plots import plot_all
-
-            result.report["plots"] = [str(p) for p in plot_all(result, out)]
-        saved = save_report(result.report, out)
+    settings = settings_from_args(args)
+    if settings.export_inputs:
+        print(export(settings))
+        return 0
+    result = evaluate(settings)
+    saved = save_outputs(settings, result) if settings.output_dir else []
     if args.format == "json":
         print(json.dumps(result.report, indent=2, ensure_ascii=False))
     else:
         print(to_markdown(result.report))
-        if args.output_dir:
+        if saved:
             print(f"report: {', '.join(map(str, saved))}  (q2_plugins {__version__})")
+    unknown = sum(r.reason == "unknown label" for r in result.data.skipped)
+    if unknown and not settings.drop_unknown_labels:
+        print(f"warning: {unknown} rows of {settings.data} have labels the {settings.dataset} loader does not know "
+              f"and were left out (listed in the notes); map them with --label-map FILE or leave them out "
+              f"knowingly with --drop-unknown-labels", file=sys.stderr)
+    return 0

@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional
 
-__all__ = ["Example", "PairedContext", "PerturbedPair", "MetaEvalData"]
+__all__ = ["Example", "PairedContext", "PerturbedPair", "SkippedRow", "MetaEvalData"]
 
 
 @dataclass(frozen=True)
@@ -63,6 +63,20 @@ class PerturbedPair:
     expected_label: Optional[str] = None
 
 
+@dataclass(frozen=True)
+class SkippedRow:
+    """A row of the data file that is not an example, and why: ``where`` names it (``line 12``, ``record 3``),
+    ``reason`` is the kind (``blank row``, ``unknown label``, ``empty response``, ``empty knowledge``), ``detail``
+    what was found (the unknown label)."""
+
+    where: str
+    reason: str
+    detail: str = ""
+
+    def describe(self) -> str:
+        return f"{self.where}: {self.reason}" + (f" {self.detail!r}" if self.detail else "")
+
+
 @dataclass
 class MetaEvalData:
     """A loaded data set.
@@ -71,7 +85,9 @@ class MetaEvalData:
     experiment; their responses that are not response-level examples are in ``extra``. ``dialogue_knowledge`` maps
     a dialogue id to every knowledge text seen in it (the pool of the "same dialogue" random-knowledge control).
     ``pairs`` (may be empty) are stress pairs of two response-level examples each. ``experiments`` names the
-    experiments run when none are asked for (None: all the data allows).
+    experiments run when none are asked for (None: all the data allows). ``skipped`` are the file's rows that are
+    not examples (blank, unknown label, empty text), each with its reason; ``caveats`` say where the figures on
+    this data are not comparable with published ones.
     """
 
     name: str
@@ -84,6 +100,9 @@ class MetaEvalData:
     notes: list[str] = field(default_factory=list)
     pairs: list[PerturbedPair] = field(default_factory=list)
     experiments: Optional[tuple[str, ...]] = None
+    skipped: list[SkippedRow] = field(default_factory=list)
+    caveats: list[str] = field(default_factory=list)
+    benchmark: Optional[str] = None  # the published data set this is ("BEGIN", "Q2", "DialFact", "RAGTruth", ...)
 
     def __post_init__(self) -> None:
         seen: set[str] = set()
@@ -136,4 +155,13 @@ class MetaEvalData:
             out["mean_rating"] = sum(ratings) / len(ratings)
         if self.notes:
             out["notes"] = list(self.notes)
+        if self.skipped:
+            out["skipped_rows"] = {"n": len(self.skipped),
+                                   "by_reason": dict(Counter(r.reason for r in self.skipped)),
+                                   "rows": [{"where": r.where, "reason": r.reason, "detail": r.detail}
+                                            for r in self.skipped]}
+        if self.caveats:
+            out["caveats"] = list(self.caveats)
+        if self.benchmark:
+            out["benchmark"] = self.benchmark
         return out

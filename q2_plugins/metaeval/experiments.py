@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional, Sequence
 
@@ -43,7 +44,7 @@ __all__ = [
 ]
 
 EXPERIMENTS = ("response", "subsets", "system", "robustness", "random-knowledge", "length", "taxonomy", "stress",
-               "usr", "dnli")
+               "usr", "dnli", "benchmark")
 RANDOM_KNOWLEDGE = ("same_dialogue", "other_dialogue")
 
 
@@ -173,7 +174,8 @@ def response_level(data: MetaEvalData, metrics: Sequence[MetricScores], options:
         kept, s = scored_examples(m, data.examples)
         y = np.array([ex.consistent for ex in kept], dtype=bool)
         row: dict[str, Any] = {"n": len(kept), "n_missing": len(data.examples) - len(kept),
-                               "normalised": not m.bounded}
+                               "normalised": not m.bounded,
+                               "unscored": dict(Counter(m.unscored(ex.id for ex in data.examples).values()))}
         if len(kept) == 0:
             out["metrics"][m.name] = row
             continue
@@ -484,6 +486,7 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
     for m, d in zip(metrics, report["metrics"]):
         d["coverage"] = {"examples": m.coverage(ex.id for ex in data.examples)[0], "of": len(data.examples)}
         d["labelled"] = sum(ex.id in m.labels for ex in data.examples)
+        d["unscored"] = m.unscored(ex.id for ex in data.examples)  # id -> why it has no score
     labelled = list(metrics)
     metrics = [m for m in metrics if not m.labels_only]  # label sources without scores: taxonomy and stress only
     todo = options.experiments
@@ -528,4 +531,14 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
             report["dnli"] = dnli_accuracy(data, metrics, threshold=options.dnli_threshold)
         else:
             report["skipped"]["dnli"] = "the data has no entailment and contradiction labels (--dataset dnli has)"
+    if "benchmark" in todo:  # per-data-set balanced accuracy; published figures beside ours (benchmark.py)
+        from .benchmark import benchmark
+
+        report["benchmark"] = benchmark(data, metrics, options.threshold)
+        if not report["benchmark"]:
+            report["skipped"]["benchmark"] = "no dev split, several data sets or published figures for this data"
+            del report["benchmark"]
+    from .caveats import find_caveats  # where figures are not like for like (caveats.py)
+
+    report["caveats"], report["caveat_markers"] = find_caveats(report, data)
     return MetaEvalRun(report, data, list(metrics), labelled)

@@ -9,14 +9,17 @@ from __future__ import annotations
 import csv
 import json
 from collections import Counter
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from ..io import InputFormatError, read_checked_rows
-from .data import Example, MetaEvalData, PairedContext, PerturbedPair
+from ..io import InputFormatError, read_checked_rows, read_rows
+from .data import Example, MetaEvalData, PairedContext, PerturbedPair, SkippedRow
 
 __all__ = [
     "DataFormatError",
+    "LabelOptions",
+    "read_label_map",
     "WOW_SUBSETS",
     "BEGIN_LABELS",
     "DIALFACT_LABELS",
@@ -29,6 +32,9 @@ __all__ = [
     "USR_NO_FACT",
     "load_table",
     "load_stress",
+    "load_llm_aggrefact",
+    "load_ragtruth",
+    "load_halludial",
     "load_dataset",
     "LOADERS",
 ]
@@ -50,24 +56,157 @@ class DataFormatError(InputFormatError):
     """A data file is not in the format its loader reads; the message says what to change."""
 
 
+def _label_key(value: str) -> str:
+    return " ".join(str(value).strip().lower().split())
+
+
+@dataclass(frozen=True)
+class LabelOptions:
+    """What a loader does with label values it does not know (an annotator's typo such as ``entailmentt``).
+
+    ``label_map`` maps a label value (whole cell, or one label of a multi-label cell; compared case- and
+    space-insensitively) to the value to read instead. A row whose label is still unknown is not an example: it is
+    listed in :attr:`MetaEvalData.skipped` with its line, and the run goes on; ``drop_unknown`` says that this is
+    wanted (no warning is printed).
+    """
+
+    label_map: Mapping[str, str] = field(default_factory=dict)
+    drop_unknown: bool = False
+
+    def mapped(self, value: str) -> str:
+        """``value`` as the label map rewrites it (unchanged when the map does not name it)."""
+        if not self.label_map:
+            return value
+        table = {_label_key(k): v for k, v in self.label_map.items()}
+        return table.get(_label_key(value), value)
+
+
+def read_label_map(path: str | Path) -> dict[str, str]:
+    """A label map file: a JSON object ``{"entailmentt": "entailment"}``, or CSV / TSV lines ``from,to`` (no header;
+    lines starting with ``#`` are comments)."""
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(f"No label map file {path}")
+    text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        raise DataFormatError(f"Label map file {path} is empty")
+    if text.lstrip().startswith("{"):
+        try:
+            table = json.loads(text)
+        except json.JSONDecodeError as e:
+            raise DataFormatError(f"Label map file {path} is not valid JSON: {e.msg} (line {e.lineno})") from None
+        if not all(isinstance(k, str) and isinstance(v, str) for k, v in table.items()):
+            raise DataFormatError(f"Label map file {path}: every key and value must be a string")
+        return dict(table)
+    delimiter = "\t" if "\t" in text else ","
+    table = {}
+    for n, row in enumerate(csv.reader(text.splitlines(), delimiter=delimiter), start=1):
+        if not row or not "".join(row).strip() or row[0].lstrip().startswith("#"):
+            continue
+        if len(row) != 2:
+            raise DataFormatError(f"Label map file {path} line {n}: expected two values 'from{delimiter}to', "
+                                  f"got {row!r}")
+        table[row[0].strip()] = row[1].strip()
+    return table
+
+
+class _Rows:
+    """The rows of one file a loader leaves out, with their reasons, and the notes that say so."""
+
+    def __init__(self, path: Path, labels: LabelOptions, expected: Sequence[str] = ()) -> None:
+        self.path, self.labels, self.expected = path, labels, list(expected)
+        self.skipped: list[SkippedRow] = []
+
+    def skip(self, where: str, reason: str, detail: str = "") -> None:
+        self.skipped.append(SkippedRow(where, reason, detail))
+
+    def guarded(self, where: str, read: Callable[..., Optional[Example]], *args: Any) -> Optional[Example]:
+        """``read(*args, self)``'s example; a :class:`DataFormatError` (a missing field, a wrong type) leaves the
+        row out, listed."""
+        try:
+            return read(*args, self)
+        except DataFormatError as e:
+            self.skip(where, "malformed row", str(e))
+            return None
+
+    def texts(self, where: str, response: str, knowledge: str) -> bool:
+        """True when both texts are there; else the row is skipped with the reason."""
+        for name, text in (("response", response), ("knowledge", knowledge)):
+            if not text.strip():
+                self.skip(where, f"empty {name}")
+                return False
+        return True
+
+    def notes(self) -> list[str]:
+        if not self.skipped:
+            return []
+        counts = Counter(r.reason for r in self.skipped)
+        out = [f"left out {len(self.skipped)} rows of {self.path.name}: "
+               + ", ".join(f"{n} {reason}" for reason, n in counts.items())]
+        unknown = [r for r in self.skipped if r.reason == "unknown label"]
+        if unknown:
+            listed = "; ".join(f"{r.where} {r.detail!r}" for r in unknown[:20])
+            more = f" (and {len(unknown) - 20} more in report.json)" if len(unknown) > 20 else ""
+            how = ("dropped as asked" if self.labels.drop_unknown else
+                   "map them with a label map (`--label-map FILE`) or drop them knowingly (`--drop-unknown-labels`)")
+            known = f" (known: {', '.join(self.expected)})" if self.expected else ""
+            out.append(f"unknown labels{known}: {listed}{more}; {how}")
+        return out
+
+    def check(self, examples: Sequence[Example]) -> None:
+        """Refuse a file of which no row is an example, saying why."""
+        if examples:
+            return
+        if not self.skipped:
+            raise DataFormatError(f"{self.path} holds no rows")
+        counts = dict(Counter(r.reason for r in self.skipped))
+        first = "; ".join(r.describe() for r in self.skipped[:3])
+        known = f"; the known labels are {self.expected}" if self.expected and "unknown label" in counts else ""
+        raise DataFormatError(f"{self.path} holds no usable row: all {len(self.skipped)} left out {counts} "
+                              f"(e.g. {first}){known}")
+
+
+def _blank(row: Mapping[str, Any]) -> bool:
+    return all(v is None or (isinstance(v, str) and not v.strip()) or v == [] for v in row.values())
+
+
 def _csv_rows(path: Path, required: Sequence[str], what: str, delimiter: str = ",") -> tuple[list[str], list[dict]]:
+    """The columns and rows of a CSV / TSV file, empty lines left out (as ``csv.DictReader`` does)."""
+    columns, rows = _csv_lines(path, required, what, delimiter)
+    return columns, [row for _, row in rows if row is not None]
+
+
+def _csv_lines(path: Path, required: Sequence[str], what: str, delimiter: str = ","
+               ) -> tuple[list[str], list[tuple[int, Optional[dict]]]]:
+    """The columns and ``(first line, row)`` of every row of a CSV / TSV file; an empty line is ``(line, None)``."""
     if not path.is_file():
         raise DataFormatError(f"No {what} file {path}")
     with path.open(newline="", encoding="utf-8") as f:
-        reader = csv.DictReader(f, delimiter=delimiter)
-        columns = list(reader.fieldnames or [])
+        reader = csv.reader(f, delimiter=delimiter)
+        columns = next(reader, [])
+        if not columns:
+            raise DataFormatError(f"{path} is empty (no header, no rows); expected a {what} file")
         missing = [c for c in required if c not in columns]
         if missing:
             raise DataFormatError(f"{path} is not a {what} file: no column(s) {missing}; its columns are {columns}")
-        return columns, list(reader)
+        rows: list[tuple[int, Optional[dict]]] = []
+        line = reader.line_num
+        for values in reader:
+            rows.append((line + 1, dict(zip(columns, values + [""] * (len(columns) - len(values))))
+                         if values else None))
+            line = reader.line_num
+        return columns, rows
 
 
-def _json_objects(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]:
+def _json_objects(path: Path, what: str, log: Optional["_Rows"] = None) -> Iterable[tuple[int, dict[str, Any]]]:
     """(line or position, object) of a JSONL file, or of a file holding one JSON list of objects (the Dialogue NLI
-    release is such a list, whatever its extension)."""
+    release is such a list, whatever its extension). With ``log``, a line that is not a JSON object is left out
+    and listed there; without, it stops the file."""
     if not path.is_file():
         raise DataFormatError(f"No {what} file {path}")
     text = path.read_text(encoding="utf-8")
+    if not text.strip():
+        raise DataFormatError(f"{path} is empty; expected a {what} file")
     if text.lstrip().startswith("["):
         try:
             items = json.loads(text)
@@ -75,7 +214,10 @@ def _json_objects(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]
             raise DataFormatError(f"{path} is not valid JSON: {e.msg} (line {e.lineno})") from None
         for i, obj in enumerate(items):
             if not isinstance(obj, dict):
-                raise DataFormatError(f"{path}: item {i} is a JSON {type(obj).__name__}, expected an object")
+                if log is None:
+                    raise DataFormatError(f"{path}: item {i} is a JSON {type(obj).__name__}, expected an object")
+                log.skip(f"record {i}", "malformed row", f"a JSON {type(obj).__name__}, not an object")
+                continue
             yield i, obj
         return
     for n, line in enumerate(text.splitlines(), start=1):
@@ -84,10 +226,16 @@ def _json_objects(path: Path, what: str) -> Iterable[tuple[int, dict[str, Any]]]
         try:
             obj = json.loads(line)
         except json.JSONDecodeError as e:
-            raise DataFormatError(f"{path} line {n} is not valid JSON ({e.msg}); the {what} loader reads JSONL, "
-                                  f"one object per line") from None
+            if log is None:
+                raise DataFormatError(f"{path} line {n} is not valid JSON ({e.msg}); the {what} loader reads JSONL, "
+                                      f"one object per line") from None
+            log.skip(f"line {n}", "invalid JSON", f"{e.msg}; the {what} loader reads JSONL, one object per line")
+            continue
         if not isinstance(obj, dict):
-            raise DataFormatError(f"{path} line {n} is a JSON {type(obj).__name__}, expected an object")
+            if log is None:
+                raise DataFormatError(f"{path} line {n} is a JSON {type(obj).__name__}, expected an object")
+            log.skip(f"line {n}", "malformed row", f"a JSON {type(obj).__name__}, not an object")
+            continue
         yield n, obj
 
 
@@ -137,7 +285,7 @@ def load_wow(path: str | Path, *, cross_annotation: bool = True) -> MetaEvalData
     elif cross_annotation:
         notes.append(f"no {cross_file.name} in {folder}: no system-level experiment")
     return MetaEvalData(
-        name="wow", source=str(folder), examples=examples, contexts=contexts, extra=extra,
+        name="wow", source=str(folder), examples=examples, contexts=contexts, extra=extra, benchmark="Q2",
         label_scheme="file name: <system>_consistent / <system>_inconsistent; cross annotation 1 = inconsistent",
         dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()}, notes=notes,
     )
@@ -217,7 +365,7 @@ def _wow_cross_annotation(cross_file: Path, by_turn: dict[_Turn, Example], pool:
 
 
 # -- BEGIN ---------------------------------------------------------------------------------------------------------
-def load_begin(path: str | Path) -> MetaEvalData:
+def load_begin(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
     """BEGIN, either release, told apart by the columns.
 
     * v1 TSV (``evidence``, ``previous turn``, ``response``, ``gold label``, ...): binary view as in TRUE,
@@ -226,48 +374,51 @@ def load_begin(path: str | Path) -> MetaEvalData:
     * v2 TSV (``model_name``, ``data_source``, ``knowledge``, ``message``, ``response``, ``begin_label``):
       ``Fully attributable`` is consistent, ``Not fully attributable`` and ``Generic`` are not; the label is the
       subset, ``message`` the history.
+
+    Labels are read case-insensitively; blank rows, rows with an empty response or knowledge and rows with a label
+    the release does not have (after ``labels.label_map``) are left out and listed in
+    :attr:`MetaEvalData.skipped`. Ids are ``begin:<data row index>``, blank rows counted.
     """
     path = Path(path)
     if not path.is_file():
         raise DataFormatError(f"No BEGIN file {path}")
     with path.open(newline="", encoding="utf-8") as f:
         header = next(csv.reader(f, delimiter="\t"), [])
-    if all(c in header for c in _BEGIN2_COLUMNS):
-        return _load_begin_v2(path)
-    _, rows = _csv_rows(path, _BEGIN_COLUMNS, "BEGIN (v1 TSV, or v2 TSV with knowledge / response / begin_label)",
-                        delimiter="\t")
-    unknown = sorted({r["gold label"] for r in rows} - set(BEGIN_LABELS))
-    if unknown:
-        raise DataFormatError(f"{path}: unknown BEGIN gold label(s) {unknown}; expected {list(BEGIN_LABELS)}")
-    examples = [
-        Example(id=f"begin:{i}", response=r["response"], knowledge=r["evidence"],
-                consistent=r["gold label"] == "entailment", label=r["gold label"], subset=r["gold label"],
-                history=r.get("previous turn"))
-        for i, r in enumerate(rows)
-    ]
-    return MetaEvalData(name="begin", source=str(path), examples=examples,
+    v2 = all(c in header for c in _BEGIN2_COLUMNS)
+    what = "BEGIN v2 TSV" if v2 else "BEGIN (v1 TSV, or v2 TSV with knowledge / response / begin_label)"
+    _, rows = _csv_lines(path, _BEGIN2_COLUMNS if v2 else _BEGIN_COLUMNS, what, delimiter="\t")
+    known = {k.lower(): k for k in (BEGIN2_LABELS if v2 else BEGIN_LABELS)}
+    label_column, knowledge_column, history_column = (("begin_label", "knowledge", "message") if v2 else
+                                                      ("gold label", "evidence", "previous turn"))
+    log = _Rows(path, labels, list(known.values()))
+    examples = []
+    for i, (line, r) in enumerate(rows):
+        where = f"line {line}"
+        if r is None or _blank(r):
+            log.skip(where, "blank row")
+            continue
+        label = known.get(_label_key(labels.mapped(r[label_column])))
+        if label is None:
+            log.skip(where, "unknown label", r[label_column])
+            continue
+        if not log.texts(where, r["response"], r[knowledge_column]):
+            continue
+        examples.append(Example(
+            id=f"begin:{i}", response=r["response"], knowledge=r[knowledge_column],
+            consistent=label in ("entailment", "Fully attributable"), label=label, subset=label,
+            history=r.get(history_column) or None))
+    log.check(examples)
+    if v2:
+        systems = Counter(r.get("model_name") or "?" for _, r in rows if r is not None and not _blank(r))
+        return MetaEvalData(name="begin-v2", source=str(path), examples=examples, skipped=log.skipped,
+                            benchmark="BEGIN v2",
+                            notes=[f"responses by system: {dict(systems)}"] + log.notes(),
+                            label_scheme="BEGIN v2 label: Fully attributable = consistent; Not fully attributable, "
+                                         "Generic = inconsistent")
+    return MetaEvalData(name="begin", source=str(path), examples=examples, skipped=log.skipped, notes=log.notes(),
+                        benchmark="BEGIN",
                         label_scheme="BEGIN gold label: entailment = consistent; hallucination, generic, off-topic, "
                                      "contradiction = inconsistent")
-
-
-def _load_begin_v2(path: Path) -> MetaEvalData:
-    _, rows = _csv_rows(path, _BEGIN2_COLUMNS, "BEGIN v2 TSV", delimiter="\t")
-    unknown = sorted({r["begin_label"] for r in rows} - set(BEGIN2_LABELS))
-    if unknown:
-        raise DataFormatError(f"{path}: unknown BEGIN v2 label(s) {unknown}; expected {list(BEGIN2_LABELS)}")
-    examples = [
-        Example(id=f"begin:{i}", response=r["response"], knowledge=r["knowledge"],
-                consistent=r["begin_label"] == "Fully attributable", label=r["begin_label"],
-                subset=r["begin_label"], history=r.get("message") or None)
-        for i, r in enumerate(rows)
-    ]
-    if not examples:
-        raise DataFormatError(f"{path} holds no rows")
-    systems = Counter(r.get("model_name") or "?" for r in rows)
-    return MetaEvalData(name="begin-v2", source=str(path), examples=examples,
-                        notes=[f"responses by system: {dict(systems)}"],
-                        label_scheme="BEGIN v2 label: Fully attributable = consistent; Not fully attributable, "
-                                     "Generic = inconsistent")
 
 
 # -- DialFact-style JSONL ------------------------------------------------------------------------------------------
@@ -287,120 +438,177 @@ def _evidence_text(item: Any, where: str) -> str:
                           f"[title, sentence]), or an object with 'sentence' / 'text'; got {item!r:.80}")
 
 
-def load_dialfact(path: str | Path) -> MetaEvalData:
+def _dialfact_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
+    where = f"{log.path} line {n}"
+    raw = str(_field(obj, ("response_label", "label"), where))
+    label = _label_key(log.labels.mapped(raw)).upper()
+    if label not in DIALFACT_LABELS:
+        log.skip(f"line {n}", "unknown label", raw)
+        return None
+    evidence = _field(obj, ("evidence_list", "evidence"), where)
+    if isinstance(evidence, str):
+        evidence = [evidence]
+    if not isinstance(evidence, list):
+        raise DataFormatError(f"{where}: the evidence must be a list, got {type(evidence).__name__}")
+    knowledge = " ".join(_evidence_text(item, where).strip() for item in evidence)
+    context = obj.get("context")
+    return Example(
+        id=str(obj.get("id", f"dialfact:{n}")), response=_text(_field(obj, ("response",), where), where),
+        knowledge=knowledge, consistent=label == "SUPPORTS", label=label, subset=label,
+        history=_text(context, where) if context else None,
+        dialogue=str(obj["context_id"]) if obj.get("context_id") is not None else None)
+
+
+def load_dialfact(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
     """DialFact-style JSONL: one object per line with ``response``, ``evidence_list`` (or ``evidence``: a list of
     sentences, or of DialFact's ``[title, url, sentence, index]`` lists, whose sentence is taken) and
     ``response_label`` (or ``label``): SUPPORTS (consistent), REFUTES or NOT ENOUGH INFO. ``context`` (list of
-    turns) becomes the history, ``context_id`` the dialogue, ``id`` the example id."""
+    turns) becomes the history, ``context_id`` the dialogue, ``id`` the example id. A line whose label is none of
+    the three (after ``labels.label_map``), a line that is not JSON and a line without a field it needs are left out
+    and listed in :attr:`MetaEvalData.skipped`."""
     path = Path(path)
     examples = []
     pool: dict[str, list[str]] = {}
-    no_evidence = 0
-    for n, obj in _json_objects(path, "DialFact"):
-        where = f"{path} line {n}"
-        label = str(_field(obj, ("response_label", "label"), where)).strip().upper()
-        if label not in DIALFACT_LABELS:
-            raise DataFormatError(f"{where}: label {label!r} is not one of {list(DIALFACT_LABELS)}")
-        evidence = _field(obj, ("evidence_list", "evidence"), where)
-        if isinstance(evidence, str):
-            evidence = [evidence]
-        if not isinstance(evidence, list):
-            raise DataFormatError(f"{where}: the evidence must be a list, got {type(evidence).__name__}")
-        knowledge = " ".join(_evidence_text(item, where).strip() for item in evidence)
-        no_evidence += not knowledge.strip()
-        context = obj.get("context")
-        dialogue = str(obj["context_id"]) if obj.get("context_id") is not None else None
-        examples.append(Example(
-            id=str(obj.get("id", f"dialfact:{n}")), response=_text(_field(obj, ("response",), where), where),
-            knowledge=knowledge, consistent=label == "SUPPORTS", label=label, subset=label,
-            history=_text(context, where) if context else None, dialogue=dialogue,
-        ))
-        if dialogue is not None and knowledge.strip():
-            pool.setdefault(dialogue, []).append(knowledge)
-    if not examples:
-        raise DataFormatError(f"{path} holds no examples")
-    notes = [f"{no_evidence} examples have no evidence text"] if no_evidence else []
-    return MetaEvalData(name="dialfact", source=str(path), examples=examples, notes=notes,
+    log = _Rows(path, labels, DIALFACT_LABELS)
+    for n, obj in _json_objects(path, "DialFact", log):
+        ex = log.guarded(f"line {n}", _dialfact_example, n, obj)
+        if ex is None:
+            continue
+        examples.append(ex)
+        if ex.dialogue is not None and ex.knowledge.strip():
+            pool.setdefault(ex.dialogue, []).append(ex.knowledge)
+    log.check(examples)
+    no_evidence = sum(not ex.knowledge.strip() for ex in examples)
+    notes = ([f"{no_evidence} examples have no evidence text"] if no_evidence else []) + log.notes()
+    return MetaEvalData(name="dialfact", source=str(path), examples=examples, notes=notes, skipped=log.skipped,
+                        benchmark="DialFact",
                         label_scheme="SUPPORTS = consistent; REFUTES, NOT ENOUGH INFO = inconsistent",
                         dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()})
 
 
 # -- Dialogue NLI-style JSONL --------------------------------------------------------------------------------------
-def load_dnli(path: str | Path) -> MetaEvalData:
+def _dnli_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
+    where = f"{log.path} record {n}"
+    raw = str(_field(obj, ("label", "gold_label"), where))
+    label = _DNLI_LABELS.get(_label_key(log.labels.mapped(raw)))
+    if label is None:
+        log.skip(f"record {n}", "unknown label", raw)
+        return None
+    return Example(
+        id=str(obj.get("id", f"dnli:{n}")), response=_text(_field(obj, ("hypothesis", "sentence2"), where), where),
+        knowledge=_text(_field(obj, ("premise", "sentence1"), where), where),
+        consistent=label == "entailment", label=label, subset=label,
+        dialogue=str(obj["dialogue_id"]) if "dialogue_id" in obj else None)
+
+
+def load_dnli(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
     """Dialogue NLI-style data: JSONL (or a JSON list) of objects with ``premise`` / ``sentence1`` (the knowledge),
     ``hypothesis`` / ``sentence2`` (the response) and ``label`` / ``gold_label``: entailment (or positive) is
-    consistent, neutral and contradiction (or negative) are not."""
+    consistent, neutral and contradiction (or negative) are not. A record with another label (after
+    ``labels.label_map``), that is not JSON or lacks a field is left out and listed in
+    :attr:`MetaEvalData.skipped`."""
     path = Path(path)
     examples = []
-    for n, obj in _json_objects(path, "Dialogue NLI"):
-        where = f"{path} record {n}"
-        raw = str(_field(obj, ("label", "gold_label"), where)).strip().lower()
-        label = _DNLI_LABELS.get(raw)
-        if label is None:
-            raise DataFormatError(f"{where}: label {raw!r} is not one of {sorted(_DNLI_LABELS)}")
-        examples.append(Example(
-            id=str(obj.get("id", f"dnli:{n}")),
-            response=_text(_field(obj, ("hypothesis", "sentence2"), where), where),
-            knowledge=_text(_field(obj, ("premise", "sentence1"), where), where),
-            consistent=label == "entailment", label=label, subset=label,
-            dialogue=str(obj["dialogue_id"]) if "dialogue_id" in obj else None,
-        ))
-    if not examples:
-        raise DataFormatError(f"{path} holds no examples")
+    log = _Rows(path, labels, sorted(_DNLI_LABELS))
+    for n, obj in _json_objects(path, "Dialogue NLI", log):
+        ex = log.guarded(f"record {n}", _dnli_example, n, obj)
+        if ex is not None:
+            examples.append(ex)
+    log.check(examples)
     return MetaEvalData(name="dnli", source=str(path), examples=examples, experiments=("dnli",),
+                        skipped=log.skipped, notes=log.notes(),
                         label_scheme="entailment / positive = consistent; neutral, contradiction / negative = "
                                      "inconsistent")
 
 
 # -- FaithDial's data audit ----------------------------------------------------------------------------------------
 _FAITHDIAL_COLUMNS = ("knowledge", "begin_label")
+_FAITHDIAL_GOLD_COLUMNS = ("evidence", "response", "BEGIN")
 _FAITHDIAL_NOT_RESPONSE = {"knowledge", "history", "begin_label", "vrm_label"}
 # the label a multi-label cell counts as in BEGIN's five-way taxonomy: the first of these it holds
 _FAITHDIAL_PRIMARY = (("contradiction", "contradiction"), ("hallucination", "hallucination"),
                       ("partial hallucination", "hallucination"), ("off-topic", "off-topic"), ("generic", "generic"),
-                      ("entailment", "entailment"))
-_FAITHDIAL_LABELS = {name for name, _ in _FAITHDIAL_PRIMARY} | {"uncooperative"}
+                      ("entailment", "entailment"), ("uncooperative", "entailment"))
+_FAITHDIAL_LABELS = {name for name, _ in _FAITHDIAL_PRIMARY}
 
 
-def load_faithdial(path: str | Path) -> MetaEvalData:
-    """FaithDial's data-audit CSV (``knowledge``, ``history``, the response column, ``begin_label``, ``vrm_label``).
-
-    The response column is ``response`` or ``model response`` or, as in the released files, the one column named
-    after the system (``ctrl``, ``gpt2``, ``doha``). A ``begin_label`` cell may hold several labels
-    (``entailment,uncooperative``): the response is consistent when it holds ``entailment`` and none of
-    hallucination, partial hallucination, off-topic, generic or contradiction (``uncooperative`` alone does not
-    change that). :attr:`Example.label` is the cell's BEGIN five-way label (the first of contradiction,
-    hallucination, off-topic, generic, entailment it holds), the subset is the whole cell.
-    """
-    path = Path(path)
-    columns, rows = _csv_rows(path, _FAITHDIAL_COLUMNS, "FaithDial audit CSV")
+def _faithdial_layout(path: Path) -> tuple[list[str], list, str, str, str]:
+    """Columns, rows, and the response, knowledge and label columns of either FaithDial audit layout."""
+    with path.open(newline="", encoding="utf-8") as f:
+        header = next(csv.reader(f), [])
+    if all(c in header for c in _FAITHDIAL_GOLD_COLUMNS):
+        columns, rows = _csv_lines(path, _FAITHDIAL_GOLD_COLUMNS, "FaithDial gold audit CSV")
+        return columns, rows, "response", "evidence", "BEGIN"
+    columns, rows = _csv_lines(path, _FAITHDIAL_COLUMNS, "FaithDial audit CSV (knowledge, history, <system>, "
+                                                         "begin_label, vrm_label; or the gold files' evidence, "
+                                                         "history, response, BEGIN, VRM)")
     candidates = [c for c in ("response", "model response") if c in columns] or \
         [c for c in columns if c not in _FAITHDIAL_NOT_RESPONSE and c]
     if len(candidates) != 1:
         raise DataFormatError(f"{path}: cannot tell the response column of a FaithDial audit file: expected "
                               f"'response', 'model response' or one system column besides "
                               f"{sorted(_FAITHDIAL_NOT_RESPONSE)}, found {columns}")
-    response_column = candidates[0]
+    return columns, rows, candidates[0], "knowledge", "begin_label"
+
+
+def _faithdial_labels(cell: str, labels: LabelOptions) -> Optional[list[str]]:
+    """The labels of a ``begin_label`` / ``BEGIN`` cell (lower-cased, each through the label map), or None when one
+    is unknown or none is a BEGIN label."""
+    cell = labels.mapped(cell)
+    found = [_label_key(labels.mapped(x)) for x in cell.split(",") if x.strip()]
+    found = [y for x in found for y in x.split(",") if y]  # a label mapped to a multi-label value
+    if not found or any(x not in _FAITHDIAL_LABELS for x in found):
+        return None
+    return found
+
+
+def load_faithdial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
+    """FaithDial's data-audit CSVs, in either published layout.
+
+    * the model audits (``CTRL/``, ``GPT2/``, ``DoHA/``): ``knowledge``, ``history``, the response column
+      (``response`` or ``model response`` or, as in the released files, the one column named after the system:
+      ``ctrl``, ``gpt2``, ``doha``), ``begin_label``, ``vrm_label``;
+    * the gold audits (``gold/``): ``evidence``, ``history``, ``response``, ``BEGIN``, ``VRM``.
+
+    Labels are read case-insensitively (``Partial Hallucination``). A label cell may hold several
+    (``entailment,uncooperative``): the response is consistent when it holds ``entailment`` (or, as in the gold
+    files, ``uncooperative`` alone: faithful but not cooperative) and none of hallucination, partial hallucination,
+    off-topic, generic or contradiction. :attr:`Example.label` is the cell's BEGIN five-way label (the first of
+    contradiction, hallucination, off-topic, generic, entailment it holds; partial hallucination counts as
+    hallucination, uncooperative as entailment), the subset is the whole cell. Blank rows, rows with an empty
+    response or knowledge and rows with a label outside this set (after ``labels.label_map``, applied to the cell
+    and to each of its labels) are left out and listed in :attr:`MetaEvalData.skipped` with their line.
+    """
+    path = Path(path)
+    if not path.is_file():
+        raise DataFormatError(f"No FaithDial audit file {path}")
+    _, rows, response_column, knowledge_column, label_column = _faithdial_layout(path)
+    log = _Rows(path, labels, [name for name, _ in _FAITHDIAL_PRIMARY])
     examples = []
-    for i, r in enumerate(rows):
-        where = f"{path} row {i + 2}"
-        cell = (r["begin_label"] or "").strip().lower()
-        labels = [x.strip() for x in cell.split(",") if x.strip()]
-        unknown = [x for x in labels if x not in _FAITHDIAL_LABELS]
-        primary = next((begin for name, begin in _FAITHDIAL_PRIMARY if name in labels), None)
-        if unknown or primary is None:
-            raise DataFormatError(f"{where}: begin_label {r['begin_label']!r} must hold labels from "
-                                  f"{sorted(_FAITHDIAL_LABELS)}, at least one of them a BEGIN label")
+    for i, (line, r) in enumerate(rows):
+        where = f"line {line}"
+        if r is None or _blank(r):
+            log.skip(where, "blank row")
+            continue
+        found = _faithdial_labels(r[label_column] or "", labels)
+        if found is None:
+            log.skip(where, "unknown label", r[label_column] or "")
+            continue
+        if not log.texts(where, r[response_column] or "", r[knowledge_column] or ""):
+            continue
+        primary = next(begin for name, begin in _FAITHDIAL_PRIMARY if name in found)
         examples.append(Example(
-            id=f"faithdial:{i}", response=r[response_column] or "", knowledge=r["knowledge"] or "",
-            consistent=primary == "entailment", label=primary, subset=",".join(labels),
+            id=f"faithdial:{i}", response=r[response_column], knowledge=r[knowledge_column],
+            consistent=primary == "entailment", label=primary, subset=",".join(found),
             history=r.get("history") or None,
         ))
-    if not examples:
-        raise DataFormatError(f"{path} holds no rows")
-    return MetaEvalData(name=f"faithdial-{response_column}", source=str(path), examples=examples,
-                        label_scheme="begin_label holds entailment and no hallucination / partial hallucination / "
-                                     "off-topic / generic / contradiction = consistent; the rest inconsistent")
+    log.check(examples)
+    gold = label_column == "BEGIN"
+    return MetaEvalData(name="faithdial-gold" if gold else f"faithdial-{response_column}", source=str(path),
+                        examples=examples, skipped=log.skipped, notes=log.notes(),
+                        label_scheme=f"{label_column} holds entailment" + (" (or uncooperative alone)" if gold else "")
+                        + " and no hallucination / partial hallucination / off-topic / generic / contradiction = "
+                          "consistent; the rest inconsistent")
 
 
 # -- USR's Topical-Chat annotations -------------------------------------------------------------------------------
@@ -468,6 +676,20 @@ def load_usr(path: str | Path) -> MetaEvalData:
 
 
 # -- any table ------------------------------------------------------------------------------------------------------
+def _row_scores(row: Mapping[str, Any], score_columns: Sequence[str], where: str) -> dict[str, float]:
+    """The metric scores stored in a row's ``score_columns`` (empty cells are missing scores)."""
+    scores = {}
+    for c in score_columns:
+        value = row[c]
+        if value is None or (isinstance(value, str) and not value.strip()):
+            continue
+        try:
+            scores[c] = float(value)
+        except (TypeError, ValueError):
+            raise DataFormatError(f"{where}: score column {c!r} holds {value!r}, not a number") from None
+    return scores
+
+
 def load_table(
     path: str | Path,
     *,
@@ -482,13 +704,16 @@ def load_table(
     history_column: Optional[str] = None,
     score_columns: Sequence[str] = (),
     input_format: Optional[str] = None,
+    labels: LabelOptions = LabelOptions(),
 ) -> MetaEvalData:
     """Any CSV / TSV / JSONL file with response, knowledge and label columns.
 
-    ``consistent_labels`` are the label values (compared as stripped, lower-cased strings) meaning consistent; every
-    other value is inconsistent. Ids are the ``id_column`` values, else the row number (0-based), matching the
-    ``row`` field that ``q2 score`` writes for the same file. ``score_columns`` are metric scores stored in the file
-    itself (read as :attr:`Example.extra_scores`; empty cells are missing scores).
+    ``consistent_labels`` are the label values (compared as stripped, lower-cased strings, after
+    ``labels.label_map``) meaning consistent; every other value is inconsistent. Ids are the ``id_column`` values,
+    else the row number (0-based), matching the ``row`` field that ``q2 score`` writes for the same file.
+    ``score_columns`` are metric scores stored in the file itself (read as :attr:`Example.extra_scores`; empty cells
+    are missing scores). Blank rows and rows with an empty response, knowledge or label are left out and listed in
+    :attr:`MetaEvalData.skipped`.
     """
     if not consistent_labels:
         raise DataFormatError("Name the label values that mean consistent, e.g. --consistent-labels 1 "
@@ -499,18 +724,22 @@ def load_table(
     examples = []
     hint = ("Name the right ones with --response-column / --knowledge-column / --label-column (and the other "
             "--*-column flags)")
+    if Path(path).is_file() and not Path(path).read_bytes()[:4096].strip():
+        raise DataFormatError(f"{path} is empty")
+    log = _Rows(Path(path), labels)
     for i, row in read_checked_rows(path, input_format, required, hint=hint, error=DataFormatError):
         where = f"{path} row {i}"
-        label = str(row[label_column]).strip()
-        scores = {}
-        for c in score_columns:
-            value = row[c]
-            if value is None or (isinstance(value, str) and not value.strip()):
-                continue
-            try:
-                scores[c] = float(value)
-            except (TypeError, ValueError):
-                raise DataFormatError(f"{where}: score column {c!r} holds {value!r}, not a number") from None
+        if _blank(row):
+            log.skip(f"row {i}", "blank row")
+            continue
+        label = str(labels.mapped(str(row[label_column] if row[label_column] is not None else ""))).strip()
+        if not label:
+            log.skip(f"row {i}", "empty label")
+            continue
+        if not log.texts(f"row {i}", _text(row[response_column] or "", f"{where} {response_column}"),
+                         _text(row[knowledge_column] or "", f"{where} {knowledge_column}")):
+            continue
+        scores = _row_scores(row, score_columns, where)
         examples.append(Example(
             id=str(row[id_column]) if id_column else str(i),
             response=_text(row[response_column], f"{where} {response_column}"),
@@ -522,8 +751,7 @@ def load_table(
             split=str(row[split_column]).strip().lower() if split_column else None,
             extra_scores=scores,
         ))
-    if not examples:
-        raise DataFormatError(f"{path} holds no rows")
+    log.check(examples)
     counts = Counter(ex.label for ex in examples)
     if all(ex.consistent for ex in examples) or not any(ex.consistent for ex in examples):
         raise DataFormatError(f"{path}: with --consistent-labels {sorted(positive)} every row is in one class; "
@@ -533,7 +761,7 @@ def load_table(
         if ex.dialogue is not None:
             pool.setdefault(ex.dialogue, []).append(ex.knowledge)
     return MetaEvalData(
-        name=Path(path).stem, source=str(path), examples=examples,
+        name=Path(path).stem, source=str(path), examples=examples, skipped=log.skipped, notes=log.notes(),
         label_scheme=f"{label_column} in {sorted(positive)} = consistent; other values inconsistent",
         dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()},
     )
@@ -587,6 +815,183 @@ def load_stress(path: str | Path) -> MetaEvalData:
         raise DataFormatError(f"{path}: {e}") from None
 
 
+# -- LLM-AggreFact, RAGTruth, HalluDial -----------------------------------------------------------------------------
+_AGGREFACT_COLUMNS = ("dataset", "doc", "claim", "label")
+_BINARY = {"1": True, "0": False, "true": True, "false": False, "1.0": True, "0.0": False}
+
+
+def _split_files(path: Path, what: str) -> list[tuple[Optional[str], Path]]:
+    """``[(split, file)]``: the file itself (split from its rows), or a folder's ``dev.*`` and ``test.*`` files."""
+    if path.is_file():
+        return [(None, path)]
+    if not path.is_dir():
+        raise DataFormatError(f"No {what} file or folder {path}")
+    found = [(split, f) for split in ("dev", "test") for f in sorted(path.glob(f"{split}.*"))
+             if f.suffix in (".jsonl", ".json", ".csv", ".tsv")]
+    if not found:
+        raise DataFormatError(f"{path} holds no dev.jsonl / test.jsonl (or .csv / .tsv) of {what}; export the "
+                              f"splits with datasets: load_dataset(...)['test'].to_json('test.jsonl')")
+    return found
+
+
+def load_llm_aggrefact(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
+    """LLM-AggreFact (Tang et al. 2024): rows with ``dataset``, ``doc`` (the knowledge), ``claim`` (the response)
+    and ``label`` (1 supported = consistent, 0 not), as its published splits hold them; ``path`` is one exported
+    split (JSONL / CSV / TSV, with an optional ``split`` column) or a folder holding ``dev.*`` and ``test.*``.
+
+    The subset is the row's ``dataset``, so the ``benchmark`` experiment gives balanced accuracy per data set at a
+    threshold tuned on its dev rows. Ids are ``aggrefact:<split>:<row>``. Blank rows, rows with an empty doc or
+    claim, rows without one of the four fields and rows whose label is not 0 / 1 (after ``labels.label_map``) are
+    left out and listed.
+    """
+    root = Path(path)
+    examples: list[Example] = []
+    skipped: list[SkippedRow] = []
+    notes: list[str] = []
+    for split, file in _split_files(root, "LLM-AggreFact"):
+        if not file.read_bytes()[:4096].strip():
+            raise DataFormatError(f"{file} is empty")
+        log = _Rows(file, labels, ["1", "0"])
+        for i, row in enumerate(read_rows(file)):
+            where = f"{file.name} row {i}"
+            if "__error__" in row:
+                log.skip(where, "unreadable row", str(row["__error__"]))
+                continue
+            if _blank(row):
+                log.skip(where, "blank row")
+                continue
+            missing = [c for c in _AGGREFACT_COLUMNS if c not in row]
+            if missing:
+                log.skip(where, "malformed row", f"no field(s) {missing}; LLM-AggreFact rows have "
+                                                 f"{list(_AGGREFACT_COLUMNS)}")
+                continue
+            consistent = _BINARY.get(_label_key(labels.mapped(str(row["label"]))))
+            if consistent is None:
+                log.skip(where, "unknown label", str(row["label"]))
+                continue
+            if not log.texts(where, str(row["claim"] or ""), str(row["doc"] or "")):
+                continue
+            part = split or (str(row["split"]).strip().lower() if row.get("split") else None)
+            examples.append(Example(
+                id=f"aggrefact:{part or file.stem}:{i}", response=str(row["claim"]), knowledge=str(row["doc"]),
+                consistent=consistent, label="supported" if consistent else "unsupported",
+                subset=str(row["dataset"]), split=part))
+        skipped += log.skipped
+        notes += log.notes()
+    if not examples:
+        raise DataFormatError(f"{root} holds no usable row ({len(skipped)} left out"
+                              + (f", e.g. {skipped[0].describe()})" if skipped else ")"))
+    return MetaEvalData(name="llm-aggrefact", source=str(root), examples=examples, skipped=skipped, notes=notes,
+                        benchmark="LLM-AggreFact", experiments=("response", "subsets", "benchmark"),
+                        label_scheme="label 1 (supported) = consistent; 0 = inconsistent")
+
+
+def _ragtruth_knowledge(info: Any) -> tuple[str, Optional[str]]:
+    """The knowledge and history of a RAGTruth ``source_info``: a summary's article; a QA item's passages (its
+    question the history); a data-to-text item's record as JSON."""
+    if isinstance(info, str):
+        return info, None
+    if isinstance(info, dict) and isinstance(info.get("passages"), str):
+        question = info.get("question")
+        return info["passages"], question if isinstance(question, str) else None
+    return json.dumps(info, ensure_ascii=False, sort_keys=True), None
+
+
+def load_ragtruth(path: str | Path) -> MetaEvalData:
+    """RAGTruth (Niu et al. 2024) at the response level: ``path`` is the folder holding its ``response.jsonl``
+    (``id``, ``source_id``, ``model``, ``labels``: the hallucinated spans, ``split``: train / test, ``quality``,
+    ``response``) and ``source_info.jsonl`` (``source_id``, ``task_type``, ``source_info``).
+
+    A response is consistent when it has no hallucinated span. The knowledge is the source (a QA item's passages,
+    its question as history; a data-to-text record as JSON); the subset is the task type; the ``train`` split is
+    the dev split the ``benchmark`` experiment tunes thresholds on. Responses whose ``labels`` is not a list or
+    whose source is missing are left out and listed (RAGTruth's labels are spans, not values: no label map).
+    """
+    folder = Path(path)
+    if not (folder / "response.jsonl").is_file() or not (folder / "source_info.jsonl").is_file():
+        raise DataFormatError(f"The ragtruth loader reads the RAGTruth folder holding response.jsonl and "
+                              f"source_info.jsonl; {folder} does not hold both")
+    sources: dict[str, dict[str, Any]] = {}
+    for n, obj in _json_objects(folder / "source_info.jsonl", "RAGTruth source_info"):
+        sources[str(_field(obj, ("source_id",), f"source_info.jsonl line {n}"))] = obj
+    log = _Rows(folder / "response.jsonl", LabelOptions())
+    examples = []
+    quality: Counter = Counter()
+    for n, obj in _json_objects(folder / "response.jsonl", "RAGTruth response", log):
+        where = f"line {n}"
+        spans, source = obj.get("labels"), sources.get(str(obj.get("source_id")))
+        if not isinstance(spans, list):
+            log.skip(where, "malformed labels", repr(spans)[:60])
+            continue
+        if source is None:
+            log.skip(where, "unknown source_id", str(obj.get("source_id")))
+            continue
+        knowledge, history = _ragtruth_knowledge(source.get("source_info"))
+        if not log.texts(where, str(obj.get("response") or ""), knowledge):
+            continue
+        split = str(obj.get("split", "")).strip().lower()
+        quality[str(obj.get("quality", "good"))] += 1
+        examples.append(Example(
+            id=f"ragtruth:{obj.get('id', n)}", response=str(obj["response"]), knowledge=knowledge,
+            consistent=not spans, label="hallucinated" if spans else "no hallucination",
+            subset=str(source.get("task_type", "?")), history=history, dialogue=str(obj.get("source_id")),
+            split="dev" if split == "train" else split or None))
+    log.check(examples)
+    issues = {k: v for k, v in quality.items() if k != "good"}
+    notes = ([f"kept {sum(issues.values())} responses with quality issues {issues} (RAGTruth's 'quality')"]
+             if issues else []) + log.notes()
+    return MetaEvalData(name="ragtruth", source=str(folder), examples=examples, skipped=log.skipped,
+                        notes=notes, benchmark="RAGTruth", experiments=("response", "subsets", "benchmark"),
+                        label_scheme="no hallucinated span = consistent; any span = inconsistent (response level)")
+
+
+def _halludial_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
+    where = f"record {n}"
+    target = str(_field(obj, ("target",), f"{log.path} {where}"))
+    first = target.strip().split(maxsplit=1)[0].strip(".,:;!").lower() if target.strip() else ""
+    verdict = {"yes": False, "no": True}.get(_label_key(log.labels.mapped(first)))
+    if verdict is None:
+        log.skip(where, "unknown label", target[:60])
+        return None
+    response = _text(_field(obj, ("response",), f"{log.path} {where}"), where)
+    knowledge = _text(_field(obj, ("knowledge",), f"{log.path} {where}"), where)
+    if not log.texts(where, response, knowledge):
+        return None
+    history = obj.get("dialogue_history")
+    return Example(
+        id=f"halludial:{n}", response=response, knowledge=knowledge, consistent=verdict,
+        label="no hallucination" if verdict else "hallucination", subset=log.path.stem,
+        dialogue=str(obj.get("dialogue_id")) if obj.get("dialogue_id") is not None else None,
+        history=history if isinstance(history, str) and history else None)
+
+
+def load_halludial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
+    """HalluDial (Luo et al. 2024): one JSON list (or JSONL) of turns with ``dialogue_id``, ``knowledge``,
+    ``dialogue_history``, ``turn``, ``response`` and ``target``, whose first word says whether the response
+    hallucinates (``Yes. ...`` inconsistent, ``No. ...`` consistent; the rest is the rationale).
+
+    Ids are ``halludial:<position>``; the dialogue is ``dialogue_id``; the subset the file's stem (e.g.
+    ``spontaneous_test``). Records whose target starts with neither (after ``labels.label_map``, applied to the
+    first word), records with an empty response or knowledge and records without a field are left out and listed.
+    """
+    path = Path(path)
+    log = _Rows(path, labels, ["Yes", "No"])
+    examples = []
+    pool: dict[str, list[str]] = {}
+    for n, obj in _json_objects(path, "HalluDial", log):
+        ex = log.guarded(f"record {n}", _halludial_example, n, obj)
+        if ex is None:
+            continue
+        examples.append(ex)
+        if ex.dialogue is not None:
+            pool.setdefault(ex.dialogue, []).append(ex.knowledge)
+    log.check(examples)
+    return MetaEvalData(name="halludial", source=str(path), examples=examples, skipped=log.skipped,
+                        notes=log.notes(), benchmark="HalluDial",
+                        dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()},
+                        label_scheme="target 'No' (no hallucination) = consistent; 'Yes' = inconsistent")
+
+
 LOADERS: dict[str, Callable[..., MetaEvalData]] = {
     "wow": load_wow,
     "begin": load_begin,
@@ -596,11 +1001,23 @@ LOADERS: dict[str, Callable[..., MetaEvalData]] = {
     "usr": load_usr,
     "table": load_table,
     "stress": load_stress,
+    "llm-aggrefact": load_llm_aggrefact,
+    "ragtruth": load_ragtruth,
+    "halludial": load_halludial,
 }
 
 
+#: the loaders that read label values, and so take ``labels=LabelOptions(...)``
+LABELLED = ("begin", "dialfact", "dnli", "faithdial", "table", "llm-aggrefact", "halludial")
+
+
 def load_dataset(kind: str, path: str | Path, **options: Any) -> MetaEvalData:
-    """Load ``path`` with the loader named ``kind`` (one of :data:`LOADERS`)."""
+    """Load ``path`` with the loader named ``kind`` (one of :data:`LOADERS`). ``labels`` (a :class:`LabelOptions`)
+    is refused by the loaders whose labels are fixed (wow, usr, stress) unless it is the default."""
     if kind not in LOADERS:
         raise ValueError(f"Unknown data set kind {kind!r}; expected one of {sorted(LOADERS)}")
+    if "labels" in options and kind not in LABELLED:
+        if options.pop("labels") != LabelOptions():
+            raise ValueError(f"label_map / drop_unknown_labels apply to the data sets with label values "
+                             f"{list(LABELLED)}, not to {kind!r}")
     return LOADERS[kind](path, **options)

@@ -10,6 +10,8 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from .caveats import marked
+
 __all__ = ["to_markdown", "to_html", "write_json", "save_report"]
 
 
@@ -27,6 +29,15 @@ def _table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> list[str]:
     return lines + [""]
 
 
+def _unscored(row: dict[str, Any]) -> str:
+    """`` (3 unscored: 2 no_valid_question, 1 error ...)`` for a table's n cell; empty when all are scored."""
+    if not row.get("n_missing"):
+        return ""
+    reasons = row.get("unscored") or {}
+    why = ", ".join(f"{n} {reason[:60] + '...' if len(reason) > 60 else reason}" for reason, n in reasons.items())
+    return f" ({row['n_missing']} unscored" + (f": {why}" if why else "") + ")"
+
+
 def _dagger(normalised: bool) -> str:
     return " †" if normalised else ""
 
@@ -40,7 +51,7 @@ def _metrics_section(report: dict[str, Any]) -> list[str]:
     return ["### Metrics", ""] + _table(["metric", "scores from", "responses scored", "signature"], rows)
 
 
-def _response_section(block: dict[str, Any]) -> list[str]:
+def _response_section(block: dict[str, Any], markers: Optional[dict[str, list[str]]] = None) -> list[str]:
     tuned = "split" in block
     header = ["metric", "n", f"accuracy@{block['threshold']:g}", "balanced acc.", "ROC AUC", "AP (incons.)",
               "P / R (incons.)", "mean consistent", "mean inconsistent"]
@@ -50,13 +61,12 @@ def _response_section(block: dict[str, Any]) -> list[str]:
     any_norm = False
     for name, r in block["metrics"].items():
         if not r["n"]:
-            rows.append([name, "0"] + ["n/a"] * (len(header) - 2))
+            rows.append([marked(name, markers or {}), "0" + _unscored(r)] + ["n/a"] * (len(header) - 2))
             continue
         any_norm |= r["normalised"]
         inc = r["inconsistent"]
         dist = r["distribution"]
-        row = [name + _dagger(r["normalised"]), f"{r['n']}" + (f" ({r['n_missing']} unscored)" if r["n_missing"]
-                                                                else ""),
+        row = [marked(name, markers or {}) + _dagger(r["normalised"]), f"{r['n']}" + _unscored(r),
                _pct(r["accuracy"]), _pct(r["balanced_accuracy"]), _num(r["roc_auc"]), _num(r["ap_inconsistent"]),
                f"{_pct(inc['precision'])} / {_pct(inc['recall'])}", _num(dist["consistent"].get("mean")),
                _num(dist["inconsistent"].get("mean"))]
@@ -285,6 +295,50 @@ def _dnli_section(block: dict[str, Any]) -> list[str]:
     return out
 
 
+def _per_dataset_section(block: dict[str, Any]) -> list[str]:
+    names = block["datasets"]
+    thr = f"{block['threshold']:g}"
+    out = [f"### Balanced accuracy per data set (threshold tuned on the dev split / fixed at {thr})", ""]
+    rows = []
+    for metric, r in block["metrics"].items():
+        cells = [metric]
+        for name in names:
+            d = r["rows"][name]
+            cells.append(f"{_pct(d['balanced_accuracy_tuned'])} / {_pct(d['balanced_accuracy_fixed'])}"
+                         + (f" (n={d['n_test']}, {d['n_test_unscored']} unscored)" if d["n_test_unscored"] else ""))
+        cells.append(f"{_pct(r['mean_tuned'])} / {_pct(r['mean_fixed'])}")
+        rows.append(cells)
+    out += _table(["metric"] + names + ["mean"], rows)
+    out += ["Each cell: balanced accuracy on the data set's test examples at the threshold of best balanced accuracy "
+            "on its dev examples / at the fixed threshold (score <= threshold is inconsistent); the mean is "
+            "unweighted over the data sets with a figure."
+            + ("" if block["has_dev"] else " The data has no dev split: no tuned threshold."), ""]
+    return out
+
+
+def _published_section(block: dict[str, Any]) -> list[str]:
+    out = [f"### ROC AUC beside published figures ({block['benchmark']}; TRUE style)", ""]
+    rows = [[r["metric"], str(r["n"]), _num(r["roc_auc"]),
+             "same examples" if r["same_examples"] else f"**not like for like**: {r['n']} examples, the published "
+                                                          f"figures have {block['published_n']}"]
+            for r in block["rows"]]
+    rows += [[f"published: {p['metric']}", str(block["published_n"]), _num(p["roc_auc"]), p["source"]]
+             for p in block["published"]]
+    out += _table(["metric", "n", "ROC AUC", "comparable / source"], rows)
+    out += [f"Published figures are on {block['data']} ({block['published_n']} examples); ours on "
+            f"{block['ours']} ({block['n_examples']}) that each metric scores. {block['not_listed']}", ""]
+    return out
+
+
+def _benchmark_section(block: dict[str, Any]) -> list[str]:
+    out: list[str] = []
+    if "per_dataset" in block:
+        out += _per_dataset_section(block["per_dataset"])
+    if "published" in block:
+        out += _published_section(block["published"])
+    return out
+
+
 _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("response_level", _response_section),
     ("subsets", _subset_section),
@@ -296,6 +350,7 @@ _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("stress", _stress_section),
     ("usr", _usr_section),
     ("dnli", _dnli_section),
+    ("benchmark", _benchmark_section),
 ]
 
 
@@ -304,10 +359,21 @@ def to_markdown(report: dict[str, Any]) -> str:
     d = report["data"]
     lines = [f"## Q² meta-evaluation: {d['name']} ({d['source']})", "",
              f"{d['n']} responses: {d['n_consistent']} consistent, {d['n_inconsistent']} inconsistent "
-             f"({d['label_scheme']}).", "", f"Signature: `{report['signature']}`", ""]
+             f"({d['label_scheme']}).", ""]
+    if d.get("skipped_rows"):
+        k = d["skipped_rows"]
+        why = ", ".join(f"{n} {reason}" for reason, n in k["by_reason"].items())
+        lines += [f"{k['n']} rows of the file are not examples ({why}); each is listed with its line in the notes "
+                  f"and in report.json.", ""]
+    lines += [f"Signature: `{report['signature']}`", ""]
     lines += _metrics_section(report)
+    if report.get("caveats"):
+        lines += ["### Caveats: figures that are not like for like", ""]
+        lines += [f"- {c}" for c in report["caveats"]] + [""]
     for key, section in _SECTIONS:
-        if key in report:
+        if key == "response_level" and key in report:
+            lines += _response_section(report[key], report.get("caveat_markers"))
+        elif key in report:
             lines += section(report[key])
     notes = list(d.get("notes", []))
     notes += [f"{m['name']}: {n}" for m in report["metrics"] for n in m["notes"]]

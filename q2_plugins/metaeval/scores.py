@@ -102,6 +102,11 @@ class MetricScores:
         ids = list(ids)
         return sum(i in self.values for i in ids), len(ids)
 
+    def unscored(self, ids: Iterable[str]) -> dict[str, str]:
+        """Why each of ``ids`` without a score has none: the source's reason (no valid question, the row's error),
+        else that the source does not score it."""
+        return {i: self.missing.get(i, f"not in {self.source}") for i in ids if i not in self.values}
+
     def describe(self) -> dict[str, Any]:
         return {"name": self.name, "source": self.source, "signature": self.signature, "bounded": self.bounded,
                 "n_scores": len(self.values), "n_missing": len(self.missing), "n_labels": len(self.labels),
@@ -187,7 +192,12 @@ def read_scores_file(path: str | Path, known: Mapping[str, Example], *, name: st
     keep = [(i, r) for i, r in zip(ids, records) if i in known]
     source = f"scores file {path}"
     if all("status" in r for _, r in keep):  # a q2 score output
-        results = [ResponseResult.from_dict({k: v for k, v in r.items() if k in _RESULT_FIELDS}) for _, r in keep]
+        try:
+            results = [ResponseResult.from_dict({k: v for k, v in r.items() if k in _RESULT_FIELDS})
+                       for _, r in keep]
+        except TypeError as e:
+            raise DataFormatError(f"Scores file {path} has 'status' fields, as a q2 score output does, but not all "
+                                  f"of its fields ({e}); write it with q2 score, or keep only id and score") from None
         metrics = metrics_from_results([i for i, _ in keep], results, name=name, source=source)
     else:
         metric = MetricScores(name, {}, source)

@@ -109,18 +109,27 @@ def pr_curve(consistent: Sequence[bool], scores: Sequence[float], positive: str 
     return {"precision": precision.tolist(), "recall": recall.tolist(), "thresholds": thresholds.tolist()}
 
 
-def tune_threshold(consistent: Sequence[bool], scores: Sequence[float]) -> tuple[float, float]:
-    """The threshold of highest accuracy among the observed scores and the float just below the lowest one
-    (everything consistent); ties go to the lowest. Returns ``(threshold, accuracy)``."""
+def tune_threshold(consistent: Sequence[bool], scores: Sequence[float], objective: str = "accuracy"
+                   ) -> tuple[float, float]:
+    """The threshold of highest ``objective`` (``accuracy`` or ``balanced_accuracy``) among the observed scores and
+    the float just below the lowest one (everything consistent); ties go to the lowest. Returns
+    ``(threshold, objective value)``."""
+    if objective not in ("accuracy", "balanced_accuracy"):
+        raise ValueError(f"objective must be 'accuracy' or 'balanced_accuracy', got {objective!r}")
     y, s = _arrays(consistent, scores)
     if y.size == 0:
         raise ValueError("cannot tune a threshold on no examples")
+    if objective == "balanced_accuracy" and not _both_classes(y):
+        raise ValueError("cannot tune a threshold for balanced accuracy on examples of one class")
     observed = np.unique(s)
     candidates = np.concatenate([[np.nextafter(observed[0], -np.inf)], observed])
     # correct at threshold t: inconsistent responses scored <= t plus consistent ones scored > t
     inc_le = np.searchsorted(np.sort(s[~y]), candidates, side="right")
     con_gt = int(y.sum()) - np.searchsorted(np.sort(s[y]), candidates, side="right")
-    acc = (inc_le + con_gt) / y.size
+    if objective == "balanced_accuracy":
+        acc = (inc_le / int((~y).sum()) + con_gt / int(y.sum())) / 2
+    else:
+        acc = (inc_le + con_gt) / y.size
     best = int(np.argmax(acc))
     return float(candidates[best]), float(acc[best])
 

@@ -77,7 +77,9 @@ def test_begin_errors(tmp_path):
     with pytest.raises(DataFormatError, match="not a BEGIN"):
         load_begin(bad)
     bad.write_text("evidence\tresponse\tgold label\nk\tr\tmaybe\n")
-    with pytest.raises(DataFormatError, match="unknown BEGIN gold label"):
+    with pytest.raises(DataFormatError, match=r"holds no usable row: all 1 left out \{'unknown label': 1\} "
+                                              r"\(e.g. line 2: unknown label 'maybe'\); the known labels are "
+                                              r"\['entailment'"):
         load_begin(bad)
 
 
@@ -102,7 +104,7 @@ def test_dialfact(tmp_path):
 
 
 @pytest.mark.parametrize("line, message", [
-    ({"response": "r", "evidence_list": ["k"], "response_label": "MAYBE"}, "is not one of"),
+    ({"response": "r", "evidence_list": ["k"], "response_label": "MAYBE"}, "line 1: unknown label 'MAYBE'"),
     ({"response": "r", "response_label": "SUPPORTS"}, "no field 'evidence_list' / 'evidence'"),
     ({"evidence_list": ["k"], "response_label": "SUPPORTS"}, "no field 'response'"),
     ({"response": "r", "evidence_list": [{"x": 1}], "response_label": "SUPPORTS"}, "evidence item"),
@@ -116,8 +118,16 @@ def test_dialfact_errors(tmp_path, line, message):
 def test_dialfact_rejects_non_jsonl(tmp_path):
     path = tmp_path / "d.jsonl"
     path.write_text("response,label\nr,SUPPORTS\n")
-    with pytest.raises(DataFormatError, match="line 1 is not valid JSON"):
+    with pytest.raises(DataFormatError, match=r"all 2 left out \{'invalid JSON': 2\} \(e.g. line 1: invalid JSON "
+                                              r"'Expecting value; the DialFact loader reads JSONL, one object per"):
         load_dialfact(path)
+    # one bad line among good ones is left out and listed; the others are read
+    good = {"response": "r", "evidence_list": ["k"], "response_label": "SUPPORTS"}
+    path.write_text(json.dumps(good) + "\n{not json\n" + json.dumps({"response": "r"}) + "\n" + json.dumps(good) + "\n")
+    data = load_dialfact(path)
+    assert len(data.examples) == 2
+    assert [(r.where, r.reason) for r in data.skipped] == [("line 2", "invalid JSON"), ("line 3", "malformed row")]
+    assert "no field 'response_label' / 'label'" in data.skipped[1].detail
 
 
 def test_dnli_jsonl_and_json_list(tmp_path):
@@ -134,7 +144,7 @@ def test_dnli_jsonl_and_json_list(tmp_path):
     listed.with_suffix(".list.jsonl").write_text(json.dumps(rows))  # one JSON list, whatever the extension
     assert len(load_dnli(listed.with_suffix(".list.jsonl")).examples) == 3
     write_jsonl(listed.with_suffix(".jsonl"), [{"premise": "p", "hypothesis": "h", "label": "yes"}])
-    with pytest.raises(DataFormatError, match="label 'yes' is not one of"):
+    with pytest.raises(DataFormatError, match="record 1: unknown label 'yes'"):
         load_dnli(listed.with_suffix(".jsonl"))
 
 
@@ -257,7 +267,7 @@ def test_begin_v2_tsv(shared_data, tmp_path):
                                                                   if e.label == "Generic")
     bad = tmp_path / "b.tsv"
     bad.write_text("model_name\tdata_source\tknowledge\tmessage\tresponse\tbegin_label\nt5\twow\tk\tm\tr\tMaybe\n")
-    with pytest.raises(DataFormatError, match="unknown BEGIN v2 label"):
+    with pytest.raises(DataFormatError, match="line 2: unknown label 'Maybe'.*'Fully attributable'"):
         load_begin(bad)
 
 
@@ -271,7 +281,7 @@ def test_faithdial_audit_csv(shared_data, tmp_path):
     assert data.examples[0].response.startswith("Hi ! Are you familiar with the color blue ?")
     bad = tmp_path / "f.csv"
     bad.write_text("knowledge,history,ctrl,begin_label,vrm_label\nk,h,r,\"entailment,sarcasm\",ack.\n")
-    with pytest.raises(DataFormatError, match="row 2: begin_label 'entailment,sarcasm'"):
+    with pytest.raises(DataFormatError, match="line 2: unknown label 'entailment,sarcasm'"):
         load_dataset("faithdial", bad)
     bad.write_text("knowledge,history,ctrl,gpt2,begin_label,vrm_label\nk,h,r,r2,entailment,ack.\n")
     with pytest.raises(DataFormatError, match="cannot tell the response column"):

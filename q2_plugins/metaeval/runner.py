@@ -1,0 +1,262 @@
+"""A meta-evaluation run from typed settings: the library entry point behind ``q2 meta-eval``.
+
+::
+
+    from q2_plugins.metaeval.runner import MetaEvalSettings, evaluate
+    run = evaluate(MetaEvalSettings(dataset="begin", data="begin_dev.tsv", baselines=("overlap", "bleu")))
+    print(run.report["response_level"]["metrics"]["BLEU"]["roc_auc"])
+
+Only the command line (:mod:`.cli`) knows flags; an error here names the setting (:class:`SettingError`), and the
+command line names its flag.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Callable, Mapping, Optional
+
+from ..config import Q2Config
+from .experiments import EXPERIMENTS, MetaEvalOptions
+
+__all__ = ["SettingError", "TableColumns", "MetaEvalSettings", "load_data", "evaluate", "export", "save_outputs"]
+
+
+class SettingError(ValueError):
+    """A setting that cannot work; ``setting`` names the :class:`MetaEvalSettings` field to change."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(f"{setting}: {message}")
+        self.setting, self.message = setting, message
+
+
+@dataclass(frozen=True)
+class TableColumns:
+    """Where ``dataset="table"`` finds its fields (see :func:`~q2_plugins.metaeval.loaders.load_table`)."""
+
+    consistent_labels: tuple[str, ...] = ()
+    response_column: str = "response"
+    knowledge_column: str = "knowledge"
+    label_column: str = "label"
+    id_column: Optional[str] = None
+    subset_column: Optional[str] = None
+    split_column: Optional[str] = None
+    dialogue_column: Optional[str] = None
+    history_column: Optional[str] = None
+    score_columns: tuple[str, ...] = ()
+    input_format: Optional[str] = None
+
+
+@dataclass(frozen=True)
+class MetaEvalSettings:
+    """Everything a meta-evaluation run reads (one field per ``q2 meta-eval`` flag; the Q² model settings are
+    ``config``).
+
+    ``scores`` are ``(name, file)`` pairs (name None: ``Q2``); ``baselines`` names from
+    :data:`~q2_plugins.metaeval.baselines.BASELINE_NAMES`; ``experiments`` None runs what the data allows (it
+    replaces ``options.experiments``, whose other fields are the experiments' settings).
+    """
+
+    dataset: str
+    data: str
+    table: Optional[TableColumns] = None
+    label_map: Mapping[str, str] = field(default_factory=dict)
+    drop_unknown_labels: bool = False
+    scores: tuple[tuple[Optional[str], str], ...] = ()
+    replay: Optional[str] = None
+    compute: bool = False
+    save_scores: Optional[str] = None
+    export_inputs: Optional[str] = None
+    baselines: tuple[str, ...] = ("overlap", "bleu")
+    bertscore_model: str = "roberta-large"
+    bertscore_num_layers: Optional[int] = None
+    bertscore_rescale: bool = True
+    bertscore_batch_size: int = 64
+    meteor_synonyms: str = "none"
+    text_rules: bool = True
+    experiments: Optional[tuple[str, ...]] = None
+    options: MetaEvalOptions = field(default_factory=MetaEvalOptions)
+    output_dir: Optional[str] = None
+    plots: bool = True
+    progress: bool = True
+    config: Q2Config = field(default_factory=Q2Config)
+
+    def __post_init__(self) -> None:
+        from .loaders import LABELLED, LOADERS
+
+        if self.dataset not in LOADERS:
+            raise SettingError("dataset", f"unknown data set kind {self.dataset!r}; expected one of {sorted(LOADERS)}")
+        if (self.table is not None) != (self.dataset == "table"):
+            raise SettingError("table", "the table columns apply to dataset 'table' only, and it needs them "
+                                        f"(dataset {self.dataset!r} has a fixed format)")
+        if (self.label_map or self.drop_unknown_labels) and self.dataset not in LABELLED:
+            raise SettingError("label_map" if self.label_map else "drop_unknown_labels",
+                               f"applies to the data sets with label values {list(LABELLED)}, not to "
+                               f"{self.dataset!r}")
+        if self.save_scores and not self.compute:
+            raise SettingError("save_scores", "writes the scores of compute; set compute too")
+        from .baselines import BASELINE_NAMES
+
+        unknown = [b for b in self.baselines if b not in BASELINE_NAMES]
+        if unknown:
+            raise SettingError("baselines", f"unknown baseline(s) {unknown}; expected names from "
+                                            f"{list(BASELINE_NAMES)}")
+
+
+def load_data(settings: MetaEvalSettings) -> Any:
+    """The :class:`~q2_plugins.metaeval.data.MetaEvalData` the settings name."""
+    from .loaders import LABELLED, LabelOptions, load_dataset
+
+    options: dict[str, Any] = {}
+    if settings.dataset in LABELLED:
+        options["labels"] = LabelOptions(dict(settings.label_map), settings.drop_unknown_labels)
+    if settings.table is not None:
+        t = settings.table
+        options.update(consistent_labels=t.consistent_labels, response_column=t.response_column,
+                       knowledge_column=t.knowledge_column, label_column=t.label_column, id_column=t.id_column,
+                       subset_column=t.subset_column, split_column=t.split_column,
+                       dialogue_column=t.dialogue_column, history_column=t.history_column,
+                       score_columns=t.score_columns, input_format=t.input_format)
+    return load_dataset(settings.dataset, settings.data, **options)
+
+
+def _options(settings: MetaEvalSettings, data: Any) -> MetaEvalOptions:
+    try:
+        return replace(settings.options, experiments=settings.experiments or data.experiments or EXPERIMENTS)
+    except ValueError as e:
+        raise SettingError("experiments", str(e)) from None
+
+
+def _with_extra(options: MetaEvalOptions) -> bool:
+    """The paired-context responses are scored for the system level and for TRUE's version of the Q² data."""
+    return "system" in options.experiments or "benchmark" in options.experiments
+
+
+def _inputs(settings: MetaEvalSettings, data: Any, options: Any) -> tuple[list, Optional[dict]]:
+    """Every input to score (examples, paired-context responses, random-knowledge variants) and the variants."""
+    from .experiments import control_variants
+
+    variants = control_variants(data, settings.options.seed) if "random-knowledge" in options.experiments else None
+    to_score = list(data.examples)
+    if _with_extra(options):
+        to_score += data.extra
+    if variants:
+        to_score += [v for by_id in variants.values() for v in by_id.values()]
+    return to_score, variants
+
+
+def export(settings: MetaEvalSettings) -> str:
+    """Write every input to score to ``settings.export_inputs``; returns what was written and how to score it."""
+    from .scores import export_inputs
+
+    if not settings.export_inputs:
+        raise SettingError("export_inputs", "name the file to write")
+    data = load_data(settings)
+    options = _options(settings, data)
+    to_score, variants = _inputs(settings, data, options)
+    n = export_inputs(settings.export_inputs, to_score)
+    labels = " --begin-labels" if "taxonomy" in options.experiments else ""
+    return (f"wrote {n} inputs to {settings.export_inputs}: {len(data.examples)} response-level examples"
+            + (f", {len(data.extra)} more paired-context responses" if _with_extra(options) else "")
+            + (f", {n - len(data.examples) - len(data.extra) * _with_extra(options)} random-knowledge inputs"
+               if variants else "")
+            + f".\nScore them:  q2 score --input {settings.export_inputs} --output SCORES.jsonl --explain{labels}\n"
+            f"then evaluate with the same data options and seed plus --scores SCORES.jsonl")
+
+
+class _Metrics(list):
+    """The run's metrics; a name already taken gets the source's tag, e.g. ``Q2 (computed)``."""
+
+    def add(self, metrics: list, tag: str) -> None:
+        taken = {m.name for m in self}
+        for metric in metrics:
+            if metric.name in taken:
+                metric.name = f"{metric.name} ({tag})"
+            if metric.name in taken:
+                raise SettingError("scores", f"two score sources give the metric {metric.name!r}; name them "
+                                             f"(NAME=FILE)")
+            taken.add(metric.name)
+            self.append(metric)
+
+
+def _score_sources(settings: MetaEvalSettings, data: Any, options: Any, to_score: list,
+                   get_scorer: Callable[[], Any]) -> _Metrics:
+    """Scores from files, a replay and on-the-fly Q² (written to ``save_scores`` when asked)."""
+    from .scores import column_scores, compute_q2, q2_star_metric, read_scores_file, replay_scores, write_scores_file
+
+    known = {ex.id: ex for ex in to_score}
+    metrics = _Metrics()
+    if settings.replay:
+        metrics.add(replay_scores(settings.replay, known), "recorded")
+    for name, path in settings.scores:
+        metrics.add(read_scores_file(path, known, name=name or "Q2"), Path(path).stem)
+    metrics.add(column_scores(data.examples), "column")
+    if settings.compute:
+        computed, results = compute_q2(to_score, get_scorer(), progress=settings.progress)
+        metrics.add(computed, "computed")
+        if settings.save_scores:
+            write_scores_file(settings.save_scores, [ex.id for ex in to_score], results)
+    if "dnli" in options.experiments:  # Q²* from the recorded questions of each Q² source that has them
+        metrics.add([star for m in list(metrics) if not m.name.endswith("w/o NLI")
+                     and (star := q2_star_metric(m)) is not None], "Q2*")
+    return metrics
+
+
+def evaluate(settings: MetaEvalSettings) -> Any:
+    """Load the data, bring in every score source and baseline, and run the experiments; returns the
+    :class:`~q2_plugins.metaeval.experiments.MetaEvalRun` (nothing is written: :func:`save_outputs` does)."""
+    from .baselines import NLIBaseline, build_baselines, score_baselines
+    from .experiments import has_begin_labels, run_meta_eval
+    from .scores import text_rule_labels
+
+    data = load_data(settings)
+    options = _options(settings, data)
+    to_score, variants = _inputs(settings, data, options)
+    config = settings.config
+    scorer = None
+
+    def get_scorer() -> Any:
+        nonlocal scorer
+        if scorer is None:
+            from ..scorer import Q2Scorer
+
+            scorer = Q2Scorer(config)
+        return scorer
+
+    metrics = _score_sources(settings, data, options, to_score, get_scorer)
+
+    def nli_baseline() -> NLIBaseline:
+        from ..signature import model_id
+
+        return NLIBaseline(get_scorer().nli, lowercase_knowledge=config.fallback_lowercase_knowledge,
+                           lowercase_response=config.fallback_lowercase_response,
+                           model_id=f"{model_id(config.nli_model, config.nli_revision)}"
+                                    f"[{config.role_dtype('nli')}]")
+
+    bertscore = dict(model_type=settings.bertscore_model, num_layers=settings.bertscore_num_layers,
+                     rescale_with_baseline=settings.bertscore_rescale, batch_size=settings.bertscore_batch_size,
+                     device=config.device)
+    baselines = build_baselines(settings.baselines, nli_factory=nli_baseline, bertscore=bertscore,
+                                spacy_model=config.spacy_model, meteor_synonyms=settings.meteor_synonyms)
+    metrics.add(score_baselines(baselines, to_score), "baseline")
+    if settings.text_rules and (("taxonomy" in options.experiments and has_begin_labels(data))
+                                or ("stress" in options.experiments and data.pairs)):
+        metrics.add([text_rule_labels(data.examples, spacy_model=config.spacy_model)], "text rules")
+    return run_meta_eval(data, list(metrics), options, variants=variants)
+
+
+def save_outputs(settings: MetaEvalSettings, run: Any) -> list[Path]:
+    """Write ``report.json``, ``report.md``, ``report.html`` and (unless ``plots`` is off) the PNG plots to
+    ``settings.output_dir``; returns the report files."""
+    from .report import save_report
+
+    if not settings.output_dir:
+        raise SettingError("output_dir", "name the folder to write the report to")
+    out = Path(settings.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    if settings.plots:
+        from .plots import plot_all
+
+        run.report["plots"] = [str(p) for p in plot_all(run, out)]
+    return save_report(run.report, out)
+
