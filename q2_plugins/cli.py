@@ -1,5 +1,5 @@
-"""Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``,
-``q2 hooks``.
+"""Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 compare``, ``q2 prefetch``, ``q2 meta-eval``,
+``q2 perturb``, ``q2 hooks``.
 Config flags map one-to-one onto :class:`Q2Config`."""
 
 from __future__ import annotations
@@ -143,6 +143,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--output-dir", required=True, help="where the models go: DIR/qg, DIR/qa, DIR/nli")
     _add_config_flags(f, names=[f"{role}_{what}" for role in MODEL_KINDS for what in ("model", "revision")])
 
+    from .compare import add_parser as add_compare_parser
     from .hooks import add_parser as add_hooks_parser
     from .metaeval.cli import add_parser as add_meta_eval_parser
     from .perturb import add_parser as add_perturb_parser
@@ -150,6 +151,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_meta_eval_parser(sub, _add_config_flags)
     add_perturb_parser(sub)
     add_hooks_parser(sub)
+    add_compare_parser(sub)
     return parser
 
 
@@ -401,6 +403,12 @@ def _perturb(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from .compare import run
+
+    return run(args)
+
+
 def _hooks(args: argparse.Namespace) -> int:
     from .hooks import run
 
@@ -416,7 +424,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
-                "perturb": _perturb, "hooks": _hooks}[args.command](args)
+                "perturb": _perturb, "hooks": _hooks, "compare": _compare}[args.command](args)
     except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2
