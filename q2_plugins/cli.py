@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from . import __version__
+from . import metric_names as M
 from .config import MODEL_KINDS, config_from_args, config_options
 from .results import print_summary
 
@@ -157,7 +158,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _score(args: argparse.Namespace) -> int:
     from .io import InputFormatError, ResultFile, read_rows, same_file
-    from .results import Q2Stats, RowErrors
+    from .results import Q2Stats, RowErrors, explained_row
     from .scorer import Q2Scorer
 
     if args.engine == "ray":
@@ -192,7 +193,7 @@ def _score(args: argparse.Namespace) -> int:
                     res.error = problem
                 if res.error is not None:
                     errors.add(res.error)
-                record = {"row": res.index, **({"id": row["id"]} if "id" in row else {}), **res.to_dict()}
+                record = explained_row(res, ids={"row": res.index, **({"id": row["id"]} if "id" in row else {})})
                 if out is not None:
                     out.write(record)
                 if report_rows is not None:
@@ -329,13 +330,13 @@ def _replay(args: argparse.Namespace) -> int:
         sources.extend([Path(steps).name.removesuffix("_out.steps.csv")] * len(loaded))
     result = replay(records, normalization=args.normalization, explain=args.explain or bool(args.html),
                     discard_unanswerable=args.discard_unanswerable)
-    rows = [_replay_row(rec, res, src) for rec, res, src in zip(records, result.responses, sources)]
+    rows = [_replay_row(rec, res, src, result.signature) for rec, res, src in zip(records, result.responses, sources)]
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
     # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
-    summary = {**result.stats.summary(), "q2": None, "note": _REPLAY_NOTE}
+    summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
     print_summary(summary, result.signature, args.format)
     if args.format == "text":
         print(f"note          {_REPLAY_NOTE}")
@@ -344,12 +345,15 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _replay_row(rec: Any, res: Any, source: str) -> dict[str, Any]:
-    """One replay output row: the response's id, source file and texts, and its result. The original run's files
-    are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets ``gold``."""
+def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, Any]:
+    """One replay output row: the response's id, source file and texts, its result and the signature. The original
+    run's files are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets
+    ``gold``."""
+    from .results import explained_row
+
     gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
-    return {"id": rec.id, "source": source, **({"gold": gold} if gold else {}), **res.to_dict(),
-            "response": rec.response, "knowledge": rec.knowledge}
+    return explained_row(res, ids={"id": rec.id, "source": source, **({"gold": gold} if gold else {})},
+                         texts={"response": rec.response, "knowledge": rec.knowledge}, signature=signature)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -362,6 +366,8 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+# a replay has no Q2 with NLI, hence no interval of it (its interval is q2 compare's, on Q2 w/o NLI)
+_NO_Q2 = {m.key: None for m in (M.Q2, M.Q2_STDERR, M.Q2_CI_LOW, M.Q2_CI_HIGH)}
 _REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay gives only Q2 w/o NLI (token F1; "
                 "responses without questions take their recorded fallback value)")
 

@@ -262,9 +262,9 @@ def format_table(c: Comparison) -> str:
                   "large the difference is."]
     unscored = [f"{s.name} {sum(x is None for x in s.scores)}" for s in c.systems]
     fallback = [f"{s.name} {s.n_fallback}" for s in c.systems]
-    lines += ["Q2 is the mean over responses with a score. A response without a valid question counts with its "
-              "end-to-end NLI fallback score (" + ", ".join(fallback) + ") and, without a fallback score, is left "
-              "out (" + ", ".join(unscored) + ")."]
+    lines += ["Q2 is the mean over responses with a score. A response without a valid question counts with its",
+              "  end-to-end NLI fallback score (" + ", ".join(fallback) + ")",
+              "  and, without a fallback score, is left out (" + ", ".join(unscored) + ")."]
     if "coverage" in c.figures:
         lines.append("coverage (responses with a valid question, errors excluded) is tested on its own.")
     else:
