@@ -182,6 +182,20 @@ class Comparison:
         return (f"q2-compare:{__version__}|test:{t.kind}|{'resamples' if t.kind == 'bs' else 'trials'}:{t.n_samples}"
                 f"|seed:{t.seed}|conf:{t.confidence:g}|pair:{self.paired_by}|score:{self.config.score_field}")
 
+    def largest_differences(self, k: int = 20) -> list[dict[str, Any]]:
+        """The ``k`` responses where some system's score is furthest from the baseline's: per response its id (or
+        row), every system's score and the largest absolute difference to the baseline."""
+        base = self.systems[0].scores
+        gaps = []
+        for i, b in enumerate(base):
+            diffs = [abs(s.scores[i] - b) for s in self.systems[1:] if s.scores[i] is not None and b is not None]
+            if diffs:
+                gaps.append((max(diffs), i))
+        gaps.sort(key=lambda g: (-g[0], g[1]))
+        ids = self.systems[0].ids
+        return [{"id": ids[i] if ids else i, "scores": [s.scores[i] for s in self.systems], "largest_gap": gap}
+                for gap, i in gaps[:k]]
+
     def to_dict(self) -> dict[str, Any]:
         systems = []
         for j, s in enumerate(self.systems):

@@ -88,3 +88,16 @@ def test_refusals_name_what_differs(tmp_path, capsys, case, message):
     assert main(["compare", a, b]) == 2
     err = capsys.readouterr().err
     assert message in err and len(err.strip().splitlines()) == 1
+
+
+def test_the_report_compares_files_that_pair_and_says_why_not_otherwise(tmp_path):
+    from q2_plugins.report import comparison_of_files
+
+    a = _write(tmp_path / "a.jsonl", _rows([0.1, 0.9, 0.5]))
+    b = _write(tmp_path / "b.jsonl", _rows([0.2, 0.1, 0.5]))
+    got = comparison_of_files([a, b])
+    assert got["format"] == "q2-compare" and got["largest_differences"][0] == {
+        "id": "r1", "scores": [0.9, 0.1], "largest_gap": pytest.approx(0.8)}
+    c = _write(tmp_path / "c.jsonl", _rows([0.2, 0.1]))
+    notes: list = []
+    assert comparison_of_files([a, c], notes) is None and "no paired comparison" in notes[0]
