@@ -24,7 +24,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from ..results import Q2Result, Q2Stats, ResponseResult, ResponseStatus
+from ..results import Q2Result, Q2Stats, ResponseResult, ResponseStatus, explained_row
 
 __all__ = ["ReportInput", "load_results", "attach_texts", "result_rows", "summary_of_rows", "render_html",
            "write_html", "comparison_of_files", "report_from_files"]
@@ -197,13 +197,9 @@ def result_rows(result: Q2Result, responses: Optional[Sequence[str]] = None,
             raise ValueError(f"result_rows: {name} has {len(seq)} items but the result has {n} responses")
     rows = []
     for i, res in enumerate(result.responses):
-        row: dict[str, Any] = {"id": ids[i]} if ids is not None else {}
-        row.update(res.to_dict())
-        if responses is not None:
-            row["response"] = responses[i]
-        if knowledge is not None:
-            row["knowledge"] = knowledge[i]
-        rows.append(row)
+        texts = {**({"response": responses[i]} if responses is not None else {}),
+                 **({"knowledge": knowledge[i]} if knowledge is not None else {})}
+        rows.append(explained_row(res, ids={"id": ids[i]} if ids is not None else None, texts=texts))
     return rows
 
 
