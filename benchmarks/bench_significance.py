@@ -10,7 +10,7 @@
 3. Speed: ``q2 compare`` (the command, files in and table out) on 3 systems x 100,000 responses with 1,000
    resamples, pinned to one core with one BLAS thread.
 
-    python benchmarks/bench_significance.py [--pairs 1000] [--n 300] [--power-pairs 200]
+    python benchmarks/bench_significance.py [--pairs 1000] [--n 300] [--power-pairs 200] [--speed-only]
 
 Measures and prints; asserts nothing.
 """
@@ -112,14 +112,18 @@ def main() -> None:
     p.add_argument("--power-pairs", type=int, default=200)
     p.add_argument("--shifts", default="0.02,0.04,0.08", help="true latent differences for the power runs")
     p.add_argument("--speed-n", type=int, default=100_000)
+    p.add_argument("--speed-only", action="store_true", help="only the speed run (3 of them)")
     args = p.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
     print(f"# CPU: {_cpu()}, pinned to one core, one BLAS thread; numpy {np.__version__}")
-    elapsed, cpu, written = timed_compare(args.speed_n, 3, 1000)
-    print(f"speed: q2 compare, 3 systems x {args.speed_n:,} responses, 1,000 resamples (q2 and coverage), files "
-          f"read included: {elapsed:.2f} s wall, {cpu:.2f} s CPU (load average {os.getloadavg()[0]:.1f}; files "
-          f"written beforehand in {written:.2f} s)")
+    for _ in range(3 if args.speed_only else 1):
+        elapsed, cpu, written = timed_compare(args.speed_n, 3, 1000)
+        print(f"speed: q2 compare, 3 systems x {args.speed_n:,} responses, 1,000 resamples (q2 and coverage), files "
+              f"read included: {elapsed:.2f} s wall, {cpu:.2f} s CPU (load average {os.getloadavg()[0]:.1f}; files "
+              f"written beforehand in {written:.2f} s)")
+    if args.speed_only:
+        return
     print(f"\ncalibration: {args.pairs} pairs with no true difference, {args.n} responses each; share with p < 0.05")
     for name, rate in rejection_rates(0.0, args.pairs, args.n, seed=1).items():
         print(f"  {name:<28} {rate:.4f}")
