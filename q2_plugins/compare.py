@@ -199,7 +199,8 @@ class Comparison:
     def to_dict(self) -> dict[str, Any]:
         systems = []
         for j, s in enumerate(self.systems):
-            row: dict[str, Any] = {"name": s.name, "file": s.path, "baseline": j == 0, "n": len(s.scores),
+            row: dict[str, Any] = {"name": s.name, "file": s.path, "signature": s.signature, "baseline": j == 0,
+                                   "n": len(s.scores),
                                    "n_scored": sum(x is not None for x in s.scores), "n_fallback": s.n_fallback}
             for metric, figs in self.figures.items():
                 f = figs[j]
@@ -284,7 +285,10 @@ def format_table(c: Comparison) -> str:
     else:
         lines.append("coverage: not compared (some file has no 'status' column saying which responses have a "
                      "valid question).")
+    unsigned = [s.name for s in c.systems if not s.signature]
     scored_with = c.scores_signature or "unknown (no signature in the files)"
+    if c.scores_signature and unsigned:
+        scored_with += f" (not checked for {', '.join(unsigned)}: no signature in the file)"
     lines += ["", f"signature   {c.signature}", f"scores      {scored_with}"]
     return "\n".join(lines)
 

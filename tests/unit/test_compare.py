@@ -101,3 +101,12 @@ def test_the_report_compares_files_that_pair_and_says_why_not_otherwise(tmp_path
     c = _write(tmp_path / "c.jsonl", _rows([0.2, 0.1]))
     notes: list = []
     assert comparison_of_files([a, c], notes) is None and "no paired comparison" in notes[0]
+
+
+def test_a_file_without_a_signature_is_compared_and_the_output_says_so(tmp_path, capsys):
+    a = _write(tmp_path / "a.jsonl", _rows([0.1, 0.2, 0.3]), {"signature": "q2:x"})
+    b = _write(tmp_path / "b.jsonl", _rows([0.3, 0.2, 0.1]))
+    assert main(["compare", a, b]) == 0
+    assert "scores      q2:x (not checked for b: no signature in the file)" in capsys.readouterr().out
+    out = _json(capsys, ["compare", a, b])
+    assert out["scores_signature"] == "q2:x" and [s["signature"] for s in out["systems"]] == ["q2:x", None]
