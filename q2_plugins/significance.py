@@ -230,7 +230,7 @@ def _ar_figures(num: np.ndarray, den: np.ndarray, test: PairedTest) -> list[Syst
     moved = np.empty((test.n_samples, 2 * (k - 1)))
     done = 0
     for size in _blocks(test.n_samples, n):
-        sel = rng.integers(2, size=(size, n), dtype=np.int8)
+        sel = rng.integers(2, size=(size, n), dtype=bool)  # as sacrebleu draws its swap patterns
         moved[done:done + size] = sel.astype(np.float64) @ delta
         done += size
     out = [SystemFigure(_float(actual[0]))]

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+import types
 
 import numpy as np
 import pytest
@@ -104,3 +105,33 @@ def test_percentile_interval_and_bad_input():
         paired_ar(np.ones((2, 3)), np.ones((2, 4)), PairedTest("ar", 10, 0))
     with pytest.raises(ValueError, match="'bs' or 'ar'"):
         PairedTest("t", 10, 0)
+
+
+class _MeanMetric:
+    """The mean as a sacrebleu metric: per-sentence statistics (score, 1), aggregated by summing."""
+
+    def _extract_corpus_statistics(self, hyps, refs):
+        return np.array([[h, 1.0] for h in hyps])
+
+    def _aggregate_and_compute(self, stats):
+        s = np.asarray(stats).sum(axis=0)
+        return types.SimpleNamespace(score=s[0] / s[1])
+
+
+def _sacrebleu_ar(base, system, trials, seed):
+    from sacrebleu.significance import _paired_ar_test
+
+    m = _MeanMetric()
+    stats = m._extract_corpus_statistics(base, None)
+    _, res = _paired_ar_test({"m": (stats, m._aggregate_and_compute(stats))}, "s", list(system), None, {"m": m},
+                             n_samples=trials, n_ar_confidence=-1, seed=seed)
+    return res["m"].p_value
+
+
+def test_approximate_randomisation_is_sacrebleus_own_on_the_same_seed():
+    x = _systems(n=200, shift=0.03, seed=9)
+    ours = paired_ar(x, np.ones_like(x), PairedTest("ar", 2000, seed=5))[1].p_value
+    assert ours == _sacrebleu_ar(x[0], x[1], 2000, seed=5)  # same swap patterns, same p-value (no ties here)
+    same = np.stack([x[0], x[0]])  # with ties it differs on purpose: sacrebleu calls a system different from itself
+    assert _sacrebleu_ar(x[0], x[0], 2000, seed=5) == 1 / 2001
+    assert paired_ar(same, np.ones_like(same), PairedTest("ar", 2000, seed=5))[1].p_value == 1.0
