@@ -12,6 +12,9 @@ results add up exactly to the full-data figures:
 ``q2_no_nli``       the same without NLI ("Q2 w/o NLI"); only when ``--q2-use-nli true``
 ``q2_coverage``     share of responses with at least one valid question (errors excluded)
 ``q2_fallback_rate`` share scored by the end-to-end NLI fallback (errors excluded)
+``q2_stderr``       standard error of ``q2``; ``q2_ci_low`` / ``q2_ci_high``: its 95% interval (normal approximation)
+``q2_coverage_ci_*`` ``_low`` / ``_high``: coverage's 95% Wilson interval (all four from the additive sums, as in
+                    ``q2 score``'s summary; blank with fewer than two scored responses)
 ``q2_errors``       responses that could not be scored (SumMetric)
 ``q2_no_knowledge`` examples whose knowledge is Wizard of Wikipedia's ``no_passages_used`` (SumMetric; not scored)
 ==================  ==================================================================================
@@ -32,9 +35,13 @@ from typing import IO, Any, Optional
 
 from parlai.core.metrics import AverageMetric, Metric, SumMetric, TeacherMetrics
 
+from q2_plugins import metric_names as M
+from q2_plugins.results import Q2Stats, explained_row
+
 from .options import NO_KNOWLEDGE, config_from_opt, knowledge_error, knowledge_field, scorer_for
 
-__all__ = ["Q2TeacherMetrics", "Q2AverageMetric", "Q2KnowledgeFieldError", "wants_q2", "patch_teachers"]
+__all__ = ["Q2TeacherMetrics", "Q2AverageMetric", "Q2FigureMetric", "Q2KnowledgeFieldError", "wants_q2",
+           "patch_teachers"]
 
 
 class Q2KnowledgeFieldError(SystemExit, ValueError):
@@ -55,6 +62,26 @@ class Q2AverageMetric(AverageMetric):
 
     def value(self) -> float:
         return math.nan if self._denom == 0 else super().value()
+
+
+class Q2FigureMetric(Metric):
+    """A figure of the run's :class:`Q2Stats` that is no plain average (an interval bound, the standard error): the
+    statistics add, and the figure is computed from their sum, as ``q2 score``'s summary does."""
+
+    __slots__ = ("_stats", "_key")
+
+    def __init__(self, stats: Q2Stats, key: str) -> None:
+        self._stats = stats
+        self._key = key
+
+    def __add__(self, other: Any) -> "Q2FigureMetric":
+        if other is None:
+            return self
+        return Q2FigureMetric(self._stats + other._stats, self._key)
+
+    def value(self) -> float:
+        figure = self._stats.summary()[self._key]
+        return math.nan if figure is None else float(figure)
 
 
 class _Pending:
@@ -92,8 +119,8 @@ class _Pending:
         if self.rows is None:
             return
         for ids, response, knowledge, res in zip(self.ids, self.responses, self.knowledge, result.responses):
-            row = {**ids, "response": response, "knowledge": knowledge, **res.to_dict(),
-                   "signature": str(result.signature)}
+            row = explained_row(res, ids=ids, texts={"response": response, "knowledge": knowledge},
+                                signature=result.signature)
             self.rows.write(json.dumps(row, ensure_ascii=False, default=repr) + "\n")
         self.rows.flush()
 
@@ -187,11 +214,13 @@ class Q2TeacherMetrics(TeacherMetrics):
         pending.discard()
         s = result.stats
         valid = s.n - s.n_errors
-        self._add_total("q2", Q2AverageMetric(s.sum_score, s.n_scored))
+        self._add_total(M.Q2.framework_key, Q2AverageMetric(s.sum_score, s.n_scored))
         if pending.scorer.config.use_nli:
-            self._add_total("q2_no_nli", Q2AverageMetric(s.sum_score_no_nli, s.n_scored))
-        self._add_total("q2_coverage", Q2AverageMetric(s.n_with_questions, valid))
-        self._add_total("q2_fallback_rate", Q2AverageMetric(s.n_fallback, valid))
+            self._add_total(M.Q2_NO_NLI.framework_key, Q2AverageMetric(s.sum_score_no_nli, s.n_scored))
+        self._add_total(M.COVERAGE.framework_key, Q2AverageMetric(s.n_with_questions, valid))
+        self._add_total(M.FALLBACK_RATE.framework_key, Q2AverageMetric(s.n_fallback, valid))
+        for m in (M.Q2_STDERR, M.Q2_CI_LOW, M.Q2_CI_HIGH, M.COVERAGE_CI_LOW, M.COVERAGE_CI_HIGH):
+            self._add_total(m.framework_key, Q2FigureMetric(s, m.key))
         self._add_total("q2_errors", SumMetric(s.n_errors))
         if not pending.signature_logged:
             pending.signature_logged = True

@@ -1,5 +1,5 @@
-"""Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 prefetch``, ``q2 meta-eval``, ``q2 perturb``,
-``q2 hooks``.
+"""Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 compare``, ``q2 prefetch``, ``q2 meta-eval``,
+``q2 perturb``, ``q2 hooks``.
 Config flags map one-to-one onto :class:`Q2Config`."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from . import __version__
+from . import metric_names as M
 from .config import MODEL_KINDS, config_from_args, config_options
 from .results import print_summary
 
@@ -143,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--output-dir", required=True, help="where the models go: DIR/qg, DIR/qa, DIR/nli")
     _add_config_flags(f, names=[f"{role}_{what}" for role in MODEL_KINDS for what in ("model", "revision")])
 
+    from .compare import add_parser as add_compare_parser
     from .hooks import add_parser as add_hooks_parser
     from .metaeval.cli import add_parser as add_meta_eval_parser
     from .perturb import add_parser as add_perturb_parser
@@ -150,12 +152,13 @@ def build_parser() -> argparse.ArgumentParser:
     add_meta_eval_parser(sub, _add_config_flags)
     add_perturb_parser(sub)
     add_hooks_parser(sub)
+    add_compare_parser(sub)
     return parser
 
 
 def _score(args: argparse.Namespace) -> int:
     from .io import InputFormatError, ResultFile, read_rows, same_file
-    from .results import Q2Stats, RowErrors
+    from .results import Q2Stats, RowErrors, explained_row
     from .scorer import Q2Scorer
 
     if args.engine == "ray":
@@ -190,7 +193,7 @@ def _score(args: argparse.Namespace) -> int:
                     res.error = problem
                 if res.error is not None:
                     errors.add(res.error)
-                record = {"row": res.index, **({"id": row["id"]} if "id" in row else {}), **res.to_dict()}
+                record = explained_row(res, ids={"row": res.index, **({"id": row["id"]} if "id" in row else {})})
                 if out is not None:
                     out.write(record)
                 if report_rows is not None:
@@ -327,13 +330,13 @@ def _replay(args: argparse.Namespace) -> int:
         sources.extend([Path(steps).name.removesuffix("_out.steps.csv")] * len(loaded))
     result = replay(records, normalization=args.normalization, explain=args.explain or bool(args.html),
                     discard_unanswerable=args.discard_unanswerable)
-    rows = [_replay_row(rec, res, src) for rec, res, src in zip(records, result.responses, sources)]
+    rows = [_replay_row(rec, res, src, result.signature) for rec, res, src in zip(records, result.responses, sources)]
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
     # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
-    summary = {**result.stats.summary(), "q2": None, "note": _REPLAY_NOTE}
+    summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
     print_summary(summary, result.signature, args.format)
     if args.format == "text":
         print(f"note          {_REPLAY_NOTE}")
@@ -342,12 +345,15 @@ def _replay(args: argparse.Namespace) -> int:
     return 0
 
 
-def _replay_row(rec: Any, res: Any, source: str) -> dict[str, Any]:
-    """One replay output row: the response's id, source file and texts, and its result. The original run's files
-    are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets ``gold``."""
+def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, Any]:
+    """One replay output row: the response's id, source file and texts, its result and the signature. The original
+    run's files are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets
+    ``gold``."""
+    from .results import explained_row
+
     gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
-    return {"id": rec.id, "source": source, **({"gold": gold} if gold else {}), **res.to_dict(),
-            "response": rec.response, "knowledge": rec.knowledge}
+    return explained_row(res, ids={"id": rec.id, "source": source, **({"gold": gold} if gold else {})},
+                         texts={"response": rec.response, "knowledge": rec.knowledge}, signature=signature)
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -360,6 +366,8 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
+# a replay has no Q2 with NLI, hence no interval of it (its interval is q2 compare's, on Q2 w/o NLI)
+_NO_Q2 = {m.key: None for m in (M.Q2, M.Q2_STDERR, M.Q2_CI_LOW, M.Q2_CI_HIGH)}
 _REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay gives only Q2 w/o NLI (token F1; "
                 "responses without questions take their recorded fallback value)")
 
@@ -401,6 +409,12 @@ def _perturb(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _compare(args: argparse.Namespace) -> int:
+    from .compare import run
+
+    return run(args)
+
+
 def _hooks(args: argparse.Namespace) -> int:
     from .hooks import run
 
@@ -416,7 +430,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
-                "perturb": _perturb, "hooks": _hooks}[args.command](args)
+                "perturb": _perturb, "hooks": _hooks, "compare": _compare}[args.command](args)
     except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2

@@ -7,10 +7,12 @@ import math
 import re
 import sys
 from dataclasses import dataclass, field
-from typing import Any, Iterable, Optional
+from typing import Any, Iterable, Mapping, Optional
+
+from . import metric_names as M
 
 __all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "RowErrors", "Q2Result", "ResponseStatus",
-           "print_summary"]
+           "print_summary", "explained_row"]
 
 
 class ResponseStatus:
@@ -99,6 +101,17 @@ class ResponseResult:
         )
 
 
+def explained_row(result: ResponseResult, *, ids: Optional[Mapping[str, Any]] = None,
+                  texts: Optional[Mapping[str, Any]] = None, signature: Any = None) -> dict[str, Any]:
+    """One response's row as every front end writes it (``q2 score`` / ``q2 replay`` output, ``evaluate``'s
+    explanations, ParlAI's per-example file, lm-eval's logged samples): its ids, the texts it scored, the core's
+    result (with the explanation when it was asked for), then the signature when given."""
+    row: dict[str, Any] = {**(ids or {}), **(texts or {}), **result.to_dict()}
+    if signature is not None:
+        row["signature"] = str(signature)
+    return row
+
+
 class RowErrors:
     """Row errors counted by kind (the message with its numbers masked); the first message of each kind shown.
     Counts from several parts of a run combine by adding each part's ``(message, count)``."""
@@ -129,6 +142,7 @@ class Q2Stats:
     n_errors: int = 0
     sum_score: float = 0.0
     sum_score_no_nli: float = 0.0
+    sum_sq_score: float = 0.0  # sum of squared scores: the standard error, still additive
 
     def __add__(self, other: "Q2Stats") -> "Q2Stats":
         if not isinstance(other, Q2Stats):
@@ -153,6 +167,7 @@ class Q2Stats:
                 continue
             s.n_scored += 1
             s.sum_score += r.score  # type: ignore[operator]
+            s.sum_sq_score += r.score * r.score  # type: ignore[operator]
             s.sum_score_no_nli += r.score_no_nli  # type: ignore[operator]
             if r.status == ResponseStatus.FALLBACK:
                 s.n_fallback += 1
@@ -189,12 +204,23 @@ class Q2Stats:
         valid = self.n - self.n_errors
         return self.n_fallback / valid if valid else math.nan
 
+    def intervals(self) -> dict[str, Optional[float]]:
+        """Q²'s standard error and 95% interval (normal approximation, from the additive sums) and coverage's 95%
+        Wilson interval, under their declared names (None where undefined: fewer than two scored responses)."""
+        from .significance import mean_interval, proportion_interval
+
+        stderr, q2 = mean_interval(self.n_scored, self.sum_score, self.sum_sq_score, M.INTERVAL_CONFIDENCE)
+        coverage = proportion_interval(self.n_with_questions, self.n - self.n_errors, M.INTERVAL_CONFIDENCE)
+        return {M.Q2_STDERR.key: stderr, M.Q2_CI_LOW.key: q2 and q2.low, M.Q2_CI_HIGH.key: q2 and q2.high,
+                M.COVERAGE_CI_LOW.key: coverage and coverage.low, M.COVERAGE_CI_HIGH.key: coverage and coverage.high}
+
     def summary(self) -> dict[str, Any]:
         return {
-            "q2": _json_float(self.score),
-            "q2_no_nli": _json_float(self.score_no_nli),
-            "coverage": _json_float(self.coverage),
-            "fallback_rate": _json_float(self.fallback_rate),
+            M.Q2.key: _json_float(self.score),
+            M.Q2_NO_NLI.key: _json_float(self.score_no_nli),
+            M.COVERAGE.key: _json_float(self.coverage),
+            M.FALLBACK_RATE.key: _json_float(self.fallback_rate),
+            **self.intervals(),
             "n": self.n,
             "n_scored": self.n_scored,
             "n_with_questions": self.n_with_questions,
@@ -279,11 +305,19 @@ def print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = 
     def pct(x: Optional[float]) -> str:
         return "n/a" if x is None else f"{100 * x:.2f}%"
 
+    def interval(low: Any, high: Any, show: Any) -> str:
+        return "" if low is None or high is None else f"  [{show(low)}, {show(high)}]"
+
     q2 = summary["q2"]
-    print(f"Q2            {'n/a' if q2 is None else f'{q2:.4f}'}", file=out)
+    q2_ci = interval(summary.get(M.Q2_CI_LOW.key), summary.get(M.Q2_CI_HIGH.key), lambda x: f"{x:.4f}")
+    print(f"Q2            {'n/a' if q2 is None else f'{q2:.4f}'}"
+          + (f"{q2_ci}  (95% interval, normal approximation; q2 compare for paired tests)" if q2 is not None and q2_ci
+             else ""), file=out)
     nn = summary["q2_no_nli"]
     print(f"Q2 w/o NLI    {'n/a' if nn is None else f'{nn:.4f}'}", file=out)
-    print(f"coverage      {pct(summary['coverage'])}  (responses with a valid question)", file=out)
+    cov_ci = interval(summary.get(M.COVERAGE_CI_LOW.key), summary.get(M.COVERAGE_CI_HIGH.key), pct)
+    print(f"coverage      {pct(summary['coverage'])}{cov_ci}  (responses with a valid question"
+          + (", 95% Wilson interval)" if cov_ci else ")"), file=out)
     print(f"fallback      {pct(summary['fallback_rate'])}  (scored by end-to-end NLI)", file=out)
     print(f"responses     {summary['n']}  scored {summary['n_scored']}  no valid question "
           f"{summary['n_no_valid_question']}  errors {summary['n_errors']}", file=out)

@@ -11,6 +11,7 @@ import evaluate
 
 from q2_plugins.adapters import ScorerCache, config_from_options
 from q2_plugins.config import Q2Config
+from q2_plugins.results import explained_row
 
 _CITATION = """\
 @inproceedings{honovich-etal-2021-q2,
@@ -42,6 +43,8 @@ Returns:
     scores: per-response score (None for a response without one; see explanations for why),
     coverage: share of responses with at least one valid question,
     fallback_rate: share of responses scored by the end-to-end NLI fallback,
+    q2_stderr, q2_ci_low, q2_ci_high: q2's standard error and 95% interval (normal approximation; None with fewer
+        than two scored responses), coverage_ci_low, coverage_ci_high: coverage's 95% Wilson interval,
     n, n_scored, n_with_questions, n_fallback, n_no_valid_question, n_errors: counts,
     hashcode: the reproducibility signature (models and revisions, decoding, filters, version),
     explanations (with explain=True): one row per response, as `q2 score --explain` writes them (response,
@@ -56,8 +59,9 @@ Examples:
     ...     knowledge=["The Joy of Painting aired on PBS in the United States, Canada, Latin America and Europe."],
     ... )
     >>> sorted(results)  # doctest: +NORMALIZE_WHITESPACE
-    ['coverage', 'fallback_rate', 'hashcode', 'n', 'n_errors', 'n_fallback', 'n_no_valid_question', 'n_scored',
-     'n_with_questions', 'q2', 'q2_no_nli', 'scores']
+    ['coverage', 'coverage_ci_high', 'coverage_ci_low', 'fallback_rate', 'hashcode', 'n', 'n_errors', 'n_fallback',
+     'n_no_valid_question', 'n_scored', 'n_with_questions', 'q2', 'q2_ci_high', 'q2_ci_low', 'q2_no_nli',
+     'q2_stderr', 'scores']
     >>> len(results["scores"]), 0.0 <= results["q2"] <= 1.0
     (1, True)
 """
@@ -112,6 +116,6 @@ class Q2(evaluate.Metric):
         )
         output = {**result.stats.summary(), "scores": result.scores, "hashcode": result.signature}
         if explain:  # rows in the format of `q2 score --explain`, which `q2 report` renders
-            output["explanations"] = [{"response": p, "knowledge": k, **r.to_dict()}
+            output["explanations"] = [explained_row(r, texts={"response": p, "knowledge": k})
                                       for p, k, r in zip(predictions, knowledge, result.responses)]
         return output

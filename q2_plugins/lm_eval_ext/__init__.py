@@ -4,9 +4,11 @@
 Importing this module registers, in lm-eval's registries:
 
 - metrics ``q2``, ``q2_no_nli``, ``q2_coverage`` (higher is better) and ``q2_fallback_rate`` (lower is better),
-  all aggregated by ``mean``. A document whose response has no score (an error, or no valid question with the
-  fallback off) reports no ``q2`` value, so ``q2`` is the mean over scored responses, as in the core; it still
-  counts in ``q2_coverage`` / ``q2_fallback_rate`` unless it is an error.
+  all aggregated by ``mean``, as :mod:`q2_plugins.metric_names` declares them; lm-eval reports each one's standard
+  error itself (``q2_stderr``: its closed form for a ``mean``, the same as ``q2 score``'s). A document whose
+  response has no score (an error, or no valid question with the fallback off) reports no ``q2`` value, so ``q2``
+  is the mean over scored responses, as in the core; it still counts in ``q2_coverage`` / ``q2_fallback_rate``
+  unless it is an error.
 - ``q2_details``: per document (in ``--log_samples`` output) the full Q² result, the row of ``q2 score --explain``
   plus the signature; in the results, the number of documents that carry one.
 - filter ``q2_rerank``: keeps, per document, the candidate with the highest Q² against the document's knowledge.
@@ -38,6 +40,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the environmen
         "q2_plugins.lm_eval_ext needs lm-eval: pip install 'q2-plugins[lm-eval]' (lm-eval>=0.4.5)"
     ) from e
 
+from .. import metric_names as M
 from ..results import ResponseResult, ResponseStatus
 from . import batch
 from .batch import CONFIG_ENV, DETAILS_METRIC, Spec, details_row, scorer
@@ -65,11 +68,11 @@ def result_metrics(result: ResponseResult) -> dict[str, float]:
     """Per-document values of the registered metrics (see the module docstring for what is left out)."""
     if result.status == ResponseStatus.ERROR:
         return {}
-    out = {"q2_coverage": float(result.status == ResponseStatus.SCORED),
-           "q2_fallback_rate": float(result.used_fallback)}
+    out = {M.COVERAGE.framework_key: float(result.status == ResponseStatus.SCORED),
+           M.FALLBACK_RATE.framework_key: float(result.used_fallback)}
     if result.score is not None:
-        out["q2"] = result.score
-        out["q2_no_nli"] = result.score_no_nli  # type: ignore[assignment]
+        out[M.Q2.framework_key] = result.score
+        out[M.Q2_NO_NLI.framework_key] = result.score_no_nli  # type: ignore[assignment]
     return out
 
 
@@ -125,10 +128,9 @@ q2.__q2_plugins_metric__ = True  # type: ignore[attr-defined]
 
 def _register() -> None:
     """Register the metrics and the filter once (re-importing this module must not fail lm-eval's registry)."""
-    specs = {"q2": True, "q2_no_nli": True, "q2_coverage": True, "q2_fallback_rate": False}
-    for name, higher in specs.items():
-        if name not in metric_registry:
-            register_metric(metric=name, higher_is_better=higher, aggregation="mean")(q2)
+    for m in M.PER_RESPONSE:  # lm-eval aggregates per-document values; it computes their standard error itself
+        if m.framework_key not in metric_registry:
+            register_metric(metric=m.framework_key, higher_is_better=m.higher_is_better, aggregation="mean")(q2)
     if "q2_rerank" not in filter_registry:
         register_filter("q2_rerank")(Q2RerankFilter)
     batch.install()

@@ -21,7 +21,7 @@ from typing import Any, Iterator, Mapping, Optional
 
 from ..adapters import config_from_env, config_from_options, shared_scorer
 from ..config import Q2Config
-from ..results import ResponseResult
+from ..results import ResponseResult, explained_row
 from ..scorer import Q2Scorer
 
 __all__ = ["CONFIG_ENV", "METADATA_KEY", "SIGNATURE_KEY", "DETAILS_METRIC", "STASH", "Spec", "install",
@@ -163,7 +163,7 @@ def first_response(results: Any) -> Any:
 
 def details_row(result: ResponseResult, response: Any, knowledge: Any, signature: str) -> dict[str, Any]:
     """A logged sample's Q² result: the row of ``q2 score --explain`` (plus the signature)."""
-    return {"response": response, "knowledge": knowledge, **result.to_dict(), "signature": str(signature)}
+    return explained_row(result, texts={"response": response, "knowledge": knowledge}, signature=signature)
 
 
 def details_aggregation(rows: list[Any]) -> int:

@@ -21,7 +21,7 @@ from .. import __version__
 from . import stats
 from .baselines import response_length
 from .data import Example, MetaEvalData
-from .paper_tables import dnli_accuracy, usr_correlation
+from .paper_tables import SYSTEM_LEVEL_PAPER, dnli_accuracy, usr_correlation
 from .scores import MetricScores
 
 __all__ = [
@@ -274,6 +274,7 @@ def system_level(data: MetaEvalData, metrics: Sequence[MetricScores], options: M
     out: dict[str, Any] = {
         "n_contexts": len(data.contexts), "n_one_inconsistent": len(eligible), "levels": list(options.system_levels),
         "size": options.system_size, "reps": options.reps, "seed": options.seed, "per_metric": {}, "common": {},
+        "paper": dict(SYSTEM_LEVEL_PAPER),
     }
     pairs = []  # (inconsistent id, consistent id)
     for c in eligible:

@@ -118,15 +118,19 @@ def _system_section(block: dict[str, Any]) -> list[str]:
            f"c in {{{levels}}}% of them answered inconsistently; Spearman correlation of the system score with the "
            f"true ranking (seed {block['seed']}).", ""]
     rows = []
+    paper = block.get("paper", {})
     for name, r in block["per_metric"].items():
         n = r["n_contexts"]
         scored = f"{n} of {block['n_one_inconsistent']}"
+        cited = _num(paper[name], 4) if name in paper else ""
         if "spearman_mean" not in r:
-            rows.append([name, scored, "n/a (fewer than 2 contexts)", "n/a"])
+            rows.append([name, scored, "n/a (fewer than 2 contexts)", "n/a", cited])
         else:
             rows.append([name, scored, _num(r["spearman_mean"]),
-                         f"[{_num(r['spearman_low'])}, {_num(r['spearman_high'])}]"])
-    out += _table(["metric", "contexts with both responses scored", "Spearman (mean)", "95% interval"], rows)
+                         f"[{_num(r['spearman_low'])}, {_num(r['spearman_high'])}]", cited])
+    out += _table(["metric", "contexts with both responses scored", "Spearman (mean)", "95% interval",
+                   "paper (all contexts)"], rows)
+    out += _paper_caveat(block)
     short = [name for name, r in block["per_metric"].items() if r["n_contexts"] < block["n_one_inconsistent"]]
     if short:
         out += [f"Not every context could be used for {', '.join(short)}: a context counts only when both of its "
@@ -140,6 +144,18 @@ def _system_section(block: dict[str, Any]) -> list[str]:
                 for name, r in common["metrics"].items()]
         out += _table(["metric", "Spearman (mean)", "95% interval"], rows)
     return out
+
+
+def _paper_caveat(block: dict[str, Any]) -> list[str]:
+    """Why a measured system-level figure on part of the contexts is not the paper's, in words."""
+    total = block["n_one_inconsistent"]
+    partial = [(name, block["per_metric"][name]["n_contexts"]) for name in block.get("paper", {})
+               if name in block["per_metric"] and block["per_metric"][name]["n_contexts"] < total]
+    return [f"The paper's {_num(block['paper'][name], 4)} for {name} comes from simulated systems drawn from all "
+            f"{total} contexts; here {name} scores both responses of only {n} of them, so every simulated system of "
+            f"{block['size']} contexts is drawn from those {n}, a different and much smaller population. The two "
+            f"figures are not comparable: the measured one neither reproduces nor contradicts the paper's."
+            for name, n in partial] + ([""] if partial else [])
 
 
 def _robustness_section(block: dict[str, Any]) -> list[str]:

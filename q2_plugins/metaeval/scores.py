@@ -27,7 +27,7 @@ import numpy as np
 
 from ..io import read_rows
 from ..replay import load_original_steps, load_recorded_scores, replay
-from ..results import ResponseResult, ResponseStatus
+from ..results import ResponseResult, ResponseStatus, explained_row
 from ..scoring import counted_questions, mean_score
 from ..signature import replay_signature
 from .data import Example
@@ -311,7 +311,7 @@ def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[Re
     """Write per-response results in the ``q2 score --output`` format (readable by :func:`read_scores_file`)."""
     with open(path, "w", encoding="utf-8") as f:
         for row, (i, res) in enumerate(zip(ids, results)):
-            f.write(json.dumps({"row": row, "id": i, **res.to_dict()}, ensure_ascii=False) + "\n")
+            f.write(json.dumps(explained_row(res, ids={"row": row, "id": i}), ensure_ascii=False) + "\n")
 
 
 def export_inputs(path: str | Path, examples: Sequence[Example]) -> int:

@@ -190,9 +190,11 @@ def spearman_rows(rows: np.ndarray, reference: Sequence[float]) -> np.ndarray:
 
 
 def interval(values: np.ndarray, level: float = 0.95, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
-    """Percentile interval (the paper's 2.5th and 97.5th percentiles for ``level=0.95``), NaNs ignored."""
-    tail = round(100 * (1 - level) / 2, 10)  # 2.5, not 2.5000000000000022
-    return np.nanpercentile(values, tail, axis=axis), np.nanpercentile(values, 100 - tail, axis=axis)
+    """Percentile interval (the paper's 2.5th and 97.5th percentiles for ``level=0.95``), NaNs ignored: the core's
+    :func:`q2_plugins.significance.percentile_interval`."""
+    from ..significance import percentile_interval
+
+    return percentile_interval(values, level, axis=axis)
 
 
 def simulate_paired_systems(inconsistent: np.ndarray, consistent: np.ndarray, levels: Sequence[float], size: int,

@@ -24,10 +24,10 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from ..results import Q2Result, Q2Stats, ResponseResult, ResponseStatus
+from ..results import Q2Result, Q2Stats, ResponseResult, ResponseStatus, explained_row
 
 __all__ = ["ReportInput", "load_results", "attach_texts", "result_rows", "summary_of_rows", "render_html",
-           "write_html", "report_from_files"]
+           "write_html", "comparison_of_files", "report_from_files"]
 
 _STATUSES = (ResponseStatus.SCORED, ResponseStatus.FALLBACK, ResponseStatus.NO_VALID_QUESTION, ResponseStatus.ERROR)
 _PLACEHOLDER = "__Q2_REPORT_DATA__"
@@ -197,13 +197,9 @@ def result_rows(result: Q2Result, responses: Optional[Sequence[str]] = None,
             raise ValueError(f"result_rows: {name} has {len(seq)} items but the result has {n} responses")
     rows = []
     for i, res in enumerate(result.responses):
-        row: dict[str, Any] = {"id": ids[i]} if ids is not None else {}
-        row.update(res.to_dict())
-        if responses is not None:
-            row["response"] = responses[i]
-        if knowledge is not None:
-            row["knowledge"] = knowledge[i]
-        rows.append(row)
+        texts = {**({"response": responses[i]} if responses is not None else {}),
+                 **({"knowledge": knowledge[i]} if knowledge is not None else {})}
+        rows.append(explained_row(res, ids={"id": ids[i]} if ids is not None else None, texts=texts))
     return rows
 
 
@@ -248,15 +244,17 @@ def render_html(
     version: Optional[str] = None,
     notes: Sequence[str] = (),
     page_size: int = 50,
+    comparison: Optional[dict[str, Any]] = None,
 ) -> str:
-    """The report page for ``rows`` (result dicts). ``summary`` defaults to one computed from the rows."""
+    """The report page for ``rows`` (result dicts). ``summary`` defaults to one computed from the rows;
+    ``comparison`` (:func:`comparison_of_files`) adds the paired test of several systems."""
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, got {page_size}")
     checked = [_as_result_row(r, f"row {i}") for i, r in enumerate(rows)]
     payload = {
         "title": title, "sources": list(sources), "signatures": list(signatures),
         "summary": summary if summary is not None else summary_of_rows(checked),
-        "config": config, "version": version, "notes": list(notes), "page_size": page_size,
+        "config": config, "version": version, "notes": list(notes), "page_size": page_size, "comparison": comparison,
         "rows": [{k: v for k, v in r.items() if v is not None} for r in checked],
     }
     head, sep, tail = _template().partition(_PLACEHOLDER)
@@ -291,6 +289,21 @@ def write_html(path: str | Path, rows: Sequence[dict[str, Any]], **kwargs: Any) 
     return path
 
 
+def comparison_of_files(paths: Sequence[str | Path], notes: Optional[list[str]] = None) -> Optional[dict[str, Any]]:
+    """``q2 compare``'s paired bootstrap of several results files (the first the baseline) with the responses where
+    the systems differ most, for the report; None, with a note saying why, when the files cannot be paired."""
+    from ..compare import CompareConfig, compare_files
+    from ..io import InputFormatError
+
+    try:
+        comparison = compare_files(paths, CompareConfig())
+    except (InputFormatError, ValueError) as e:
+        if notes is not None:
+            notes.append(f"no paired comparison of the files: {e}")
+        return None
+    return {**comparison.to_dict(), "largest_differences": comparison.largest_differences()}
+
+
 def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: Optional[str] = None,
                       texts: Optional[str | Path] = None,
                       columns: Sequence[Optional[str]] = ("response", "knowledge")) -> ReportInput:
@@ -299,7 +312,9 @@ def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: O
     data = load_results(inputs)
     if texts is not None:
         attach_texts(data, texts, columns)
+    comparison = comparison_of_files(inputs, data.notes) if len(inputs) > 1 else None
     write_html(output, data.rows, signatures=data.signatures, summary=data.summary,
                title=title or "Q² report: " + ", ".join(Path(s).name for s in data.sources),
-               sources=data.sources, config=data.config, version=data.version, notes=data.notes)
+               sources=data.sources, config=data.config, version=data.version, notes=data.notes,
+               comparison=comparison)
     return data

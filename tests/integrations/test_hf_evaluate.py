@@ -88,6 +88,11 @@ def test_load_by_path_compute_and_explain(evaluate_module, model_workdir):
     scored = [s for s in out["scores"] if s is not None]
     assert out["q2"] == pytest.approx(sum(scored) / len(scored))
     assert {"coverage", "fallback_rate", "q2_no_nli", "n_errors"} <= set(out)
+    if len(scored) == 2:  # an interval needs two scored responses
+        assert out["q2_ci_low"] <= out["q2"] <= out["q2_ci_high"] and out["q2_stderr"] >= 0
+    else:
+        assert out["q2_ci_low"] is None and out["q2_stderr"] is None
+    assert out["coverage_ci_low"] <= out["coverage"] <= out["coverage_ci_high"]
     assert out["explanations"][0]["status"] in ("scored", "fallback")
     assert "questions" in out["explanations"][0]
     plain = q2.compute(predictions=RESPONSES, knowledge=KNOWLEDGE)

@@ -24,14 +24,18 @@ from lm_eval.api.registry import (  # noqa: E402
 
 import q2_plugins.lm_eval_ext as ext  # noqa: E402
 from q2_plugins import Q2Config  # noqa: E402
+from q2_plugins.metric_names import PER_RESPONSE  # noqa: E402
 from q2_plugins.results import ResponseResult, ResponseStatus  # noqa: E402
+from q2_plugins.significance import mean_interval  # noqa: E402
 from tests.fakes import ScriptedScorer  # noqa: E402
 
 TINY_ENV = json.dumps({"qg_model": "q2-models/qg", "qa_model": "q2-models/qa", "nli_model": "q2-models/nli"})
 
 
 def test_metrics_and_filter_are_registered():
-    for name, higher in (("q2", True), ("q2_no_nli", True), ("q2_coverage", True), ("q2_fallback_rate", False)):
+    declared = [(m.framework_key, m.higher_is_better) for m in PER_RESPONSE]  # one declaration, read by lm-eval
+    assert declared == [("q2", True), ("q2_no_nli", True), ("q2_coverage", True), ("q2_fallback_rate", False)]
+    for name, higher in declared:
         assert get_metric(name) is ext.q2
         assert get_metric_aggregation(name) is get_aggregation("mean")
         assert is_higher_better(name) is higher
@@ -270,6 +274,11 @@ def test_docs_examples_run_offline(model_workdir, doc_blocks, monkeypatch, capsy
     (samples_file,) = (model_workdir / "out").rglob("samples_q2_wow_*.jsonl")
     samples = [json.loads(line) for line in samples_file.read_text().splitlines()]
     assert len(samples) == 8
+    # lm-eval's own standard error of the q2 mean is the core's (q2 score's summary) on the same per-document values
+    values = [s["q2"] for s in samples if s.get("q2") is not None]
+    stderr = mean_interval(len(values), sum(values), sum(v * v for v in values))[0]
+    reported = json.loads(results_file.read_text())["results"]["q2_wow"]["q2_stderr,none"]
+    assert reported == pytest.approx(stderr) if stderr is not None else reported in ("N/A", None)
     for sample in samples:
         details = sample["q2_details"]
         assert details["response"] == sample["filtered_resps"][0] and details["knowledge"] == sample["doc"]["knowledge"]

@@ -23,6 +23,7 @@ from parlai_ext.metric import Q2KnowledgeFieldError  # noqa: E402
 from parlai_ext.options import NO_KNOWLEDGE, config_from_opt  # noqa: E402
 from parlai_ext.testing import write_wow_data  # noqa: E402
 from q2_plugins import Q2Config, Q2Stats  # noqa: E402
+from q2_plugins.metric_names import by_key  # noqa: E402
 from q2_plugins.results import ResponseResult, ResponseStatus  # noqa: E402
 from tests.fakes import ScriptedScorer  # noqa: E402
 
@@ -79,6 +80,10 @@ def test_report_matches_offline_scoring_of_the_same_pairs(datapath, scorer, batc
     assert report["q2_coverage"] == pytest.approx(expected.coverage)
     assert report["q2_fallback_rate"] == pytest.approx(expected.fallback_rate)
     assert report["q2_errors"] == 0
+    for key, value in expected.intervals().items():  # the intervals of q2 score's summary, from the added sums
+        name = by_key(key).framework_key
+        assert (math.isnan(report[name]) if value is None else report[name] == pytest.approx(value)), name
+    assert report["q2_ci_low"] <= report["q2"] <= report["q2_ci_high"] and report["q2_coverage_ci_low"] < 1
     assert report["exs"] == 12 and "f1" in report  # ParlAI's own metrics are still there
     saved = json.loads((tmp_path / "r.json").read_text())["report"]
     for key in ("q2", "q2_coverage", "q2_fallback_rate"):
@@ -112,7 +117,7 @@ def test_per_example_file_from_the_metrics_own_calls(datapath, scorer, tmp_path)
 def test_same_numbers_with_any_batch_size(datapath, scorer):
     one = evaluate(datapath, metrics="q2", batchsize=1)
     four = evaluate(datapath, metrics="q2", batchsize=4)
-    for key in ("q2", "q2_no_nli", "q2_coverage", "q2_fallback_rate", "q2_no_knowledge"):
+    for key in ("q2", "q2_no_nli", "q2_coverage", "q2_fallback_rate", "q2_no_knowledge", "q2_ci_low", "q2_stderr"):
         assert one[key] == pytest.approx(four[key]), key
 
 

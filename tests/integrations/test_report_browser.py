@@ -13,6 +13,7 @@ import time
 import pytest
 
 from q2_plugins.cli import main
+from q2_plugins.compare import CompareConfig, compare_files
 from q2_plugins.components import NLILabel
 from q2_plugins.report import write_html
 from tests.browser import REPO, close_to, open_report, rgb, score_rgb, screenshot, start_chromium
@@ -105,6 +106,12 @@ def test_overview_shows_the_system_figures_and_every_response(driver, scripted):
     assert counts == {"responses": 5, "scored": s.n_scored, "with questions": s.n_with_questions,
                       "fallback": s.n_fallback, "no valid question": s.n_no_valid_question, "errors": 1}
     assert driver.find_element("css selector", "#summary .signature").text == result.signature
+    cis = {e.get_attribute("data-ci"): e.text for e in driver.find_elements("css selector", "#summary .ci")}
+    summary = result.stats.summary()
+    assert cis == {"q2": f"95% CI [{summary['q2_ci_low']:.4f}, {summary['q2_ci_high']:.4f}]",
+                   "coverage": f"95% CI [{100 * summary['coverage_ci_low']:.2f}%, "
+                               f"{100 * summary['coverage_ci_high']:.2f}%]"}
+    assert not driver.find_element("css selector", "#compare").is_displayed()  # one file: nothing to compare
     assert table_ids(driver) == [r["id"] for r in rows]
     statuses = js(driver, "return [...document.querySelectorAll('#rows tr.resp')].map(t => t.dataset.status)")
     assert statuses == ["scored", "scored", "fallback", "scored", "error"]
@@ -268,6 +275,36 @@ def test_replay_of_the_bundled_run_opens_with_real_questions(driver, tmp_path, c
     assert {c: float(s) for c, s in got.items()} == expected
     js(driver, "arguments[0].previousElementSibling.scrollIntoView()", detail)
     screenshot(driver, "report_replay_response.png")
+
+
+def test_a_report_of_several_systems_shows_the_paired_test_and_the_largest_differences(driver, tmp_path, capsys):
+    from q2_plugins.replay import bundled_original_run
+
+    paths = []
+    for steps, scores in zip(*bundled_original_run()):  # the four annotated subsets as four systems
+        paths.append(str(tmp_path / steps.name.replace("_out.steps.csv", ".jsonl")))
+        assert main(["replay", "--steps", str(steps), "--scores", str(scores), "--output", paths[-1]]) == 0
+    html = tmp_path / "systems.html"
+    assert main(["report", *paths, "--output", str(html)]) == 0
+    capsys.readouterr()
+    comparison = compare_files(paths, CompareConfig())  # what q2 compare prints, as objects
+    open_report(driver, html)
+    assert driver.find_element("css selector", "#compare").is_displayed()
+    cells = js(driver, "return [...document.querySelectorAll('#compare table.cmp[data-figure=q2] tbody tr')]"
+                       ".map(tr => [...tr.children].map(td => td.textContent))")
+    for system, figure, row in zip(comparison.systems, comparison.figures["q2"], cells):
+        assert row[0] == system.name and row[1] == f"{figure.value:.4f}"
+        assert row[2] == f"[{figure.interval.low:.4f}, {figure.interval.high:.4f}]"
+        if figure.p_value is not None:
+            assert row[5] == f"{figure.p_value:.4f}" + (" *" if figure.p_value < 0.05 else "")
+    gaps = js(driver, "return [...document.querySelectorAll('#compare table.diffs tbody tr')]"
+                      ".map(tr => [tr.dataset.id, tr.lastChild.textContent])")
+    largest = comparison.largest_differences()
+    assert gaps == [[str(d["id"]), f"{d['largest_gap']:.4f}"] for d in largest]
+    driver.find_element("css selector", f"#compare table.diffs tr[data-id='{largest[0]['id']}'] button").click()
+    shown = table_ids(driver)
+    assert len(shown) == len(paths) and all(i.endswith(f" {largest[0]['id']}") for i in shown)  # that id's rows
+    screenshot(driver, "report_systems_compared.png")
 
 
 def test_benchmark_script_measures_a_report(driver, tmp_path):

@@ -33,6 +33,10 @@ def test_replay_of_the_original_run_prints_the_paper_figures(shared_data, tmp_pa
     assert "| dodeca_consistent | 150 | 0.692 | 0.525 |" in text
     assert "| dodeca_inconsistent | 150 | 0.251 | 0.162 |" in text
     assert "| Q2 | 23 of 244 |" in text  # recorded Q² covers both responses of only 23 system-level contexts
+    q2_row = next(line for line in text.splitlines() if line.startswith("| Q2 | 23 of 244 |"))
+    assert q2_row.endswith("| 0.9697 |")  # the paper's figure beside the measured one, and why they differ:
+    assert "The paper's 0.9697 for Q2 comes from simulated systems drawn from all 244 contexts" in text
+    assert "only 23 of them" in text and "not comparable" in text
     report = json.loads((out / "report.json").read_text())
     rl = report["response_level"]["metrics"]
     assert round(100 * rl["Q2"]["accuracy"], 2) == 77.33 and round(100 * rl["Q2 w/o NLI"]["accuracy"], 2) == 73.50

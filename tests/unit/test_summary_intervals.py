@@ -1,0 +1,84 @@
+"""An interval on every system score: additive, the same as SciPy's closed forms, shown in the summary; the figure
+names come from one declaration, and every front end's result row from one serialiser."""
+
+from __future__ import annotations
+
+import io
+import json
+
+import numpy as np
+import pytest
+from scipy import stats as scipy_stats
+
+from q2_plugins import metric_names as M
+from q2_plugins.cli import main
+from q2_plugins.results import Q2Stats, ResponseResult, ResponseStatus, explained_row, print_summary
+
+
+def _responses(scores):
+    out = []
+    for i, s in enumerate(scores):
+        if s is None:
+            out.append(ResponseResult(i, ResponseStatus.NO_VALID_QUESTION))
+        else:
+            status = ResponseStatus.FALLBACK if i % 5 == 0 else ResponseStatus.SCORED
+            out.append(ResponseResult(i, status, score=s, score_no_nli=s, used_fallback=i % 5 == 0))
+    return out
+
+
+def test_intervals_add_across_parts_and_match_scipy():
+    rng = np.random.default_rng(0)
+    scores = [None if x < 0.1 else float(x) for x in rng.random(200)]
+    responses = _responses(scores)
+    whole = Q2Stats.of(responses)
+    parts = sum(Q2Stats.of(responses[i:i + 37]) for i in range(0, 200, 37))
+    assert parts.intervals() == pytest.approx(whole.intervals())
+    scored = np.array([s for s in scores if s is not None])
+    got = whole.summary()
+    assert got["q2_stderr"] == pytest.approx(scipy_stats.sem(scored))
+    low, high = scipy_stats.norm.interval(0.95, loc=scored.mean(), scale=scipy_stats.sem(scored))
+    assert (got["q2_ci_low"], got["q2_ci_high"]) == pytest.approx((low, high))
+    wilson = scipy_stats.binomtest(whole.n_with_questions, whole.n).proportion_ci(0.95, method="wilson")
+    assert (got["coverage_ci_low"], got["coverage_ci_high"]) == pytest.approx((wilson.low, wilson.high))
+
+
+def test_every_summary_figure_is_declared_once():
+    summary = Q2Stats.of(_responses([0.5, 1.0, None])).summary()
+    figures = [k for k in summary if not k.startswith("n")]
+    assert figures == [m.key for m in M.METRICS]
+    assert len({m.framework_key for m in M.METRICS}) == len(M.METRICS)
+    assert M.by_key("coverage").framework_key == "q2_coverage" and M.FALLBACK_RATE.higher_is_better is False
+    with pytest.raises(KeyError, match="declared"):
+        M.by_key("q2_coverage")
+
+
+def test_too_few_scores_give_no_interval_and_the_text_shows_one_when_there_is():
+    one = Q2Stats.of(_responses([0.5, None])).summary()
+    assert one["q2_stderr"] is None and one["q2_ci_low"] is None and one["coverage_ci_low"] is not None
+    out = io.StringIO()
+    print_summary(Q2Stats.of(_responses([0.2, 0.4, 0.9, 1.0])).summary(), "sig", "text", out)
+    q2_line, _, cov_line = out.getvalue().splitlines()[:3]
+    assert q2_line.startswith("Q2            0.6250  [0.") and "95% interval" in q2_line
+    assert "Wilson" in cov_line and "[" in cov_line
+
+
+def test_explained_row_order_and_signature():
+    res = ResponseResult(3, ResponseStatus.SCORED, score=0.5, score_no_nli=0.5, num_questions=1)
+    row = explained_row(res, ids={"id": "a"}, texts={"response": "r", "knowledge": "k"}, signature="sig")
+    assert list(row)[:4] == ["id", "response", "knowledge", "index"] and list(row)[-1] == "signature"
+    assert {k: row[k] for k in res.to_dict()} == res.to_dict()
+    assert "signature" not in explained_row(res)
+
+
+def test_replay_summary_has_no_q2_interval_and_its_rows_come_from_the_serialiser(tmp_path, capsys):
+    from q2_plugins.replay import bundled_original_run
+
+    steps, scores = bundled_original_run()
+    out = tmp_path / "replay.jsonl"
+    argv = ["replay", "--steps", str(steps[0]), "--scores", str(scores[0]), "--output", str(out), "--format", "json"]
+    assert main(argv) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["q2"] is None and summary["q2_ci_low"] is None and summary["q2_stderr"] is None
+    assert summary["coverage_ci_low"] <= summary["coverage"] <= summary["coverage_ci_high"]
+    row = json.loads(out.read_text().splitlines()[0])
+    assert list(row)[:5] == ["id", "source", "gold", "response", "knowledge"] and "index" in row
