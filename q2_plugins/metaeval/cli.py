@@ -94,6 +94,9 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     b.add_argument("--text-rules", action=argparse.BooleanOptionalAction, default=True,
                    help="for the taxonomy and stress experiments, also label every response by the BEGIN rules on "
                         "text signals alone (no Q2 evidence, no model; spaCy)")
+    b.add_argument("--taxonomy-model", metavar="DIR",
+                   help="for the taxonomy experiment, also label every response with a five-way model of q2 train "
+                        "--labels 5 (docs/training.md)")
     _add_experiment_flags(m)
     o = m.add_argument_group("output")
     o.add_argument("--output-dir", help="write report.json, report.md, report.html (plots embedded) and the PNG "
@@ -243,6 +246,10 @@ def run(args: argparse.Namespace) -> int:
     if args.text_rules and (("taxonomy" in options.experiments and has_begin_labels(data))
                             or ("stress" in options.experiments and data.pairs)):
         metrics.add([text_rule_labels(data.examples, spacy_model=config.spacy_model)], "text rules")
+    if args.taxonomy_model and "taxonomy" in options.experiments and has_begin_labels(data):
+        from .scores import taxonomy_model_labels
+
+        metrics.add([taxonomy_model_labels(data.examples, args.taxonomy_model)], "taxonomy model")
 
     _report(args, run_meta_eval(data, list(metrics), options, variants=variants))
     return 0
