@@ -306,7 +306,15 @@ def _write_meta(out: Any, args: argparse.Namespace, signature: Any, summary: dic
         "columns": {"response": args.response_column, "knowledge": args.knowledge_column,
                     "history": args.history_column},
         "exit_code": code,
+        **({"taxonomy_model": _taxonomy_model_id(args.taxonomy_model)} if args.taxonomy_model else {}),
     })
+
+
+def _taxonomy_model_id(path: str) -> str:
+    """The identity (content hash) of the five-way model that labelled the rows (``--taxonomy-model``)."""
+    from .signature import model_id
+
+    return model_id(path, None)
 
 
 def _with_texts(record: dict[str, Any], row: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:

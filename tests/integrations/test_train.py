@@ -128,6 +128,8 @@ def test_five_way_model_labels_in_score_and_the_api(five_way, tiny_config, tiny_
     rows = [json.loads(line) for line in (tmp_path / "s.jsonl").read_text().splitlines()]
     assert [r["label"] for r in rows] == model.predict(evidence, [p[1] for p in PAIRS], responses)
     assert all(r["label_reason"].endswith("model") for r in rows)
+    meta = json.loads((tmp_path / "s.jsonl.meta.json").read_text())
+    assert meta["taxonomy_model"].startswith("local:sha256:")
     assert main(["score", "--input", str(inputs), "--output", str(tmp_path / "x.jsonl"), "--taxonomy-model",
                  str(tiny_models["nli"])]) == 2
     assert "not BEGIN's five" in capsys.readouterr().err
