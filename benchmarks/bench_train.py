@@ -12,7 +12,7 @@
    same data; examples / s and the share of the machine's fp32 matmul peak (measured here, square ``torch.mm``),
    counting 6 FLOPs per parameter per token (forward + backward) plus attention.
 
-    python benchmarks/bench_train.py [--epochs 3] [--base-steps 3] [--threads 1] [--json out/bench_train.json]
+    python benchmarks/bench_train.py [--epochs 5] [--base-steps 3] [--threads 1] [--json out/bench_train.json]
 
 Measures and prints; asserts nothing. Timings are only meaningful as ratios within one run on a shared machine.
 """
@@ -157,8 +157,8 @@ def throughput(train_file: Path, tokenizer_dir: Path, work: Path, steps: int, ba
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
-    ap.add_argument("--epochs", type=float, default=3)
-    ap.add_argument("--batch", type=int, default=32)
+    ap.add_argument("--epochs", type=float, default=5)
+    ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=5e-4)
     ap.add_argument("--seed", type=int, default=0)
     ap.add_argument("--base-steps", type=int, default=3, help="bert-base-sized steps for throughput (0: skip)")
