@@ -430,7 +430,10 @@ def _perturb(args: argparse.Namespace) -> int:
 def _train(args: argparse.Namespace) -> int:
     from .train import run
 
-    return run(args)
+    try:
+        return run(args)
+    except ModuleNotFoundError as e:
+        raise SystemExit(f"q2 train: error: {e}") from None
 
 
 def _hooks(args: argparse.Namespace) -> int:

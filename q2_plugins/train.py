@@ -283,6 +283,10 @@ def train(options: TrainOptions) -> TrainResult:
 
     pairs = read_pairs(options.train_file, options)
     eval_pairs = read_pairs(options.eval_file, options) if options.eval_file else None
+    try:
+        import accelerate  # noqa: F401  (the Trainer needs it)
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError("q2 train needs accelerate: pip install -c constraints.txt '.[train]'") from None
     from transformers import DataCollatorWithPadding, Trainer, set_seed
 
     set_seed(options.seed)
