@@ -1,5 +1,5 @@
 """Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 compare``, ``q2 prefetch``, ``q2 meta-eval``,
-``q2 perturb``, ``q2 hooks``.
+``q2 perturb``, ``q2 train``, ``q2 hooks``.
 Config flags map one-to-one onto :class:`Q2Config`."""
 
 from __future__ import annotations
@@ -62,6 +62,9 @@ def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--explain", action="store_true", help="include every question, its answers, F1 and NLI label")
     g.add_argument("--begin-labels", "--labels", dest="labels", action="store_true",
                    help="add each response's BEGIN-style label (label, label3, label_reason; docs/taxonomy_stress.md)")
+    g.add_argument("--taxonomy-model", metavar="DIR",
+                   help="label responses with a five-way model of q2 train --labels 5 instead of the text rules "
+                        "(implies --begin-labels; the history column is its previous turn; docs/training.md)")
     g.add_argument("--html", help="also write an HTML report of the results here (implies --explain and "
                                   "--begin-labels)")
     g.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
@@ -151,6 +154,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_meta_eval_parser(sub, _add_config_flags)
     add_perturb_parser(sub)
+    from .train import add_parser as add_train_parser
+
+    add_train_parser(sub, _Help)
     add_hooks_parser(sub)
     add_compare_parser(sub)
     return parser
@@ -162,9 +168,12 @@ def _score(args: argparse.Namespace) -> int:
     from .scorer import Q2Scorer
 
     if args.engine == "ray":
+        if args.taxonomy_model:
+            raise ValueError("--taxonomy-model labels with the local engine; drop --engine ray")
         return _score_with_ray(args)
     if args.keep_min_score is not None:
         raise ValueError("--keep-min-score (filter mode) needs --engine ray")
+    taxonomy = _taxonomy_model(args.taxonomy_model) if args.taxonomy_model else None
     config = config_from_args(args)
     to_stdout = args.output == "-"
     if args.output and not to_stdout and Path(args.input).is_file() and same_file(args.input, args.output):
@@ -186,7 +195,7 @@ def _score(args: argparse.Namespace) -> int:
             nonlocal stats, signature, offset
             if not chunk:
                 return
-            result, problems = _score_chunk(scorer, chunk, args, required, progress)
+            result, problems = _score_chunk(scorer, chunk, args, required, progress, taxonomy)
             for row, problem, res in zip(chunk, problems, result.responses):
                 res.index += offset
                 if problem:
@@ -248,8 +257,14 @@ def _close(progress: Optional[Progress]) -> None:
         progress.close()
 
 
+def _taxonomy_model(path: str) -> Any:
+    from .train import TaxonomyModel
+
+    return TaxonomyModel(path)
+
+
 def _score_chunk(scorer: Any, chunk: list[dict[str, Any]], args: argparse.Namespace, required: Sequence[str],
-                 progress: Optional[Progress]) -> tuple[Any, list[Optional[str]]]:
+                 progress: Optional[Progress], taxonomy: Any = None) -> tuple[Any, list[Optional[str]]]:
     """Score one chunk of input rows; a row that could not be read or lacks a field is scored as missing, and its
     problem (returned per row) is its error."""
     from .io import missing_fields
@@ -259,7 +274,10 @@ def _score_chunk(scorer: Any, chunk: list[dict[str, Any]], args: argparse.Namesp
     values = [[None if p else row.get(c) for row, p in zip(chunk, problems)] for c in cols]
     result = scorer.score(responses=values[0], knowledge=values[1], history=values[2] if args.history_column else None,
                           explain=args.explain or bool(args.html), progress=progress or False,
-                          label=args.labels or bool(args.html))
+                          label=(args.labels or bool(args.html)) and taxonomy is None)
+    if taxonomy is not None:  # a trained five-way model labels instead of the text rules
+        taxonomy.label(result, responses=values[0], knowledge=values[1],
+                       history=values[2] if args.history_column else None)
     return result, problems
 
 
@@ -291,7 +309,15 @@ def _write_meta(out: Any, args: argparse.Namespace, signature: Any, summary: dic
         "columns": {"response": args.response_column, "knowledge": args.knowledge_column,
                     "history": args.history_column},
         "exit_code": code,
+        **({"taxonomy_model": _taxonomy_model_id(args.taxonomy_model)} if args.taxonomy_model else {}),
     })
+
+
+def _taxonomy_model_id(path: str) -> str:
+    """The identity (content hash) of the five-way model that labelled the rows (``--taxonomy-model``)."""
+    from .signature import model_id
+
+    return model_id(path, None)
 
 
 def _with_texts(record: dict[str, Any], row: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
@@ -415,6 +441,15 @@ def _compare(args: argparse.Namespace) -> int:
     return run(args)
 
 
+def _train(args: argparse.Namespace) -> int:
+    from .train import run
+
+    try:
+        return run(args)
+    except ModuleNotFoundError as e:
+        raise SystemExit(f"q2 train: error: {e}") from None
+
+
 def _hooks(args: argparse.Namespace) -> int:
     from .hooks import run
 
@@ -430,7 +465,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
-                "perturb": _perturb, "hooks": _hooks, "compare": _compare}[args.command](args)
+                "perturb": _perturb, "train": _train, "hooks": _hooks, "compare": _compare}[args.command](args)
     except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2

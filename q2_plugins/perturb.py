@@ -43,6 +43,9 @@ __all__ = [
     "invert",
     "entity_pool",
     "make_stress_pairs",
+    "PerturbOptions",
+    "options_from_args",
+    "stress_pairs",
 ]
 
 METHODS = ("negation", "entity_swap", "random_pairing", "inversion")
@@ -385,6 +388,45 @@ def make_stress_pairs(
 
 
 # -- command line: q2 perturb --------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class PerturbOptions:
+    """What ``q2 perturb`` does, as typed settings (the command line maps its flags one-to-one onto these).
+
+    ``recipe`` None makes stress pairs of one input with ``methods``; ``"begin"`` / ``"conv-fever"`` make a training
+    set (:mod:`q2_plugins.recipes`) from the grounded rows of every input. ``dataset`` says how an input is read:
+    ``wow`` (the Q² WoW folder: its consistent files), ``begin`` (BEGIN v1 or v2 TSV: its entailed / fully
+    attributable rows), ``table`` (any JSONL / CSV / TSV: the column settings and ``keep``), or ``auto`` (a folder is
+    ``wow``, a TSV with BEGIN's columns ``begin``, anything else ``table``).
+    """
+
+    inputs: tuple[str, ...]
+    output: str
+    recipe: Optional[str] = None
+    dataset: str = "auto"
+    input_format: Optional[str] = None
+    response_column: str = "response"
+    knowledge_column: str = "knowledge"
+    previous_column: Optional[str] = None
+    id_column: Optional[str] = None
+    topic_column: Optional[str] = None
+    keep: Optional[str] = None
+    methods: tuple[str, ...] = METHODS
+    seed: int = 0
+    spacy_model: str = "en_core_web_sm"
+    generator: Optional[str] = None
+    balance: bool = True
+
+    def __post_init__(self) -> None:
+        if not self.inputs:
+            raise ValueError("Name at least one --input")
+        if self.recipe is None and len(self.inputs) > 1:
+            raise ValueError("Stress pairs read one --input; several inputs go with --recipe begin|conv-fever")
+        if self.generator and self.recipe != "begin":
+            raise ValueError("--generator writes BEGIN's hallucinations: use it with --recipe begin")
+        if self.dataset not in ("auto", "wow", "begin", "table"):
+            raise ValueError(f"--dataset must be auto, wow, begin or table, got {self.dataset!r}")
+
+
 def _keep_filter(spec: Optional[str]) -> Optional[tuple[str, set[str]]]:
     if not spec:
         return None
@@ -396,64 +438,112 @@ def _keep_filter(spec: Optional[str]) -> Optional[tuple[str, set[str]]]:
 
 def add_parser(sub: Any) -> Any:
     """Add the ``perturb`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
-    p = sub.add_parser("perturb", help="turn a grounded-dialogue file into labelled stress pairs",
+    p = sub.add_parser("perturb", help="turn a grounded-dialogue file into labelled stress pairs or a training set",
                        description="Perturb each (response, knowledge) row: negation, entity swap, random pairing, "
                                    "subject/object inversion of the knowledge. Writes one JSONL pair per applicable "
-                                   "method; rows a method does not apply to are skipped and counted.")
-    p.add_argument("--input", required=True, help="JSONL or CSV/TSV file, one response per row")
-    p.add_argument("--output", required=True, help="JSONL file of stress pairs")
+                                   "method; rows a method does not apply to are skipped and counted. With --recipe "
+                                   "begin|conv-fever: a training set for q2 train (docs/training.md).")
+    p.add_argument("--input", action="append", required=True,
+                   help="JSONL or CSV/TSV file, one response per row (a recipe takes several --input, and a Q2 WoW "
+                        "folder or a BEGIN TSV as they are)")
+    p.add_argument("--output", required=True, help="JSONL file of stress pairs or training examples")
+    p.add_argument("--recipe", choices=("begin", "conv-fever"),
+                   help="make a training set: BEGIN's balanced five-label silver set, or Conv-FEVER's data")
+    p.add_argument("--dataset", choices=("auto", "wow", "begin", "table"), default="auto",
+                   help="how each --input is read (recipes; auto: a folder is wow, a TSV with BEGIN columns begin)")
+    p.add_argument("--generator", metavar="MODEL",
+                   help="--recipe begin: a causal or seq2seq LM writes the hallucinations from related evidence "
+                        "(default: the related evidence's own response)")
+    p.add_argument("--no-balance", dest="balance", action="store_false",
+                   help="--recipe begin: keep every example instead of as many per label as the rarest has")
     p.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
     p.add_argument("--response-column", default="response")
     p.add_argument("--knowledge-column", default="knowledge")
+    p.add_argument("--previous-column", help="previous turn, for recipes (default: 'previous turn', "
+                                             "'previous_turn' or 'message' when the file has one)")
     p.add_argument("--id-column", help="row ids (default: 'id' when the file has it, else the row number)")
     p.add_argument("--topic-column", help="topics for the random pairing (default: 'topic' when the file has it)")
     p.add_argument("--keep", metavar="COLUMN=VALUE[,VALUE]",
                    help="only rows whose COLUMN is one of the values, e.g. 'gold label=entailment' for BEGIN")
-    p.add_argument("--methods", default=",".join(METHODS), help=f"comma-separated from {list(METHODS)} (default: all)")
+    p.add_argument("--methods", default=",".join(METHODS),
+                   help=f"stress pairs: comma-separated from {list(METHODS)} (default: all)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--spacy-model", default="en_core_web_sm")
     p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
     return p
 
 
-def run(args: Any) -> int:
-    """``q2 perturb``: read, perturb, write the pairs, print what was made and skipped."""
+def options_from_args(args: Any) -> PerturbOptions:
+    """The typed settings of a parsed ``q2 perturb`` command line."""
+    return PerturbOptions(
+        inputs=tuple(args.input), output=args.output, recipe=args.recipe, dataset=args.dataset,
+        input_format=args.input_format, response_column=args.response_column,
+        knowledge_column=args.knowledge_column, previous_column=args.previous_column, id_column=args.id_column,
+        topic_column=args.topic_column, keep=args.keep,
+        methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()), seed=args.seed,
+        spacy_model=args.spacy_model, generator=args.generator, balance=args.balance)
+
+
+def _write_jsonl(path: str, items: Sequence[Any]) -> None:
     import json
 
+    with open(path, "w", encoding="utf-8") as f:
+        for item in items:
+            f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
+
+
+def stress_pairs(options: PerturbOptions) -> dict[str, Any]:
+    """Read ``options.inputs[0]``, make its stress pairs, write them to ``options.output``; returns the summary."""
     from .io import read_checked_rows
 
-    keep = _keep_filter(args.keep)
-    methods = tuple(m.strip() for m in args.methods.split(",") if m.strip())
-    required = (args.response_column, args.knowledge_column) + tuple(
-        c for c in (args.id_column, args.topic_column, keep[0] if keep else None) if c)
+    path = options.inputs[0]
+    keep = _keep_filter(options.keep)
+    required = (options.response_column, options.knowledge_column) + tuple(
+        c for c in (options.id_column, options.topic_column, keep[0] if keep else None) if c)
     hint = "Name the right ones with --response-column / --knowledge-column / --id-column / --topic-column / --keep"
-    rows = list(read_checked_rows(args.input, args.input_format, required, hint=hint))
+    rows = list(read_checked_rows(path, options.input_format, required, hint=hint))
     n_read = len(rows)
     if keep:
         rows = [(n, row) for n, row in rows if str(row[keep[0]]).strip() in keep[1]]
     first = rows[0][1] if rows else {}
-    id_column = args.id_column or ("id" if "id" in first else None)
-    topic_column = args.topic_column or ("topic" if "topic" in first else None)
+    id_column = options.id_column or ("id" if "id" in first else None)
+    topic_column = options.topic_column or ("topic" if "topic" in first else None)
     pairs, report = make_stress_pairs(
-        responses=[row[args.response_column] for _, row in rows],
-        knowledge=[row[args.knowledge_column] for _, row in rows],
+        responses=[row[options.response_column] for _, row in rows],
+        knowledge=[row[options.knowledge_column] for _, row in rows],
         ids=[row.get(id_column) if id_column else n for n, row in rows],
         topics=[row.get(topic_column) for _, row in rows] if topic_column else None,
-        methods=methods, seed=args.seed, spacy_model=args.spacy_model,
+        methods=options.methods, seed=options.seed, spacy_model=options.spacy_model,
     )
-    with open(args.output, "w", encoding="utf-8") as f:
-        for pair in pairs:
-            f.write(json.dumps(pair.to_dict(), ensure_ascii=False) + "\n")
-    summary = {"input": args.input, "n_read": n_read, "keep": args.keep, "output": args.output,
-               "n_pairs": len(pairs), "id_column": id_column, "topic_column": topic_column, **report.to_dict()}
-    if args.format == "json":
-        print(json.dumps(summary, indent=2, ensure_ascii=False))
-        return 0
-    kept = f" ({report.n_rows} kept by --keep {args.keep})" if keep else ""
-    print(f"q2 perturb: {n_read} rows read{kept}, seed {args.seed}, topics: {topic_column or 'none'}")
-    print("| method | pairs | skipped | why skipped |\n|---|---|---|---|")
+    _write_jsonl(options.output, pairs)
+    return {"input": path, "n_read": n_read, "keep": options.keep, "output": options.output,
+            "n_pairs": len(pairs), "id_column": id_column, "topic_column": topic_column, **report.to_dict()}
+
+
+def run(args: Any) -> int:
+    """``q2 perturb``: map the flags onto :class:`PerturbOptions`, make the pairs or the training set, print the
+    summary."""
+    import json
+
+    options = options_from_args(args)
+    if options.recipe is not None:
+        from .recipes import run_recipe
+
+        summary, lines = run_recipe(options)
+    else:
+        summary = stress_pairs(options)
+        lines = _stress_lines(summary, options)
+    print(json.dumps(summary, indent=2, ensure_ascii=False) if args.format == "json" else "\n".join(lines))
+    return 0
+
+
+def _stress_lines(summary: dict[str, Any], options: PerturbOptions) -> list[str]:
+    kept = f" ({summary['n_rows']} kept by --keep {options.keep})" if options.keep else ""
+    lines = [f"q2 perturb: {summary['n_read']} rows read{kept}, seed {options.seed}, "
+             f"topics: {summary['topic_column'] or 'none'}", "| method | pairs | skipped | why skipped |",
+             "|---|---|---|---|"]
     for method, m in summary["methods"].items():
         why = "; ".join(f"{reason}: {count}" for reason, count in m["reasons"].items())
-        print(f"| {method} | {m['pairs']} | {m['skipped']} | {why} |")
-    print(f"wrote {len(pairs)} pairs to {args.output}")
-    return 0
+        lines.append(f"| {method} | {m['pairs']} | {m['skipped']} | {why} |")
+    lines.append(f"wrote {summary['n_pairs']} pairs to {options.output}")
+    return lines

@@ -8,7 +8,7 @@ PY=${PYTHON:-python3}
 PIP=(.venv/bin/python -m pip --disable-pip-version-check -q)
 "${PIP[@]}" install -c constraints.txt --upgrade pip
 "${PIP[@]}" install -c constraints.txt torch==2.13.0
-"${PIP[@]}" install -c constraints.txt -e ".[${Q2_EXTRAS:-dev,evaluate,lm-eval,metaeval,bertscore,report-tests,ray}]"
+"${PIP[@]}" install -c constraints.txt -e ".[${Q2_EXTRAS:-dev,evaluate,lm-eval,metaeval,bertscore,train,report-tests,ray}]"
 # the start-up hook for evaluate.load("q2") and ParlAI's --metrics q2 (editable installs do not get it from pip)
 .venv/bin/q2 hooks install
 # Headless Chromium for the HTML report's browser tests (apt-get as root when missing; Q2_BROWSER=0 skips)

@@ -102,6 +102,9 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     b.add_argument("--text-rules", action=argparse.BooleanOptionalAction, default=True,
                    help="for the taxonomy and stress experiments, also label every response by the BEGIN rules on "
                         "text signals alone (no Q2 evidence, no model; spaCy)")
+    b.add_argument("--taxonomy-model", metavar="DIR",
+                   help="for the taxonomy experiment, also label every response with a five-way model of q2 train "
+                        "--labels 5 (docs/training.md)")
     _add_experiment_flags(m)
     o = m.add_argument_group("output")
     o.add_argument("--output-dir", help="write report.json, report.md, report.html (plots embedded) and the PNG "
@@ -184,7 +187,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
         save_scores=args.save_scores, export_inputs=args.export_inputs, baselines=_baseline_names(args.baselines),
         bertscore_model=args.bertscore_model, bertscore_num_layers=args.bertscore_num_layers,
         bertscore_rescale=args.bertscore_rescale, bertscore_batch_size=args.bertscore_batch_size,
-        meteor_synonyms=args.meteor_synonyms, text_rules=args.text_rules, experiments=args.experiments,
+        meteor_synonyms=args.meteor_synonyms, text_rules=args.text_rules, taxonomy_model=args.taxonomy_model,
+        experiments=args.experiments,
         options=_experiment_options(args), output_dir=args.output_dir, plots=not args.no_plots,
         progress=not args.no_progress, config=config_from_args(args),
     )

@@ -74,6 +74,8 @@ class MetaEvalSettings:
     bertscore_batch_size: int = 64
     meteor_synonyms: str = "none"
     text_rules: bool = True
+    #: a five-way model saved by ``q2 train --labels 5``: its BEGIN labels beside the text rules'
+    taxonomy_model: Optional[str] = None
     experiments: Optional[tuple[str, ...]] = None
     options: MetaEvalOptions = field(default_factory=MetaEvalOptions)
     output_dir: Optional[str] = None
@@ -242,6 +244,10 @@ def evaluate(settings: MetaEvalSettings) -> Any:
     if settings.text_rules and (("taxonomy" in options.experiments and has_begin_labels(data))
                                 or ("stress" in options.experiments and data.pairs)):
         metrics.add([text_rule_labels(data.examples, spacy_model=config.spacy_model)], "text rules")
+    if settings.taxonomy_model and "taxonomy" in options.experiments and has_begin_labels(data):
+        from .scores import taxonomy_model_labels
+
+        metrics.add([taxonomy_model_labels(data.examples, settings.taxonomy_model)], "taxonomy model")
     return run_meta_eval(data, list(metrics), options, variants=variants)
 
 

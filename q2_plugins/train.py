@@ -1,0 +1,509 @@
+"""``q2 train``: fine-tune a sequence classifier on BEGIN-style or Conv-FEVER-style data, and use what it makes.
+
+The input of every example is BEGIN's: "evidence + previous turn" as premise, the response as hypothesis. Labels are
+BEGIN's five (``labels=5``) or the three-way view (``labels=3``: entailment / neutral / contradiction, the five folded
+as BEGIN folds them; Conv-FEVER's consistent / inconsistent and FEVER's supports / refutes / not enough info map to
+entailment / contradiction / neutral). Training is the Hugging Face ``Trainer``; the output folder holds the model
+(safetensors), its tokenizer, ``id2label``, a model card (``README.md``: base, recipe, seed, data hash, evaluation
+figures) and ``training_curve.png``. A three-way model is an NLI model Q² loads as ``nli_model``; a five-way model
+labels responses (:class:`TaxonomyModel`).
+
+torch and transformers are imported only when a model is trained or loaded; a bad training file is rejected before.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from .io import InputFormatError
+from .taxonomy import COARSE, LABELS, LABELS3
+
+__all__ = [
+    "TrainDataError",
+    "TrainOptions",
+    "LabelledPair",
+    "TrainResult",
+    "label_names",
+    "read_pairs",
+    "train",
+    "evaluate_labels",
+    "TaxonomyModel",
+]
+
+_EVIDENCE = ("evidence", "knowledge")
+_PREVIOUS = ("previous_turn", "previous turn", "message", "history")
+_LABEL = ("label", "gold label")
+_TO3 = {**COARSE, "neutral": "neutral", "consistent": "entailment", "inconsistent": "contradiction",
+        "supports": "entailment", "refutes": "contradiction", "not enough info": "neutral"}
+
+
+class TrainDataError(InputFormatError):
+    """A training or evaluation file that cannot be used; the message says what to change."""
+
+
+def label_names(n_labels: int) -> tuple[str, ...]:
+    """The label set of a ``labels=3`` or ``labels=5`` model, in its ``id2label`` order."""
+    if n_labels not in (3, 5):
+        raise ValueError(f"--labels must be 3 or 5, got {n_labels}")
+    return LABELS3 if n_labels == 3 else LABELS
+
+
+@dataclass(frozen=True)
+class TrainOptions:
+    """What ``q2 train`` does; the names and meanings of the training settings are the ``TrainingArguments`` ones.
+
+    ``max_steps`` > 0 overrides ``num_train_epochs``; ``save_steps`` 0 saves a checkpoint at each epoch's end.
+    ``init_from`` (a folder ``q2 train`` wrote, or any classifier) starts a second stage from its weights instead of
+    ``base``'s; its classification head is kept when its labels are this run's, else made anew.
+    """
+
+    train_file: str
+    output_dir: str
+    labels: int = 3
+    base: str = "bert-base-uncased"
+    init_from: Optional[str] = None
+    eval_file: Optional[str] = None
+    evidence_column: Optional[str] = None
+    previous_column: Optional[str] = None
+    response_column: str = "response"
+    label_column: Optional[str] = None
+    input_format: Optional[str] = None
+    max_length: int = 256
+    learning_rate: float = 2e-5
+    num_train_epochs: float = 3.0
+    max_steps: int = -1
+    per_device_train_batch_size: int = 16
+    per_device_eval_batch_size: int = 32
+    gradient_accumulation_steps: int = 1
+    warmup_ratio: float = 0.0
+    weight_decay: float = 0.0
+    seed: int = 42
+    logging_steps: int = 10
+    save_steps: int = 0
+    resume_from_checkpoint: Optional[str] = None
+    bf16: bool = False
+    progress: bool = True
+
+    def __post_init__(self) -> None:
+        label_names(self.labels)
+        if not 0.0 <= self.warmup_ratio < 1.0:
+            raise ValueError(f"--warmup-ratio must be in [0, 1), got {self.warmup_ratio}")
+        for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_length", "logging_steps"):
+            if getattr(self, name) < 1:
+                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+        if self.learning_rate <= 0:
+            raise ValueError(f"--learning-rate must be positive, got {self.learning_rate}")
+
+
+@dataclass(frozen=True)
+class LabelledPair:
+    """One classifier input: premise (evidence + previous turn), hypothesis (response) and label."""
+
+    premise: str
+    hypothesis: str
+    label: str
+
+
+@dataclass
+class TrainResult:
+    """Where the model went and what was measured: train / eval figures, throughput, the log history."""
+
+    output_dir: str
+    n_train: int
+    label_counts: dict[str, int]
+    data_sha256: str
+    labels: list[str] = field(default_factory=list)
+    eval: dict[str, Any] = field(default_factory=dict)
+    train_seconds: float = 0.0
+    examples_per_second: float = 0.0
+    log_history: list[dict[str, Any]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _column(first: dict[str, Any], given: Optional[str], candidates: Sequence[str], what: str, flag: str,
+            path: str, required: bool = True) -> Optional[str]:
+    if given:
+        if given not in first:
+            raise TrainDataError(f"{path} has no {what} column {given!r} (its columns: {sorted(first)}); fix {flag}")
+        return given
+    found = next((c for c in candidates if c in first), None)
+    if found is None and required:
+        raise TrainDataError(f"{path} has no {what} column ({' / '.join(candidates)}; its columns: "
+                             f"{sorted(first)}); name it with {flag}")
+    return found
+
+
+def _label(value: Any, n_labels: int, where: str) -> str:
+    text = str(value).strip().lower() if value is not None else ""
+    if n_labels == 5:
+        if text not in LABELS:
+            raise TrainDataError(f"{where}: label {value!r} is not one of BEGIN's five labels {list(LABELS)} "
+                                 f"(a 3-way file trains with --labels 3)")
+        return text
+    if text not in _TO3:
+        raise TrainDataError(f"{where}: label {value!r} is unknown for --labels 3; expected one of {sorted(_TO3)}")
+    return _TO3[text]
+
+
+def read_pairs(path: str, options: TrainOptions) -> list[LabelledPair]:
+    """The labelled pairs of a JSONL / CSV / TSV file (``q2 perturb --recipe`` output, BEGIN's TSV, any table); a
+    missing column, an unknown label or an empty file raises :class:`TrainDataError` naming what to fix."""
+    from .io import read_checked_rows
+
+    if not Path(path).is_file():
+        raise TrainDataError(f"No training data file {path}")
+    rows = list(read_checked_rows(path, options.input_format, (), error=TrainDataError))
+    if not rows:
+        raise TrainDataError(f"{path} holds no rows")
+    first = rows[0][1]
+    evidence = _column(first, options.evidence_column, _EVIDENCE, "evidence", "--evidence-column", path)
+    previous = _column(first, options.previous_column, _PREVIOUS, "previous-turn", "--previous-column", path,
+                       required=False)
+    response = _column(first, options.response_column, (), "response", "--response-column", path)
+    label = _column(first, options.label_column, _LABEL, "label", "--label-column", path)
+    pairs = []
+    for n, row in rows:
+        where = f"{path} row {n}"
+        if "__error__" in row:
+            raise TrainDataError(f"{where}: {row['__error__']}")
+        texts = [row.get(c) for c in (evidence, response)]
+        if not all(isinstance(t, str) and t.strip() for t in texts):
+            raise TrainDataError(f"{where}: empty or missing {evidence!r} or {response!r}")
+        prev = row.get(previous) if previous else None
+        premise = f"{texts[0].strip()} {prev.strip()}" if isinstance(prev, str) and prev.strip() else texts[0].strip()
+        pairs.append(LabelledPair(premise, texts[1].strip(), _label(row.get(label), options.labels, where)))  # type: ignore[union-attr]
+    return pairs
+
+
+def _sha256(path: str) -> str:
+    return hashlib.sha256(Path(path).read_bytes()).hexdigest()
+
+
+def evaluate_labels(gold: Sequence[str], predicted: Sequence[str]) -> dict[str, Any]:
+    """Accuracy and macro-F1 (over the labels present in the gold or the predicted labels) of predicted labels, with
+    the three-way figures of five-way labels, the majority label's accuracy and the confusion counts."""
+    if len(gold) != len(predicted):
+        raise ValueError(f"Expected as many predictions as gold labels, got {len(predicted)} for {len(gold)}")
+    five = all(g in LABELS for g in gold) and all(p in LABELS for p in predicted)
+    out: dict[str, Any] = {"n": len(gold)}
+    views = [("5way", LABELS, gold, predicted)] if five else []
+    views.append(("3way", LABELS3, [_TO3[g] for g in gold], [_TO3[p] for p in predicted]))
+    for name, labels, g, p in views:
+        majority, m_count = Counter(g).most_common(1)[0] if g else ("", 0)
+        f1 = []
+        for label in labels:
+            tp = sum(a == b == label for a, b in zip(g, p))
+            n_gold, n_pred = g.count(label), p.count(label)
+            if n_gold or n_pred:  # the labels present in the gold or the predicted labels, as q2 meta-eval
+                f1.append(2 * tp / (n_gold + n_pred) if n_gold + n_pred else 0.0)
+        out[name] = {"accuracy": sum(a == b for a, b in zip(g, p)) / len(g) if g else 0.0,
+                     "macro_f1": sum(f1) / len(f1) if f1 else 0.0, "majority_label": majority,
+                     "majority_accuracy": m_count / len(g) if g else 0.0,
+                     "confusion": {a: {b: sum(x == a and y == b for x, y in zip(g, p)) for b in labels}
+                                   for a in labels}}
+    return out
+
+
+def _premise_order(model_labels: dict[int, str], wanted: Sequence[str]) -> tuple[str, ...]:
+    """``wanted`` in the order of a starting checkpoint's labels when they are the same labels (its head is kept)."""
+    have = [str(model_labels[i]).lower() for i in sorted(model_labels)]
+    return tuple(have) if sorted(have) == sorted(wanted) else tuple(wanted)
+
+
+def _load_for_training(options: TrainOptions) -> tuple[Any, Any, tuple[str, ...]]:
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+
+    from .errors import ModelLoadError
+
+    start = options.init_from or options.base
+    flag = "--init-from" if options.init_from else "--base"
+    try:
+        config = AutoConfig.from_pretrained(start)
+        order = _premise_order(getattr(config, "id2label", None) or {}, label_names(options.labels))
+        model = AutoModelForSequenceClassification.from_pretrained(
+            start, num_labels=len(order), id2label=dict(enumerate(order)),
+            label2id={name: i for i, name in enumerate(order)}, ignore_mismatched_sizes=True)
+        tokenizer = AutoTokenizer.from_pretrained(start)
+    except (OSError, ValueError) as e:
+        raise ModelLoadError(f"{flag} {start} could not be loaded as a sequence classifier "
+                             f"({str(e).splitlines()[0]}); name a local folder or a hub model") from None
+    return model, tokenizer, order
+
+
+class _Encoded:
+    """A tokenised, labelled data set the ``Trainer`` reads (a plain sequence of feature dicts)."""
+
+    def __init__(self, pairs: Sequence[LabelledPair], tokenizer: Any, order: Sequence[str], max_length: int) -> None:
+        enc = tokenizer([p.premise for p in pairs], [p.hypothesis for p in pairs], truncation=True,
+                        max_length=max_length)
+        ids = {name: i for i, name in enumerate(order)}
+        self.items = [{**{k: v[i] for k, v in enc.items()}, "labels": ids[p.label]} for i, p in enumerate(pairs)]
+
+    def __len__(self) -> int:
+        return len(self.items)
+
+    def __getitem__(self, i: int) -> dict[str, Any]:
+        return self.items[i]
+
+
+def _training_args(options: TrainOptions, has_eval: bool) -> Any:
+    from transformers import TrainingArguments
+
+    save = dict(save_strategy="steps", save_steps=options.save_steps) if options.save_steps > 0 else dict(
+        save_strategy="epoch")
+    return TrainingArguments(
+        output_dir=options.output_dir, learning_rate=options.learning_rate,
+        num_train_epochs=options.num_train_epochs, max_steps=options.max_steps,
+        per_device_train_batch_size=options.per_device_train_batch_size,
+        per_device_eval_batch_size=options.per_device_eval_batch_size,
+        gradient_accumulation_steps=options.gradient_accumulation_steps, warmup_steps=options.warmup_ratio,
+        weight_decay=options.weight_decay, seed=options.seed, data_seed=options.seed, bf16=options.bf16,
+        logging_steps=options.logging_steps, logging_first_step=True, report_to="none",
+        eval_strategy="epoch" if has_eval else "no", disable_tqdm=not options.progress,
+        dataloader_num_workers=0, dataloader_pin_memory=False, **save)
+
+
+def _predict(trainer: Any, data: _Encoded, order: Sequence[str]) -> list[str]:
+    logits = trainer.predict(data).predictions
+    logits = logits[0] if isinstance(logits, tuple) else logits
+    return [order[int(i)] for i in logits.argmax(-1)]
+
+
+def train(options: TrainOptions) -> TrainResult:
+    """Fine-tune, save the model folder (weights, tokenizer, ``id2label``, model card, training curve) and return
+    what was measured. The training file (and evaluation file) are checked before any model is loaded."""
+    import time
+
+    pairs = read_pairs(options.train_file, options)
+    eval_pairs = read_pairs(options.eval_file, options) if options.eval_file else None
+    try:
+        import accelerate  # noqa: F401  (the Trainer needs it)
+    except ModuleNotFoundError:
+        raise ModuleNotFoundError("q2 train needs accelerate: pip install -c constraints.txt '.[train]'") from None
+    from transformers import DataCollatorWithPadding, Trainer, set_seed
+
+    set_seed(options.seed)
+    model, tokenizer, order = _load_for_training(options)
+    train_data = _Encoded(pairs, tokenizer, order, options.max_length)
+    eval_data = _Encoded(eval_pairs, tokenizer, order, options.max_length) if eval_pairs else None
+    trainer = Trainer(model=model, args=_training_args(options, eval_data is not None), train_dataset=train_data,
+                      eval_dataset=eval_data, data_collator=DataCollatorWithPadding(tokenizer),
+                      processing_class=tokenizer)
+    start = time.perf_counter()
+    output = trainer.train(resume_from_checkpoint=options.resume_from_checkpoint)
+    seconds = time.perf_counter() - start
+    trainer.save_model(options.output_dir)
+    tokenizer.save_pretrained(options.output_dir)
+    result = TrainResult(
+        output_dir=options.output_dir, n_train=len(pairs), label_counts=dict(Counter(p.label for p in pairs)),
+        data_sha256=_sha256(options.train_file), labels=list(order), train_seconds=seconds,
+        examples_per_second=float(output.metrics.get("train_samples_per_second", 0.0)),
+        log_history=list(trainer.state.log_history))
+    if eval_data is not None and eval_pairs:
+        result.eval = evaluate_labels([p.label for p in eval_pairs], _predict(trainer, eval_data, order))
+        result.eval["file"] = options.eval_file
+        result.eval["sha256"] = _sha256(options.eval_file)  # type: ignore[arg-type]
+    _write_card(options, result, _recipes(options.train_file))
+    _plot_curve(result.log_history, Path(options.output_dir) / "training_curve.png")
+    return result
+
+
+def _recipes(path: str) -> dict[str, int]:
+    """How many training rows each ``q2 perturb`` recipe made (a file without a ``recipe`` field: none)."""
+    from .io import read_checked_rows
+
+    return dict(Counter(str(row["recipe"]) for _, row in read_checked_rows(path, None, (), error=TrainDataError)
+                        if row.get("recipe")))
+
+
+def _first_base(options: TrainOptions) -> str:
+    """The base a run starts from: with ``init_from``, the base recorded by the ``q2 train`` run that wrote it."""
+    if not options.init_from:
+        return options.base
+    record = Path(options.init_from, "q2_train.json")
+    if record.is_file():
+        return str(json.loads(record.read_text(encoding="utf-8"))["options"]["base"])
+    return options.init_from
+
+
+def _write_card(options: TrainOptions, result: TrainResult, recipes: dict[str, int]) -> None:
+    from . import __version__
+
+    settings = {k: v for k, v in asdict(options).items() if k not in ("progress", "output_dir")}
+    settings["base"] = _first_base(options)
+    lines = ["---", "library_name: transformers", "pipeline_tag: text-classification",
+             f"base_model: {options.init_from or options.base}", "tags: [q2-plugins, begin, factual-consistency]",
+             "---", "", f"# {Path(options.output_dir).name}: {options.labels}-way BEGIN-style classifier", "",
+             "Input: premise = evidence + previous turn, hypothesis = response. Trained with `q2 train` "
+             f"(q2_plugins {__version__}).", "",
+             f"- base: `{_first_base(options)}`" + (f"; second stage from `{options.init_from}`"
+                                                   if options.init_from else ""),
+             f"- labels (id2label order): {', '.join(result.labels)}",
+             f"- recipe: {', '.join(f'{k} ({v} rows)' for k, v in recipes.items()) or 'none recorded in the file'}",
+             f"- seed: {options.seed}",
+             f"- training data: `{options.train_file}`, {result.n_train} examples, sha256 `{result.data_sha256}`",
+             f"- label counts: {json.dumps(result.label_counts)}",
+             f"- training: {result.train_seconds:.1f} s, {result.examples_per_second:.2f} examples/s", ""]
+    if result.eval:
+        lines += [f"## Evaluation on `{result.eval['file']}` (n={result.eval['n']}, sha256 `{result.eval['sha256']}`)",
+                  "", "| view | accuracy | macro-F1 | majority label | majority accuracy |", "|---|---|---|---|---|"]
+        for view in ("3way", "5way"):
+            if view in result.eval:
+                e = result.eval[view]
+                lines.append(f"| {view[0]}-way | {100 * e['accuracy']:.2f}% | {100 * e['macro_f1']:.1f} | "
+                             f"{e['majority_label']} | {100 * e['majority_accuracy']:.2f}% |")
+        lines.append("")
+    lines += ["## Settings", "", "```json", json.dumps(settings, indent=2), "```", "",
+              "![training curve](training_curve.png)", ""]
+    Path(options.output_dir, "README.md").write_text("\n".join(lines), encoding="utf-8")
+    Path(options.output_dir, "q2_train.json").write_text(json.dumps(
+        {"options": settings, "recipes": recipes, **{k: v for k, v in result.to_dict().items()
+                                                     if k != "log_history"}}, indent=2), encoding="utf-8")
+
+
+def _plot_curve(history: Sequence[dict[str, Any]], path: Path) -> Optional[Path]:
+    """Training loss (and evaluation loss) by step; None when matplotlib (the ``metaeval`` extra) is missing."""
+    try:
+        import matplotlib
+
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ModuleNotFoundError:
+        return None
+    fig, ax = plt.subplots(figsize=(6, 4))
+    for key, style in (("loss", "-o"), ("eval_loss", "-s")):
+        points = [(h["step"], h[key]) for h in history if key in h]
+        if points:
+            ax.plot(*zip(*points), style, label=key.replace("_", " "), markersize=3)
+    ax.set_xlabel("optimizer step")
+    ax.set_ylabel("cross-entropy loss")
+    ax.set_title("q2 train: training curve")
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=100)
+    plt.close(fig)
+    return path
+
+
+class TaxonomyModel:
+    """A five-way classifier ``q2 train --labels 5`` wrote, labelling responses with BEGIN's labels.
+
+    ``predict`` takes evidence, previous turns (or None) and responses and returns one label per response, batched.
+    ``label(result, ...)`` attaches them to a :class:`~q2_plugins.results.Q2Result` (``label``, ``label3``,
+    ``label_reason``), as ``Q2Scorer.label`` does with the text rules.
+    """
+
+    def __init__(self, path: str, *, batch_size: int = 32, max_length: int = 256, device: str = "cpu") -> None:
+        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+        from .errors import ModelLoadError
+
+        try:
+            self.tokenizer = AutoTokenizer.from_pretrained(path)
+            self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
+        except (OSError, ValueError) as e:
+            raise ModelLoadError(f"--taxonomy-model {path} could not be loaded ({str(e).splitlines()[0]})") from None
+        names = [str(self.model.config.id2label[i]).lower() for i in range(self.model.config.num_labels)]
+        if sorted(names) != sorted(LABELS):
+            raise ModelLoadError(f"--taxonomy-model {path} has labels {names}, not BEGIN's five {list(LABELS)}: "
+                                 f"train it with q2 train --labels 5")
+        self.path, self.names, self.batch_size, self.max_length, self.device = path, names, batch_size, max_length, \
+            device
+
+    def predict(self, evidence: Sequence[str], previous: Optional[Sequence[Optional[str]]],
+                responses: Sequence[str]) -> list[str]:
+        import torch
+
+        prev = previous if previous is not None else [None] * len(responses)
+        premises = [f"{e} {p}" if p else e for e, p in zip(evidence, prev)]
+        out: list[str] = []
+        for s in range(0, len(responses), self.batch_size):
+            enc = self.tokenizer(premises[s:s + self.batch_size], list(responses[s:s + self.batch_size]),
+                                 truncation=True, max_length=self.max_length, padding=True,
+                                 return_tensors="pt").to(self.device)
+            with torch.no_grad():
+                out += [self.names[int(i)] for i in self.model(**enc).logits.argmax(-1)]
+        return out
+
+    def label(self, result: Any, *, responses: Sequence[Any], knowledge: Sequence[Any],
+              history: Optional[Sequence[Any]] = None) -> Any:
+        """Label the responses of ``result`` in place (a row with an error or an empty text is not labelled)."""
+        from .results import ResponseStatus
+
+        ok = [i for i, r in enumerate(result.responses) if r.status != ResponseStatus.ERROR
+              and isinstance(responses[i], str) and isinstance(knowledge[i], str)]
+        hist = [history[i] if history is not None and isinstance(history[i], str) else None for i in ok]
+        labels = self.predict([knowledge[i] for i in ok], hist, [responses[i] for i in ok]) if ok else []
+        for i, label in zip(ok, labels):
+            res = result.responses[i]
+            res.label, res.label3, res.label_reason = label, COARSE[label], f"{label}: {Path(self.path).name} model"
+        return result
+
+
+# -- command line: q2 train -----------------------------------------------------------------------------------------
+def add_parser(sub: Any, formatter: Any = None) -> Any:
+    """Add the ``train`` sub-command to ``sub`` (the ``q2`` sub-parsers); flags map one-to-one onto
+    :class:`TrainOptions` (the training ones named as ``TrainingArguments`` names them)."""
+    p = sub.add_parser("train", help="fine-tune a 3-way NLI or 5-way BEGIN classifier on q2 perturb --recipe data",
+                       description="Fine-tune a sequence classifier with the Hugging Face Trainer: premise = "
+                                   "evidence + previous turn, hypothesis = response (docs/training.md).",
+                       **({"formatter_class": formatter} if formatter else {}))
+    d = TrainOptions("", "")
+    p.add_argument("--train-file", required=True, help="JSONL / CSV / TSV: evidence, previous turn, response, label")
+    p.add_argument("--output-dir", required=True, help="where the model, tokenizer, card and curve go")
+    p.add_argument("--labels", type=int, choices=(3, 5), default=d.labels,
+                   help="3: entailment / neutral / contradiction (an NLI model for --nli-model); 5: BEGIN's labels "
+                        "(a --taxonomy-model)")
+    p.add_argument("--base", default=d.base, help="any AutoModelForSequenceClassification checkpoint")
+    p.add_argument("--init-from", metavar="DIR", help="second stage: start from this model's weights")
+    p.add_argument("--eval-file", help="evaluated at each epoch's end and at the end (accuracy, macro-F1)")
+    for name in ("evidence_column", "previous_column", "label_column"):
+        p.add_argument("--" + name.replace("_", "-"), help="default: found by its usual names")
+    p.add_argument("--response-column", default=d.response_column)
+    p.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
+    for name in ("max_length", "learning_rate", "num_train_epochs", "max_steps", "per_device_train_batch_size",
+                 "per_device_eval_batch_size", "gradient_accumulation_steps", "warmup_ratio", "weight_decay", "seed",
+                 "logging_steps", "save_steps"):
+        default = getattr(d, name)
+        p.add_argument("--" + name.replace("_", "-"), type=type(default), default=default)
+    p.add_argument("--resume-from-checkpoint", metavar="DIR", help="a checkpoint-N folder of an earlier run")
+    p.add_argument("--bf16", action="store_true", help="bfloat16 mixed precision (where the hardware has it)")
+    p.add_argument("--no-progress", dest="progress", action="store_false", help="no progress bar")
+    p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
+    return p
+
+
+def options_from_args(args: Any) -> TrainOptions:
+    """The typed settings of a parsed ``q2 train`` command line."""
+    names = [f for f in TrainOptions.__dataclass_fields__]
+    return TrainOptions(**{name: getattr(args, name) for name in names})
+
+
+def run(args: Any) -> int:
+    """``q2 train``: map the flags, train, print the summary."""
+    import contextlib
+    import sys
+
+    with contextlib.redirect_stdout(sys.stderr):  # the Trainer's log lines: standard output keeps the summary
+        result = train(options_from_args(args))
+    if args.format == "json":
+        print(json.dumps({k: v for k, v in result.to_dict().items() if k != "log_history"}, indent=2))
+        return 0
+    losses = [h["loss"] for h in result.log_history if "loss" in h]
+    print(f"q2 train: {result.n_train} examples {result.label_counts}, {result.train_seconds:.1f} s "
+          f"({result.examples_per_second:.2f} examples/s); loss {losses[0]:.4f} -> {losses[-1]:.4f}" if losses
+          else f"q2 train: {result.n_train} examples, {result.train_seconds:.1f} s")
+    for view in ("3way", "5way"):
+        if view in result.eval:
+            e = result.eval[view]
+            print(f"eval {view[0]}-way: accuracy {100 * e['accuracy']:.2f}%, macro-F1 {100 * e['macro_f1']:.1f} "
+                  f"(majority label {e['majority_label']}: {100 * e['majority_accuracy']:.2f}%)")
+    print(f"model, tokenizer, README.md (model card), training_curve.png in {result.output_dir}")
+    return 0
