@@ -25,6 +25,7 @@ _GROUP_TITLES = {
     "question generation": "Q2 settings: question generation (each can change a score; in the signature)",
     "question answering": "Q2 settings: question answering",
     "filters and comparison": "Q2 settings: filters and answer comparison",
+    "coreference": "Q2 settings: coreference (the paper's appendix A step; off by default)",
     "runtime": "runtime (how a run goes: never changes a score, not in the signature)",
     "per-role": "per-role model settings (each overrides the setting for all models; the dtype is in the signature)",
 }

@@ -84,6 +84,36 @@ class FakePersonal:
         return [q in self.personal for q in questions]
 
 
+class FakeCoref:
+    """Scripted coreference: ``table[(history, response)]`` lists clusters as mention strings, each found in the
+    joined dialogue after the previous mention of its cluster; the rewrite is :func:`q2_plugins.coref.rewrite`'s.
+    Unscripted pairs get no clusters."""
+
+    signature = "fake-coref"
+
+    def __init__(self, table: dict[tuple[str, str], list[list[str]]]) -> None:
+        self.table = table
+        self.calls: list[list[tuple[str, str]]] = []
+
+    def resolve(self, pairs: Sequence[tuple[str, str]]) -> list[Any]:
+        from q2_plugins.coref import join_dialogue, rewrite
+
+        self.calls.append(list(pairs))
+        out = []
+        for history, response in pairs:
+            text, _ = join_dialogue(history, response)
+            clusters = []
+            for mentions in self.table.get((history, response), []):
+                spans, at = [], 0
+                for m in mentions:
+                    at = text.index(m, at)
+                    spans.append((at, at + len(m)))
+                    at += len(m)
+                clusters.append(spans)
+            out.append(rewrite(history, response, clusters))
+        return out
+
+
 def scripted_scorer(cands, qg, qa, nli=None, personal=(), **cfg) -> Q2Scorer:
     """A ``Q2Scorer`` on scripted components; ``cfg`` goes to ``Q2Config``. Each part is a table as its Fake class
     takes it (``nli`` None: every pair neutral; ``personal``: the personal questions), or a component used as given,
