@@ -142,7 +142,7 @@ class FCorefModule(torch.nn.Module):
         k = max(1, int(n * self.top_lambda))
         top = torch.sort(torch.topk(logits.reshape(-1), k=min(k, n * n)).indices).values
         starts, ends = top // n, top % n
-        sc, ec = self.start_coref_mlp(seq)[starts], self.end_coref_mlp(seq)[ends]
+        sc, ec = self.start_coref_mlp(seq[starts]), self.end_coref_mlp(seq[ends])  # row-wise: only the top spans
         pair = logits[starts, ends]
         scores = (pair[:, None] + pair[None, :] + self.antecedent_s2s_classifier(sc) @ sc.T
                   + self.antecedent_e2e_classifier(ec) @ ec.T + self.antecedent_s2e_classifier(sc) @ ec.T
