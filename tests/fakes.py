@@ -4,6 +4,7 @@ a component that fails the test if it is used."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Optional, Sequence
 
 from q2_plugins import Q2Config, Q2Scorer
@@ -86,8 +87,8 @@ class FakePersonal:
 
 class FakeCoref:
     """Scripted coreference: ``table[(history, response)]`` lists clusters as mention strings, each found in the
-    joined dialogue after the previous mention of its cluster; the rewrite is :func:`q2_plugins.coref.rewrite`'s.
-    Unscripted pairs get no clusters."""
+    joined dialogue (as whole words) after the previous mention of its cluster; the rewrite is
+    :func:`q2_plugins.coref.rewrite`'s. Unscripted pairs get no clusters."""
 
     signature = "fake-coref"
 
@@ -105,10 +106,12 @@ class FakeCoref:
             clusters = []
             for mentions in self.table.get((history, response), []):
                 spans, at = [], 0
-                for m in mentions:
-                    at = text.index(m, at)
-                    spans.append((at, at + len(m)))
-                    at += len(m)
+                for m in mentions:  # the next occurrence as whole words
+                    found = re.compile(rf"\b{re.escape(m)}\b").search(text, at)
+                    if found is None:
+                        raise ValueError(f"scripted mention {m!r} not in {text!r}")
+                    spans.append(found.span())
+                    at = found.end()
                 clusters.append(spans)
             out.append(rewrite(history, response, clusters))
         return out

@@ -13,6 +13,7 @@ with ``--replay``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from pathlib import Path
 from typing import Any, Callable
@@ -106,12 +107,13 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
 
 
 def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
-    from .experiments import EXPERIMENTS
+    from .experiments import EXPERIMENTS, OPT_IN_EXPERIMENTS
 
     e = m.add_argument_group("experiments")
     e.add_argument("--experiments", type=_names, default=None,
-                   help=f"comma-separated from {list(EXPERIMENTS)} (default: usr for --dataset usr, dnli for "
-                        f"--dataset dnli, else all the data allows)")
+                   help=f"comma-separated from {list(EXPERIMENTS + OPT_IN_EXPERIMENTS)} (default: usr for --dataset "
+                        f"usr, dnli for --dataset dnli, else all the data allows but variants: the paper's Table 7, "
+                        f"which scores the data with four pipeline variants, docs/coreference.md)")
     e.add_argument("--threshold", type=float, default=0.5, help="score <= threshold is inconsistent (default: 0.5)")
     e.add_argument("--dnli-threshold", type=float, default=0.1,
                    help="dnli experiment: score <= threshold predicts contradiction (default: 0.1, the paper's)")
@@ -186,6 +188,11 @@ def run(args: argparse.Namespace) -> int:
 
     data = _load(args)
     options = _options(args, data)
+    if "variants" in options.experiments:
+        _variants(args, data)
+        options = dataclasses.replace(options, experiments=tuple(e for e in options.experiments if e != "variants"))
+        if not options.experiments:
+            return 0
     variants = control_variants(data, args.seed) if "random-knowledge" in options.experiments else None
     to_score = list(data.examples)
     if "system" in options.experiments:
@@ -246,6 +253,21 @@ def run(args: argparse.Namespace) -> int:
 
     _report(args, run_meta_eval(data, list(metrics), options, variants=variants))
     return 0
+
+
+def _variants(args: argparse.Namespace, data: Any) -> None:
+    """The ``variants`` experiment (the paper's Table 7): the data scored with each cumulative variant."""
+    from ..config import config_from_args
+    from ..scorer import Q2Scorer
+    from .variants import variants_markdown, variants_table
+
+    table = variants_table(data.examples, config_from_args(args), Q2Scorer, progress=not args.no_progress)
+    if args.output_dir:
+        out = Path(args.output_dir)
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "variants.json").write_text(json.dumps(table, indent=2, ensure_ascii=False), encoding="utf-8")
+        (out / "variants.md").write_text(variants_markdown(table) + "\n", encoding="utf-8")
+    print(json.dumps(table, indent=2, ensure_ascii=False) if args.format == "json" else variants_markdown(table))
 
 
 def _options(args: argparse.Namespace, data: Any) -> Any:
