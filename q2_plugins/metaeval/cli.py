@@ -188,11 +188,9 @@ def run(args: argparse.Namespace) -> int:
 
     data = _load(args)
     options = _options(args, data)
-    if "variants" in options.experiments:
-        _variants(args, data)
-        options = dataclasses.replace(options, experiments=tuple(e for e in options.experiments if e != "variants"))
-        if not options.experiments:
-            return 0
+    options = _variants(args, data, options)
+    if not options.experiments:  # only the variants were asked for
+        return 0
     variants = control_variants(data, args.seed) if "random-knowledge" in options.experiments else None
     to_score = list(data.examples)
     if "system" in options.experiments:
@@ -255,8 +253,11 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _variants(args: argparse.Namespace, data: Any) -> None:
-    """The ``variants`` experiment (the paper's Table 7): the data scored with each cumulative variant."""
+def _variants(args: argparse.Namespace, data: Any, options: Any) -> Any:
+    """The ``variants`` experiment (the paper's Table 7), when asked for: the data scored with each cumulative
+    variant, the table printed. Returns the options of the other experiments."""
+    if "variants" not in options.experiments:
+        return options
     from ..config import config_from_args
     from ..scorer import Q2Scorer
     from .variants import variants_markdown, variants_table
@@ -268,6 +269,7 @@ def _variants(args: argparse.Namespace, data: Any) -> None:
         (out / "variants.json").write_text(json.dumps(table, indent=2, ensure_ascii=False), encoding="utf-8")
         (out / "variants.md").write_text(variants_markdown(table) + "\n", encoding="utf-8")
     print(json.dumps(table, indent=2, ensure_ascii=False) if args.format == "json" else variants_markdown(table))
+    return dataclasses.replace(options, experiments=tuple(e for e in options.experiments if e != "variants"))
 
 
 def _options(args: argparse.Namespace, data: Any) -> Any:

@@ -3,6 +3,7 @@ history cells, caching and batching, and the F-coref backend on a tiny random-we
 
 from __future__ import annotations
 
+import io
 import json
 import subprocess
 import sys
@@ -107,6 +108,16 @@ def test_coreference_failure_is_per_row():
                           explain=True)
     assert result.responses[0].coref["response"] == RESOLVED
     assert result.responses[1].error == "coreference failed: RuntimeError: scripted failure"
+
+
+def test_progress_shows_the_coref_stage():
+    from q2_plugins.progress import Progress
+
+    scorer, _, _ = _scorer({(HISTORY, RESPONSE): [["Bob Ross", "he"]]})
+    buf = io.StringIO()
+    with Progress(rows=False, file=buf) as progress:
+        scorer.score(responses=[RESPONSE], knowledge=[KNOWLEDGE], history=[HISTORY], progress=progress)
+    assert "coref" in buf.getvalue()
 
 
 def test_one_call_and_cached(tmp_path):
