@@ -196,9 +196,8 @@ class Q2Scorer:
                 if was_on:
                     hf_logging.enable_progress_bar()
         c = self.config
-        needed = ["candidate_extractor", "question_generator", "question_answerer"]
+        needed = ["coreference"] * c.coref + ["candidate_extractor", "question_generator", "question_answerer"]
         needed += ["personal_filter"] * c.remove_personal + ["nli"] * (c.use_nli or c.fallback)
-        needed += ["coreference"] * c.coref
         for name in needed:
             getattr(self, name)
         return self
