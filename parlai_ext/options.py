@@ -43,7 +43,8 @@ def add_q2_args(parser: Any) -> None:
     group.add_argument(
         "--q2-history", type="bool", default=False,
         help="pass the episode so far (the teacher's turns and the gold responses before this one) to the Q2 core "
-             "as the history of each response (Q2 as published does not read it)",
+             "as the history of each response (read only with --q2-coref, which resolves the response's pronouns "
+             "over it)",
     )
     group.add_argument(
         "--q2-per-example-file", default=None, metavar="FILE.jsonl",

@@ -26,6 +26,7 @@ _GROUP_TITLES = {
     "question generation": "Q2 settings: question generation (each can change a score; in the signature)",
     "question answering": "Q2 settings: question answering",
     "filters and comparison": "Q2 settings: filters and answer comparison",
+    "coreference": "Q2 settings: coreference (the paper's appendix A step; off by default)",
     "runtime": "runtime (how a run goes: never changes a score, not in the signature)",
     "per-role": "per-role model settings (each overrides the setting for all models; the dtype is in the signature)",
 }
@@ -137,15 +138,16 @@ def build_parser() -> argparse.ArgumentParser:
     t = sub.add_parser("make-test-models",
                        help="build tiny RANDOM-weight QG/QA/NLI models (offline smoke runs; scores are meaningless)")
     where = t.add_mutually_exclusive_group(required=True)
-    where.add_argument("--output-dir", help="write DIR/qg, DIR/qa, DIR/nli")
+    where.add_argument("--output-dir", help="write DIR/qg, DIR/qa, DIR/nli and DIR/coref (coreference)")
     where.add_argument("--examples", metavar="DIR",
-                       help="lay DIR out as the documented examples expect: q2-models/{qg,qa,nli}, my-dialogue-model "
+                       help="lay DIR out as the documented examples expect: q2-models/{qg,qa,nli,coref}, "
+                            "my-dialogue-model "
                             "(causal LM), my-seq2seq-model (T5), metrics/response_length (an evaluate module)")
 
     f = sub.add_parser("prefetch", help="download the configured models into a directory, for offline machines",
                        formatter_class=_Help)
-    f.add_argument("--output-dir", required=True, help="where the models go: DIR/qg, DIR/qa, DIR/nli")
-    _add_config_flags(f, names=[f"{role}_{what}" for role in MODEL_KINDS for what in ("model", "revision")])
+    f.add_argument("--output-dir", required=True, help="where the models go: DIR/qg, DIR/qa, DIR/nli, DIR/coref")
+    _add_config_flags(f, names=[f"{role}_{what}" for role in (*MODEL_KINDS, "coref") for what in ("model", "revision")])
 
     from .compare import add_parser as add_compare_parser
     from .hooks import add_parser as add_hooks_parser
@@ -410,7 +412,13 @@ def _prefetch(args: argparse.Namespace) -> int:
         target = prefetch_model(role, name, getattr(config, f"{role}_revision"), out / role)
         load_model(role, str(target), None, "cpu", "float32", kind, cpu_kernels="torch")  # it loads: fail here
         print(f"{role}: {name} -> {target}  (signs as {model_id(str(target))})")
-    print(f"On the offline machine: --qg-model {out / 'qg'} --qa-model {out / 'qa'} --nli-model {out / 'nli'}")
+    from .coref import load_fcoref
+
+    target = prefetch_model("coref", config.coref_model, config.coref_revision, out / "coref")
+    load_fcoref(str(target))  # it loads: fail here
+    print(f"coref: {config.coref_model} -> {target}  (signs as {model_id(str(target))})")
+    print(f"On the offline machine: --qg-model {out / 'qg'} --qa-model {out / 'qa'} --nli-model {out / 'nli'}"
+          f" (with --coref: --coref-model {out / 'coref'})")
     return 0
 
 

@@ -19,6 +19,9 @@ __all__ = [
     "QuestionAnswerer",
     "NLIModel",
     "PersonalQuestionFilter",
+    "Replacement",
+    "Resolution",
+    "Coreference",
 ]
 
 
@@ -108,3 +111,40 @@ class PersonalQuestionFilter(Protocol):
     """Returns True for questions about the speakers themselves (subject I/you, possessive my/your)."""
 
     def is_personal(self, questions: Sequence[str]) -> list[bool]: ...
+
+
+@dataclass(frozen=True)
+class Replacement:
+    """A pronoun of the response replaced by a mention of its coreference cluster: ``start``/``end`` are the
+    pronoun's characters in the original response."""
+
+    start: int
+    end: int
+    pronoun: str
+    mention: str
+
+    def to_dict(self) -> dict:
+        return {"start": self.start, "end": self.end, "pronoun": self.pronoun, "mention": self.mention}
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """A response with its pronouns resolved: the rewritten text and each replacement (none: unchanged)."""
+
+    response: str
+    replacements: tuple[Replacement, ...] = ()
+
+    def to_dict(self) -> dict:
+        return {"response": self.response, "replacements": [r.to_dict() for r in self.replacements]}
+
+    @classmethod
+    def from_dict(cls, data: dict) -> "Resolution":
+        return cls(data["response"], tuple(Replacement(**r) for r in data["replacements"]))
+
+
+@runtime_checkable
+class Coreference(Protocol):
+    """Resolves the pronouns of each response over (dialogue history, response); an empty history means the
+    response alone."""
+
+    def resolve(self, pairs: Sequence[tuple[str, str]]) -> list[Resolution]: ...

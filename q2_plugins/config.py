@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
 __all__ = ["Q2Config", "ConfigOption", "RoleRuntime", "config_options", "config_from_args", "MODEL_KINDS",
-           "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL"]
+           "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL"]
 
 DEFAULT_QG_MODEL = "mrm8488/t5-base-finetuned-question-generation-ap"
 DEFAULT_QA_MODEL = "ktrapeznikov/albert-xlarge-v2-squad-v2"
 DEFAULT_NLI_MODEL = "FacebookAI/roberta-large-mnli"
+DEFAULT_COREF_MODEL = "biu-nlp/f-coref"
 #: the kind of model (``hf.load_model``'s ``kind``) each role loads
 MODEL_KINDS = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
 
@@ -58,6 +59,9 @@ class Q2Config:
     qa_revision: Optional[str] = _model(None, "hub revision of the QA model")
     nli_model: str = _model(DEFAULT_NLI_MODEL, "NLI model (sequence classification, 3 labels named in its config)")
     nli_revision: Optional[str] = _model(None, "hub revision of the NLI model")
+    coref_model: str = _model(DEFAULT_COREF_MODEL, "coreference model of --coref (F-coref layout, see "
+                                                   "docs/coreference.md): hub id or local directory")
+    coref_revision: Optional[str] = _model(None, "hub revision of the coreference model")
     spacy_model: str = _model("en_core_web_sm", "spaCy pipeline for answer candidates and the personal-question filter")
     dtype: str = _model("float32", "weights dtype for all models (part of each model's identity)", _DTYPES)
     # -- Q² settings: each can change a score, and the signature names it ----------------------------------------
@@ -103,6 +107,9 @@ class Q2Config:
     nli_max_length: int = _score(512, "NLI window length; a longer premise is read in overlapping windows",
                                  group=_CMP)
     nli_stride: int = _score(128, "tokens shared by consecutive NLI premise windows", group=_CMP)
+    coref: bool = _score(False, "resolve the response's third-person pronouns over the dialogue history "
+                                "(--history-column) before extracting candidates: the paper's appendix A step "
+                                "(docs/coreference.md)", group="coreference")
     # -- runtime: how a run goes, never what it computes (not in the signature) ----------------------------------
     device: str = _run("cpu", "torch device for all models (cpu, cuda, cuda:1, ...)")
     cpu_kernels: str = _run(

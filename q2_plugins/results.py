@@ -36,6 +36,7 @@ class QuestionResult:
     f1: float
     nli_label: Optional[str]
     score: float
+    coref: Optional[str] = None  # --coref: "he -> Bob Ross" when the candidate is a mention that replaced a pronoun
 
 
 @dataclass
@@ -67,6 +68,8 @@ class ResponseResult:
     candidates: Optional[list[str]] = None
     questions: Optional[list[QuestionResult]] = None
     dropped: Optional[list[DroppedQuestion]] = None
+    #: --coref: the response as scored ("response"), "original_response" and each of "replacements"
+    coref: Optional[dict[str, Any]] = None
 
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {
@@ -85,8 +88,11 @@ class ResponseResult:
         }
         if self.questions is not None:
             out["candidates"] = self.candidates
-            out["questions"] = [vars(q).copy() for q in self.questions]
+            out["questions"] = [{k: v for k, v in vars(q).items() if k != "coref" or v is not None}
+                                for q in self.questions]
             out["dropped"] = [vars(d).copy() for d in (self.dropped or [])]
+        if self.coref is not None:
+            out["coref"] = self.coref
         return out
 
     @classmethod

@@ -8,7 +8,14 @@ from typing import Any, Optional, Sequence, Union
 from . import __version__
 from . import stages as st
 from .cache import Q2Cache
-from .components import CandidateExtractor, NLIModel, PersonalQuestionFilter, QuestionAnswerer, QuestionGenerator
+from .components import (
+    CandidateExtractor,
+    Coreference,
+    NLIModel,
+    PersonalQuestionFilter,
+    QuestionAnswerer,
+    QuestionGenerator,
+)
 from .config import MODEL_KINDS, Q2Config
 from .progress import Progress
 from .results import Q2Result, ResponseResult
@@ -19,7 +26,7 @@ __all__ = ["Q2Scorer", "score"]
 
 # which component serves each stage (spaCy stages are cached too: re-scoring should not even parse again)
 _STAGE_ROLE = {"candidates": "cand", "personal": "personal", "qg": "qg", "qa": "qa", "nli": "nli",
-               "signals": "signals"}
+               "signals": "signals", "coref": "coref"}
 
 
 class Q2Scorer:
@@ -42,6 +49,7 @@ class Q2Scorer:
         question_answerer: Optional[QuestionAnswerer] = None,
         nli: Optional[NLIModel] = None,
         personal_filter: Optional[PersonalQuestionFilter] = None,
+        coreference: Optional[Coreference] = None,
         cache: Optional[Q2Cache] = None,
     ) -> None:
         if config is None:
@@ -55,9 +63,10 @@ class Q2Scorer:
         self._nli = nli
         self._personal = personal_filter
         self._signals: Any = None
+        self._coref = coreference
         self._custom = {
             "cand": candidate_extractor, "qg": question_generator, "qa": question_answerer, "nli": nli,
-            "personal": personal_filter, "signals": None,
+            "personal": personal_filter, "signals": None, "coref": coreference,
         }
         if cache is None and config.cache_dir:
             cache = Q2Cache(config.cache_dir)
@@ -157,6 +166,21 @@ class Q2Scorer:
                               **self._batching("nli"), **self._fast_paths("nli"))
         return self._nli
 
+    @property
+    def coreference(self) -> Coreference:
+        """The coreference of ``--coref`` (:mod:`q2_plugins.coref`), loaded on first use."""
+        if self._coref is None:
+            from .coref import FCoref, load_fcoref
+
+            c = self.config
+            tok, model = load_fcoref(c.coref_model, c.coref_revision, c.device)
+            if self._part_ids.get("coref", "").startswith("hub:"):  # loading can fill the Hugging Face cache
+                self._part_ids.pop("coref")
+                self._signature = None
+            self._coref = FCoref(tok, model, batch_size=1 if c.per_item else c.batch_size,
+                                 sort_by_length=not c.per_item)
+        return self._coref
+
     def load(self, *, quiet: bool = False) -> "Q2Scorer":
         """Load every component this configuration needs now; a model that cannot load raises
         :class:`~q2_plugins.errors.ModelLoadError` here, once. ``score()`` calls it before its first stage.
@@ -172,7 +196,7 @@ class Q2Scorer:
                 if was_on:
                     hf_logging.enable_progress_bar()
         c = self.config
-        needed = ["candidate_extractor", "question_generator", "question_answerer"]
+        needed = ["coreference"] * c.coref + ["candidate_extractor", "question_generator", "question_answerer"]
         needed += ["personal_filter"] * c.remove_personal + ["nli"] * (c.use_nli or c.fallback)
         for name in needed:
             getattr(self, name)
@@ -191,6 +215,10 @@ class Q2Scorer:
         if role in ("cand", "personal", "signals"):
             return spacy_id(self._nlp())
         c = self.config
+        if role == "coref":
+            from .coref import COREF_IMPL
+
+            return f"{COREF_IMPL}:{model_id(c.coref_model, c.coref_revision)}[float32]"
         return f"{model_id(getattr(c, f'{role}_model'), getattr(c, f'{role}_revision'))}[{c.role_dtype(role)}]"
 
     def _stage_settings(self, role: str) -> str:
@@ -208,6 +236,8 @@ class Q2Scorer:
             from .taxonomy import SIGNALS_VERSION
 
             return SIGNALS_VERSION
+        if role == "coref":
+            return "pronouns-to-mention"
         return ""
 
     def _fallback_id(self) -> str:
@@ -241,11 +271,15 @@ class Q2Scorer:
             if c.use_nli or c.fallback:
                 parts.append(("nli", self._part_id("nli")))
                 parts.append(("nli-dec", self._stage_settings("nli")))
+            if c.coref:
+                parts.append(("coref", self._part_id("coref")))
+                parts.append(("coref-dec", self._stage_settings("coref")))
             short = [("q2", __version__), ("qg", short_model_id(self._part_id("qg"))),
                      ("qa", short_model_id(self._part_id("qa")))]
             if c.use_nli or c.fallback:
                 short.append(("nli", short_model_id(self._part_id("nli"))))
             short += [("cmp", "f1+nli" if c.use_nli else "f1"), ("fb", self._fallback_id()),
+                      *([("coref", short_model_id(self._part_id("coref").split(":", 1)[-1]))] if c.coref else []),
                       ("cfg", "paper" if c.score_settings() == Q2Config().score_settings() else "custom")]
             self._signature = Signature(parts, short)
         return self._signature
@@ -269,7 +303,7 @@ class Q2Scorer:
         """Score ``responses[i]`` against ``knowledge[i]``; the steps are those of :mod:`q2_plugins.stages`.
 
         Each knowledge item is a string or a list of strings (joined by spaces). ``history`` (the dialogue before
-        each response) is checked and accepted for interface compatibility; Q² as published does not read it.
+        each response) is read only with ``coref`` (the paper's appendix A step, :mod:`q2_plugins.coref`).
         Bad rows get ``status="error"`` and a message; they never stop the other rows. ``label`` adds the
         BEGIN-style label of each response (:mod:`q2_plugins.taxonomy`). ``progress``: True for a bar per stage of
         this call, or a :class:`~q2_plugins.progress.Progress` to keep one set of bars (rows with an ETA, and
@@ -278,12 +312,15 @@ class Q2Scorer:
         _check_inputs(responses, knowledge, history)
         _check_progress(progress)
         c = self.config
-        rows = st.read_rows(responses, knowledge)
+        rows = st.read_rows(responses, knowledge, history if c.coref else None)
         run = st.StageRunner(c, self.cache, self._namespace, progress)
         if any(r.error is None for r in rows):
             self.load()
         try:
-            active = st.extract_candidates(run, self, st.usable(rows))                    # 1. answer candidates
+            active = st.usable(rows)
+            if c.coref:  # the paper's appendix A: pronouns resolved over the history
+                active = st.resolve_coreference(run, self, active)
+            active = st.extract_candidates(run, self, active)                             # 1. answer candidates
             slots = st.generate_questions(run, self, active)                              # 2. question generation
             valid = st.select_questions(run, c, self, slots)                              # 3. filters
             compared = st.answer_from_knowledge(run, c, self, valid)                      # 4. QA on the knowledge
@@ -304,7 +341,7 @@ class Q2Scorer:
             self.timings = run.timings
         if not explain:
             for res in results:
-                res.candidates = res.questions = res.dropped = None
+                res.candidates = res.questions = res.dropped = res.coref = None
         return Q2Result(results, self.signature)
 
     def label(self, result: Q2Result, *, responses: Sequence[Any], knowledge: Sequence[Any]) -> Q2Result:

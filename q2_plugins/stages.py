@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Optional, Sequence, Union
 
 from .cache import Q2Cache
-from .components import Answer, AnswerKind, NLILabel
+from .components import Answer, AnswerKind, NLILabel, Resolution
 from .config import Q2Config
 from .errors import ModelLoadError
 from .normalize import answers_match
@@ -32,8 +32,9 @@ from .scoring import (
 )
 
 __all__ = ["Row", "Slot", "ValidQuestion", "ComparedQuestion", "StageRunner", "StageOutputs", "Failure", "read_rows",
-           "extract_candidates", "generate_questions", "select_questions", "answer_from_knowledge",
-           "run_nli", "compare_answers", "apply_fallback", "discard_unanswerable", "aggregate", "usable"]
+           "resolve_coreference", "extract_candidates", "generate_questions", "select_questions",
+           "answer_from_knowledge", "run_nli", "compare_answers", "apply_fallback", "discard_unanswerable",
+           "aggregate", "usable"]
 
 
 # -- the items the stages pass on ----------------------------------------------------------------------------------
@@ -49,6 +50,9 @@ class Row:
     questions: list[QuestionResult] = field(default_factory=list)
     dropped: list[DroppedQuestion] = field(default_factory=list)
     fallback_label: Optional[NLILabel] = None
+    history: str = ""  # read only with --coref
+    resolution: Optional[Resolution] = None  # --coref: the response before and after (``response`` is the latter)
+    original_response: Optional[str] = None
 
 
 @dataclass
@@ -262,19 +266,64 @@ def _as_text(value: Any, what: str) -> tuple[Optional[str], Optional[str]]:
     return value, None
 
 
-def read_rows(responses: Sequence[Any], knowledge: Sequence[Any]) -> list[Row]:
-    """One :class:`Row` per response; a cell that is not usable text gives its row an error."""
+def read_rows(responses: Sequence[Any], knowledge: Sequence[Any],
+              history: Optional[Sequence[Any]] = None) -> list[Row]:
+    """One :class:`Row` per response; a cell that is not usable text gives its row an error. ``history`` is read
+    only for coreference: a missing or empty one is no error (the response is resolved on its own)."""
     rows = []
     for i, (resp, know) in enumerate(zip(responses, knowledge)):
         r_text, r_err = _as_text(resp, "response")
         k_text, k_err = _as_text(know, "knowledge")
         rows.append(Row(i, r_text or "", k_text or "", r_err or k_err))
+    for row, hist in zip(rows, history if history is not None else []):
+        if isinstance(hist, (list, tuple)) and all(isinstance(t, str) for t in hist):
+            hist = "\n".join(_plain(t).strip() for t in hist)
+        h_text, h_err = _as_text(hist, "history")
+        if h_err is not None and not h_err.endswith(("is missing (None)", "is empty")):
+            row.error = row.error or h_err
+        row.history = h_text or ""
     return rows
 
 
 def usable(rows: Sequence[Row]) -> list[Row]:
     """The rows without an error."""
     return [r for r in rows if r.error is None]
+
+
+# -- 0b. coreference (--coref): pronouns of the response replaced before anything reads it -------------------------
+def resolve_coreference(run: StageRunner, parts: Any, rows: list[Row]) -> list[Row]:
+    """One call over every (history, response): each row's response becomes its resolved text (the original is
+    kept in ``original_response``); returns the rows still without an error."""
+    out = run.run("coref", [(r.history, r.response) for r in rows],
+                  lambda part: parts.coreference.resolve([tuple(p) for p in part]), encode=Resolution.to_dict,
+                  decode=Resolution.from_dict, check=unfit_of(lambda: parts.coreference))
+    for r in rows:
+        res = out.take((r.history, r.response), r, "coreference")
+        if res is not None:
+            r.original_response, r.resolution, r.response = r.response, res, res.response
+    return usable(rows)
+
+
+def replaced_mention(row: Row, candidate: str) -> Optional[str]:
+    """``"he -> Bob Ross"`` when ``candidate`` is, holds or is part of a mention that replaced a pronoun of the
+    row's response (several: joined by "; "); None otherwise."""
+    if row.resolution is None:
+        return None
+    cand = candidate.lower()
+    hits = [f"{x.pronoun} -> {x.mention}" for x in row.resolution.replacements
+            if _within(cand, x.mention.lower()) or _within(x.mention.lower(), cand)]
+    return "; ".join(dict.fromkeys(hits)) or None
+
+
+def _within(part: str, whole: str) -> bool:
+    """``part`` occurs in ``whole`` as whole words."""
+    i = whole.find(part)
+    while i >= 0:
+        end = i + len(part)
+        if part and (i == 0 or not whole[i - 1].isalnum()) and (end == len(whole) or not whole[end].isalnum()):
+            return True
+        i = whole.find(part, i + 1)
+    return False
 
 
 # -- 1. answer candidates -------------------------------------------------------------------------------------------
@@ -395,6 +444,7 @@ def compare_answers(c: Q2Config, compared: list[ComparedQuestion], nli_out: Stag
             candidate=v.slot.candidate, question=v.question, response_answer=v.response_answer,
             knowledge_answer=cq.knowledge_answer.text, knowledge_answer_kind=cq.knowledge_answer.kind.value,
             f1=cq.f1, nli_label=label.value if label else None, score=question_score(cq.f1, label),
+            coref=replaced_mention(v.row, v.slot.candidate),
         ))
 
 
@@ -442,4 +492,6 @@ def aggregate(r: Row) -> ResponseResult:
     res = response_result(r.index, r.questions, fallback_score=None if label is None else NLI_SCORES[label],
                           fallback_label=None if label is None else label.value, num_candidates=len(r.candidates))
     res.candidates, res.questions, res.dropped = list(r.candidates), list(r.questions), list(r.dropped)
+    if r.resolution is not None:
+        res.coref = {"original_response": r.original_response, **r.resolution.to_dict()}
     return res

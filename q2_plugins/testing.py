@@ -34,6 +34,7 @@ __all__ = [
     "build_albert_qa",
     "build_bert_qa",
     "build_roberta_nli",
+    "build_fcoref",
     "build_all",
     "build_causal_lm",
     "short_questions_copy",
@@ -474,13 +475,41 @@ def build_roberta_nli(
     return _save(out, model, tokenizer)
 
 
+def build_fcoref(path: str | os.PathLike, seed: int = 0, *, ffnn_size: int = 16, **config: Any) -> Path:
+    """Build a tiny F-coref coreference model (RoBERTa encoder + mention / antecedent head, the published
+    checkpoint's layout; :mod:`q2_plugins.coref`) with a byte-level BPE tokenizer into ``path``. ``config``
+    overrides ``RobertaConfig`` fields (the size of the real model: ``hidden_size=768, num_hidden_layers=6,
+    num_attention_heads=12, intermediate_size=3072``, ``ffnn_size=1024``, ``model_vocab=50265``)."""
+    from safetensors.torch import save_file
+    from transformers import AutoConfig, AutoTokenizer
+
+    from .coref import FCorefModule
+
+    out = build_roberta_nli(path, seed, model_vocab=config.pop("model_vocab", None), **config)
+    roberta = AutoConfig.from_pretrained(out)
+    for key in ("id2label", "label2id"):
+        setattr(roberta, key, {0: "LABEL_0", 1: "LABEL_1"} if key == "id2label" else {"LABEL_0": 0, "LABEL_1": 1})
+    roberta.architectures = ["FCorefModel"]
+    roberta.coref_head = {"dropout_prob": 0.3, "ffnn_size": ffnn_size, "max_segment_len": 512,
+                          "max_span_length": 30, "top_lambda": 0.25}
+    model = _init_model(FCorefModule, roberta, seed)
+    for weights in out.glob("*.safetensors"):
+        weights.unlink()
+    roberta.save_pretrained(out)
+    save_file({k: v.contiguous() for k, v in model.state_dict().items()}, str(out / "model.safetensors"))
+    AutoTokenizer.from_pretrained(out).save_pretrained(out)
+    return out
+
+
 def build_all(root: str | os.PathLike) -> dict[str, Path]:
-    """Build the QG (T5), QA (ALBERT) and NLI (RoBERTa) models under ``root``; return ``{name: dir}``."""
+    """Build the QG (T5), QA (ALBERT), NLI (RoBERTa) and coreference (F-coref) models under ``root``; return
+    ``{name: dir}``."""
     base = _prepare_dir(root)
     return {
         "qg": build_t5_qg(base / "qg"),
         "qa": build_albert_qa(base / "qa"),
         "nli": build_roberta_nli(base / "nli"),
+        "coref": build_fcoref(base / "coref"),
     }
 
 

@@ -4,6 +4,7 @@ a component that fails the test if it is used."""
 
 from __future__ import annotations
 
+import re
 from typing import Any, Callable, Optional, Sequence
 
 from q2_plugins import Q2Config, Q2Scorer
@@ -82,6 +83,38 @@ class FakePersonal:
 
     def is_personal(self, questions: Sequence[str]) -> list[bool]:
         return [q in self.personal for q in questions]
+
+
+class FakeCoref:
+    """Scripted coreference: ``table[(history, response)]`` lists clusters as mention strings, each found in the
+    joined dialogue (as whole words) after the previous mention of its cluster; the rewrite is
+    :func:`q2_plugins.coref.rewrite`'s. Unscripted pairs get no clusters."""
+
+    signature = "fake-coref"
+
+    def __init__(self, table: dict[tuple[str, str], list[list[str]]]) -> None:
+        self.table = table
+        self.calls: list[list[tuple[str, str]]] = []
+
+    def resolve(self, pairs: Sequence[tuple[str, str]]) -> list[Any]:
+        from q2_plugins.coref import join_dialogue, rewrite
+
+        self.calls.append(list(pairs))
+        out = []
+        for history, response in pairs:
+            text, _ = join_dialogue(history, response)
+            clusters = []
+            for mentions in self.table.get((history, response), []):
+                spans, at = [], 0
+                for m in mentions:  # the next occurrence as whole words
+                    found = re.compile(rf"\b{re.escape(m)}\b").search(text, at)
+                    if found is None:
+                        raise ValueError(f"scripted mention {m!r} not in {text!r}")
+                    spans.append(found.span())
+                    at = found.end()
+                clusters.append(spans)
+            out.append(rewrite(history, response, clusters))
+        return out
 
 
 def scripted_scorer(cands, qg, qa, nli=None, personal=(), **cfg) -> Q2Scorer:

@@ -24,11 +24,12 @@ from typing import Any, Callable
 
 import torch
 
-from q2_plugins.testing import build_albert_qa, build_roberta_nli, build_t5_qg
+from q2_plugins.testing import build_albert_qa, build_fcoref, build_roberta_nli, build_t5_qg
 
 DEFAULT_REPOS = ("mrm8488/t5-base-finetuned-question-generation-ap", "ktrapeznikov/albert-xlarge-v2-squad-v2",
                  "FacebookAI/roberta-large-mnli")
 ALTERNATIVE_REPOS = ("lmqg/t5-small-squad-qg", "abhilash1910/albert-squad-v2")
+COREF_REPO = "biu-nlp/f-coref"
 LFS_SUFFIXES = (".bin", ".safetensors", ".h5", ".msgpack", ".pt", ".pth", ".model")
 
 
@@ -222,12 +223,38 @@ def _roberta_mnli() -> dict[str, bytes]:
     }
 
 
+def _biu_fcoref() -> dict[str, bytes]:
+    """F-coref as published: a pickle checkpoint only (with the old position_ids buffer, no pooler), the
+    FastCorefModel architecture name and the coref_head settings in config.json."""
+    tmp, state, cfg = _tiny(build_fcoref)
+    state = {**state, "roberta.embeddings.position_ids": torch.arange(cfg["max_position_embeddings"])[None]}
+    config = {k: cfg[k] for k in ("attention_probs_dropout_prob", "bos_token_id", "eos_token_id", "hidden_act",
+                                  "hidden_dropout_prob", "hidden_size", "initializer_range", "intermediate_size",
+                                  "layer_norm_eps", "max_position_embeddings", "model_type", "num_attention_heads",
+                                  "num_hidden_layers", "pad_token_id", "type_vocab_size", "vocab_size")}
+    config.update(architectures=["FastCorefModel"], coref_head=cfg["coref_head"], torch_dtype="float32")
+    return {
+        ".gitattributes": b"*.bin filter=lfs diff=lfs merge=lfs -text\n",
+        "README.md": b"# f-coref (test fixture, random weights)\n",
+        "config.json": _json(config),
+        "merges.txt": (tmp / "merges.txt").read_bytes(),
+        "pytorch_model.bin": _pickle(state),
+        "special_tokens_map.json": _json({"bos_token": "<s>", "eos_token": "</s>", "unk_token": "<unk>",
+                                          "sep_token": "</s>", "pad_token": "<pad>", "cls_token": "<s>",
+                                          "mask_token": "<mask>"}),
+        "tokenizer.json": (tmp / "tokenizer.json").read_bytes(),
+        "tokenizer_config.json": (tmp / "tokenizer_config.json").read_bytes(),
+        "vocab.json": (tmp / "vocab.json").read_bytes(),
+    }
+
+
 REPOS: dict[str, Callable[[], dict[str, bytes]]] = {
     "mrm8488/t5-base-finetuned-question-generation-ap": _mrm8488_t5,
     "ktrapeznikov/albert-xlarge-v2-squad-v2": _ktrapeznikov_albert,
     "FacebookAI/roberta-large-mnli": _roberta_mnli,
     "lmqg/t5-small-squad-qg": _lmqg_t5_small,
     "abhilash1910/albert-squad-v2": _abhilash_albert,
+    COREF_REPO: _biu_fcoref,
 }
 
 

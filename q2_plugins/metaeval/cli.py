@@ -13,6 +13,7 @@ with ``--replay``.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 from typing import Any, Callable
 
@@ -117,12 +118,13 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
 
 
 def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
-    from .experiments import EXPERIMENTS
+    from .experiments import EXPERIMENTS, OPT_IN_EXPERIMENTS
 
     e = m.add_argument_group("experiments")
     e.add_argument("--experiments", type=_names, default=None,
-                   help=f"comma-separated from {list(EXPERIMENTS)} (default: usr for --dataset usr, dnli for "
-                        f"--dataset dnli, else all the data allows)")
+                   help=f"comma-separated from {list(EXPERIMENTS + OPT_IN_EXPERIMENTS)} (default: usr for --dataset "
+                        f"usr, dnli for --dataset dnli, else all the data allows but variants: the paper's Table 7, "
+                        f"which scores the data with four pipeline variants, docs/coreference.md)")
     e.add_argument("--threshold", type=float, default=0.5, help="score <= threshold is inconsistent (default: 0.5)")
     e.add_argument("--dnli-threshold", type=float, default=0.1,
                    help="dnli experiment: score <= threshold predicts contradiction (default: 0.1, the paper's)")
@@ -221,6 +223,19 @@ def run(args: argparse.Namespace) -> int:
         raise ValueError(f"{flag}: {e.message}") from None
 
 
+def _variants(args: argparse.Namespace, settings: Any) -> Any:
+    """The ``variants`` experiment (the paper's Table 7): the data scored with each cumulative variant, the table
+    printed (and saved under --output-dir). Returns the settings of the other experiments asked for."""
+    from .runner import save_variants, variants
+    from .variants import variants_markdown
+
+    table = variants(settings)
+    if settings.output_dir:
+        save_variants(settings, table)
+    print(json.dumps(table, indent=2, ensure_ascii=False) if args.format == "json" else variants_markdown(table))
+    return dataclasses.replace(settings, experiments=tuple(e for e in settings.experiments if e != "variants"))
+
+
 def _run(args: argparse.Namespace) -> int:
     import sys
 
@@ -232,6 +247,10 @@ def _run(args: argparse.Namespace) -> int:
     if settings.export_inputs:
         print(export(settings))
         return 0
+    if settings.experiments and "variants" in settings.experiments:
+        settings = _variants(args, settings)
+        if not settings.experiments:  # only the variants were asked for
+            return 0
     result = evaluate(settings)
     saved = save_outputs(settings, result) if settings.output_dir else []
     if args.format == "json":

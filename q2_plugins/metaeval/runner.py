@@ -12,6 +12,7 @@ command line names its flag.
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
@@ -19,7 +20,8 @@ from typing import Any, Callable, Mapping, Optional
 from ..config import Q2Config
 from .experiments import EXPERIMENTS, MetaEvalOptions
 
-__all__ = ["SettingError", "TableColumns", "MetaEvalSettings", "load_data", "evaluate", "export", "save_outputs"]
+__all__ = ["SettingError", "TableColumns", "MetaEvalSettings", "load_data", "evaluate", "export", "save_outputs",
+           "variants", "save_variants"]
 
 
 class SettingError(ValueError):
@@ -249,6 +251,29 @@ def evaluate(settings: MetaEvalSettings) -> Any:
 
         metrics.add([taxonomy_model_labels(data.examples, settings.taxonomy_model)], "taxonomy model")
     return run_meta_eval(data, list(metrics), options, variants=variants)
+
+
+def variants(settings: MetaEvalSettings) -> dict[str, Any]:
+    """The paper's Table 7: Q² and coverage per subset of the data scored with each cumulative variant (base,
+    + personal-question filter, + top-k questions, + coreference) of ``settings.config``."""
+    from ..scorer import Q2Scorer
+    from .variants import variants_table
+
+    return variants_table(load_data(settings).examples, settings.config, Q2Scorer, progress=settings.progress)
+
+
+def save_variants(settings: MetaEvalSettings, table: dict[str, Any]) -> list[Path]:
+    """Write :func:`variants`' table as ``variants.json`` and ``variants.md`` to ``settings.output_dir``."""
+    from .variants import variants_markdown
+
+    if not settings.output_dir:
+        raise SettingError("output_dir", "name the folder to write the variants table to")
+    out = Path(settings.output_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    paths = [out / "variants.json", out / "variants.md"]
+    paths[0].write_text(json.dumps(table, indent=2, ensure_ascii=False), encoding="utf-8")
+    paths[1].write_text(variants_markdown(table) + "\n", encoding="utf-8")
+    return paths
 
 
 def save_outputs(settings: MetaEvalSettings, run: Any) -> list[Path]:

@@ -20,7 +20,7 @@ import torch
 from q2_plugins.errors import ModelLoadError
 from q2_plugins.hf import load_model
 from q2_plugins.signature import model_id
-from tests.hub_fixtures import ALTERNATIVE_REPOS, DEFAULT_REPOS, build_hub_cache
+from tests.hub_fixtures import ALTERNATIVE_REPOS, COREF_REPO, DEFAULT_REPOS, build_hub_cache
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "q2_plugins" / "data" / "sample.jsonl"
@@ -70,14 +70,17 @@ def hub_runs(hub_cache, tmp_path_factory) -> dict:
     rows.write_text("".join(SAMPLE.read_text().splitlines(keepends=True)[:4]))
     common = ["--input", str(rows), "--format", "json", "--no-progress", "--qg-max-length", "8"]
     qg, qa = ALTERNATIVE_REPOS
-    default, prefetch, alternatives = _run_cli(
+    default, prefetch, alternatives, coref = _run_cli(
         cache, work / "home",
         ["score", *common, "--output", str(work / "hub.jsonl")],
         ["prefetch", "--output-dir", str(work / "q2-models")],
         ["score", *common, "--qg-model", qg, "--qg-input-template", "generate question: {highlighted}",
          "--qa-model", qa],
+        ["score", *common, "--coref", "--history-column", "history", "--output", str(work / "coref.jsonl"),
+         "--explain"],
     )
-    return {"work": work, "common": common, "default": default, "prefetch": prefetch, "alternatives": alternatives}
+    return {"work": work, "common": common, "default": default, "prefetch": prefetch, "alternatives": alternatives,
+            "coref": coref}
 
 
 def test_default_path_offline_then_prefetch_and_copy(hub_cache, hub_runs, tmp_path):
@@ -110,6 +113,21 @@ def test_default_path_offline_then_prefetch_and_copy(hub_cache, hub_runs, tmp_pa
     assert json.loads(again["stdout"])["q2"] == summary["q2"]
 
 
+def test_coref_default_model_offline_and_prefetched(hub_cache, hub_runs):
+    """--coref on the default F-coref repository (a pickle checkpoint, the published layout) signs as the hub
+    commit; prefetch copied it and it signs the same from the copy."""
+    _, commits = hub_cache
+    run = hub_runs["coref"]
+    assert run["code"] == 0, run
+    summary = json.loads(run["stdout"])
+    ident = f"hub:{COREF_REPO}@{commits[COREF_REPO]}"
+    assert f"|coref:fcoref-head-v1:{ident}[float32]|" in summary["signature"] + "|"
+    rows = [json.loads(x) for x in (hub_runs["work"] / "coref.jsonl").read_text().splitlines()]
+    assert all("coref" in r for r in rows if r["status"] != "error")
+    copied = hub_runs["work"] / "q2-models" / "coref"
+    assert model_id(str(copied)) == ident and (copied / "pytorch_model.bin").is_file()
+
+
 def test_alternative_models_from_the_readme_run_offline(hub_cache, hub_runs):
     _, commits = hub_cache
     run = hub_runs["alternatives"]
@@ -127,6 +145,11 @@ def test_every_fixture_loads_and_a_changed_copy_loses_the_hub_identity(hub_cache
     for repo, commit in commits.items():
         snapshot = _snapshot(cache, repo, commit)
         assert model_id(str(snapshot)) == f"hub:{repo}@{commit}"
+        if repo == COREF_REPO:
+            from q2_plugins.coref import load_fcoref
+
+            load_fcoref(str(snapshot))
+            continue
         model_type = json.loads((snapshot / "config.json").read_text())["model_type"]
         role, kind = kinds[model_type]
         tokenizer, model = load_model(role, str(snapshot), None, "cpu", "float32", kind, cpu_kernels="torch")

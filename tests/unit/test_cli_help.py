@@ -22,7 +22,8 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
 
 def test_prefetch_lists_only_what_it_reads():
     assert _flags(_sub("prefetch")) == {"--help", "--output-dir", "--qg-model", "--qg-revision", "--qa-model",
-                                        "--qa-revision", "--nli-model", "--nli-revision"}
+                                        "--qa-revision", "--nli-model", "--nli-revision", "--coref-model",
+                                        "--coref-revision"}
     args = build_parser().parse_args(["prefetch", "--output-dir", "d", "--qa-model", "m"])
     assert config_from_args(args) == Q2Config(qa_model="m")
 

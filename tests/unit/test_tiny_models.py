@@ -271,7 +271,7 @@ def test_builds_are_reproducible(builder, tmp_path: Path) -> None:
 
 def test_build_all(tmp_path: Path) -> None:
     paths = tiny_models.build_all(tmp_path / "models")
-    assert set(paths) == {"qg", "qa", "nli"}
+    assert set(paths) == {"qg", "qa", "nli", "coref"}
     assert all(p.is_dir() and p.parent == tmp_path / "models" for p in paths.values())
     assert type(AutoModelForSeq2SeqLM.from_pretrained(paths["qg"])).__name__ == "T5ForConditionalGeneration"
     assert type(AutoModelForQuestionAnswering.from_pretrained(paths["qa"])).__name__ == "AlbertForQuestionAnswering"
