@@ -5,10 +5,11 @@ Config flags map one-to-one onto :class:`Q2Config`."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from . import __version__
 from .config import MODEL_KINDS, config_from_args, config_options
@@ -154,79 +155,148 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from .io import InputFormatError, ResultFile, read_rows, same_file
-    from .results import Q2Stats, RowErrors
+    _check_outputs(args)  # before any file is opened: no output may be an input
+    with _terminate_as_interrupt():
+        if args.engine == "ray":
+            return _score_with_ray(args)
+        return _score_local(args)
+
+
+def _score_local(args: argparse.Namespace) -> int:
+    from .io import ResultFile, read_rows
+    from .rows import cache_line, write_meta
     from .scorer import Q2Scorer
 
-    if args.engine == "ray":
-        return _score_with_ray(args)
     if args.keep_min_score is not None:
         raise ValueError("--keep-min-score (filter mode) needs --engine ray")
     config = config_from_args(args)
-    to_stdout = args.output == "-"
-    if args.output and not to_stdout and Path(args.input).is_file() and same_file(args.input, args.output):
-        raise InputFormatError(f"--output {args.output} is the input file; name another file for the results")
-    required = (args.response_column, args.knowledge_column) + ((args.history_column,) if args.history_column else ())
-    rows = read_rows(args.input, args.input_format, required)  # checks the file and its columns before anything
+    spec = _row_spec(args)
+    rows = read_rows(args.input, args.input_format, spec.required)  # checks the file and its columns before anything
     scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
     progress = _run_progress(args)
     out = ResultFile(args.output) if args.output else None
     report_rows: Optional[list[dict[str, Any]]] = [] if args.html else None
-    stats = Q2Stats()
-    errors = RowErrors()
-    signature = ""
-    offset = 0
     try:
-        chunk: list[dict[str, Any]] = []
+        stats, errors, signature = _score_rows(scorer, rows, spec, args, out, report_rows, progress)
+    finally:
+        _close(progress)
+    summary = {**stats.summary(), **errors.summary()}
+    signature = signature or scorer.signature
+    code, problem = stats.exit_code(args.fail_on_error)
+    extra: dict[str, Any] = {} if scorer.cache is None else {"cache": scorer.cache.counts()}
+    if report_rows is not None:
+        try:
+            _write_report(args.html, report_rows, signature, summary, [args.input])
+        except OSError as e:  # the results are saved: the run failed only to write its report, and says so
+            code, extra["html_error"] = 2, f"--html {args.html} could not be written: {e}"
+    if out is not None and not out.stdout:
+        write_meta(out.target, engine="local", signature=signature, summary=summary, config=config, rows=out.rows,
+                   input=args.input, spec=spec, exit_code=code, **extra)
+    stream = sys.stderr if out is not None and out.stdout else sys.stdout
+    print_summary({**summary, **extra}, signature, args.format, stream)
+    if "cache" in extra and args.format == "text":
+        print(cache_line(extra["cache"], config.cache_dir), file=stream)
+    for line in (extra.get("html_error"), problem):
+        if line:
+            print(f"q2 score: {line}", file=sys.stderr)
+    return code
 
-        def flush() -> None:
-            nonlocal stats, signature, offset
-            if not chunk:
-                return
-            result, problems = _score_chunk(scorer, chunk, args, required, progress)
-            for row, problem, res in zip(chunk, problems, result.responses):
-                res.index += offset
-                if problem:
-                    res.error = problem
+
+def _row_spec(args: argparse.Namespace) -> Any:
+    """The flags that say which fields are scored and what each result carries (``--html`` implies both extras)."""
+    from .rows import RowSpec
+
+    return RowSpec(args.response_column, args.knowledge_column, args.history_column,
+                   explain=args.explain or bool(args.html), labels=args.labels or bool(args.html))
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file the run would write (``--output`` with its ``.partial``, ``.meta.json`` and temporaries, the
+    ``--html`` report, Ray's dropped rows) against the input, through links too: a clash stops the run here."""
+    import os
+
+    from .io import check_outputs, files_written, tmp_path
+
+    outputs: list[tuple[str, list[Any]]] = []
+    if args.output and args.output != "-":
+        outputs.append((f"--output {args.output}", files_written(args.output)))
+    if args.html:
+        html = Path(args.html)
+        report_tmp = html.with_name(f".{html.name}.{os.getpid()}.tmp")  # (the report writer's temporary)
+        outputs.append((f"--html {args.html}", [html, tmp_path(html), report_tmp]))
+    if args.engine == "ray" and args.keep_min_score is not None and args.output:
+        from .rows import dropped_path
+
+        dropped = args.dropped_output or dropped_path(args.output)
+        outputs.append((f"--dropped-output {dropped}", files_written(dropped)))
+    check_outputs([args.input], outputs)
+
+
+class Terminated(KeyboardInterrupt):
+    """The run got SIGTERM: it stops as on Ctrl-C (the ``.partial`` named), with exit code 143."""
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM raises :class:`Terminated` while the run goes, so that it ends as an interrupt does."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated()
+
+    try:
+        previous = signal.signal(signal.SIGTERM, stop)
+    except ValueError:  # not the main thread: signals stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
+def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], spec: Any, args: argparse.Namespace, out: Any,
+                report_rows: Optional[list[dict[str, Any]]], progress: Optional[Progress]) -> tuple[Any, Any, Any]:
+    """Score the rows chunk by chunk, streaming result rows out; the output is committed once all are written. A
+    run that stops (an interrupt, SIGTERM, a full disk) says where its rows so far are, then raises."""
+    from .results import Q2Stats, RowErrors
+    from .rows import result_row, score_records
+
+    stats, errors, signature, offset = Q2Stats(), RowErrors(), "", 0
+    try:
+        for chunk in _chunks(rows, args.chunk_size):
+            result = score_records(scorer, chunk, spec, progress=progress or False)
+            for i, (row, res) in enumerate(zip(chunk, result.responses)):
+                record = result_row(offset + i, row, res)
                 if res.error is not None:
                     errors.add(res.error)
-                record = {"row": res.index, **({"id": row["id"]} if "id" in row else {}), **res.to_dict()}
                 if out is not None:
                     out.write(record)
                 if report_rows is not None:
-                    report_rows.append(_with_texts(record, row, args))
+                    report_rows.append(_with_texts(record, row, spec))
             if out is not None:
                 out.flush()
-            stats = stats + result.stats
-            signature = result.signature
-            offset += len(chunk)
-            chunk.clear()
-
-        for row in rows:
-            chunk.append(row)
-            if len(chunk) >= args.chunk_size:
-                flush()
-        flush()
+            stats, signature, offset = stats + result.stats, result.signature, offset + len(chunk)
+        if out is not None:
+            out.commit()
     except BaseException as e:
         _close(progress)
         partial = out.abandon() if out is not None else None
         kept = f"; its {out.rows} rows so far are in {partial}, {args.output} is left as it was" if partial else ""
         print(f"q2 score: the run stopped after {offset} rows{kept} ({type(e).__name__})", file=sys.stderr)
         raise
-    _close(progress)
-    summary = {**stats.summary(), **errors.summary()}
-    signature = signature or scorer.signature
-    code, problem = stats.exit_code(args.fail_on_error)
-    if out is not None:
-        out.commit()
-        if not to_stdout:
-            _write_meta(out, args, signature, summary, config, code)
-    print_summary(summary, signature, args.format, sys.stderr if to_stdout else sys.stdout)
-    if report_rows is not None:
-        _write_report(args.html, report_rows, signature, summary, [args.input])
-    if problem:
-        print(f"q2 score: {problem}", file=sys.stderr)
-    return code
+    return stats, errors, signature
+
+
+def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    chunk: list[dict[str, Any]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _run_progress(args: argparse.Namespace) -> Optional[Progress]:
@@ -245,27 +315,24 @@ def _close(progress: Optional[Progress]) -> None:
         progress.close()
 
 
-def _score_chunk(scorer: Any, chunk: list[dict[str, Any]], args: argparse.Namespace, required: Sequence[str],
-                 progress: Optional[Progress]) -> tuple[Any, list[Optional[str]]]:
-    """Score one chunk of input rows; a row that could not be read or lacks a field is scored as missing, and its
-    problem (returned per row) is its error."""
-    from .io import missing_fields
-
-    problems = [row["__error__"] if "__error__" in row else missing_fields(row, required) for row in chunk]
-    cols = [args.response_column, args.knowledge_column] + ([args.history_column] if args.history_column else [])
-    values = [[None if p else row.get(c) for row, p in zip(chunk, problems)] for c in cols]
-    result = scorer.score(responses=values[0], knowledge=values[1], history=values[2] if args.history_column else None,
-                          explain=args.explain or bool(args.html), progress=progress or False,
-                          label=args.labels or bool(args.html))
-    return result, problems
-
-
 def _score_with_ray(args: argparse.Namespace) -> int:
+    """``--engine ray``: the flags mapped onto :class:`~q2_plugins.ray_data.RayScoreOptions`."""
+    if args.html:
+        raise ValueError("--html needs the local engine; write the report from the Ray output with q2 report "
+                         "--texts INPUT")
+    if args.keep_min_score is not None and not args.output:
+        raise ValueError("--keep-min-score needs --output (the kept rows)")
     try:
-        from .ray_data import run_score
+        from .ray_data import RayScoreOptions, run_score
     except ModuleNotFoundError as e:
         raise SystemExit(f"q2 score: error: {e}") from None
-    return run_score(args)
+    options = RayScoreOptions(
+        input=args.input, output=args.output, input_format=args.input_format, rows=_row_spec(args),
+        concurrency=args.concurrency, num_cpus_per_worker=args.num_cpus_per_worker,
+        num_gpus_per_worker=args.num_gpus_per_worker, batch_size=args.ray_batch_size, ray_address=args.ray_address,
+        keep_min_score=args.keep_min_score, keep_unscored=args.unscored == "keep", dropped_output=args.dropped_output,
+        fail_on_error=args.fail_on_error, summary_format=args.format, progress=not args.no_progress)
+    return run_score(config_from_args(args), options)
 
 
 def _loaded(scorer: Any, progress: bool) -> Any:
@@ -276,26 +343,11 @@ def _loaded(scorer: Any, progress: bool) -> Any:
     return scorer.load(quiet=True)
 
 
-def _write_meta(out: Any, args: argparse.Namespace, signature: Any, summary: dict[str, Any], config: Any,
-                code: int) -> None:
-    """``OUTPUT.meta.json``: the run's summary, signature and config beside its rows."""
-    from .io import meta_path, write_json_atomic
-
-    write_json_atomic(meta_path(out.target), {
-        "format": "q2-score-results", "version": __version__, "signature": signature,
-        "signature_short": getattr(signature, "short", signature), "summary": summary,
-        "config": config.to_dict(), "rows": out.rows, "input": str(args.input), "output": str(out.target),
-        "columns": {"response": args.response_column, "knowledge": args.knowledge_column,
-                    "history": args.history_column},
-        "exit_code": code,
-    })
-
-
-def _with_texts(record: dict[str, Any], row: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[str, Any]:
     """A result row plus the texts it scored, for the HTML report."""
-    texts = {"response": row.get(args.response_column), "knowledge": row.get(args.knowledge_column)}
-    if args.history_column:
-        texts["history"] = row.get(args.history_column)
+    texts = {"response": row.get(spec.response_column), "knowledge": row.get(spec.knowledge_column)}
+    if spec.history_column:
+        texts["history"] = row.get(spec.history_column)
     return {**record, **{k: v for k, v in texts.items() if isinstance(v, str)}}
 
 
@@ -420,6 +472,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except Terminated:
+        print(f"q2 {args.command}: terminated (SIGTERM)", file=sys.stderr)
+        return 143
     except KeyboardInterrupt:
         print(f"q2 {args.command}: interrupted", file=sys.stderr)
         return 130
