@@ -166,7 +166,7 @@ class Q2BatchScorer:
         """Rows of :func:`read_dataset`'s JSONL / CSV reading: each record parsed, scored as ``q2 score`` scores it
         (a record that could not be read, or that lacks a column, is its row's error) and written back as columns.
         An input field named like a Q² column is kept under :data:`INPUT_PREFIX` (``q2_score`` becomes
-        ``input_q2_score``)."""
+        ``input_q2_score``, see :func:`_kept_name`)."""
         records = [{"__error__": e} if e is not None else {} if t is None else json.loads(t)
                    for t, e in zip(batch.column(_RECORD).to_pylist(), batch.column(_READ_ERROR).to_pylist())]
         results = self._score(records)
@@ -178,25 +178,25 @@ class Q2BatchScorer:
         return table
 
 
-def _kept_name(name: str, taken: Any) -> str:
-    """The name an input field keeps when Q² adds a column of its name: :data:`INPUT_PREFIX` before it (again
-    while that is taken too)."""
-    while name in taken:
-        name = INPUT_PREFIX + name
-    return name
+def _kept_name(name: str, reserved: Any) -> str:
+    """The name an input field keeps: :data:`INPUT_PREFIX` before it when, without its leading prefixes, it is a Q²
+    column (``q2_score`` -> ``input_q2_score``, ``input_q2_score`` -> ``input_input_q2_score``). The same in every
+    block, and no two fields get one name."""
+    base = name
+    while base.startswith(INPUT_PREFIX):
+        base = base[len(INPUT_PREFIX):]
+    return INPUT_PREFIX + name if base in reserved else name
 
 
 def _records_table(records: list[dict[str, Any]], reserved: frozenset[str] | set[str] = frozenset()) -> pa.Table:
     """The records as columns (the union of their keys, missing values null). A column whose values do not make one
-    Arrow type (mixed types in this block) is stored as text: strings as they are, other values as JSON. A key in
-    ``reserved`` (the Q² columns) is renamed by :func:`_kept_name`."""
+    Arrow type (mixed types in this block) is stored as text: strings as they are, other values as JSON. A key
+    named like one in ``reserved`` (the Q² columns) is renamed by :func:`_kept_name`."""
     names = list(dict.fromkeys(k for r in records for k in r))
     columns = {}
-    taken = set(reserved) | set(names)
     for name in names:
         values = [r.get(name) for r in records]
-        kept = name if name not in reserved else _kept_name(name, taken)
-        taken.add(kept)
+        kept = _kept_name(name, reserved)
         try:
             columns[kept] = pa.array(values)
         except (pa.ArrowException, OverflowError, UnicodeEncodeError):
