@@ -213,23 +213,29 @@ def _row_spec(args: argparse.Namespace) -> Any:
 def _check_outputs(args: argparse.Namespace) -> None:
     """Every file the run would write (``--output`` with its ``.partial``, ``.meta.json`` and temporaries, the
     ``--html`` report, Ray's dropped rows) against the input, through links too: a clash stops the run here."""
-    import os
-
-    from .io import check_outputs, files_written, tmp_path
+    from .io import check_outputs, files_written
 
     outputs: list[tuple[str, list[Any]]] = []
     if args.output and args.output != "-":
         outputs.append((f"--output {args.output}", files_written(args.output)))
     if args.html:
-        html = Path(args.html)
-        report_tmp = html.with_name(f".{html.name}.{os.getpid()}.tmp")  # (the report writer's temporary)
-        outputs.append((f"--html {args.html}", [html, tmp_path(html), report_tmp]))
+        outputs.append((f"--html {args.html}", _html_files(args.html)))
     if args.engine == "ray" and args.keep_min_score is not None and args.output:
         from .rows import dropped_path
 
         dropped = args.dropped_output or dropped_path(args.output)
         outputs.append((f"--dropped-output {dropped}", files_written(dropped)))
     check_outputs([args.input], outputs)
+
+
+def _html_files(path: str) -> list[Path]:
+    """An HTML report and the temporary files its writer may make beside it."""
+    import os
+
+    from .io import tmp_path
+
+    html = Path(path)
+    return [html, tmp_path(html), html.with_name(f".{html.name}.{os.getpid()}.tmp")]
 
 
 class Terminated(KeyboardInterrupt):
@@ -363,10 +369,13 @@ def _write_report(path: str, rows: list[dict[str, Any]], signature: str, summary
 def _replay(args: argparse.Namespace) -> int:
     import csv
 
+    from .io import check_outputs
     from .replay import load_original_steps, replay
 
     if args.scores and len(args.scores) != len(args.steps):
         raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
+    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", _html_files(path)) for flag, path in
+                                                (("output", args.output), ("html", args.html)) if path])
     records = []
     sources: list[str] = []
     for i, steps in enumerate(args.steps):
@@ -403,8 +412,11 @@ def _replay_row(rec: Any, res: Any, source: str) -> dict[str, Any]:
 
 
 def _report(args: argparse.Namespace) -> int:
+    from .io import check_outputs, meta_path
     from .report import report_from_files
 
+    read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
+    check_outputs(read, [(f"--output {args.output}", _html_files(args.output))])
     data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
                              columns=(args.response_column, args.knowledge_column, args.history_column))
     errors = sum(r["status"] == "error" for r in data.rows)

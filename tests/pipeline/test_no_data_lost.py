@@ -228,3 +228,19 @@ def test_a_cache_that_cannot_be_used_is_one_line_naming_it(tmp_path, capsys, mon
     with pytest.raises(CacheError, match=r"the cache .*ro/q2-cache-v2\.sqlite cannot be used \(attempt to write a "
                                          r"readonly database\)"):
         Q2Cache(tmp_path / "ro")
+
+
+def test_report_and_replay_never_write_over_what_they_read(tmp_path, capsys):
+    results = jsonl(tmp_path / "r.jsonl", [{"row": 0, "status": "error", "error": "x"}])
+    jsonl(tmp_path / "r.jsonl.meta.json", [{}])
+    steps = tmp_path / "a_out.steps.csv"
+    steps.write_text("id\n")
+    before = snapshot(tmp_path)
+    for argv in (["report", str(results), "--output", str(results)],
+                 ["report", str(results), "--output", str(tmp_path / "r.jsonl.meta.json")],
+                 ["report", str(results), "--texts", str(steps), "--output", str(steps)],
+                 ["replay", "--steps", str(steps), "--output", str(steps)],
+                 ["replay", "--steps", str(steps), "--html", str(steps)]):
+        assert main(argv) == 2, argv
+        assert "never overwritten" in capsys.readouterr().err
+    assert snapshot(tmp_path) == before
