@@ -239,26 +239,34 @@ def _html_files(path: str) -> list[Path]:
 
 
 class Terminated(KeyboardInterrupt):
-    """The run got SIGTERM: it stops as on Ctrl-C (the ``.partial`` named), with exit code 143."""
+    """The run got SIGTERM or SIGHUP: it stops as on Ctrl-C (the ``.partial`` named), exit code 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
 
 
 @contextlib.contextmanager
 def _terminate_as_interrupt() -> Iterator[None]:
-    """SIGTERM raises :class:`Terminated` while the run goes, so that it ends as an interrupt does."""
+    """SIGTERM and SIGHUP raise :class:`Terminated` while the run goes, so that it ends as an interrupt does."""
     import signal
 
     def stop(signum: int, frame: Any) -> None:
-        raise Terminated()
+        raise Terminated(signum)
 
+    chosen = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
     try:
-        previous = signal.signal(signal.SIGTERM, stop)
+        previous = {s: signal.signal(s, stop) for s in chosen}
     except ValueError:  # not the main thread: signals stay as they are
         yield
         return
     try:
         yield
     finally:
-        signal.signal(signal.SIGTERM, previous)
+        for s, handler in previous.items():
+            signal.signal(s, handler)
 
 
 def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], spec: Any, args: argparse.Namespace, out: Any,
@@ -484,9 +492,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2
-    except Terminated:
-        print(f"q2 {args.command}: terminated (SIGTERM)", file=sys.stderr)
-        return 143
+    except Terminated as e:
+        print(f"q2 {args.command}: terminated ({e})", file=sys.stderr)
+        return 128 + e.signum
     except KeyboardInterrupt:
         print(f"q2 {args.command}: interrupted", file=sys.stderr)
         return 130

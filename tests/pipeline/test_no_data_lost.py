@@ -99,7 +99,8 @@ def test_a_csv_header_naming_a_column_twice_stops_the_run(tmp_path, capsys):
 
 
 # -- runs that stop name their .partial ----------------------------------------------------------------------------
-def test_sigterm_names_the_partial_like_ctrl_c(tmp_path, model_flags):
+@pytest.mark.parametrize("sig", [signal.SIGTERM, signal.SIGHUP])
+def test_sigterm_names_the_partial_like_ctrl_c(tmp_path, model_flags, sig):
     p = jsonl(tmp_path / "in.jsonl", [dict(GOOD, id=i) for i in range(400)])
     out = tmp_path / "out.jsonl"
     out.write_text("precious\n")
@@ -110,11 +111,11 @@ def test_sigterm_names_the_partial_like_ctrl_c(tmp_path, model_flags):
     deadline = time.time() + 120
     while time.time() < deadline and not (partial.exists() and partial.stat().st_size):
         time.sleep(0.1)
-    proc.send_signal(signal.SIGTERM)
+    proc.send_signal(sig)
     err = proc.communicate(timeout=120)[1]
-    assert proc.returncode == 143, err
+    assert proc.returncode == 128 + sig, err
     assert f"rows so far are in {partial}, {out} is left as it was (Terminated)" in err
-    assert "terminated (SIGTERM)" in err and out.read_text() == "precious\n"
+    assert f"terminated ({sig.name})" in err and out.read_text() == "precious\n"
     assert all(json.loads(line)["row"] == i for i, line in enumerate(partial.read_text().splitlines()))
 
 
