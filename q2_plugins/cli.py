@@ -336,6 +336,8 @@ def _score_with_ray(args: argparse.Namespace) -> int:
                          "--texts INPUT")
     if args.keep_min_score is not None and not args.output:
         raise ValueError("--keep-min-score needs --output (the kept rows)")
+    if args.output == "-":
+        raise ValueError("--output - (standard output) needs the local engine; name a file or directory")
     try:
         from .ray_data import RayScoreOptions, run_score
     except ModuleNotFoundError as e:
