@@ -5,10 +5,11 @@ Config flags map one-to-one onto :class:`Q2Config`."""
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
 from . import __version__
 from . import metric_names as M
@@ -165,82 +166,168 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _score(args: argparse.Namespace) -> int:
-    from .io import InputFormatError, ResultFile, read_rows, same_file
-    from .results import Q2Stats, RowErrors, explained_row
+    _check_outputs(args)  # before any file is opened: no output may be an input
+    with _terminate_as_interrupt():
+        if args.engine == "ray":
+            if args.taxonomy_model:
+                raise ValueError("--taxonomy-model labels with the local engine; drop --engine ray")
+            return _score_with_ray(args)
+        return _score_local(args)
+
+
+def _score_local(args: argparse.Namespace) -> int:
+    from .io import ResultFile, read_rows
+    from .rows import cache_line, write_meta
     from .scorer import Q2Scorer
 
-    if args.engine == "ray":
-        if args.taxonomy_model:
-            raise ValueError("--taxonomy-model labels with the local engine; drop --engine ray")
-        return _score_with_ray(args)
     if args.keep_min_score is not None:
         raise ValueError("--keep-min-score (filter mode) needs --engine ray")
     taxonomy = _taxonomy_model(args.taxonomy_model) if args.taxonomy_model else None
     config = config_from_args(args)
-    to_stdout = args.output == "-"
-    if args.output and not to_stdout and Path(args.input).is_file() and same_file(args.input, args.output):
-        raise InputFormatError(f"--output {args.output} is the input file; name another file for the results")
-    required = (args.response_column, args.knowledge_column) + ((args.history_column,) if args.history_column else ())
-    rows = read_rows(args.input, args.input_format, required)  # checks the file and its columns before anything
+    spec = _row_spec(args)
+    rows = read_rows(args.input, args.input_format, spec.required)  # checks the file and its columns before anything
     scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
     progress = _run_progress(args)
     out = ResultFile(args.output) if args.output else None
     report_rows: Optional[list[dict[str, Any]]] = [] if args.html else None
-    stats = Q2Stats()
-    errors = RowErrors()
-    signature = ""
-    offset = 0
     try:
-        chunk: list[dict[str, Any]] = []
+        stats, errors, signature = _score_rows(scorer, rows, spec, args, out, report_rows, progress, taxonomy)
+    finally:
+        _close(progress)
+    summary = {**stats.summary(), **errors.summary()}
+    signature = signature or scorer.signature
+    code, problem = stats.exit_code(args.fail_on_error)
+    extra: dict[str, Any] = {} if scorer.cache is None else {"cache": scorer.cache.counts()}
+    if args.taxonomy_model:
+        extra["taxonomy_model"] = _taxonomy_model_id(args.taxonomy_model)
+    if report_rows is not None:
+        try:
+            _write_report(args.html, report_rows, signature, summary, [args.input])
+        except OSError as e:  # the results are saved: the run failed only to write its report, and says so
+            code, extra["html_error"] = 2, f"--html {args.html} could not be written: {e}"
+    if out is not None and not out.stdout:
+        write_meta(out.target, engine="local", signature=signature, summary=summary, config=config, rows=out.rows,
+                   input=args.input, spec=spec, exit_code=code, **extra)
+    stream = sys.stderr if out is not None and out.stdout else sys.stdout
+    print_summary({**summary, **extra}, signature, args.format, stream)
+    if "cache" in extra and args.format == "text":
+        print(cache_line(extra["cache"], config.cache_dir), file=stream)
+    for line in (extra.get("html_error"), problem):
+        if line:
+            print(f"q2 score: {line}", file=sys.stderr)
+    return code
 
-        def flush() -> None:
-            nonlocal stats, signature, offset
-            if not chunk:
-                return
-            result, problems = _score_chunk(scorer, chunk, args, required, progress, taxonomy)
-            for row, problem, res in zip(chunk, problems, result.responses):
-                res.index += offset
-                if problem:
-                    res.error = problem
+
+def _row_spec(args: argparse.Namespace) -> Any:
+    """The flags that say which fields are scored and what each result carries (``--html`` implies both extras)."""
+    from .rows import RowSpec
+
+    return RowSpec(args.response_column, args.knowledge_column, args.history_column,
+                   explain=args.explain or bool(args.html), labels=args.labels or bool(args.html))
+
+
+def _check_outputs(args: argparse.Namespace) -> None:
+    """Every file the run would write (``--output`` with its ``.partial``, ``.meta.json`` and temporaries, the
+    ``--html`` report, Ray's dropped rows) against the input, through links too: a clash stops the run here."""
+    from .io import check_outputs, files_written
+
+    outputs: list[tuple[str, list[Any]]] = []
+    if args.output and args.output != "-":
+        outputs.append((f"--output {args.output}", files_written(args.output)))
+    if args.html:
+        outputs.append((f"--html {args.html}", _html_files(args.html)))
+    if args.engine == "ray" and args.keep_min_score is not None and args.output:
+        from .rows import dropped_path
+
+        dropped = args.dropped_output or dropped_path(args.output)
+        outputs.append((f"--dropped-output {dropped}", files_written(dropped)))
+    check_outputs([args.input], outputs)
+
+
+def _html_files(path: str) -> list[Path]:
+    """An HTML report and the temporary files its writer may make beside it."""
+    import os
+
+    from .io import tmp_path
+
+    html = Path(path)
+    return [html, tmp_path(html), html.with_name(f".{html.name}.{os.getpid()}.tmp")]
+
+
+class Terminated(KeyboardInterrupt):
+    """The run got SIGTERM or SIGHUP: it stops as on Ctrl-C (the ``.partial`` named), exit code 128 + the signal."""
+
+    def __init__(self, signum: int) -> None:
+        import signal
+
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@contextlib.contextmanager
+def _terminate_as_interrupt() -> Iterator[None]:
+    """SIGTERM and SIGHUP raise :class:`Terminated` while the run goes, so that it ends as an interrupt does."""
+    import signal
+
+    def stop(signum: int, frame: Any) -> None:
+        raise Terminated(signum)
+
+    chosen = [s for s in (signal.SIGTERM, getattr(signal, "SIGHUP", None)) if s is not None]
+    try:
+        previous = {s: signal.signal(s, stop) for s in chosen}
+    except ValueError:  # not the main thread: signals stay as they are
+        yield
+        return
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], spec: Any, args: argparse.Namespace, out: Any,
+                report_rows: Optional[list[dict[str, Any]]], progress: Optional[Progress],
+                labeller: Any = None) -> tuple[Any, Any, Any]:
+    """Score the rows chunk by chunk, streaming result rows out; the output is committed once all are written. A
+    run that stops (an interrupt, SIGTERM, a full disk) says where its rows so far are, then raises."""
+    from .results import Q2Stats, RowErrors
+    from .rows import result_row, score_records
+
+    stats, errors, signature, offset = Q2Stats(), RowErrors(), "", 0
+    try:
+        for chunk in _chunks(rows, args.chunk_size):
+            result = score_records(scorer, chunk, spec, progress=progress or False, labeller=labeller)
+            for i, (row, res) in enumerate(zip(chunk, result.responses)):
+                record = result_row(offset + i, row, res)
                 if res.error is not None:
                     errors.add(res.error)
-                record = explained_row(res, ids={"row": res.index, **({"id": row["id"]} if "id" in row else {})})
                 if out is not None:
                     out.write(record)
                 if report_rows is not None:
-                    report_rows.append(_with_texts(record, row, args))
+                    report_rows.append(_with_texts(record, row, spec))
             if out is not None:
                 out.flush()
-            stats = stats + result.stats
-            signature = result.signature
-            offset += len(chunk)
-            chunk.clear()
-
-        for row in rows:
-            chunk.append(row)
-            if len(chunk) >= args.chunk_size:
-                flush()
-        flush()
+            stats, signature, offset = stats + result.stats, result.signature, offset + len(chunk)
+        if out is not None:
+            out.commit()
     except BaseException as e:
         _close(progress)
         partial = out.abandon() if out is not None else None
         kept = f"; its {out.rows} rows so far are in {partial}, {args.output} is left as it was" if partial else ""
         print(f"q2 score: the run stopped after {offset} rows{kept} ({type(e).__name__})", file=sys.stderr)
         raise
-    _close(progress)
-    summary = {**stats.summary(), **errors.summary()}
-    signature = signature or scorer.signature
-    code, problem = stats.exit_code(args.fail_on_error)
-    if out is not None:
-        out.commit()
-        if not to_stdout:
-            _write_meta(out, args, signature, summary, config, code)
-    print_summary(summary, signature, args.format, sys.stderr if to_stdout else sys.stdout)
-    if report_rows is not None:
-        _write_report(args.html, report_rows, signature, summary, [args.input])
-    if problem:
-        print(f"q2 score: {problem}", file=sys.stderr)
-    return code
+    return stats, errors, signature
+
+
+def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+    chunk: list[dict[str, Any]] = []
+    for row in rows:
+        chunk.append(row)
+        if len(chunk) >= size:
+            yield chunk
+            chunk = []
+    if chunk:
+        yield chunk
 
 
 def _run_progress(args: argparse.Namespace) -> Optional[Progress]:
@@ -265,30 +352,26 @@ def _taxonomy_model(path: str) -> Any:
     return TaxonomyModel(path)
 
 
-def _score_chunk(scorer: Any, chunk: list[dict[str, Any]], args: argparse.Namespace, required: Sequence[str],
-                 progress: Optional[Progress], taxonomy: Any = None) -> tuple[Any, list[Optional[str]]]:
-    """Score one chunk of input rows; a row that could not be read or lacks a field is scored as missing, and its
-    problem (returned per row) is its error."""
-    from .io import missing_fields
-
-    problems = [row["__error__"] if "__error__" in row else missing_fields(row, required) for row in chunk]
-    cols = [args.response_column, args.knowledge_column] + ([args.history_column] if args.history_column else [])
-    values = [[None if p else row.get(c) for row, p in zip(chunk, problems)] for c in cols]
-    result = scorer.score(responses=values[0], knowledge=values[1], history=values[2] if args.history_column else None,
-                          explain=args.explain or bool(args.html), progress=progress or False,
-                          label=(args.labels or bool(args.html)) and taxonomy is None)
-    if taxonomy is not None:  # a trained five-way model labels instead of the text rules
-        taxonomy.label(result, responses=values[0], knowledge=values[1],
-                       history=values[2] if args.history_column else None)
-    return result, problems
-
-
 def _score_with_ray(args: argparse.Namespace) -> int:
+    """``--engine ray``: the flags mapped onto :class:`~q2_plugins.ray_data.RayScoreOptions`."""
+    if args.html:
+        raise ValueError("--html needs the local engine; write the report from the Ray output with q2 report "
+                         "--texts INPUT")
+    if args.keep_min_score is not None and not args.output:
+        raise ValueError("--keep-min-score needs --output (the kept rows)")
+    if args.output == "-":
+        raise ValueError("--output - (standard output) needs the local engine; name a file or directory")
     try:
-        from .ray_data import run_score
+        from .ray_data import RayScoreOptions, run_score
     except ModuleNotFoundError as e:
         raise SystemExit(f"q2 score: error: {e}") from None
-    return run_score(args)
+    options = RayScoreOptions(
+        input=args.input, output=args.output, input_format=args.input_format, rows=_row_spec(args),
+        concurrency=args.concurrency, num_cpus_per_worker=args.num_cpus_per_worker,
+        num_gpus_per_worker=args.num_gpus_per_worker, batch_size=args.ray_batch_size, ray_address=args.ray_address,
+        keep_min_score=args.keep_min_score, keep_unscored=args.unscored == "keep", dropped_output=args.dropped_output,
+        fail_on_error=args.fail_on_error, summary_format=args.format, progress=not args.no_progress)
+    return run_score(config_from_args(args), options)
 
 
 def _loaded(scorer: Any, progress: bool) -> Any:
@@ -299,22 +382,6 @@ def _loaded(scorer: Any, progress: bool) -> Any:
     return scorer.load(quiet=True)
 
 
-def _write_meta(out: Any, args: argparse.Namespace, signature: Any, summary: dict[str, Any], config: Any,
-                code: int) -> None:
-    """``OUTPUT.meta.json``: the run's summary, signature and config beside its rows."""
-    from .io import meta_path, write_json_atomic
-
-    write_json_atomic(meta_path(out.target), {
-        "format": "q2-score-results", "version": __version__, "signature": signature,
-        "signature_short": getattr(signature, "short", signature), "summary": summary,
-        "config": config.to_dict(), "rows": out.rows, "input": str(args.input), "output": str(out.target),
-        "columns": {"response": args.response_column, "knowledge": args.knowledge_column,
-                    "history": args.history_column},
-        "exit_code": code,
-        **({"taxonomy_model": _taxonomy_model_id(args.taxonomy_model)} if args.taxonomy_model else {}),
-    })
-
-
 def _taxonomy_model_id(path: str) -> str:
     """The identity (content hash) of the five-way model that labelled the rows (``--taxonomy-model``)."""
     from .signature import model_id
@@ -322,11 +389,11 @@ def _taxonomy_model_id(path: str) -> str:
     return model_id(path, None)
 
 
-def _with_texts(record: dict[str, Any], row: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[str, Any]:
     """A result row plus the texts it scored, for the HTML report."""
-    texts = {"response": row.get(args.response_column), "knowledge": row.get(args.knowledge_column)}
-    if args.history_column:
-        texts["history"] = row.get(args.history_column)
+    texts = {"response": row.get(spec.response_column), "knowledge": row.get(spec.knowledge_column)}
+    if spec.history_column:
+        texts["history"] = row.get(spec.history_column)
     return {**record, **{k: v for k, v in texts.items() if isinstance(v, str)}}
 
 
@@ -342,10 +409,13 @@ def _write_report(path: str, rows: list[dict[str, Any]], signature: str, summary
 def _replay(args: argparse.Namespace) -> int:
     import csv
 
+    from .io import check_outputs
     from .replay import load_original_steps, replay
 
     if args.scores and len(args.scores) != len(args.steps):
         raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
+    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", _html_files(path)) for flag, path in
+                                                (("output", args.output), ("html", args.html)) if path])
     records = []
     sources: list[str] = []
     for i, steps in enumerate(args.steps):
@@ -385,8 +455,11 @@ def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, An
 
 
 def _report(args: argparse.Namespace) -> int:
+    from .io import check_outputs, meta_path
     from .report import report_from_files
 
+    read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
+    check_outputs(read, [(f"--output {args.output}", _html_files(args.output))])
     data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
                              columns=(args.response_column, args.knowledge_column, args.history_column))
     errors = sum(r["status"] == "error" for r in data.rows)
@@ -477,6 +550,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2
+    except Terminated as e:
+        print(f"q2 {args.command}: terminated ({e})", file=sys.stderr)
+        return 128 + e.signum
     except KeyboardInterrupt:
         print(f"q2 {args.command}: interrupted", file=sys.stderr)
         return 130

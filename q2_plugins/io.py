@@ -19,6 +19,7 @@ from typing import IO, Any, Iterator, Optional, Sequence
 
 __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
            "InputFormatError", "json_line", "ResultFile", "write_json_atomic", "meta_path", "same_file",
+           "partial_path", "files_written", "check_outputs",
            "MAX_RECORD_BYTES"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
@@ -83,7 +84,10 @@ def _jsonl_records(f: IO[bytes]) -> Iterator[tuple[int, Any, Optional[str]]]:
                              f"{start + e.start} of the file")
             continue
         try:
-            yield n, json.loads(text, strict=False, parse_int=_big_int, parse_constant=str), None
+            yield n, json.loads(text, strict=False, parse_int=_big_int, parse_constant=str,
+                                object_pairs_hook=_unique_keys), None
+        except _DuplicateKey as e:
+            yield n, None, f"line {n} has the key {str(e)[:100]!r} twice; which value is meant cannot be told"
         except json.JSONDecodeError as e:
             yield n, None, f"line {n} is not valid JSON: {e.msg} (column {e.colno})"
         except RecursionError:
@@ -130,6 +134,7 @@ def _csv_records(f: IO[str], kind: str) -> Iterator[tuple[int, Any]]:
             yield line, f"line {line} is not valid {kind.upper()}: {e}"
             continue
         if header is None:
+            _check_header(values, kind)
             header = values
             continue
         if not values:
@@ -138,13 +143,34 @@ def _csv_records(f: IO[str], kind: str) -> Iterator[tuple[int, Any]]:
         if bad is not None:
             yield line, f"line {line} is not valid UTF-8: byte {bad}"
             continue
-        row: dict[str, Any] = dict(zip(header, values))
-        if len(values) > len(header):
+        if len(values) != len(header):  # too many or too few: which value is which column cannot be told
             yield line, f"line {line} has {len(values)} fields; the header names {len(header)}"
             continue
-        for name in header[len(values):]:
-            row[name] = None
-        yield line, row
+        yield line, dict(zip(header, values))
+
+
+def _check_header(names: Sequence[str], kind: str) -> None:
+    """A header that names one column twice cannot be read: which value a row means would be a guess."""
+    seen: dict[str, int] = {}
+    for i, name in enumerate(names, 1):
+        if name in seen:
+            raise InputFormatError(f"the {kind.upper()} header names column {name!r} twice (columns {seen[name]} and "
+                                   f"{i}); rename one")
+        seen[name] = i
+
+
+def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
+    """``json.loads``'s object hook: an object with one key twice is an error, never its last value."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        seen: set[str] = set()
+        twice = next(k for k, _ in pairs if k in seen or seen.add(k))  # type: ignore[func-returns-value]
+        raise _DuplicateKey(twice)
+    return obj
+
+
+class _DuplicateKey(ValueError):
+    pass
 
 
 def input_columns(path: str | Path, fmt: Optional[str] = None) -> list[str]:
@@ -160,9 +186,11 @@ def input_columns(path: str | Path, fmt: Optional[str] = None) -> list[str]:
         return list(found)
     with _csv_text(path.open("rb")) as f:
         try:
-            return next(_csv_reader(f, kind))
+            names = next(_csv_reader(f, kind))
         except (StopIteration, csv.Error):
             return []
+    _check_header(names, kind)
+    return names
 
 
 def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
@@ -307,7 +335,7 @@ def meta_path(output: str | Path) -> Path:
 def write_json_atomic(path: str | Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file beside it, renamed when complete."""
     path = Path(path)
-    tmp = path.with_name(path.name + ".tmp")
+    tmp = tmp_path(path)
     tmp.write_text(json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
@@ -319,7 +347,7 @@ class ResultFile:
     def __init__(self, target: str | Path) -> None:
         self.stdout = str(target) == "-"
         self.target = Path(target)
-        self.partial = self.target.with_name(self.target.name + ".partial")
+        self.partial = partial_path(self.target)
         self.rows = 0
         self._f: IO[str] = sys.stdout if self.stdout else self.partial.open("w", encoding="utf-8")
 
@@ -338,12 +366,66 @@ class ResultFile:
             os.replace(self.partial, self.target)
 
     def abandon(self) -> Optional[Path]:
-        """The run failed: close the partial file and return its path (None for standard output)."""
-        if self.stdout:
-            self._f.flush()
-            return None
-        self._f.close()
-        return self.partial
+        """The run failed: close the partial file and return its path (None for standard output). Never raises:
+        on a full disk the close fails too, and the path must still be named."""
+        try:
+            self._f.flush() if self.stdout else self._f.close()
+        except (OSError, ValueError):
+            pass
+        return None if self.stdout else self.partial
+
+
+def partial_path(output: str | Path) -> Path:
+    """Where a result file's rows go until the run is complete: ``FILE.partial``."""
+    output = Path(output)
+    return output.with_name(output.name + ".partial")
+
+
+def tmp_path(path: str | Path) -> Path:
+    """The temporary file :func:`write_json_atomic` and the report writer rename to ``path``."""
+    path = Path(path)
+    return path.with_name(path.name + ".tmp")
+
+
+def files_written(output: str | Path, *, sidecar: bool = True) -> list[Path]:
+    """Every file a run writes for the result file ``output``: itself, its ``.partial``, and (with ``sidecar``)
+    its ``.meta.json`` and that file's temporary."""
+    paths = [Path(output), partial_path(output)]
+    return paths + ([meta_path(output), tmp_path(meta_path(output))] if sidecar else [])
+
+
+def _inside(a: Path, b: Path) -> bool:
+    """Whether ``a`` is ``b`` or lies under the directory ``b`` (links resolved)."""
+    a, b = a.resolve(), b.resolve()
+    return a == b or b in a.parents
+
+
+def check_outputs(inputs: Sequence[str | Path], outputs: Sequence[tuple[str, Sequence[str | Path]]]) -> None:
+    """Refuse a run that would write over one of its inputs, before anything is opened.
+
+    ``outputs`` pairs what names a result (``"--output r.jsonl"``) with every file or directory written for it;
+    each is compared with every input (the same file through links, hard links and other spellings; a file inside
+    a directory written to or read from). Raises :class:`InputFormatError` in one line naming both."""
+    for name, written in outputs:
+        for path in map(Path, written):
+            for given in inputs:
+                relation = _relation(Path(given), path)
+                if relation:
+                    what = "" if path == Path(str(written[0])) else f" would write {path}, which"
+                    raise InputFormatError(f"{name}{what} {relation} {given}; name another path, so that the input "
+                                           f"is never overwritten")
+
+
+def _relation(src: Path, path: Path) -> str:
+    """How a path written to clashes with an input (empty when it does not)."""
+    kind = "directory" if src.is_dir() else "file"
+    if (src.exists() and path.exists() and same_file(src, path)) or src.resolve() == path.resolve():
+        return f"is the input {kind}"
+    if _inside(src, path):
+        return f"holds the input {kind}"
+    if src.is_dir() and _inside(path, src):
+        return "lies in the input directory"
+    return ""
 
 
 def same_file(a: str | Path, b: str | Path) -> bool:

@@ -22,6 +22,7 @@ import logging
 import os
 import sys
 import warnings
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Union
 
@@ -35,12 +36,12 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by test_imports
     raise ModuleNotFoundError(f"q2_plugins.ray_data needs Ray Data ({e.name} is not installed): "
                               f"pip install 'q2-plugins[ray]'", name=e.name) from e
 
-from . import __version__
 from .config import Q2Config
 from .results import Q2Stats, ResponseResult, ResponseStatus, RowErrors
+from .rows import RowSpec, cache_line, score_records
 
 __all__ = ["Q2BatchScorer", "score_dataset", "dataset_stats", "dataset_summary", "split_by_score", "check_models",
-           "read_dataset", "write_dataset", "write_meta", "OUTPUT_COLUMNS"]
+           "read_dataset", "write_dataset", "OUTPUT_COLUMNS", "INPUT_PREFIX", "RayScoreOptions", "run_score"]
 
 # Q² columns added to every row (each name gets the prefix, "q2_" by default), with their Arrow types
 OUTPUT_COLUMNS: dict[str, pa.DataType] = {
@@ -49,6 +50,9 @@ OUTPUT_COLUMNS: dict[str, pa.DataType] = {
 }
 _LABEL_COLUMNS = {"label": pa.string(), "label3": pa.string()}  # with labels=True
 _EXPLANATION_COLUMN = {"explanation": pa.string()}  # with explain=True: the core's result row as JSON
+_ALL_COLUMNS = {**OUTPUT_COLUMNS, **_LABEL_COLUMNS, **_EXPLANATION_COLUMN}
+#: an input field named like a column Q² adds is kept under this prefix (JSONL / CSV input; docs/ray.md)
+INPUT_PREFIX = "input_"
 # the rows read_dataset makes of a JSONL / CSV / TSV record: its fields as JSON text, or why it cannot be read
 _RECORD, _READ_ERROR = "__q2_record__", "__q2_read_error__"
 _EXTENSIONS = {"jsonl": ["jsonl", "json", "ndjson"], "csv": ["csv"], "tsv": ["tsv"]}
@@ -136,59 +140,67 @@ class Q2BatchScorer:
 
     def __call__(self, batch: pa.Table) -> pa.Table:
         cache = self.scorer.cache
-        before = (cache.hits, cache.misses) if cache is not None else (0, 0)
+        before = cache.counts() if cache is not None else {}
         out = self._score_records(batch) if _RECORD in batch.column_names else self._score_columns(batch)
         if self.cache_counter is not None and cache is not None:
-            ray.get(self.cache_counter.add.remote(cache.hits - before[0], cache.misses - before[1]))
+            ray.get(self.cache_counter.add.remote({k: v - before[k] for k, v in cache.counts().items()}))
         return out
 
-    def _columns(self) -> list[str]:
-        return [self.response_column, self.knowledge_column] + ([self.history_column] if self.history_column else [])
+    def _spec(self) -> RowSpec:
+        return RowSpec(self.response_column, self.knowledge_column, self.history_column, explain=self.explain,
+                       labels=self.labels)
 
-    def _score(self, values: list[list[Any]]) -> list[ResponseResult]:
-        """The core's results for the values of the response, knowledge (and history) columns."""
-        return self.scorer.score(responses=values[0], knowledge=values[1],
-                                 history=values[2] if self.history_column else None, explain=self.explain,
-                                 label=self.labels).responses
+    def _score(self, records: list[dict[str, Any]]) -> list[ResponseResult]:
+        """The row pipeline's results for the records (``q2_plugins.rows``, as the local engine scores them)."""
+        return score_records(self.scorer, records, self._spec()).responses
 
     def _score_columns(self, batch: pa.Table) -> pa.Table:
-        results = self._score([batch.column(c).to_pylist() for c in self._columns()])
+        required = self._spec().required
+        columns = [batch.column(c).to_pylist() for c in required]
+        results = self._score([dict(zip(required, values)) for values in zip(*columns)])
         for name, (kind, values) in _result_columns(results, self.labels, self.explain).items():
             batch = batch.append_column(self.prefix + name, pa.array(values, type=kind))
         return batch
 
     def _score_records(self, batch: pa.Table) -> pa.Table:
         """Rows of :func:`read_dataset`'s JSONL / CSV reading: each record parsed, scored as ``q2 score`` scores it
-        (a record that could not be read, or that lacks a column, is its row's error) and written back as columns."""
-        from .io import missing_fields
-
-        records = [{} if t is None else json.loads(t) for t in batch.column(_RECORD).to_pylist()]
-        required = self._columns()
-        problems = [e if e is not None else missing_fields(r, required)
-                    for r, e in zip(records, batch.column(_READ_ERROR).to_pylist())]
-        results = self._score([[None if p else r.get(c) for r, p in zip(records, problems)] for c in required])
-        for res, problem in zip(results, problems):
-            if problem:
-                res.error = problem
-        table = _records_table(records)
-        for name, (kind, values) in _result_columns(results, self.labels, self.explain).items():
-            if self.prefix + name in table.column_names:
-                raise ValueError(f"The input already has a column {self.prefix + name}, which Q² adds; rename it.")
+        (a record that could not be read, or that lacks a column, is its row's error) and written back as columns.
+        An input field named like a Q² column is kept under :data:`INPUT_PREFIX` (``q2_score`` becomes
+        ``input_q2_score``, see :func:`_kept_name`)."""
+        records = [{"__error__": e} if e is not None else {} if t is None else json.loads(t)
+                   for t, e in zip(batch.column(_RECORD).to_pylist(), batch.column(_READ_ERROR).to_pylist())]
+        results = self._score(records)
+        added = _result_columns(results, self.labels, self.explain)
+        table = _records_table([{} if "__error__" in r else r for r in records],
+                               reserved={self.prefix + name for name in _ALL_COLUMNS})
+        for name, (kind, values) in added.items():
             table = table.append_column(self.prefix + name, pa.array(values, type=kind))
         return table
 
 
-def _records_table(records: list[dict[str, Any]]) -> pa.Table:
+def _kept_name(name: str, reserved: Any) -> str:
+    """The name an input field keeps: :data:`INPUT_PREFIX` before it when, without its leading prefixes, it is a Q²
+    column (``q2_score`` -> ``input_q2_score``, ``input_q2_score`` -> ``input_input_q2_score``). The same in every
+    block, and no two fields get one name."""
+    base = name
+    while base.startswith(INPUT_PREFIX):
+        base = base[len(INPUT_PREFIX):]
+    return INPUT_PREFIX + name if base in reserved else name
+
+
+def _records_table(records: list[dict[str, Any]], reserved: frozenset[str] | set[str] = frozenset()) -> pa.Table:
     """The records as columns (the union of their keys, missing values null). A column whose values do not make one
-    Arrow type (mixed types in this block) is stored as text: strings as they are, other values as JSON."""
+    Arrow type (mixed types in this block) is stored as text: strings as they are, other values as JSON. A key
+    named like one in ``reserved`` (the Q² columns) is renamed by :func:`_kept_name`."""
     names = list(dict.fromkeys(k for r in records for k in r))
     columns = {}
     for name in names:
         values = [r.get(name) for r in records]
+        kept = _kept_name(name, reserved)
         try:
-            columns[name] = pa.array(values)
+            columns[kept] = pa.array(values)
         except (pa.ArrowException, OverflowError, UnicodeEncodeError):
-            columns[name] = pa.array([None if v is None else _as_text(v) for v in values], type=pa.string())
+            columns[kept] = pa.array([None if v is None else _as_text(v) for v in values], type=pa.string())
     if not columns:  # every record of the block unreadable: the Q² columns alone
         return pa.table({"__rows__": pa.nulls(len(records))}).drop_columns(["__rows__"])
     return pa.table(columns)
@@ -255,7 +267,7 @@ def _check_columns(columns: list[str], required: list[str], prefix: str) -> None
     if missing:
         raise ValueError(f"The dataset has no column(s) {missing}; its columns are {columns}. Name the right ones "
                          f"with --response-column / --knowledge-column / --history-column.")
-    added = [prefix + c for c in {**OUTPUT_COLUMNS, **_LABEL_COLUMNS, **_EXPLANATION_COLUMN}]
+    added = [prefix + c for c in _ALL_COLUMNS]
     clash = [c for c in added if c in columns]
     if clash:
         raise ValueError(f"The dataset already has column(s) {clash}, which Q² would add; rename them or choose "
@@ -386,19 +398,25 @@ class _RecordsDatasource(FileBasedDatasource):
     def _read_stream(self, f: "pa.NativeFile", path: str) -> Iterator[pa.Table]:
         import io
 
-        from .io import json_line, read_records
+        from .io import read_records
 
         texts: list[Optional[str]] = []
         errors: list[Optional[str]] = []
         for _, row in read_records(io.BytesIO(f.readall()), self.kind):
             error = row["__error__"] if "__error__" in row else None
-            texts.append(None if error is not None else json_line(row))
+            texts.append(None if error is not None else _record_text(row))
             errors.append(None if error is None else f"{path}: {error}" if self.name_files else error)
             if len(texts) == self.rows_per_block:
                 yield _records_block(texts, errors)
                 texts, errors = [], []
         if texts:
             yield _records_block(texts, errors)
+
+
+def _record_text(row: dict[str, Any]) -> str:
+    """A record as the JSON text the scoring step parses back: values keep their types (``-1e999`` stays the number
+    -inf, which the scorer refuses as it does in the local engine; lone surrogates stay escaped)."""
+    return json.dumps(row, ensure_ascii=True, allow_nan=True, default=str)
 
 
 def _records_block(texts: list[Optional[str]], errors: list[Optional[str]]) -> pa.Table:
@@ -414,9 +432,11 @@ def _check_record_columns(path: Path, kind: str, required: tuple[str, ...]) -> N
     read_rows(first, kind, required)  # raises InputFormatError naming the columns found
 
 
-def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Optional[str] = None) -> None:
-    """Write ``ds`` to one file when ``path`` ends in .jsonl / .parquet / .csv / .tsv (rows in the dataset's order),
-    else as a directory of part files written by the workers, in format ``fmt``."""
+def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Optional[str] = None) -> int:
+    """Write ``ds`` to one file when ``path`` ends in .jsonl / .parquet / .csv / .tsv (rows in the dataset's order,
+    through ``FILE.partial``, renamed when complete), else as a directory of part files written by the workers, in
+    format ``fmt``. A single file holds the union of the columns of every block (a column of several types across
+    blocks is written as text). Returns the number of rows written."""
     path = Path(path)
     if path.suffix.lower() not in _FORMATS:
         kind = _format_of(path, fmt, "--input-format")
@@ -428,103 +448,139 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
             ds.write_csv(str(path), arrow_csv_args_fn=lambda: {"write_options": options})
         else:
             {"jsonl": ds.write_json, "parquet": ds.write_parquet}[kind](str(path))
-        return
+        return ds.count()
+    from .io import partial_path
+
     kind = _FORMATS[path.suffix.lower()]
     path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".part")
+    tmp = partial_path(path)
+    schema = _union_schema(ds) if kind != "jsonl" else None
+    rows = _write_file(ds, tmp, kind, schema)
+    os.replace(tmp, path)
+    return rows
+
+
+def _union_schema(ds: "ray.data.Dataset") -> pa.Schema:
+    """Every column of every block, in order of first appearance; a column with values of several types is text."""
+    types: dict[str, list[pa.DataType]] = {}
+    for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
+        for field in batch.schema:
+            seen = types.setdefault(field.name, [])
+            if field.type != pa.null() and field.type not in seen:
+                seen.append(field.type)
+    return pa.schema([(n, t[0] if len(t) == 1 else pa.null() if not t else pa.string()) for n, t in types.items()])
+
+
+def _conformed(batch: pa.Table, schema: pa.Schema) -> pa.Table:
+    """``batch`` with the columns of ``schema``: nulls where it has none, text where its type is another."""
+    columns = []
+    for field in schema:
+        if field.name not in batch.column_names:
+            columns.append(pa.nulls(batch.num_rows, field.type))
+            continue
+        column = batch.column(field.name).combine_chunks()
+        if column.type != field.type:
+            column = pa.array([None if v is None else _as_text(v) for v in column.to_pylist()], field.type)
+        columns.append(column)
+    return pa.Table.from_arrays(columns, schema=schema)
+
+
+def _write_file(ds: "ray.data.Dataset", tmp: Path, kind: str, schema: Optional[pa.Schema]) -> int:
+    """The rows of ``ds`` into the one file ``tmp`` (JSONL, Parquet, CSV or TSV); returns how many."""
     from .io import json_line
 
+    rows = 0
     batches = ds.iter_batches(batch_format="pyarrow", batch_size=None)
     if kind == "parquet":
         import pyarrow.parquet as pq
 
-        schema = ds.schema().base_schema  # (blocks of JSONL records may lack some columns: nulls there)
         with pq.ParquetWriter(str(tmp), schema) as writer:
             for batch in batches:
-                for i, field in enumerate(schema):
-                    if field.name not in batch.column_names:
-                        batch = batch.add_column(i, field.name, pa.nulls(batch.num_rows, field.type))
-                writer.write_table(batch.select(schema.names).cast(schema))
-    else:
-        with tmp.open("w", encoding="utf-8", newline="") as f:
-            writer = None
-            for batch in batches:
-                rows = batch.to_pylist()
-                if kind == "jsonl":
-                    f.writelines(json_line(r) + "\n" for r in rows)
-                    continue
-                if writer is None:
-                    writer = csv.DictWriter(f, fieldnames=ds.schema().names,
-                                            delimiter="\t" if kind == "tsv" else ",")
-                    writer.writeheader()
-                writer.writerows({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in r.items()}
-                                 for r in rows)
-    os.replace(tmp, path)
-
-
-def write_meta(output: Union[str, os.PathLike], signature: str, stats: Q2Stats, config: Q2Config,
-               errors: Optional[RowErrors] = None, **extra: Any) -> Path:
-    """The run's sidecar ``<output>.meta.json``: signature, summary (with row errors by kind), config and version."""
-    summary = {**stats.summary(), **(errors.summary() if errors is not None else {})}
-    meta = {"signature": signature, "summary": summary, "config": config.to_dict(), "version": __version__, **extra}
-    from .io import write_json_atomic
-
-    target = Path(str(output) + ".meta.json")
-    write_json_atomic(target, meta)
-    return target
+                writer.write_table(_conformed(batch, schema))
+                rows += batch.num_rows
+        return rows
+    with tmp.open("w", encoding="utf-8", newline="") as f:
+        writer = None
+        if kind != "jsonl":
+            writer = csv.DictWriter(f, fieldnames=schema.names, delimiter="\t" if kind == "tsv" else ",")
+            writer.writeheader()
+        for batch in batches:
+            rows += batch.num_rows
+            if writer is None:
+                f.writelines(json_line(r) + "\n" for r in batch.to_pylist())
+                continue
+            writer.writerows({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in r.items()}
+                             for r in batch.to_pylist())
+    return rows
 
 
 # -- q2 score --engine ray --------------------------------------------------------------------------------------------
-def _dropped_path(output: str) -> str:
-    path = Path(output)
-    return str(path.with_name(path.stem + ".dropped" + path.suffix)) if path.suffix else str(path) + ".dropped"
+@dataclass(frozen=True)
+class RayScoreOptions:
+    """How a ``q2 score --engine ray`` run goes (the CLI maps its flags here; :func:`run_score` takes it)."""
+
+    input: str
+    output: Optional[str] = None
+    input_format: Optional[str] = None
+    rows: RowSpec = RowSpec()
+    concurrency: int = 1
+    num_cpus_per_worker: float = 1
+    num_gpus_per_worker: Optional[float] = None
+    batch_size: int = 64
+    ray_address: Optional[str] = None
+    keep_min_score: Optional[float] = None  # filter mode: output gets rows scoring at least this
+    keep_unscored: bool = False  # filter mode: rows without a score go with the kept rows
+    dropped_output: Optional[str] = None  # filter mode (default: rows.dropped_path(output))
+    fail_on_error: bool = False
+    summary_format: str = "text"
+    progress: bool = True
 
 
 class _CacheCounter:
-    """The run's cache hits and misses, added up from every actor's batches (an actor with no CPU)."""
+    """The run's cache hits, misses and failed checks, added up from every actor's batches (an actor with no CPU)."""
 
     def __init__(self) -> None:
-        self.hits = self.misses = 0
+        self.counts: dict[str, int] = {"hits": 0, "misses": 0, "failed_checks": 0}
 
-    def add(self, hits: int, misses: int) -> None:
-        self.hits += hits
-        self.misses += misses
+    def add(self, counts: dict[str, int]) -> None:
+        for k, v in counts.items():
+            self.counts[k] = self.counts.get(k, 0) + v
 
     def totals(self) -> dict[str, int]:
-        return {"hits": self.hits, "misses": self.misses}
+        return dict(self.counts)
 
 
-def _start(args: Any) -> None:
-    """A local Ray instance (or the cluster at ``--ray-address``) set up for one ``q2 score`` run."""
+def _start(options: RayScoreOptions) -> None:
+    """A local Ray instance (or the cluster at ``ray_address``) set up for one ``q2 score`` run."""
     if not ray.is_initialized():
-        ray.init(address=args.ray_address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+        ray.init(address=options.ray_address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
     logging.getLogger("ray.data").setLevel(logging.WARNING)  # Ray Data's per-execution INFO lines
     # ...and its warning that no CPU is free, when the actors hold them all: every other step here needs none
     logging.getLogger("ray.data.dataset").addFilter(lambda r: "does not have any available CPUs" not in r.getMessage())
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True  # output rows in input order, as q2 score writes them
-    ctx.enable_progress_bars = not args.no_progress
+    ctx.enable_progress_bars = options.progress
 
 
-def _scored(args: Any, config: Q2Config, counter: Optional[Any]) -> tuple["ray.data.Dataset", str]:
+def _scored(options: RayScoreOptions, config: Q2Config, counter: Optional[Any]) -> tuple["ray.data.Dataset", str]:
     """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
-    path = Path(args.input)
-    ds = read_dataset(path, args.input_format, rows_per_block=args.ray_batch_size)
-    kind = _format_of(path, args.input_format, "--input-format")
-    required = tuple(c for c in (args.response_column, args.knowledge_column, args.history_column) if c)
+    path = Path(options.input)
+    ds = read_dataset(path, options.input_format, rows_per_block=options.batch_size)
+    kind = _format_of(path, options.input_format, "--input-format")
+    spec = options.rows
     if kind == "parquet":
-        _check_columns(ds.schema().names, list(required), "q2_")
+        _check_columns(ds.schema().names, list(spec.required), "q2_")
     else:
-        _check_record_columns(path, kind, required)
-    if not args.no_progress:  # the actors load quietly: one line for the run
-        print(f"q2: loading models (once to check them, then in each of {args.concurrency} Ray actor(s))",
+        _check_record_columns(path, kind, spec.required)
+    if options.progress:  # the actors load quietly: one line for the run
+        print(f"q2: loading models (once to check them, then in each of {options.concurrency} Ray actor(s))",
               file=sys.stderr, flush=True)
     # the models are checked in a task while the actors start and load them (the actors wait for its result)
-    check = _start_check(config, num_cpus=0, num_gpus=args.num_gpus_per_worker)
-    scored = _map_scorer(ds, config, response_column=args.response_column, knowledge_column=args.knowledge_column,
-                         history_column=args.history_column, explain=args.explain, labels=args.labels, prefix="q2_",
-                         concurrency=args.concurrency, num_cpus=args.num_cpus_per_worker,
-                         num_gpus=args.num_gpus_per_worker, batch_size=args.ray_batch_size, max_restarts=3,
+    check = _start_check(config, num_cpus=0, num_gpus=options.num_gpus_per_worker)
+    scored = _map_scorer(ds, config, response_column=spec.response_column, knowledge_column=spec.knowledge_column,
+                         history_column=spec.history_column, explain=spec.explain, labels=spec.labels, prefix="q2_",
+                         concurrency=options.concurrency, num_cpus=options.num_cpus_per_worker,
+                         num_gpus=options.num_gpus_per_worker, batch_size=options.batch_size, max_restarts=3,
                          max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,
                          cache_counter=counter)
     try:
@@ -535,47 +591,73 @@ def _scored(args: Any, config: Q2Config, counter: Optional[Any]) -> tuple["ray.d
     return scored, _check_result(check)
 
 
-def run_score(args: Any) -> int:
-    """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode), print the summary;
-    with ``--cache-dir``, the run's cache hits and misses go in the summary and the sidecar."""
-    from .config import config_from_args
+def run_score(config: Q2Config, options: RayScoreOptions) -> int:
+    """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode) with each output's
+    ``.meta.json`` (:func:`q2_plugins.rows.write_meta`, as the local engine), print the summary; returns the exit
+    code. With ``config.cache_dir``, the run's cache hits and misses go in the summary and the sidecar."""
     from .results import print_summary
+    from .rows import write_meta
 
-    config = config_from_args(args)
-    if args.keep_min_score is not None and not args.output:
-        raise ValueError("--keep-min-score needs --output (the kept rows)")
-    _start(args)
+    if options.keep_min_score is not None and not options.output:
+        raise ValueError("keep_min_score (filter mode) needs an output for the kept rows")
+    _start(options)
     counter = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.cache_dir else None
-    scored, signature = _scored(args, config, counter)
+    scored, signature = _scored(options, config, counter)
     stats, errors = dataset_summary(scored)
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
-    out_format = _format_of(Path(args.input), args.input_format, "--input-format")  # for directory outputs
-    outputs = _write_outputs(args, scored, out_format, extra)
-    for out in outputs:
-        write_meta(out, signature, stats, config, errors, **extra)
-    print_summary({**stats.summary(), **errors.summary(), **extra}, signature, args.format)
-    if args.format == "text" and "cache" in extra:
-        print(f"cache         hits {extra['cache']['hits']}  misses {extra['cache']['misses']}  ({args.cache_dir})")
-    if "filter" in extra and args.format == "text":
-        f = extra["filter"]
-        print(f"filter        kept {f['kept']} -> {f['kept_output']}  dropped {f['dropped']} -> "
-              f"{f['dropped_output']}  (q2 >= {f['min_score']}; unscored rows: {f['unscored']})")
-    code, problem = stats.exit_code(args.fail_on_error)
+    out_format = _format_of(Path(options.input), options.input_format, "--input-format")  # for directory outputs
+    written = _write_outputs(options, scored, out_format, extra)
+    summary = {**stats.summary(), **errors.summary()}
+    code, problem = stats.exit_code(options.fail_on_error)
+    for out, rows in written.items():
+        write_meta(out, engine="ray", signature=signature, summary=summary, config=config, rows=rows,
+                   input=options.input, spec=options.rows, exit_code=code, **extra)
+    print_summary({**summary, **extra}, signature, options.summary_format)
+    if options.summary_format == "text":
+        _print_extra(extra, config)
     if problem:
         print(f"q2 score: {problem}", file=sys.stderr)
     return code
 
 
-def _write_outputs(args: Any, scored: "ray.data.Dataset", out_format: str, extra: dict[str, Any]) -> list[str]:
-    """Write the scored rows (or, in filter mode, the kept and the dropped rows, adding ``extra["filter"]``)."""
-    if args.keep_min_score is None:
-        if args.output:
-            write_dataset(scored, args.output, out_format)
-        return [args.output] if args.output else []
-    dropped_output = args.dropped_output or _dropped_path(args.output)
-    kept, dropped = split_by_score(scored, args.keep_min_score, keep_unscored=args.unscored == "keep")
-    write_dataset(kept, args.output, out_format)
-    write_dataset(dropped, dropped_output, out_format)
-    extra["filter"] = {"min_score": args.keep_min_score, "unscored": args.unscored, "kept": kept.count(),
-                       "dropped": dropped.count(), "kept_output": args.output, "dropped_output": dropped_output}
-    return [args.output, dropped_output]
+def _print_extra(extra: dict[str, Any], config: Q2Config) -> None:
+    if "cache" in extra:
+        print(cache_line(extra["cache"], config.cache_dir))
+    if "filter" in extra:
+        f = extra["filter"]
+        print(f"filter        kept {f['kept']} -> {f['kept_output']}  dropped {f['dropped']} -> "
+              f"{f['dropped_output']}  (q2 >= {f['min_score']}; unscored rows: {f['unscored']})")
+
+
+def _write_outputs(options: RayScoreOptions, scored: "ray.data.Dataset", out_format: str,
+                   extra: dict[str, Any]) -> dict[str, int]:
+    """Write the scored rows (or, in filter mode, the kept and the dropped rows, adding ``extra["filter"]``);
+    returns each file written with its row count. A write that stops says where its rows so far are."""
+    from .rows import dropped_path
+
+    if not options.output:
+        return {}
+    if options.keep_min_score is None:
+        return {options.output: _written(scored, options.output, out_format)}
+    dropped_output = options.dropped_output or str(dropped_path(options.output))
+    kept, dropped = split_by_score(scored, options.keep_min_score, keep_unscored=options.keep_unscored)
+    written = {options.output: _written(kept, options.output, out_format),
+               dropped_output: _written(dropped, dropped_output, out_format)}
+    extra["filter"] = {"min_score": options.keep_min_score, "unscored": "keep" if options.keep_unscored else "drop",
+                       "kept": written[options.output], "dropped": written[dropped_output],
+                       "kept_output": options.output, "dropped_output": dropped_output}
+    return written
+
+
+def _written(ds: "ray.data.Dataset", path: str, fmt: str) -> int:
+    """:func:`write_dataset`; when it stops (SIGTERM, a full disk), one line naming the ``.partial`` it leaves."""
+    from .io import partial_path
+
+    try:
+        return write_dataset(ds, path, fmt)
+    except BaseException as e:
+        partial = partial_path(path)
+        if partial.exists():
+            print(f"q2 score: the run stopped while writing {path}; the rows written so far are in {partial}, "
+                  f"{path} is left as it was ({type(e).__name__})", file=sys.stderr)
+        raise

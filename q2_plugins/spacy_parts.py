@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import threading
-from typing import Any, Sequence
+from typing import Any, Optional, Sequence
 
 from .errors import ModelLoadError
 
@@ -69,6 +69,13 @@ class SpacyCandidateExtractor:
 
     def extract(self, texts: Sequence[str]) -> list[list[str]]:
         return [extract_candidates(doc) for doc in self.nlp.pipe(texts, batch_size=self.batch_size)]
+
+    def unfit(self, items: Sequence[tuple[str]]) -> list[Optional[str]]:
+        """Why a response cannot be parsed (longer than spaCy's ``nlp.max_length``, its error E088), per item."""
+        limit = getattr(self.nlp, "max_length", None)
+        return [None if limit is None or len(text) <= limit else
+                f"the response is {len(text):,} characters, over spaCy's limit of {limit:,} (nlp.max_length)"
+                for (text,) in items]
 
 
 class SpacyPersonalFilter:

@@ -331,7 +331,8 @@ def extract_candidates(run: StageRunner, parts: Any, rows: list[Row]) -> list[Ro
     """Fill each row's candidates; returns the rows still without an error. ``parts`` holds the components
     (a :class:`~q2_plugins.scorer.Q2Scorer`)."""
     out = run.run("candidates", [(r.response,) for r in rows],
-                  lambda part: parts.candidate_extractor.extract([p[0] for p in part]))
+                  lambda part: parts.candidate_extractor.extract([p[0] for p in part]),
+                  check=unfit_of(lambda: parts.candidate_extractor))
     for r in rows:
         r.candidates = list(out.take((r.response,), r, "candidate extraction") or [])
     return usable(rows)

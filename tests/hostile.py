@@ -141,7 +141,10 @@ CLEAR = re.compile("|".join([
     r"^(response|knowledge) is not valid Unicode: a lone surrogate .* at character \d+$",
     r"^no field\(s\) \[.*\]; this record's fields are \[.*\]$",
     r"^line \d+ (is not valid JSON: .*|is a JSON \w+, expected an object|is JSON nested too deeply to read"
-    r"|is not valid UTF-8: byte 0x[0-9a-f]{2}( at byte offset \d+ of the file)?|has \d+ fields; the header names \d+)$",
+    r"|is not valid UTF-8: byte 0x[0-9a-f]{2}( at byte offset \d+ of the file)?|has \d+ fields; the header names \d+"
+    r"|has the key .* twice; which value is meant cannot be told)$",
+    r"^candidate extraction failed: the response is [\d,]+ characters, over spaCy's limit of [\d,]+ "
+    r"\(nlp\.max_length\)$",
     r"^question generation failed: (QG input is \d+ tokens|the response is \d+ tokens), over qg_max_input_tokens=\d+: "
     r"(the response is )?too long to generate questions from$",
     r"^(question answering on the (response|knowledge)|fallback NLI|NLI on answers) failed: the [\w ,()]+ is \d+ "

@@ -78,7 +78,9 @@ def _finite(x: Any) -> bool:
 
 
 def _read_meta(path: Path, into: ReportInput) -> Optional[dict[str, Any]]:
-    meta_path = Path(str(path) + ".meta.json")
+    from ..io import meta_path as sidecar_of
+
+    meta_path = sidecar_of(path)
     if not meta_path.is_file():
         return None
     try:

@@ -186,7 +186,12 @@ def test_cli_ray_engine_equals_local(tiny_models, rows, tmp_path, capsys):
     assert [ray_summary.pop(k) for k in kinds] == [local_summary.pop(k) for k in kinds]
     assert ray_summary == pytest.approx(local_summary)
     meta = json.loads((tmp_path / "ray.jsonl.meta.json").read_text())
-    assert set(meta) == {"signature", "summary", "config", "version"}
+    local_meta = json.loads((tmp_path / "local.jsonl.meta.json").read_text())
+    assert set(meta) == set(local_meta)  # one writer: the same keys from both engines, the same values but these
+    differ = {"engine", "output", "summary"}
+    assert ({k: v for k, v in meta.items() if k not in differ}
+            == {k: v for k, v in local_meta.items() if k not in differ})
+    assert (meta["engine"], local_meta["engine"], meta["rows"]) == ("ray", "local", len(rows))
     assert meta["signature"] == local_summary["signature"] and meta["summary"]["n"] == len(rows)
 
 

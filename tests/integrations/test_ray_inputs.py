@@ -172,3 +172,31 @@ def test_two_actors_share_one_cache_dir(tiny_config, sample, tmp_path):
     result = third.score(responses=[r["response"] for r in rows], knowledge=[r["knowledge"] for r in rows])
     assert third.cache.misses == 0 and third.cache.hits > 0  # everything the two actors computed is there
     assert [{f: getattr(r, f) for f in Q2_FIELDS} for r in result.responses] == reference
+
+
+def test_rescoring_an_output_keeps_every_field_and_the_writers_keep_every_column(tiny_models, sample, tmp_path,
+                                                                                  capsys):
+    """Issue cases 4, 5 and -1e999: records with fields named like Q² columns (a Ray output scored again) keep them
+    as ``input_*``; Parquet and CSV outputs hold columns the first block lacks; a number stays a number; the
+    sidecar has the local engine's keys."""
+    import pyarrow.parquet as pq
+
+    from tests.pipeline.test_no_data_lost import META_KEYS
+
+    good = sample[:3]
+    records = [dict(good[0], q2_score=0.25), dict(good[1], extra=7, q2_status="old", input_q2_status="older"),
+               {"id": "inf", "response": float("-inf"), "knowledge": "k"}]
+    src = tmp_path / "again.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in records).replace("-Infinity", "-1e999"))
+    run_flags = [*flags(tiny_models)[:-1], "1", "--no-progress", "--format", "json", "--input", str(src)]
+    for out in (tmp_path / "out.parquet", tmp_path / "out.csv"):
+        assert main(["score", *run_flags, "--output", str(out)]) == 0
+        rows = pq.read_table(out).to_pylist() if out.suffix == ".parquet" else list(csv.DictReader(out.open()))
+        assert len(rows) == 3
+        assert str(rows[0]["input_q2_score"]) == "0.25" and rows[0]["q2_status"] != "old"
+        assert (str(rows[1]["extra"]), rows[1]["input_q2_status"], rows[1]["input_input_q2_status"]) == (
+            "7", "old", "older")
+        assert rows[2]["q2_error"] == "response must be a string, got float"
+        meta = json.loads(Path(f"{out}.meta.json").read_text())
+        assert META_KEYS <= set(meta) and (meta["engine"], meta["rows"], meta["exit_code"]) == ("ray", 3, 0)
+    capsys.readouterr()

@@ -44,7 +44,7 @@ def wow_input(shared_data, tmp_path_factory) -> Path:
 
 def entries(cache_dir: Path) -> int:
     """Entries committed to the cache so far (0 before the run has made it)."""
-    if not (cache_dir / "q2-cache-v1.sqlite").exists():
+    if not (cache_dir / "q2-cache-v2.sqlite").exists():
         return 0
     cache = Q2Cache(cache_dir)
     try:

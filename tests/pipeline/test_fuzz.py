@@ -87,3 +87,64 @@ def test_fuzz_cli_and_api(tmp_path, flags, capsys):
     plain = [(o["status"], o["score"], o["error"]) for o in outputs["CLI JSONL"]]
     assert plain == [(o["status"], o["score"], o["error"]) for o in outputs["CLI JSONL --cache-dir"]]
     assert not any(isinstance(o["score"], float) and math.isnan(o["score"]) for o in api_out)
+
+
+def test_fuzz_no_path_destroys_data(tmp_path, flags, capsys):
+    """Every output flag of both engines pointed at every spelling of an input (the file, links to it, its
+    ``.partial`` / ``.meta.json`` names, its directory): each clash stops the run (exit 2, one line) and every input
+    byte stays; then records that must not be silently resolved (a JSON key twice, a CSV record short of fields)
+    are error rows naming their line, and no row is lost."""
+    import os
+
+    from q2_plugins.io import check_outputs, files_written
+
+    src = tmp_path / "in.jsonl"
+    rows = hostile_rows(60, seed=29)
+    expected = write_jsonl(rows, src, seed=29)
+    os.link(src, tmp_path / "hard.jsonl")
+    (tmp_path / "sym.jsonl").symlink_to(src)
+    (tmp_path / "in.jsonl.partial").write_bytes(src.read_bytes())
+    (tmp_path / "in.jsonl.meta.json").write_bytes(src.read_bytes())
+    kept = {p.name: p.read_bytes() for p in tmp_path.iterdir()}
+    inputs = ["in.jsonl", "hard.jsonl", "sym.jsonl", "in.jsonl.partial", "in.jsonl.meta.json"]
+    outputs = ["in.jsonl", "hard.jsonl", "sym.jsonl", "in", ".", "./in.jsonl", "other.jsonl"]
+    refused = 0
+    for source in inputs:
+        for flag in ("--output", "--html", "--dropped-output"):
+            for engine in ("local", "ray"):
+                for target in outputs:
+                    argv = ["score", "--input", str(tmp_path / source), "--input-format", "jsonl",
+                            "--engine", engine, flag, str(tmp_path / target), *flags]
+                    if flag == "--dropped-output":
+                        argv += ["--output", str(tmp_path / "kept.jsonl"), "--keep-min-score", "0.5"]
+                    written = files_written(tmp_path / target) + [tmp_path / target]
+                    try:
+                        check_outputs([tmp_path / source], [(flag, written)])
+                        continue  # no clash: the run would go ahead (not run here: the first test scores)
+                    except ValueError:
+                        pass
+                    if flag == "--dropped-output" and engine == "local":
+                        continue  # filter mode is the Ray engine's
+                    assert run_cli(argv) == 2, argv
+                    assert capsys.readouterr().err.count("\n") == 1
+                    refused += 1
+    assert refused > 60
+    assert {p.name: p.read_bytes() for p in tmp_path.iterdir()} == kept  # every input byte, no file added
+
+    dup = tmp_path / "dup.jsonl"
+    lines = src.read_bytes().split(b"\n")  # (records end at \n only)
+    dup.write_bytes(b"\n".join(lines[:20] + [b'{"id": "twice", "response": "a", "knowledge": "k", "response": "b"}']
+                               + lines[20:]))
+    expected = expected[:20] + [None] + expected[20:]
+    cv = tmp_path / "short.csv"
+    cv.write_text("id,response,knowledge\n1,paris is nice .,Paris.\n2,only a response\n3\n4,a,b\n")
+    got = {}
+    for name, path, exp in (("JSONL, a key twice", dup, expected), ("CSV, short records", cv, ["1", None, None, "4"])):
+        out = tmp_path / f"{path.stem}.out.jsonl"
+        code = run_cli(["score", "--input", str(path), "--output", str(out), *flags])
+        got[name] = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()] if code >= 0 else []
+        t = tally(name, len(exp), int(code not in (0, 1)), got[name], exp)
+        assert (t["crashes"], t["rows lost"], t["extra rows"], t["unclear errors"]) == (0, 0, 0, 0), t
+    assert got["JSONL, a key twice"][20]["error"].endswith("has the key 'response' twice; which value is meant "
+                                                            "cannot be told")
+    assert got["CSV, short records"][2]["error"] == "line 4 has 1 fields; the header names 3"

@@ -1,0 +1,103 @@
+"""The one row pipeline of ``q2 score``, used by the local and the Ray engine alike.
+
+A record (one dict per input row, or ``{"__error__": message}`` for one that could not be read) becomes the
+scorer's columns; a record that could not be read or lacks a field is scored as missing and gets its problem as its
+error; every record gets one :class:`~q2_plugins.results.ResponseResult`. The run's sidecar ``OUTPUT.meta.json`` is
+written by :func:`write_meta` for both engines, with the same keys (``docs/failures.md``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from . import __version__
+
+__all__ = ["RowSpec", "score_records", "result_row", "write_meta", "dropped_path", "problems_of", "cache_line",
+           "META_FORMAT"]
+
+#: the ``format`` of every ``q2 score`` sidecar
+META_FORMAT = "q2-score-results"
+
+
+@dataclass(frozen=True)
+class RowSpec:
+    """Which fields of a record are scored, and what each result carries."""
+
+    response_column: str = "response"
+    knowledge_column: str = "knowledge"
+    history_column: Optional[str] = None
+    explain: bool = False
+    labels: bool = False
+
+    @property
+    def required(self) -> tuple[str, ...]:
+        """The fields every record needs: response, knowledge (and history when named)."""
+        return (self.response_column, self.knowledge_column) + ((self.history_column,) if self.history_column else ())
+
+    def columns(self) -> dict[str, Optional[str]]:
+        """The column names used, as the sidecar records them."""
+        return {"response": self.response_column, "knowledge": self.knowledge_column, "history": self.history_column}
+
+
+def problems_of(records: Sequence[dict[str, Any]], spec: RowSpec) -> list[Optional[str]]:
+    """Per record: why it cannot be scored (it could not be read, or lacks a field), or None."""
+    from .io import missing_fields
+
+    return [r["__error__"] if "__error__" in r else missing_fields(r, spec.required) for r in records]
+
+
+def score_records(scorer: Any, records: Sequence[dict[str, Any]], spec: RowSpec, *, progress: Any = False,
+                  labeller: Any = None) -> Any:
+    """The scorer's :class:`~q2_plugins.results.Q2Result` for ``records``, one response per record in order; a record
+    that cannot be scored is scored as missing and its problem is its row's error. With ``labeller`` (a trained
+    five-way model, :class:`~q2_plugins.train.TaxonomyModel`) the rows are labelled by it, not by the text rules."""
+    problems = problems_of(records, spec)
+    values = [[None if p else r.get(c) for r, p in zip(records, problems)] for c in spec.required]
+    history = values[2] if spec.history_column else None
+    result = scorer.score(responses=values[0], knowledge=values[1], history=history, explain=spec.explain,
+                          progress=progress, label=spec.labels and labeller is None)
+    if labeller is not None:
+        labeller.label(result, responses=values[0], knowledge=values[1], history=history)
+    for res, problem in zip(result.responses, problems):
+        if problem:
+            res.error = problem
+    return result
+
+
+def result_row(index: int, record: dict[str, Any], res: Any) -> dict[str, Any]:
+    """One line of a local result file: the record's position ``row``, its ``id`` when it has one, the result."""
+    from .results import explained_row
+
+    res.index = index
+    return explained_row(res, ids={"row": index, **({"id": record["id"]} if "id" in record else {})})
+
+
+def cache_line(counts: dict[str, int], cache_dir: Any) -> str:
+    """The summary's cache line; entries that failed their check (recomputed, never used) are named."""
+    failed = counts.get("failed_checks", 0)
+    note = f"  failed checks {failed} (damaged or edited entries: computed again)" if failed else ""
+    return f"cache         hits {counts['hits']}  misses {counts['misses']}{note}  ({cache_dir})"
+
+
+def dropped_path(output: str | Path) -> Path:
+    """Filter mode's default file of dropped rows: ``OUT.dropped.EXT`` beside ``OUT.EXT``."""
+    path = Path(output)
+    return path.with_name(path.stem + ".dropped" + path.suffix) if path.suffix else Path(str(path) + ".dropped")
+
+
+def write_meta(output: str | Path, *, engine: str, signature: Any, summary: dict[str, Any], config: Any, rows: int,
+               input: str | Path, spec: RowSpec, exit_code: int, **extra: Any) -> Path:
+    """Write ``OUTPUT.meta.json`` (atomically) and return its path: the same keys from both engines, ``extra``
+    (cache counts, filter mode, an HTML report's failure) after them."""
+    from .io import meta_path, write_json_atomic
+
+    target = meta_path(output)
+    write_json_atomic(target, {
+        "format": META_FORMAT, "version": __version__, "engine": engine, "signature": str(signature),
+        "signature_short": getattr(signature, "short", str(signature)), "summary": summary,
+        "config": config.to_dict(), "rows": rows, "input": str(input), "output": str(output),
+        "columns": spec.columns(), "exit_code": exit_code, **extra,
+    })
+    return target
