@@ -25,6 +25,8 @@ _GROUP_TITLES = {
     "question generation": "Q2 settings: question generation (each can change a score; in the signature)",
     "question answering": "Q2 settings: question answering",
     "filters and comparison": "Q2 settings: filters and answer comparison",
+    "budgets": "Q2 settings: per-row budgets, checked before any spaCy or model work (0 = no limit; "
+               "docs/failures.md)",
     "runtime": "runtime (how a run goes: never changes a score, not in the signature)",
     "per-role": "per-role model settings (each overrides the setting for all models; the dtype is in the signature)",
 }
@@ -254,6 +256,9 @@ def _score_chunk(scorer: Any, chunk: list[dict[str, Any]], args: argparse.Namesp
     problems = [row["__error__"] if "__error__" in row else missing_fields(row, required) for row in chunk]
     cols = [args.response_column, args.knowledge_column] + ([args.history_column] if args.history_column else [])
     values = [[None if p else row.get(c) for row, p in zip(chunk, problems)] for c in cols]
+    if progress is not None:  # a slow batch names its row by its place in the input and its id
+        progress.row_names = [f"row {progress.rows_seen + i}" + (f" (id {row['id']!r})" if "id" in row else "")
+                              for i, row in enumerate(chunk)]
     result = scorer.score(responses=values[0], knowledge=values[1], history=values[2] if args.history_column else None,
                           explain=args.explain or bool(args.html), progress=progress or False,
                           label=args.labels or bool(args.html))

@@ -7,6 +7,7 @@ from typing import Any, Optional, Sequence, Union
 
 from . import __version__
 from . import stages as st
+from .budgets import budget_id, check_candidates, check_lengths
 from .cache import Q2Cache
 from .components import CandidateExtractor, NLIModel, PersonalQuestionFilter, QuestionAnswerer, QuestionGenerator
 from .config import MODEL_KINDS, Q2Config
@@ -241,6 +242,7 @@ class Q2Scorer:
             if c.use_nli or c.fallback:
                 parts.append(("nli", self._part_id("nli")))
                 parts.append(("nli-dec", self._stage_settings("nli")))
+            parts.append(("budget", budget_id(c)))  # the per-row budgets: a row over one is not scored as is
             short = [("q2", __version__), ("qg", short_model_id(self._part_id("qg"))),
                      ("qa", short_model_id(self._part_id("qa")))]
             if c.use_nli or c.fallback:
@@ -279,11 +281,15 @@ class Q2Scorer:
         _check_progress(progress)
         c = self.config
         rows = st.read_rows(responses, knowledge)
+        check_lengths(c, rows)                                                            # 0. budgets, up front
         run = st.StageRunner(c, self.cache, self._namespace, progress)
+        run.rows = rows
         if any(r.error is None for r in rows):
             self.load()
         try:
             active = st.extract_candidates(run, self, st.usable(rows))                    # 1. answer candidates
+            check_candidates(c, active)
+            active = st.usable(active)
             slots = st.generate_questions(run, self, active)                              # 2. question generation
             valid = st.select_questions(run, c, self, slots)                              # 3. filters
             compared = st.answer_from_knowledge(run, c, self, valid)                      # 4. QA on the knowledge
@@ -316,7 +322,9 @@ class Q2Scorer:
             raise ValueError(f"Expected the {len(result.responses)} responses the result was scored from, "
                              f"but got {len(responses)}")
         run = st.StageRunner(self.config, self.cache, self._namespace)
-        self._label(run, st.read_rows(responses, knowledge), result.responses)
+        rows = st.read_rows(responses, knowledge)
+        check_lengths(self.config, rows)
+        self._label(run, rows, result.responses)
         return result
 
     def _label(self, run: st.StageRunner, rows: list[st.Row], results: list[ResponseResult]) -> None:
