@@ -25,8 +25,8 @@ _GROUP_TITLES = {
     "question generation": "Q2 settings: question generation (each can change a score; in the signature)",
     "question answering": "Q2 settings: question answering",
     "filters and comparison": "Q2 settings: filters and answer comparison",
-    "budgets": "Q2 settings: per-row budgets, checked before any spaCy or model work (0 = no limit; "
-               "docs/failures.md)",
+    "budgets": "Q2 settings: per-row budgets, each checked before the work it bounds (lengths before any spaCy or "
+               "model work; 0 = no limit; docs/failures.md)",
     "runtime": "runtime (how a run goes: never changes a score, not in the signature)",
     "per-role": "per-role model settings (each overrides the setting for all models; the dtype is in the signature)",
 }

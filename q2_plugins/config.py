@@ -104,10 +104,11 @@ class Q2Config:
     nli_max_length: int = _score(512, "NLI window length; a longer premise is read in overlapping windows",
                                  group=_CMP)
     nli_stride: int = _score(128, "tokens shared by consecutive NLI premise windows", group=_CMP)
-    # -- per-row budgets: a row over one gets its own error (or, with over_budget=truncate, a warning) before any
-    # spaCy or model work; 0 = no limit. Sized for dialogue: see docs/failures.md ---------------------------------
+    # -- per-row budgets: a row over one gets its own error (or, with over_budget=truncate, a warning) before the
+    # work the budget bounds; 0 = no limit. Sized for dialogue: see docs/failures.md -----------------------------
     max_response_chars: int = _score(
-        2000, "longest response, in characters (the data sets here: at most 722); 0 = no limit", group=_BUDGET)
+        2000, "longest response, in characters (dialogue responses are one or two sentences; the longest in the "
+              "reference data sets is 722); 0 = no limit", group=_BUDGET)
     max_knowledge_chars: int = _score(
         20000, "longest knowledge, in characters (about 12 QA windows per question); 0 = no limit", group=_BUDGET)
     max_candidates: int = _score(100, "most answer candidates of one response; 0 = no limit", group=_BUDGET)
