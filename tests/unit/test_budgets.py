@@ -96,3 +96,14 @@ def test_budgets_are_settings_in_the_signature_and_flags():
     for bad in (-1, True, 2.5):
         with pytest.raises(ValueError, match="max_candidates must be a non-negative integer"):
             Q2Config(max_candidates=bad)
+
+
+def test_every_front_end_gets_the_budgets():
+    """The adapters build their config from config_options() / Q2Config.from_dict: the budgets are among them."""
+    from q2_plugins.adapters import config_from_options
+    from q2_plugins.config import config_options
+
+    names = {o.name for o in config_options()}
+    assert {"max_response_chars", "max_knowledge_chars", "max_candidates", "max_questions", "over_budget"} <= names
+    cfg = config_from_options({"max_candidates": 5, "over_budget": "truncate"})
+    assert (cfg.max_candidates, cfg.over_budget) == (5, "truncate")
