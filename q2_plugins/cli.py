@@ -28,6 +28,8 @@ _GROUP_TITLES = {
     "question answering": "Q2 settings: question answering",
     "filters and comparison": "Q2 settings: filters and answer comparison",
     "coreference": "Q2 settings: coreference (the paper's appendix A step; off by default)",
+    "budgets": "Q2 settings: per-row budgets, each checked before the work it bounds (lengths before any spaCy or "
+               "model work; 0 = no limit; docs/failures.md)",
     "runtime": "runtime (how a run goes: never changes a score, not in the signature)",
     "per-role": "per-role model settings (each overrides the setting for all models; the dtype is in the signature)",
 }
@@ -296,6 +298,9 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], spec: Any, args: ar
     stats, errors, signature, offset = Q2Stats(), RowErrors(), "", 0
     try:
         for chunk in _chunks(rows, args.chunk_size):
+            if progress is not None:  # a slow batch names its row by its place in the input and its id
+                progress.row_names = [f"row {offset + i}" + (f" (id {row['id']!r})" if "id" in row else "")
+                                      for i, row in enumerate(chunk)]
             result = score_records(scorer, chunk, spec, progress=progress or False, labeller=labeller)
             for i, (row, res) in enumerate(zip(chunk, result.responses)):
                 record = result_row(offset + i, row, res)

@@ -42,6 +42,7 @@ def _role(default: Any, help: str, choices: Optional[tuple] = None, kind: str = 
 
 
 _QG, _QA, _CMP = "question generation", "question answering", "filters and comparison"
+_BUDGET = "budgets"
 
 
 def _score(default: Any, help: str, choices: Optional[tuple] = None, *, group: str) -> Any:
@@ -110,6 +111,21 @@ class Q2Config:
     coref: bool = _score(False, "resolve the response's third-person pronouns over the dialogue history "
                                 "(--history-column) before extracting candidates: the paper's appendix A step "
                                 "(docs/coreference.md)", group="coreference")
+    # -- per-row budgets: a row over one gets its own error (or, with over_budget=truncate, a warning) before the
+    # work the budget bounds; 0 = no limit. Sized for dialogue: see docs/failures.md -----------------------------
+    max_response_chars: int = _score(
+        2000, "longest response, in characters (dialogue responses are one or two sentences; the longest in the "
+              "reference data sets is 722); 0 = no limit", group=_BUDGET)
+    max_knowledge_chars: int = _score(
+        20000, "longest knowledge, in characters (about 12 QA windows per question); 0 = no limit", group=_BUDGET)
+    max_candidates: int = _score(100, "most answer candidates of one response; 0 = no limit", group=_BUDGET)
+    max_questions: int = _score(
+        100, "most valid questions of one response (each is answered on the knowledge); 0 = no limit",
+        group=_BUDGET)
+    over_budget: str = _score(
+        "error", "a row over a budget: error (the row gets an error naming the budget) or truncate (scored on its "
+                 "first characters / candidates / questions within the budget, with a warning in the row)",
+        ("error", "truncate"), group=_BUDGET)
     # -- runtime: how a run goes, never what it computes (not in the signature) ----------------------------------
     device: str = _run("cpu", "torch device for all models (cpu, cuda, cuda:1, ...)")
     cpu_kernels: str = _run(
@@ -155,6 +171,10 @@ class Q2Config:
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < lowest):
                 kind = "a positive integer" if lowest else "a non-negative integer or None"
                 raise ValueError(f"Q2Config.{name} must be {kind}, got {value!r}")
+        for name in self.names("score"):
+            value = getattr(self, name)
+            if name.startswith("max_") and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
+                raise ValueError(f"Q2Config.{name} must be a non-negative integer (0 = no limit), got {value!r}")
         if self.qg_no_repeat_ngram < 0:
             raise ValueError(f"Q2Config.qg_no_repeat_ngram must be >= 0, got {self.qg_no_repeat_ngram!r}")
         if self.qg_decoding == "beam" and self.qg_num_return > self.qg_num_beams:
@@ -239,7 +259,8 @@ class ConfigOption:
     help: str
     choices: Optional[tuple]
     kind: str = "score"  # model, score or runtime (see Q2Config.names)
-    group: str = ""  # models, question generation, question answering, filters and comparison, runtime, per-role
+    group: str = ""  # models, question generation, question answering, filters and comparison, budgets, runtime,
+    # per-role
 
 
 def config_options() -> list[ConfigOption]:

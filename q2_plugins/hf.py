@@ -7,14 +7,15 @@ order; how the models run never changes a result. Models are loaded by :func:`lo
 
 from __future__ import annotations
 
+import contextlib
 import os
-from typing import Any, Mapping, Optional, Sequence
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from . import accel
 from .components import Answer, AnswerKind, NLILabel
 from .errors import ModelLoadError, model_load_message
 
-__all__ = ["load_model", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI", "nli_label_map"]
+__all__ = ["load_model", "hub_unreachable", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI", "nli_label_map"]
 
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
@@ -45,14 +46,22 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
         raise ModelLoadError(model_load_message(role, name, FileNotFoundError(f"no directory {name!r}")))
     path = os.path.expanduser(name) if looks_local else name
     torch = _torch()
+    unreachable = None if looks_local else hub_unreachable()
     try:
-        tokenizer = transformers.AutoTokenizer.from_pretrained(path, revision=revision)
-        # model.safetensors when the repository has it; a pickle checkpoint (pytorch_model.bin) only as tensors
-        model = auto.from_pretrained(path, revision=revision, dtype=getattr(torch, _DTYPES[dtype]),
-                                     weights_only=True)
+        # an unreachable hub: the local cache only, at once (the hub client would wait and retry for each file)
+        local = {"local_files_only": True} if unreachable else {}
+        with _hub_offline(bool(unreachable)):
+            tokenizer = transformers.AutoTokenizer.from_pretrained(path, revision=revision, **local)
+            # model.safetensors when the repository has it; a pickle checkpoint (pytorch_model.bin) only as tensors
+            model = auto.from_pretrained(path, revision=revision, dtype=getattr(torch, _DTYPES[dtype]),
+                                         weights_only=True, **local)
     except ModelLoadError:
         raise
     except Exception as e:  # transformers raises OSError, ValueError, HF hub errors...
+        if unreachable:
+            raise ModelLoadError(model_load_message(role, name, OSError(
+                f"the Hugging Face hub ({unreachable}) cannot be reached and the model is not in the local cache"
+            ))) from e
         if _unpickling_refused(e):
             raise ModelLoadError(
                 f"Refused to load the {role.upper()} model {name!r} (setting: {role}_model): its pickle checkpoint "
@@ -70,6 +79,63 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
     model.eval()
     accel.prepare_model(model, cpu_kernels)
     return tokenizer, model
+
+
+_HUB_PROBE: dict[str, Optional[str]] = {}  # endpoint -> why it cannot be reached (None: reachable), once a process
+
+
+def hub_unreachable(timeout: float = 3.0) -> Optional[str]:
+    """Why the Hugging Face hub cannot be reached (``"<endpoint>: <reason>"``), or None when it answers or when the
+    hub client is offline anyway (``HF_HUB_OFFLINE``). Asked once per process and endpoint, with one request through
+    the environment's proxies that gets at most ``timeout`` seconds, name lookup included: any HTTP answer, an error
+    status too, means reachable."""
+    try:
+        from huggingface_hub import constants
+    except ModuleNotFoundError:  # pragma: no cover - a dependency of transformers
+        return None
+    if constants.HF_HUB_OFFLINE:
+        return None
+    endpoint = constants.ENDPOINT
+    if endpoint not in _HUB_PROBE:
+        import threading
+
+        found: list[Optional[str]] = []
+        asking = threading.Thread(target=lambda: found.append(_ask_hub(endpoint, timeout)), daemon=True)
+        asking.start()
+        asking.join(timeout + 0.5)  # a name lookup is not bound by the socket's timeout: the thread is
+        _HUB_PROBE[endpoint] = found[0] if found else f"{endpoint}: no answer within {timeout:.0f} s"
+    return _HUB_PROBE[endpoint]
+
+
+@contextlib.contextmanager
+def _hub_offline(on: bool) -> Iterator[None]:
+    """While loading from the cache because the hub cannot be reached, the hub client is offline too (it makes no
+    request of its own, such as the one it makes when it first builds its request headers)."""
+    if not on:
+        yield
+        return
+    from huggingface_hub import constants
+
+    was = constants.HF_HUB_OFFLINE
+    constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        constants.HF_HUB_OFFLINE = was
+
+
+def _ask_hub(endpoint: str, timeout: float) -> Optional[str]:
+    import urllib.error
+    import urllib.request
+
+    try:
+        urllib.request.urlopen(urllib.request.Request(endpoint + "/api/models", method="HEAD"), timeout=timeout).close()
+    except urllib.error.HTTPError:  # it answered
+        pass
+    except (OSError, ValueError) as e:  # refused, no route, no name, timed out, a malformed endpoint
+        reason = getattr(e, "reason", e)
+        return f"{endpoint}: {type(reason).__name__}: {' '.join(str(reason).split())}"
+    return None
 
 
 def _unpickling_refused(error: BaseException) -> bool:

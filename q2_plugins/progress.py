@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import sys
 from typing import IO, Any, Optional
 
 __all__ = ["Progress"]
@@ -15,7 +16,10 @@ class Progress:
     input is a stream), so it shows the run's ETA; each ``score()`` call advances it by its rows when it ends. A bar
     per stage is made the first time that stage has items to compute and kept to the end of the run: its total grows
     as later rounds and later calls bring items. Bars are tqdm bars on ``file`` (standard error by default), updated
-    once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call).
+    once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call). The row
+    bar shows the stage running now; a batch that takes over ``slow_seconds`` names its largest row on ``file``
+    (``row_names``, set by the caller per call, say how: the CLI gives the row's place in the input and its id),
+    once per row.
 
     >>> with Progress(total=len(responses)) as progress:  # doctest: +SKIP
     ...     for start in range(0, len(responses), 1000):
@@ -23,7 +27,8 @@ class Progress:
     ...                      knowledge=knowledge[start : start + 1000], progress=progress)
     """
 
-    def __init__(self, total: Optional[int] = None, *, rows: bool = True, file: Optional[IO[str]] = None) -> None:
+    def __init__(self, total: Optional[int] = None, *, rows: bool = True, file: Optional[IO[str]] = None,
+                 slow_seconds: Optional[float] = 60.0) -> None:
         if total is not None and (not isinstance(total, int) or total < 0):
             raise ValueError(f"Expected total to be a row count (an int >= 0) or None, but got {total!r}")
         from tqdm.auto import tqdm
@@ -32,6 +37,12 @@ class Progress:
         self._stages: dict[str, Any] = {}
         self._rows = self._bar("q2 rows", total, "row", position=0, leave=True) if rows else None
         self.closed = False
+        #: a batch that takes longer than this names its largest row on ``file`` (None: never)
+        self.slow_seconds = slow_seconds
+        #: how the rows of the current ``score()`` call are named (their run position, id, line): set by the caller
+        self.row_names: Optional[list[str]] = None
+        self._named: set[str] = set()
+        self.rows_seen = 0  # rows scored so far (by earlier calls of the run)
 
     def _bar(self, desc: str, total: Optional[int], unit: str, position: int, leave: bool) -> Any:
         return self._tqdm(total=total, desc=desc, unit=unit, position=position, leave=leave, file=self._file)
@@ -51,8 +62,24 @@ class Progress:
         """``items`` items of ``stage`` are computed."""
         self._stages[stage].update(items)
 
+    def stage(self, stage: str) -> None:
+        """``stage`` is running now: the row bar says so."""
+        if self._rows is not None:
+            self._rows.set_postfix_str(f"stage: {stage}")
+
+    def slow(self, stage: str, seconds: float, index: int, size: str) -> None:
+        """A batch of ``stage`` took ``seconds``: name its largest row (row ``index`` of the current call, of
+        ``size``) on standard error, once per row of the run."""
+        name = self.row_names[index] if self.row_names is not None and index < len(self.row_names) else f"row {index}"
+        if name in self._named:
+            return
+        self._named.add(name)
+        self._tqdm.write(f"q2: slow: a {stage} batch took {seconds:.0f} s; its largest row is {name} ({size})",
+                         file=self._file or sys.stderr)
+
     def rows_done(self, rows: int) -> None:
-        """``rows`` more rows are scored (no-op without a row bar)."""
+        """``rows`` more rows are scored (the row bar, if any, moves on)."""
+        self.rows_seen += rows
         if self._rows is not None:
             self._rows.update(rows)
 

@@ -46,7 +46,7 @@ __all__ = ["Q2BatchScorer", "score_dataset", "dataset_stats", "dataset_summary",
 # Q² columns added to every row (each name gets the prefix, "q2_" by default), with their Arrow types
 OUTPUT_COLUMNS: dict[str, pa.DataType] = {
     "score": pa.float64(), "score_no_nli": pa.float64(), "status": pa.string(), "num_questions": pa.int64(),
-    "error": pa.string(),
+    "error": pa.string(), "warning": pa.string(),  # warning: how a row was truncated to its budgets, if it was
 }
 _LABEL_COLUMNS = {"label": pa.string(), "label3": pa.string()}  # with labels=True
 _EXPLANATION_COLUMN = {"explanation": pa.string()}  # with explain=True: the core's result row as JSON

@@ -65,6 +65,7 @@ class ResponseResult:
     label: Optional[str] = None  # BEGIN five-way label (q2_plugins.taxonomy); None when not labelled
     label3: Optional[str] = None  # coarse three-way label: entailment / neutral / contradiction
     label_reason: Optional[str] = None
+    warning: Optional[str] = None  # how the row was truncated to its budgets (over_budget="truncate"), if it was
     candidates: Optional[list[str]] = None
     questions: Optional[list[QuestionResult]] = None
     dropped: Optional[list[DroppedQuestion]] = None
@@ -86,6 +87,8 @@ class ResponseResult:
             "label3": self.label3,
             "label_reason": self.label_reason,
         }
+        if self.warning is not None:  # only a truncated row has one
+            out["warning"] = self.warning
         if self.questions is not None:
             out["candidates"] = self.candidates
             out["questions"] = [{k: v for k, v in vars(q).items() if k != "coref" or v is not None}

@@ -7,6 +7,7 @@ from typing import Any, Optional, Sequence, Union
 
 from . import __version__
 from . import stages as st
+from .budgets import budget_id, check_candidates, check_lengths
 from .cache import Q2Cache
 from .components import (
     CandidateExtractor,
@@ -274,6 +275,7 @@ class Q2Scorer:
             if c.coref:
                 parts.append(("coref", self._part_id("coref")))
                 parts.append(("coref-dec", self._stage_settings("coref")))
+            parts.append(("budget", budget_id(c)))  # the per-row budgets: a row over one is not scored as is
             short = [("q2", __version__), ("qg", short_model_id(self._part_id("qg"))),
                      ("qa", short_model_id(self._part_id("qa")))]
             if c.use_nli or c.fallback:
@@ -313,7 +315,9 @@ class Q2Scorer:
         _check_progress(progress)
         c = self.config
         rows = st.read_rows(responses, knowledge, history if c.coref else None)
+        check_lengths(c, rows)                                                            # 0. budgets, up front
         run = st.StageRunner(c, self.cache, self._namespace, progress)
+        run.rows = rows
         if any(r.error is None for r in rows):
             self.load()
         try:
@@ -321,6 +325,8 @@ class Q2Scorer:
             if c.coref:  # the paper's appendix A: pronouns resolved over the history
                 active = st.resolve_coreference(run, self, active)
             active = st.extract_candidates(run, self, active)                             # 1. answer candidates
+            check_candidates(c, active)
+            active = st.usable(active)
             slots = st.generate_questions(run, self, active)                              # 2. question generation
             valid = st.select_questions(run, c, self, slots)                              # 3. filters
             compared = st.answer_from_knowledge(run, c, self, valid)                      # 4. QA on the knowledge
@@ -353,7 +359,9 @@ class Q2Scorer:
             raise ValueError(f"Expected the {len(result.responses)} responses the result was scored from, "
                              f"but got {len(responses)}")
         run = st.StageRunner(self.config, self.cache, self._namespace)
-        self._label(run, st.read_rows(responses, knowledge), result.responses)
+        rows = st.read_rows(responses, knowledge)
+        check_lengths(self.config, rows)
+        self._label(run, rows, result.responses)
         return result
 
     def _label(self, run: st.StageRunner, rows: list[st.Row], results: list[ResponseResult]) -> None:

@@ -54,9 +54,11 @@ def extract_candidates(doc: Any) -> list[str]:
     then noun chunks not equal, case-insensitively, to a candidate so far; the bare pronoun "i" is dropped.
     """
     candidates = [ent.text for ent in doc.ents]
+    seen = {c.lower() for c in candidates}  # (a set: linear in the candidates, however many)
     for chunk in doc.noun_chunks:
-        if not any(chunk.text.lower() == c.lower() for c in candidates):
+        if chunk.text.lower() not in seen:
             candidates.append(chunk.text)
+            seen.add(chunk.text.lower())
     return [c for c in candidates if c.lower() != "i"]
 
 

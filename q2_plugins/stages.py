@@ -14,6 +14,7 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Callable, Hashable, Optional, Sequence, Union
 
+from .budgets import admit_question
 from .cache import Q2Cache
 from .components import Answer, AnswerKind, NLILabel, Resolution
 from .config import Q2Config
@@ -53,6 +54,8 @@ class Row:
     history: str = ""  # read only with --coref
     resolution: Optional[Resolution] = None  # --coref: the response before and after (``response`` is the latter)
     original_response: Optional[str] = None
+    warnings: list[str] = field(default_factory=list)  # how the row was truncated to its budgets
+    full: bool = False  # truncating: the row has its budget of valid questions and takes no more
 
 
 @dataclass
@@ -163,6 +166,7 @@ class StageRunner:
         self._own_progress = progress is True
         self.timings: dict[str, float] = {}
         self._memo: dict[str, dict[Hashable, Any]] = {}  # stage -> item -> output, within one score() call
+        self.rows: Sequence[Row] = ()  # the call's rows: a slow batch names its largest row
 
     def run(self, name: str, items: Sequence[Hashable], fn: Callable[[list], list], *,
             encode: Callable[[Any], Any] = lambda x: x, decode: Callable[[Any], Any] = lambda x: x,
@@ -205,7 +209,12 @@ class StageRunner:
         for start in range(0, len(todo), chunk):
             part = todo[start : start + chunk]
             done = []
-            for it, out in zip(part, call_isolated(fn, part)):
+            t0 = time.perf_counter()
+            if self.progress is not None:
+                self.progress.stage(name)
+            outs = call_isolated(fn, part)
+            self._check_slow(name, part, time.perf_counter() - t0)
+            for it, out in zip(part, outs):
                 results[it] = out
                 if not isinstance(out, Failure):
                     done.append((list(it), encode(out)))
@@ -216,6 +225,17 @@ class StageRunner:
                     pass
             if self.progress is not None:
                 self.progress.advance(name, len(part))
+
+    def _check_slow(self, name: str, part: list, seconds: float) -> None:
+        """A batch slower than the progress's ``slow_seconds``: name the largest row whose texts it holds."""
+        limit = None if self.progress is None else self.progress.slow_seconds
+        if limit is None or seconds < limit or not self.rows:
+            return
+        texts = {t for it in part for t in it if isinstance(t, str)}
+        mine = [r for r in self.rows if r.response in texts or r.knowledge in texts] or list(self.rows)
+        r = max(mine, key=lambda r: len(r.response) + len(r.knowledge))
+        self.progress.slow(name, seconds, r.index,  # type: ignore[union-attr]
+                           f"response {len(r.response)} characters, knowledge {len(r.knowledge)} characters")
 
     def rows_done(self, rows: int) -> None:
         """``rows`` rows of the run are scored (the run's row bar, if any, moves on)."""
@@ -260,9 +280,11 @@ def _as_text(value: Any, what: str) -> tuple[Optional[str], Optional[str]]:
     value = _plain(value)
     if all(c.isspace() or unicodedata.category(c) in _BLANK_CATEGORIES for c in value):
         return None, f"{what} is empty"
-    for i, c in enumerate(value):
-        if "\ud800" <= c <= "\udfff":
-            return None, f"{what} is not valid Unicode: a lone surrogate {c!r} at character {i}"
+    try:
+        value.encode("utf-8")  # (in C: a Python loop over 200,000 characters would cost more than the check is worth)
+    except UnicodeEncodeError as e:
+        c = value[e.start]
+        return None, f"{what} is not valid Unicode: a lone surrogate {c!r} at character {e.start}"
     return value, None
 
 
@@ -364,6 +386,7 @@ def select_questions(run: StageRunner, c: Q2Config, parts: Any, slots: list[Slot
         personal = run.run("personal", [(q,) for s in slots for q in s.questions],
                            lambda part: parts.personal_filter.is_personal([p[0] for p in part]))
     valid: list[ValidQuestion] = []
+    counts: dict[int, int] = {}  # valid questions per row (id), for the max_questions budget
     while True:
         batch = _next_round(c, personal, slots)
         if not batch:
@@ -378,7 +401,8 @@ def select_questions(run: StageRunner, c: Q2Config, parts: Any, slots: list[Slot
                 s.row.dropped.append(DroppedQuestion(s.candidate, q, "no_answer_in_response"))
             elif not answers_match(s.candidate, ans.text, c.normalization):
                 s.row.dropped.append(DroppedQuestion(s.candidate, q, "answer_mismatch", ans.text))
-            else:
+            elif admit_question(c, s.row, counts.get(id(s.row), 0)):
+                counts[id(s.row)] = counts.get(id(s.row), 0) + 1
                 valid.append(ValidQuestion(s, rank, q, ans.text))
                 s.done = s.done or c.question_mode == "single"
     order = {id(s): i for i, s in enumerate(slots)}
@@ -390,7 +414,7 @@ def _next_round(c: Q2Config, personal: StageOutputs, slots: list[Slot]) -> list[
     """The (slot, beam rank, question) pairs to try next; personal questions are dropped on the way."""
     batch = []
     for s in slots:
-        if s.done or s.row.error is not None:
+        if s.done or s.row.error is not None or s.row.full:
             s.done = True
             continue
         take = len(s.questions) if c.question_mode == "all" else 1
@@ -488,11 +512,12 @@ def aggregate(r: Row) -> ResponseResult:
     """A row's result (:func:`~q2_plugins.scoring.response_result`), its explanations attached."""
     if r.error is not None:
         return ResponseResult(index=r.index, status=ResponseStatus.ERROR, num_candidates=len(r.candidates),
-                              error=r.error)
+                              error=r.error, warning="; ".join(r.warnings) or None)
     label = r.fallback_label
     res = response_result(r.index, r.questions, fallback_score=None if label is None else NLI_SCORES[label],
                           fallback_label=None if label is None else label.value, num_candidates=len(r.candidates))
     res.candidates, res.questions, res.dropped = list(r.candidates), list(r.questions), list(r.dropped)
     if r.resolution is not None:
         res.coref = {"original_response": r.original_response, **r.resolution.to_dict()}
+    res.warning = "; ".join(r.warnings) or None
     return res

@@ -63,12 +63,41 @@ def _value(rng: random.Random, pool: list[str], long: str, api: bool) -> Any:
     return rng.choice(choices)
 
 
-def hostile_rows(n: int, seed: int = 0, *, api: bool = False) -> list[dict[str, Any]]:
-    """``n`` rows with ids ``r0 .. r{n-1}``: good, odd and wrong values, missing keys, extra keys, duplicates."""
+ENORMOUS_WORDS, ENORMOUS_CHARS = 50_000, 200_000
+
+
+def enormous_texts(seed: int) -> tuple[str, str]:
+    """A response of 50,000 words and a knowledge text of 200,000 characters, made of the ordinary sentences (what
+    scraped or generated text can hold)."""
     rng = random.Random(seed)
+    words: list[str] = []
+    while len(words) < ENORMOUS_WORDS:
+        words += rng.choice(SENTENCES).split()
+    knowledge, chars = [], -1
+    while chars < ENORMOUS_CHARS:
+        knowledge.append(rng.choice(KNOWLEDGE))
+        chars += len(knowledge[-1]) + 1
+    return " ".join(words[:ENORMOUS_WORDS]), " ".join(knowledge)[:ENORMOUS_CHARS]
+
+
+def enormous_row(rng: random.Random, texts: tuple[str, str]) -> dict[str, Any]:
+    """A row with an enormous response, an enormous knowledge text, or both."""
+    kind = rng.randrange(3)
+    return {"response": texts[0] if kind != 1 else rng.choice(SENTENCES),
+            "knowledge": texts[1] if kind != 0 else rng.choice(KNOWLEDGE)}
+
+
+def hostile_rows(n: int, seed: int = 0, *, api: bool = False, enormous: int = 0) -> list[dict[str, Any]]:
+    """``n`` rows with ids ``r0 .. r{n-1}``: good, odd and wrong values, missing keys, extra keys, duplicates, and
+    ``enormous`` rows at seeded places with a 50,000-word response and/or 200,000 characters of knowledge."""
+    rng = random.Random(seed)
+    big = set(random.Random(seed + 1).sample(range(n), enormous))
+    texts = enormous_texts(seed) if enormous else ("", "")
     rows: list[dict[str, Any]] = []
     for i in range(n):
-        if rows and rng.random() < 0.08:  # a duplicate of an earlier row
+        if i in big:
+            row = enormous_row(rng, texts)
+        elif rows and rng.random() < 0.08:  # a duplicate of an earlier row
             row = dict(rng.choice(rows))
         else:
             row = {"response": _value(rng, SENTENCES, LONG_RESPONSE, api),
@@ -149,7 +178,11 @@ CLEAR = re.compile("|".join([
     r"(the response is )?too long to generate questions from$",
     r"^(question answering on the (response|knowledge)|fallback NLI|NLI on answers) failed: the [\w ,()]+ is \d+ "
     r"tokens: no room left in the (qa|nli)_max_length=\d+ window$",
+    r"^(response|knowledge) (is \d+ (characters|answer candidates)|has over \d+ valid questions), over the budget "
+    r"max_(response_chars|knowledge_chars|candidates|questions)=\d+ \(raise it with --max-[a-z-]+; 0 = no limit; "
+    r"or --over-budget truncate\)$",
 ]))
+BUDGET_ERROR = re.compile(r"^(response|knowledge) is \d+ characters, over the budget max_(response|knowledge)_chars=")
 
 
 def outcome(row: dict[str, Any]) -> str:

@@ -1,6 +1,9 @@
 """Fuzz: 2,000 seeded hostile rows plus malformed records through ``q2 score`` (JSONL and CSV, with and without
 ``--cache-dir``) and ``Q2Scorer.score``, on the tiny models. No crash, no row lost (every id maps back, in order),
-every row a score or an error that says what is wrong. The table it prints is the issue's closing table."""
+every row a score or an error that says what is wrong. A few of the rows are enormous (a 50,000-word response,
+200,000 characters of knowledge): over the default budgets, each is its own error, found before any work; the API run
+truncates them instead (``over_budget="truncate"``) and scores them with a warning. The table it prints is the
+issue's closing table."""
 
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ import pytest
 
 from q2_plugins import Q2Config, Q2Scorer
 from q2_plugins.cli import main
-from tests.hostile import hostile_rows, outcome, write_csv, write_jsonl
+from tests.hostile import BUDGET_ERROR, ENORMOUS_CHARS, hostile_rows, outcome, write_csv, write_jsonl
 
 N_ROWS = 2000
+N_ENORMOUS = 6
 
 
 @pytest.fixture(scope="module")
@@ -47,7 +51,8 @@ def run_cli(argv: list[str]) -> int:
 
 
 def test_fuzz_cli_and_api(tmp_path, flags, capsys):
-    rows = hostile_rows(N_ROWS, seed=15)
+    rows = hostile_rows(N_ROWS, seed=15, enormous=N_ENORMOUS)
+    enormous = {r["id"] for r in rows if _enormous(r)}
     table = []
     outputs = {}
 
@@ -62,9 +67,9 @@ def test_fuzz_cli_and_api(tmp_path, flags, capsys):
         outputs[name] = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()] if code >= 0 else []
         table.append(tally(name, len(expected[kind]), int(code not in (0, 1)), outputs[name], expected[kind]))
 
-    api_rows = hostile_rows(N_ROWS, seed=16, api=True)
+    api_rows = hostile_rows(N_ROWS, seed=16, api=True, enormous=N_ENORMOUS)
     cfg = Q2Config(qg_model=flags[1], qa_model=flags[3], nli_model=flags[5], qg_max_length=4, qg_num_beams=2,
-                   qg_num_return=2, cache_dir=str(tmp_path / "cache"))
+                   qg_num_return=2, cache_dir=str(tmp_path / "cache"), over_budget="truncate")
     crashed = 0
     try:
         res = Q2Scorer(cfg).score(responses=[r.get("response") for r in api_rows],
@@ -83,6 +88,14 @@ def test_fuzz_cli_and_api(tmp_path, flags, capsys):
     for t in table:
         assert (t["crashes"], t["rows lost"], t["extra rows"], t["unclear errors"]) == (0, 0, 0, 0), t
         assert t["scored"] > 200 and t["clear errors"] > 200, t  # the fuzz reaches both outcomes
+    # every enormous row: over a budget, its own error (the CLI runs), or scored on a truncation with a warning (API)
+    assert len(enormous) >= N_ENORMOUS
+    for name, out in outputs.items():
+        big = [o for o in out if o.get("id") in enormous]
+        assert len(big) == len(enormous) and all(BUDGET_ERROR.match(o["error"] or "") for o in big), name
+    big = [o for o, r in zip(api_out, api_rows) if _enormous(r)]
+    assert len(big) >= N_ENORMOUS and all("truncated to its first" in (o.get("warning") or "") for o in big)
+    assert sum(o["status"] != "error" for o in big) >= N_ENORMOUS // 2
     # the cache changes nothing
     plain = [(o["status"], o["score"], o["error"]) for o in outputs["CLI JSONL"]]
     assert plain == [(o["status"], o["score"], o["error"]) for o in outputs["CLI JSONL --cache-dir"]]
@@ -148,3 +161,7 @@ def test_fuzz_no_path_destroys_data(tmp_path, flags, capsys):
     assert got["JSONL, a key twice"][20]["error"].endswith("has the key 'response' twice; which value is meant "
                                                             "cannot be told")
     assert got["CSV, short records"][2]["error"] == "line 4 has 1 fields; the header names 3"
+
+
+def _enormous(row: dict) -> bool:
+    return any(isinstance(row.get(k), str) and len(row[k]) >= ENORMOUS_CHARS for k in ("response", "knowledge"))

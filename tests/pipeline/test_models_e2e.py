@@ -63,8 +63,11 @@ def test_pipeline_runs_and_explains(tiny, sample_rows):
 def test_batched_equals_per_item(tiny, sample_rows):
     responses = [r["response"] for r in sample_rows] + ["Paris is the capital of France ."]
     knowledge = [r["knowledge"] for r in sample_rows] + [LONG_KNOWLEDGE]
-    batched = Q2Scorer(tiny_config(tiny, batch_size=8, question_mode="all", remove_personal=False))
-    per_item = Q2Scorer(tiny_config(tiny, per_item=True, question_mode="all", remove_personal=False))
+    # (LONG_KNOWLEDGE is over the default knowledge budget: lifted, so its windows are read)
+    batched = Q2Scorer(tiny_config(tiny, batch_size=8, question_mode="all", remove_personal=False,
+                                   max_knowledge_chars=0))
+    per_item = Q2Scorer(tiny_config(tiny, per_item=True, question_mode="all", remove_personal=False,
+                                    max_knowledge_chars=0))
     a = batched.score(responses=responses, knowledge=knowledge, explain=True)
     b = per_item.score(responses=responses, knowledge=knowledge, explain=True)
     assert a.to_dict() == b.to_dict()
@@ -214,15 +217,16 @@ def test_cache_keeps_work_of_a_killed_run(tiny, tmp_path):
     ],
 )
 def test_odd_inputs_get_a_score_or_a_clear_error(tiny, response, knowledge):
-    res = Q2Scorer(tiny_config(tiny)).score(responses=[response], knowledge=[knowledge])
+    res = Q2Scorer(tiny_config(tiny, max_knowledge_chars=0)).score(responses=[response], knowledge=[knowledge])
     r = res.responses[0]
     assert r.status in ("scored", "fallback"), r.error
 
 
 def test_too_long_response_is_a_row_error_not_a_crash(tiny):
     long_response = "Paris is the capital of France and " * 200
-    res = Q2Scorer(tiny_config(tiny)).score(responses=[long_response, "paris is in france ."],
-                                             knowledge=["Paris is in France."] * 2)
+    # (budgets lifted: the QG input limit is what this test checks; the default budgets refuse the row earlier)
+    res = Q2Scorer(tiny_config(tiny, max_response_chars=0, max_candidates=0)).score(
+        responses=[long_response, "paris is in france ."], knowledge=["Paris is in France."] * 2)
     assert res.responses[0].status == "error"
     assert "qg_max_input_tokens" in res.responses[0].error
     assert res.responses[1].status in ("scored", "fallback")

@@ -210,8 +210,9 @@ def test_long_response_and_knowledge_with_the_default_windows(tiny_models):
 
 # -- rejected before batching, measured once ----------------------------------------------------------------------
 def test_an_over_long_response_is_rejected_before_batching(tiny_models):
+    # (no budgets: the QG input limit is what this test checks; the budgets would refuse the row earlier)
     cfg = Q2Config(qg_model=str(tiny_models["qg_short"]), qa_model=str(tiny_models["qa"]),
-                   nli_model=str(tiny_models["nli"]), qg_max_length=4)
+                   nli_model=str(tiny_models["nli"]), qg_max_length=4, max_response_chars=0, max_candidates=0)
     scorer = Q2Scorer(cfg)
     qg = scorer.question_generator
     batches = []
