@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("lm_eval")
+from tests.conftest import optional_import
+
+optional_import("lm_eval", "lm-eval")
 
 from lm_eval.api.registry import (  # noqa: E402
     get_aggregation,
