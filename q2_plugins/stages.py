@@ -255,10 +255,15 @@ class StageRunner:
             self.progress.close()
 
 
-def unfit_of(component: Any) -> Optional[Callable[[list], list]]:
-    """The ``unfit`` check of ``component`` over stage items (tuples), or None when it has none."""
-    unfit = getattr(component, "unfit", None)
-    return None if unfit is None else lambda part: list(unfit([tuple(p) for p in part]))
+def unfit_of(component: Any) -> Callable[[list], list]:
+    """The ``unfit`` check of ``component`` over stage items (tuples); None for every item if it has none. (It is
+    looked up only when there are items to check: a fully cached stage does not touch its component.)"""
+
+    def check(part: list) -> list:
+        unfit = getattr(component, "unfit", None)
+        return [None] * len(part) if unfit is None else list(unfit([tuple(p) for p in part]))
+
+    return check
 
 
 # -- 0. the rows: every input cell checked, a bad one is its row's error ---------------------------------------------
