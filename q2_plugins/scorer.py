@@ -201,7 +201,7 @@ class Q2Scorer:
     def stage_keys(self, stages: Sequence[str]) -> dict[str, str]:
         """The cache namespace of each of ``stages``: the stage, its component's identity and the settings that
         change its outputs (:func:`~q2_plugins.signature.stage_key`)."""
-        return {stage: stage_key(self.config, stage, self._part_id(stage), st.STAGE_VERSIONS.get(stage, ""))
+        return {stage: stage_key(self.config, stage, self._part_id(stage), st.stage_version(stage))
                 for stage in stages}
 
     def _stages(self, label: bool) -> list[str]:

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Optional, Sequence, Union
 
 from .cache import Q2Cache
 from .components import (
@@ -41,15 +41,14 @@ from .scoring import (
     question_score,
     response_result,
 )
-from .taxonomy import SIGNALS_VERSION, SpacyTextSignals, TextSignals, classify
+
+if TYPE_CHECKING:  # the taxonomy is imported only when labels are asked for
+    from .taxonomy import SpacyTextSignals, TextSignals
 
 __all__ = ["Row", "Slot", "ValidQuestion", "ComparedQuestion", "Parts", "StageRunner", "StageOutputs", "Failure",
            "read_rows", "extract_candidates", "generate_questions", "select_questions", "answer_from_knowledge",
            "run_nli", "compare_answers", "apply_fallback", "discard_unanswerable", "aggregate", "text_signals",
-           "label", "usable", "STAGE_VERSIONS"]
-
-#: the cache key of a stage that no setting changes but whose definition may: the labelling's text signals
-STAGE_VERSIONS = {"signals": SIGNALS_VERSION}
+           "label", "usable", "stage_version"]
 
 
 # -- the items the stages pass on ----------------------------------------------------------------------------------
@@ -476,8 +475,20 @@ def aggregate(r: Row) -> ResponseResult:
 
 
 # -- 8. BEGIN-style labels (asked with label=True) --------------------------------------------------------------------
+def stage_version(stage: str) -> str:
+    """The version of a stage that no setting changes but whose definition may (the labels' text signals), for its
+    cache key; "" for the others."""
+    if stage != "signals":
+        return ""
+    from .taxonomy import SIGNALS_VERSION
+
+    return SIGNALS_VERSION
+
+
 def text_signals(run: StageRunner, signals: SpacyTextSignals, rows: list[Row]) -> None:
     """The text signals of each row's response and knowledge (:mod:`q2_plugins.taxonomy`), from ``signals``."""
+    from .taxonomy import TextSignals
+
     out = run.run("signals", [(r.response, r.knowledge) for r in rows],
                   lambda part: signals.compute([tuple(p) for p in part]),
                   encode=TextSignals.to_dict, decode=TextSignals.from_dict)
@@ -488,6 +499,8 @@ def text_signals(run: StageRunner, signals: SpacyTextSignals, rows: list[Row]) -
 def label(rows: Sequence[Row], results: Sequence[ResponseResult]) -> None:
     """Attach the BEGIN-style label of each response from its result and its row's text signals (it reads the
     explanations, so they are still attached)."""
+    from .taxonomy import classify
+
     for r, res in zip(rows, results):
         if isinstance(r.signals, Failure):
             res.label_reason = f"not labelled: text signals failed: {r.signals.message}"
