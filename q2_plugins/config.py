@@ -13,7 +13,7 @@ __all__ = ["Q2Config", "ConfigOption", "RoleRuntime", "Signed", "config_options"
 DEFAULT_QG_MODEL = "mrm8488/t5-base-finetuned-question-generation-ap"
 DEFAULT_QA_MODEL = "ktrapeznikov/albert-xlarge-v2-squad-v2"
 DEFAULT_NLI_MODEL = "FacebookAI/roberta-large-mnli"
-#: the kind of model (``hf.load_model``'s ``kind``) each role loads
+#: the kind of model (``transformers_models.load_model``'s ``kind``) each role loads
 MODEL_KINDS = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
 
 _DTYPES = ("float32", "bfloat16", "float16")

@@ -93,7 +93,7 @@ class Q2Scorer:
         return self._signals
 
     def _load(self, role: str) -> tuple[Any, Any]:
-        from .hf import load_model
+        from .transformers_models import load_model
 
         c = self.config
         loaded = load_model(role, getattr(c, f"{role}_model"), getattr(c, f"{role}_revision"), c.role_device(role),
@@ -116,7 +116,7 @@ class Q2Scorer:
     @property
     def question_generator(self) -> QuestionGenerator:
         if self._qg is None:
-            from .hf import HFQuestionGenerator
+            from .transformers_models import HFQuestionGenerator
 
             c = self.config
             tok, model = self._load("qg")
@@ -127,7 +127,7 @@ class Q2Scorer:
     @property
     def question_answerer(self) -> QuestionAnswerer:
         if self._qa is None:
-            from .hf import HFQuestionAnswerer
+            from .transformers_models import HFQuestionAnswerer
 
             c = self.config
             tok, model = self._load("qa")
@@ -138,7 +138,7 @@ class Q2Scorer:
     @property
     def nli(self) -> NLIModel:
         if self._nli is None:
-            from .hf import HFNLI
+            from .transformers_models import HFNLI
 
             c = self.config
             tok, model = self._load("nli")
