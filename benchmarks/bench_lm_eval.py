@@ -95,7 +95,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     from parlai_ext.benchmark import Stopwatch
     from q2_plugins import Q2Scorer
     from q2_plugins.adapters import config_from_options, shared_scorer
-    from q2_plugins.lm_eval_ext import batch
+    from q2_plugins.lm_eval_ext import filter_patch
 
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -118,7 +118,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             getattr(scorer, part)
 
     in_metric, core_calls = Stopwatch(), Stopwatch()
-    batch.prepare_task = in_metric.wrap(batch.prepare_task)
+    filter_patch.prepare_task = in_metric.wrap(filter_patch.prepare_task)
     ConfigurableTask.process_results = in_metric.wrap(ConfigurableTask.process_results)  # type: ignore
     Q2Scorer.score = core_calls.wrap(Q2Scorer.score)  # type: ignore[method-assign]
     tm = ext.task_manager(metadata={"q2": settings, "q2_wow_data": str(docs)})

@@ -18,7 +18,7 @@ from __future__ import annotations
 import sys
 from typing import Any, Optional
 
-__all__ = ["ENV_SWITCH", "enable", "is_enabled", "patch_params", "patch_teachers", "main"]
+__all__ = ["ENV_SWITCH", "enable", "patch_params", "patch_teachers", "main"]
 
 ENV_SWITCH = "Q2_PARLAI_HOOK"
 
@@ -42,17 +42,6 @@ def enable() -> None:
     from q2_plugins.hooks import mechanism
 
     mechanism().enable(("parlai",))
-
-
-def is_enabled() -> bool:
-    """True when this interpreter's ParlAI knows ``--metrics q2`` (imports ParlAI)."""
-    import parlai.core.params
-    import parlai.core.teachers
-
-    from .metric import Q2TeacherMetrics
-
-    return (getattr(parlai.core.params.ParlaiParser.add_parlai_args, "__q2_plugins__", False)
-            and parlai.core.teachers.TeacherMetrics is Q2TeacherMetrics)
 
 
 def main(argv: Optional[list[str]] = None) -> int:

@@ -13,7 +13,7 @@ from typing import Any, Sequence
 
 from .config import Q2Config
 
-__all__ = ["check_lengths", "check_candidates", "admit_question", "truncate_text", "budget_id"]
+__all__ = ["check_lengths", "check_candidates", "admit_question", "truncate_text"]
 
 
 def _flag(setting: str) -> str:
@@ -91,8 +91,3 @@ def admit_question(c: Q2Config, row: Any, count: int) -> bool:
                             f"--max-questions 0 = no limit)")
     return False
 
-
-def budget_id(c: Q2Config) -> str:
-    """The budgets as the signature names them: ``resp2000-know20000-cand100-q100-error`` (0 = no limit)."""
-    return (f"resp{c.max_response_chars}-know{c.max_knowledge_chars}-cand{c.max_candidates}-q{c.max_questions}"
-            f"-{c.over_budget}")

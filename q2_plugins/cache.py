@@ -1,4 +1,4 @@
-"""A persistent cache of model outputs keyed by model fingerprint + stage settings + input.
+"""A persistent cache of model outputs keyed by stage, component identity, stage settings and input.
 
 SQLite in WAL mode, committed after every batch, so a killed run keeps everything computed before it died and the
 next run resumes from there. Values are JSON. Nothing is ever written inside site-packages: the location is given.
@@ -18,21 +18,13 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-__all__ = ["Q2Cache", "CacheError", "model_fingerprint"]
+__all__ = ["Q2Cache", "CacheError"]
 
 SCHEMA_VERSION = 2  # 2: every entry carries a check (version 1 entries had none; their file is not read)
 
 
 class CacheError(OSError):
     """The cache file cannot be opened or written (unreadable, corrupt, read-only); the message names it."""
-
-
-def model_fingerprint(name: str, revision: Optional[str]) -> str:
-    """Identify model weights without loading them: :func:`q2_plugins.signature.model_id` (the cache namespace a
-    model's outputs are stored under; byte-identical copies of a local model share it)."""
-    from .signature import model_id
-
-    return model_id(name, revision)
 
 
 class Q2Cache:

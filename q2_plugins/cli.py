@@ -479,9 +479,9 @@ _REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay g
 
 
 def _prefetch(args: argparse.Namespace) -> int:
-    from .hf import load_model
     from .prefetch import prefetch_model
     from .signature import model_id
+    from .transformers_models import load_model
 
     config = config_from_args(args)
     out = Path(args.output_dir)

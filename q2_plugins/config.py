@@ -7,26 +7,59 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
-__all__ = ["Q2Config", "ConfigOption", "RoleRuntime", "config_options", "config_from_args", "MODEL_KINDS",
-           "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL"]
+__all__ = ["Q2Config", "ConfigOption", "RoleRuntime", "Signed", "config_options", "config_from_args", "MODEL_KINDS",
+           "STAGES", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL"]
 
 DEFAULT_QG_MODEL = "mrm8488/t5-base-finetuned-question-generation-ap"
 DEFAULT_QA_MODEL = "ktrapeznikov/albert-xlarge-v2-squad-v2"
 DEFAULT_NLI_MODEL = "FacebookAI/roberta-large-mnli"
 DEFAULT_COREF_MODEL = "biu-nlp/f-coref"
-#: the kind of model (``hf.load_model``'s ``kind``) each role loads
+#: the kind of model (``transformers_models.load_model``'s ``kind``) each role loads
 MODEL_KINDS = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
 
 _DTYPES = ("float32", "bfloat16", "float16")
 
 #: what a field means: ``model`` names a model (in the signature through the model's identity), ``score`` can change
-#: a score (in the signature as itself), ``runtime`` only says how a run goes (never in the signature)
+#: a score (in the signature as itself, and in the cache key of the stages it names), ``runtime`` only says how a run
+#: goes (never in the signature)
 KINDS = ("model", "score", "runtime")
+#: the stages whose outputs are cached, each computed by the component of the same name
+STAGES = ("coref", "candidates", "personal", "qg", "qa", "nli", "signals")
 
 
-def _f(default: Any, help: str, choices: Optional[tuple] = None, *, kind: str, group: str) -> Any:
-    assert kind in KINDS, kind
-    return field(default=default, metadata={"help": help, "choices": choices, "kind": kind, "group": group})
+@dataclass(frozen=True)
+class Signed:
+    """How a score setting is written in the signature: a piece of the signature part ``part``.
+
+    ``text`` writes the value (``"win{}"`` gives ``win512``); ``words`` instead maps each value to its piece (None:
+    no piece), and may name a component's identity (``"remove:{personal}"``). ``when``: the setting only acts (and
+    is only written) while these other settings have these values."""
+
+    part: str
+    text: str = "{}"
+    words: Optional[Mapping[Any, Optional[str]]] = None
+    when: Mapping[str, Any] = field(default_factory=dict)
+
+    def applies(self, config: "Q2Config") -> bool:
+        return all(getattr(config, name) == value for name, value in self.when.items())
+
+    def piece(self, value: Any, ids: Optional[Mapping[str, str]] = None) -> Optional[str]:
+        """The piece this setting writes for ``value`` (None: nothing); a word's ``{component}`` is filled from
+        ``ids`` (left as it is without them)."""
+        if self.words is None:
+            return self.text.format(value)
+        word = self.words[value]
+        return word if word is None or ids is None else word.format_map(ids)
+
+
+def _f(default: Any, help: str, choices: Optional[tuple] = None, *, kind: str, group: str,
+       sig: Optional[Signed] = None, stages: tuple[str, ...] = ()) -> Any:
+    if kind not in KINDS or not set(stages) <= set(STAGES):
+        raise ValueError(f"kind must be one of {KINDS} and stages among {STAGES}, got {kind!r}, {stages!r}")
+    if (sig is not None) != (kind == "score"):
+        raise TypeError("a score setting says how the signature writes it (sig=Signed(...)), and only a score setting")
+    return field(default=default, metadata={"help": help, "choices": choices, "kind": kind, "group": group,
+                                            "sig": sig, "stages": stages})
 
 
 def _model(default: Any, help: str, choices: Optional[tuple] = None) -> Any:
@@ -45,8 +78,15 @@ _QG, _QA, _CMP = "question generation", "question answering", "filters and compa
 _BUDGET = "budgets"
 
 
-def _score(default: Any, help: str, choices: Optional[tuple] = None, *, group: str) -> Any:
-    return _f(default, help, choices, kind="score", group=group)
+def _score(default: Any, help: str, choices: Optional[tuple] = None, *, group: str, sig: Signed,
+           stages: tuple[str, ...] = ()) -> Any:
+    """A setting that can change a score. ``sig``: how the signature writes it. ``stages``: the cached stages
+    whose outputs it changes; it reaches each as a keyword of its component (the field name without the stage
+    prefix: ``qa_stride`` is ``stride``) and is part of each one's cache key."""
+    return _f(default, help, choices, kind="score", group=group, sig=sig, stages=stages)
+
+
+_BEAM = {"qg_decoding": "beam"}  # the beam settings act with beam search only
 
 
 @dataclass(frozen=True)
@@ -65,67 +105,83 @@ class Q2Config:
     coref_revision: Optional[str] = _model(None, "hub revision of the coreference model")
     spacy_model: str = _model("en_core_web_sm", "spaCy pipeline for answer candidates and the personal-question filter")
     dtype: str = _model("float32", "weights dtype for all models (part of each model's identity)", _DTYPES)
-    # -- Q² settings: each can change a score, and the signature names it ----------------------------------------
-    qg_decoding: str = _score("beam", "question decoding", ("beam", "greedy"), group=_QG)
-    qg_num_beams: int = _score(5, "beam size", group=_QG)
-    qg_num_return: int = _score(5, "questions returned per candidate by beam search", group=_QG)
-    qg_no_repeat_ngram: int = _score(3, "no_repeat_ngram_size of beam search (0 = off)", group=_QG)
-    qg_max_length: int = _score(128, "maximum question length in tokens", group=_QG)
+    # -- Q² settings: each can change a score; ``sig`` says how the signature writes it, ``stages`` which cached ------
+    # -- stages it changes (see docs/development.md, "Adding a setting") ------------------------------------------
+    qg_decoding: str = _score("beam", "question decoding", ("beam", "greedy"), group=_QG, stages=("qg",),
+                              sig=Signed("qg-dec", words={"beam": None, "greedy": "greedy"}))
+    qg_num_beams: int = _score(5, "beam size", group=_QG, stages=("qg",), sig=Signed("qg-dec", "beam{}", when=_BEAM))
+    qg_num_return: int = _score(5, "questions returned per candidate by beam search", group=_QG, stages=("qg",),
+                                sig=Signed("qg-dec", "ret{}", when=_BEAM))
+    qg_no_repeat_ngram: int = _score(3, "no_repeat_ngram_size of beam search (0 = off)", group=_QG, stages=("qg",),
+                                     sig=Signed("qg-dec", "nrng{}", when=_BEAM))
+    qg_max_length: int = _score(128, "maximum question length in tokens", group=_QG, stages=("qg",),
+                                sig=Signed("qg-dec", "max{}"))
     qg_max_input_tokens: int = _score(512, "longest QG input (answer + response) accepted; longer rows get an error",
-                                      group=_QG)
+                                      group=_QG, stages=("qg",), sig=Signed("qg-dec", "in{}"))
     qg_input_template: str = _score(
         "answer: {answer}  context: {context} </s>",
         "QG input with {answer} and {context}, or {highlighted} (the response with the candidate between <hl> "
         "marks); the original appends a literal </s>, which the tokenizer doubles with its own EOS", group=_QG,
+        stages=("qg",), sig=Signed("qg-dec", "tpl:{!r}"),
     )
     question_mode: str = _score(
         "single", "single: first passing question per candidate; all: every passing question", ("single", "all"),
-        group=_QG,
+        group=_QG, sig=Signed("questions"),
     )
     qa_decoding: str = _score(
         "original",
         "original: independent start/end argmax as in the original code; squad2: best valid span vs the null score",
-        ("original", "squad2"), group=_QA,
+        ("original", "squad2"), group=_QA, stages=("qa",), sig=Signed("qa-dec"),
     )
     qa_max_length: int = _score(512, "QA window length in tokens; longer knowledge is read in overlapping windows",
-                                group=_QA)
-    qa_stride: int = _score(128, "tokens shared by consecutive QA windows", group=_QA)
-    qa_max_answer_tokens: int = _score(30, "longest answer span with qa_decoding=squad2", group=_QA)
+                                group=_QA, stages=("qa",), sig=Signed("qa-dec", "win{}"))
+    qa_stride: int = _score(128, "tokens shared by consecutive QA windows", group=_QA, stages=("qa",),
+                            sig=Signed("qa-dec", "stride{}"))
+    qa_max_answer_tokens: int = _score(30, "longest answer span with qa_decoding=squad2", group=_QA, stages=("qa",),
+                                       sig=Signed("qa-dec", "maxans{}", when={"qa_decoding": "squad2"}))
     remove_personal: bool = _score(True, "drop questions whose subject is I/you or with possessive my/your",
-                                   group=_CMP)
+                                   group=_CMP, sig=Signed("personal", words={True: "remove:{personal}", False: "keep"}))
     normalization: str = _score("q2-original", "answer normalisation for the filter and F1", ("q2-original", "squad"),
-                                group=_CMP)
-    use_nli: bool = _score(True, "compare answers with NLI when F1 < 1 (off = the paper's 'Q2 w/o NLI')", group=_CMP)
+                                group=_CMP, sig=Signed("norm"))
+    use_nli: bool = _score(True, "compare answers with NLI when F1 < 1 (off = the paper's 'Q2 w/o NLI')", group=_CMP,
+                           sig=Signed("cmp", words={True: "f1+nli", False: "f1"}))
     fallback: bool = _score(True, "score responses with no valid question by end-to-end NLI (1 / 0.5 / 0)",
-                            group=_CMP)
+                            group=_CMP, sig=Signed("fallback", words={True: "e2e-nli", False: "none"}))
     fallback_lowercase_knowledge: bool = _score(
-        True, "lower-case the knowledge for the fallback NLI, as the original", group=_CMP)
+        True, "lower-case the knowledge for the fallback NLI, as the original", group=_CMP,
+        sig=Signed("fallback", words={True: "lowerknow", False: None}, when={"fallback": True}))
     fallback_lowercase_response: bool = _score(
-        True, "lower-case the response for the fallback NLI, as the original", group=_CMP)
+        True, "lower-case the response for the fallback NLI, as the original", group=_CMP,
+        sig=Signed("fallback", words={True: "lowerresp", False: None}, when={"fallback": True}))
     discard_unanswerable: bool = _score(
         False, "Q2* (the paper's Dialogue NLI variant): when at least one valid question of a response has an "
-               "answer in the knowledge, questions with no answer there do not count towards its score", group=_CMP)
+               "answer in the knowledge, questions with no answer there do not count towards its score", group=_CMP,
+        sig=Signed("questions", words={True: "discard-unanswerable", False: None}))
     nli_max_length: int = _score(512, "NLI window length; a longer premise is read in overlapping windows",
-                                 group=_CMP)
-    nli_stride: int = _score(128, "tokens shared by consecutive NLI premise windows", group=_CMP)
+                                 group=_CMP, stages=("nli",), sig=Signed("nli-dec", "win{}"))
+    nli_stride: int = _score(128, "tokens shared by consecutive NLI premise windows", group=_CMP, stages=("nli",),
+                             sig=Signed("nli-dec", "stride{}"))
     coref: bool = _score(False, "resolve the response's third-person pronouns over the dialogue history "
                                 "(--history-column) before extracting candidates: the paper's appendix A step "
-                                "(docs/coreference.md)", group="coreference")
+                                "(docs/coreference.md)", group="coreference", stages=("coref",),
+                         sig=Signed("coref-dec", words={True: "pronouns-to-mention", False: None}))
     # -- per-row budgets: a row over one gets its own error (or, with over_budget=truncate, a warning) before the
     # work the budget bounds; 0 = no limit. Sized for dialogue: see docs/failures.md -----------------------------
     max_response_chars: int = _score(
         2000, "longest response, in characters (dialogue responses are one or two sentences; the longest in the "
-              "reference data sets is 722); 0 = no limit", group=_BUDGET)
+              "reference data sets is 722); 0 = no limit", group=_BUDGET, sig=Signed("budget", "resp{}"))
     max_knowledge_chars: int = _score(
-        20000, "longest knowledge, in characters (about 12 QA windows per question); 0 = no limit", group=_BUDGET)
-    max_candidates: int = _score(100, "most answer candidates of one response; 0 = no limit", group=_BUDGET)
+        20000, "longest knowledge, in characters (about 12 QA windows per question); 0 = no limit", group=_BUDGET,
+        sig=Signed("budget", "know{}"))
+    max_candidates: int = _score(100, "most answer candidates of one response; 0 = no limit", group=_BUDGET,
+                                 sig=Signed("budget", "cand{}"))
     max_questions: int = _score(
         100, "most valid questions of one response (each is answered on the knowledge); 0 = no limit",
-        group=_BUDGET)
+        group=_BUDGET, sig=Signed("budget", "q{}"))
     over_budget: str = _score(
         "error", "a row over a budget: error (the row gets an error naming the budget) or truncate (scored on its "
                  "first characters / candidates / questions within the budget, with a warning in the row)",
-        ("error", "truncate"), group=_BUDGET)
+        ("error", "truncate"), group=_BUDGET, sig=Signed("budget"))
     # -- runtime: how a run goes, never what it computes (not in the signature) ----------------------------------
     device: str = _run("cpu", "torch device for all models (cpu, cuda, cuda:1, ...)")
     cpu_kernels: str = _run(
@@ -229,9 +285,26 @@ class Q2Config:
             raise ValueError(f"kind must be one of {list(KINDS)}, got {kind!r}")
         return tuple(f.name for f in dataclasses.fields(cls) if f.metadata["kind"] == kind)
 
-    def score_settings(self) -> dict[str, Any]:
-        """The settings other than the models that can change a score (each named in the signature)."""
-        return {name: getattr(self, name) for name in self.names("score")}
+    @classmethod
+    def signed(cls) -> tuple[tuple[str, Signed], ...]:
+        """``(name, how the signature writes it)`` of every score setting, in declaration order."""
+        return tuple((f.name, f.metadata["sig"]) for f in dataclasses.fields(cls) if f.metadata["kind"] == "score")
+
+    @classmethod
+    def stage_names(cls, stage: str) -> tuple[str, ...]:
+        """The score settings that change the outputs of the cached stage ``stage`` (their ``stages`` name it)."""
+        if stage not in STAGES:
+            raise ValueError(f"stage must be one of {list(STAGES)}, got {stage!r}")
+        return tuple(f.name for f in dataclasses.fields(cls) if stage in f.metadata["stages"])
+
+    def stage_settings(self, stage: str) -> dict[str, Any]:
+        """The score settings of ``stage`` as its component's keyword arguments (``qa_stride`` -> ``stride``)."""
+        return {name[len(stage) + 1:]: getattr(self, name) for name in self.stage_names(stage)}
+
+    @property
+    def uses_nli(self) -> bool:
+        """Whether scoring needs the NLI model: to compare answers, or for the fallback."""
+        return self.use_nli or self.fallback
 
     def role_runtime(self, role: str) -> "RoleRuntime":
         """How the model of ``role`` (qg, qa, nli) runs: its per-role settings, or the shared ones."""

@@ -14,8 +14,7 @@ from pathlib import Path
 from typing import Optional
 
 from .errors import ModelLoadError, model_load_message
-from .signature import content_hashes, file_sha256, hub_snapshot_of, model_id, read_source_record, \
-    write_source_record
+from .signature import content_hashes, file_sha256, hub_snapshot_of, model_id, read_source_record, write_source_record
 
 __all__ = ["prefetch_model", "MODEL_FILES"]
 

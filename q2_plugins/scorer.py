@@ -3,11 +3,11 @@ signature, and runs the steps of :mod:`q2_plugins.stages`, each batched across t
 
 from __future__ import annotations
 
-from typing import Any, Optional, Sequence, Union
+from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from . import __version__
 from . import stages as st
-from .budgets import budget_id, check_candidates, check_lengths
+from .budgets import check_candidates, check_lengths
 from .cache import Q2Cache
 from .components import (
     CandidateExtractor,
@@ -17,17 +17,12 @@ from .components import (
     QuestionAnswerer,
     QuestionGenerator,
 )
-from .config import MODEL_KINDS, Q2Config
+from .config import MODEL_KINDS, STAGES, Q2Config
 from .progress import Progress
-from .results import Q2Result, ResponseResult
-from .signature import Signature, model_id, short_model_id, spacy_id
+from .results import Q2Result
+from .signature import Signature, model_id, scorer_signature, spacy_id, stage_key
 
 __all__ = ["Q2Scorer", "score"]
-
-
-# which component serves each stage (spaCy stages are cached too: re-scoring should not even parse again)
-_STAGE_ROLE = {"candidates": "cand", "personal": "personal", "qg": "qg", "qa": "qa", "nli": "nli",
-               "signals": "signals", "coref": "coref"}
 
 
 class Q2Scorer:
@@ -65,8 +60,8 @@ class Q2Scorer:
         self._personal = personal_filter
         self._signals: Any = None
         self._coref = coreference
-        self._custom = {
-            "cand": candidate_extractor, "qg": question_generator, "qa": question_answerer, "nli": nli,
+        self._custom = {  # by stage (spaCy stages are cached too: re-scoring should not even parse again)
+            "candidates": candidate_extractor, "qg": question_generator, "qa": question_answerer, "nli": nli,
             "personal": personal_filter, "signals": None, "coref": coreference,
         }
         if cache is None and config.cache_dir:
@@ -108,7 +103,7 @@ class Q2Scorer:
         return self._signals
 
     def _load(self, role: str) -> tuple[Any, Any]:
-        from .hf import load_model
+        from .transformers_models import load_model
 
         c = self.config
         loaded = load_model(role, getattr(c, f"{role}_model"), getattr(c, f"{role}_revision"), c.role_device(role),
@@ -131,40 +126,34 @@ class Q2Scorer:
     @property
     def question_generator(self) -> QuestionGenerator:
         if self._qg is None:
-            from .hf import HFQuestionGenerator
+            from .transformers_models import HFQuestionGenerator
 
             c = self.config
             tok, model = self._load("qg")
-            self._qg = HFQuestionGenerator(
-                tok, model, decoding=c.qg_decoding, num_beams=c.qg_num_beams, num_return=c.qg_num_return,
-                no_repeat_ngram=c.qg_no_repeat_ngram, max_length=c.qg_max_length,
-                max_input_tokens=c.qg_max_input_tokens, input_template=c.qg_input_template,
-                **self._batching("qg"), **self._fast_paths("qg"),
-            )
+            self._qg = HFQuestionGenerator(tok, model, **c.stage_settings("qg"), **self._batching("qg"),
+                                           **self._fast_paths("qg"))
         return self._qg
 
     @property
     def question_answerer(self) -> QuestionAnswerer:
         if self._qa is None:
-            from .hf import HFQuestionAnswerer
+            from .transformers_models import HFQuestionAnswerer
 
             c = self.config
             tok, model = self._load("qa")
-            self._qa = HFQuestionAnswerer(
-                tok, model, decoding=c.qa_decoding, max_length=c.qa_max_length, stride=c.qa_stride,
-                max_answer_tokens=c.qa_max_answer_tokens, **self._batching("qa"), **self._fast_paths("qa"),
-            )
+            self._qa = HFQuestionAnswerer(tok, model, **c.stage_settings("qa"), **self._batching("qa"),
+                                          **self._fast_paths("qa"))
         return self._qa
 
     @property
     def nli(self) -> NLIModel:
         if self._nli is None:
-            from .hf import HFNLI
+            from .transformers_models import HFNLI
 
             c = self.config
             tok, model = self._load("nli")
-            self._nli = HFNLI(tok, model, max_length=c.nli_max_length, stride=c.nli_stride, model_name=c.nli_model,
-                              **self._batching("nli"), **self._fast_paths("nli"))
+            self._nli = HFNLI(tok, model, **c.stage_settings("nli"), model_name=c.nli_model, **self._batching("nli"),
+                              **self._fast_paths("nli"))
         return self._nli
 
     @property
@@ -196,100 +185,60 @@ class Q2Scorer:
             finally:
                 if was_on:
                     hf_logging.enable_progress_bar()
-        c = self.config
-        needed = ["coreference"] * c.coref + ["candidate_extractor", "question_generator", "question_answerer"]
-        needed += ["personal_filter"] * c.remove_personal + ["nli"] * (c.use_nli or c.fallback)
-        for name in needed:
-            getattr(self, name)
+        self.parts()
         return self
 
-    # -- signature ----------------------------------------------------------------------------------------------
-    def _part_id(self, role: str) -> str:
-        if role not in self._part_ids:
-            self._part_ids[role] = self._compute_part_id(role)
-        return self._part_ids[role]
+    def parts(self) -> st.Parts:
+        """The settings and the components that scoring with them uses, loaded: what the steps of
+        :mod:`q2_plugins.stages` are given."""
+        c = self.config
+        coref = self.coreference if c.coref else None  # first: a missing coreference model stops before the others
+        return st.Parts(c, self.candidate_extractor, self.question_generator, self.question_answerer,
+                        personal=self.personal_filter if c.remove_personal else None,
+                        nli=self.nli if c.uses_nli else None, coref=coref)
 
-    def _compute_part_id(self, role: str) -> str:
-        custom = self._custom[role]
+    # -- signature ----------------------------------------------------------------------------------------------
+    def _part_id(self, stage: str) -> str:
+        """The identity of the component of ``stage`` (computed once: it may hash a model's files)."""
+        if stage not in self._part_ids:
+            self._part_ids[stage] = self._compute_part_id(stage)
+        return self._part_ids[stage]
+
+    def _compute_part_id(self, stage: str) -> str:
+        custom = self._custom[stage]
         if custom is not None:
             return str(getattr(custom, "signature", f"custom:{type(custom).__name__}"))
-        if role in ("cand", "personal", "signals"):
+        if stage in ("candidates", "personal", "signals"):
             return spacy_id(self._nlp())
         c = self.config
-        if role == "coref":
+        if stage == "coref":
             from .coref import COREF_IMPL
 
             return f"{COREF_IMPL}:{model_id(c.coref_model, c.coref_revision)}[float32]"
-        return f"{model_id(getattr(c, f'{role}_model'), getattr(c, f'{role}_revision'))}[{c.role_dtype(role)}]"
-
-    def _stage_settings(self, role: str) -> str:
-        c = self.config
-        if role == "qg":
-            dec = (f"beam{c.qg_num_beams}-ret{c.qg_num_return}-nrng{c.qg_no_repeat_ngram}"
-                   if c.qg_decoding == "beam" else "greedy")
-            return f"{dec}-max{c.qg_max_length}-in{c.qg_max_input_tokens}-tpl:{c.qg_input_template!r}"
-        if role == "qa":
-            extra = f"-maxans{c.qa_max_answer_tokens}" if c.qa_decoding == "squad2" else ""
-            return f"{c.qa_decoding}-win{c.qa_max_length}-stride{c.qa_stride}{extra}"
-        if role == "nli":
-            return f"win{c.nli_max_length}-stride{c.nli_stride}"
-        if role == "signals":
-            from .taxonomy import SIGNALS_VERSION
-
-            return SIGNALS_VERSION
-        if role == "coref":
-            return "pronouns-to-mention"
-        return ""
-
-    def _fallback_id(self) -> str:
-        c = self.config
-        if not c.fallback:
-            return "none"
-        return ("e2e-nli" + ("-lowerknow" if c.fallback_lowercase_knowledge else "")
-                + ("-lowerresp" if c.fallback_lowercase_response else ""))
+        return f"{model_id(getattr(c, f'{stage}_model'), getattr(c, f'{stage}_revision'))}[{c.role_dtype(stage)}]"
 
     @property
     def signature(self) -> Signature:
         """Reproducibility signature: models with revisions, decoding, filters, normalisation, package version.
 
-        A string (the full form) with a sacrebleu-style ``.short`` form; see :mod:`q2_plugins.signature`.
+        A string (the full form) with a sacrebleu-style ``.short`` form, derived from the settings' declarations;
+        see :mod:`q2_plugins.signature`.
         """
         if self._signature is None:
-            c = self.config
-            parts = [
-                ("q2", __version__),
-                ("cand", self._part_id("cand")),
-                ("qg", self._part_id("qg")),
-                ("qg-dec", self._stage_settings("qg")),
-                ("questions", c.question_mode + ("+discard-unanswerable" if c.discard_unanswerable else "")),
-                ("qa", self._part_id("qa")),
-                ("qa-dec", self._stage_settings("qa")),
-                ("personal", ("remove:" + self._part_id("personal")) if c.remove_personal else "keep"),
-                ("norm", c.normalization),
-                ("cmp", "f1+nli" if c.use_nli else "f1"),
-                ("fallback", self._fallback_id()),
-            ]
-            if c.use_nli or c.fallback:
-                parts.append(("nli", self._part_id("nli")))
-                parts.append(("nli-dec", self._stage_settings("nli")))
-            if c.coref:
-                parts.append(("coref", self._part_id("coref")))
-                parts.append(("coref-dec", self._stage_settings("coref")))
-            parts.append(("budget", budget_id(c)))  # the per-row budgets: a row over one is not scored as is
-            short = [("q2", __version__), ("qg", short_model_id(self._part_id("qg"))),
-                     ("qa", short_model_id(self._part_id("qa")))]
-            if c.use_nli or c.fallback:
-                short.append(("nli", short_model_id(self._part_id("nli"))))
-            short += [("cmp", "f1+nli" if c.use_nli else "f1"), ("fb", self._fallback_id()),
-                      *([("coref", short_model_id(self._part_id("coref").split(":", 1)[-1]))] if c.coref else []),
-                      ("cfg", "paper" if c.score_settings() == Q2Config().score_settings() else "custom")]
-            self._signature = Signature(parts, short)
+            self._signature = scorer_signature(self.config, _Identities(self), __version__)
         return self._signature
 
-    def _namespace(self, stage: str) -> str:
-        """The cache namespace of a stage: its component's identity and settings."""
-        role = _STAGE_ROLE[stage]
-        return f"{stage}|{self._part_id(role)}|{self._stage_settings(role)}"
+    def stage_keys(self, stages: Sequence[str]) -> dict[str, str]:
+        """The cache namespace of each of ``stages``: the stage, its component's identity and the settings that
+        change its outputs (:func:`~q2_plugins.signature.stage_key`)."""
+        return {stage: stage_key(self.config, stage, self._part_id(stage), st.stage_version(stage))
+                for stage in stages}
+
+    def _stages(self, label: bool) -> list[str]:
+        """The stages that scoring with these settings runs (``label``: and the labels' text signals)."""
+        c = self.config
+        used = {"personal": c.remove_personal, "nli": c.uses_nli, "signals": label, "coref": c.coref}
+        return [stage for stage in STAGES if used.get(stage, True)]
 
     # -- the pipeline ---------------------------------------------------------------------------------------------
     def score(
@@ -316,32 +265,35 @@ class Q2Scorer:
         c = self.config
         rows = st.read_rows(responses, knowledge, history if c.coref else None)
         check_lengths(c, rows)                                                            # 0. budgets, up front
-        run = st.StageRunner(c, self.cache, self._namespace, progress)
+        run = st.StageRunner(c, self.cache, progress=progress)
         run.rows = rows
-        if any(r.error is None for r in rows):
-            self.load()
         try:
-            active = st.usable(rows)
-            if c.coref:  # the paper's appendix A: pronouns resolved over the history
-                active = st.resolve_coreference(run, self, active)
-            active = st.extract_candidates(run, self, active)                             # 1. answer candidates
-            check_candidates(c, active)
-            active = st.usable(active)
-            slots = st.generate_questions(run, self, active)                              # 2. question generation
-            valid = st.select_questions(run, c, self, slots)                              # 3. filters
-            compared = st.answer_from_knowledge(run, c, self, valid)                      # 4. QA on the knowledge
-            fallback_rows = st.needing_fallback(c, active, compared)
-            nli_out = st.run_nli(run, self, st.nli_pairs(c, compared)                     # 5 and 6: one NLI call
-                                 + [st.fallback_pair(c, r) for r in fallback_rows])
-            st.compare_answers(c, compared, nli_out)                                      # 5. answer comparison
-            if c.discard_unanswerable:  # Q²*
-                for r in active:
-                    st.discard_unanswerable(r)
-            st.apply_fallback(c, fallback_rows, nli_out)                                  # 6. fallback
+            if st.usable(rows):  # (models load only when there is a row to score)
+                p = self.parts()                                                          # the loaded components
+                run.keys = self.stage_keys(self._stages(label)) if self.cache is not None else {}
+                active = st.usable(rows)
+                if p.coref is not None:  # the paper's appendix A: pronouns resolved over the history
+                    active = st.resolve_coreference(run, p, active)
+                active = st.extract_candidates(run, p, active)                            # 1. answer candidates
+                check_candidates(c, active)
+                active = st.usable(active)
+                slots = st.generate_questions(run, p, active)                             # 2. question generation
+                valid = st.select_questions(run, p, slots)                                # 3. filters
+                compared = st.answer_from_knowledge(run, p, valid)                        # 4. QA on the knowledge
+                fallback_rows = st.needing_fallback(c, active, compared)
+                nli_out = st.run_nli(run, p, st.nli_pairs(c, compared)                    # 5 and 6: one NLI call
+                                     + [st.fallback_pair(c, r) for r in fallback_rows])
+                st.compare_answers(c, compared, nli_out)                                  # 5. answer comparison
+                if c.discard_unanswerable:  # Q²*
+                    for r in active:
+                        st.discard_unanswerable(r)
+                st.apply_fallback(c, fallback_rows, nli_out)                              # 6. fallback
+                if label:
+                    st.text_signals(run, self.text_signals, st.usable(rows))              # 8. labels' signals
             results = [st.aggregate(r) for r in rows]                                     # 7. aggregation
-            if label:
-                self._label(run, rows, results)
             run.rows_done(len(rows))
+            if label:
+                st.label(rows, results)                                                   # 8. BEGIN labels
         finally:
             run.close()
             self.timings = run.timings
@@ -358,27 +310,13 @@ class Q2Scorer:
         if len(responses) != len(result.responses):
             raise ValueError(f"Expected the {len(result.responses)} responses the result was scored from, "
                              f"but got {len(responses)}")
-        run = st.StageRunner(self.config, self.cache, self._namespace)
         rows = st.read_rows(responses, knowledge)
         check_lengths(self.config, rows)
-        self._label(run, rows, result.responses)
+        if st.usable(rows):
+            keys = self.stage_keys(["signals"]) if self.cache is not None else {}
+            st.text_signals(st.StageRunner(self.config, self.cache, keys), self.text_signals, st.usable(rows))
+        st.label(rows, result.responses)
         return result
-
-    def _label(self, run: st.StageRunner, rows: list[st.Row], results: list[ResponseResult]) -> None:
-        """Attach the BEGIN-style label of each response (it reads the explanations, so they are still attached)."""
-        from .taxonomy import TextSignals, classify
-
-        labelled = [r for r in rows if r.error is None]
-        signals = run.run("signals", [(r.response, r.knowledge) for r in labelled],
-                          lambda part: self.text_signals.compute([tuple(p) for p in part]),
-                          encode=TextSignals.to_dict, decode=TextSignals.from_dict)
-        for r, res in zip(rows, results):
-            found = signals.get((r.response, r.knowledge))
-            if isinstance(found, st.Failure):
-                res.label_reason = f"not labelled: text signals failed: {found.message}"
-            else:
-                verdict = classify(res, found)
-                res.label, res.label3, res.label_reason = verdict.label, verdict.label3, verdict.reason
 
 
 def _check_inputs(responses: Any, knowledge: Any, history: Any) -> None:
@@ -420,3 +358,19 @@ def score(
         raise TypeError("Pass either config= or config options, not both")
     cfg = config if config is not None else Q2Config.from_dict(options)
     return Q2Scorer(cfg).score(responses=responses, knowledge=knowledge, history=history, explain=explain)
+
+
+class _Identities(Mapping[str, str]):
+    """The identity of each stage's component, computed when the signature first asks for it."""
+
+    def __init__(self, scorer: Q2Scorer) -> None:
+        self._scorer = scorer
+
+    def __getitem__(self, stage: str) -> str:
+        return self._scorer._part_id(stage)
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(STAGES)
+
+    def __len__(self) -> int:
+        return len(STAGES)

@@ -4,6 +4,13 @@ A :class:`Signature` is a string (the full form: every part ``key:value``, joine
 sacrebleu-style form beside it (:attr:`Signature.short`). Results, caches and adapters compare and store it as a
 plain string.
 
+A scorer's signature is derived from the settings' own declarations (:func:`scorer_signature`): each score setting of
+:class:`~q2_plugins.config.Q2Config` says in its field metadata how it is written (``sig``) and which cached stages it
+changes (``stages``). The full form lays the components' identities and the settings' pieces out in the order of
+:data:`SCORER_PARTS`; the short form is read off the full one (:func:`short_parts`); and the cache key of a stage
+(:func:`stage_key`) holds the pieces of the settings that name that stage, so a setting written in the signature
+cannot be missing from the cache key of a stage it changes.
+
 Model identity (:func:`model_id`):
 
 - a hub id: ``hub:org/name@<commit>``, the commit the local Hugging Face cache resolves the revision to (the
@@ -27,11 +34,15 @@ import json
 import os
 import re
 import threading
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
+from .config import Q2Config
+
 __all__ = ["Signature", "model_id", "spacy_id", "content_hashes", "directory_digest", "hub_snapshot_of",
-           "SOURCE_RECORD", "read_source_record", "write_source_record", "short_model_id", "replay_signature"]
+           "SOURCE_RECORD", "read_source_record", "write_source_record", "short_model_id", "replay_signature",
+           "SCORER_PARTS", "scorer_signature", "settings_parts", "short_parts", "stage_key"]
 
 #: The file ``q2 prefetch`` writes beside a saved model: hub id, resolved commit, content hashes of the files.
 SOURCE_RECORD = "q2_source.json"
@@ -249,7 +260,11 @@ def model_id(name: str, revision: Optional[str] = None) -> str:
 
 
 def short_model_id(full: str) -> str:
-    """``t5-base-...@1a2b3c4[float32]`` from ``hub:org/t5-base-...@<commit>[float32]``; ``local:<8 hex>`` locally."""
+    """``t5-base-...@1a2b3c4[float32]`` from ``hub:org/t5-base-...@<commit>[float32]``; ``local:<8 hex>`` locally.
+    An implementation's name before the model's id (``fcoref-head-v1:hub:...``) is left out."""
+    _, sep, rest = full.partition(":")
+    if sep and rest.startswith(("hub:", "local:")):
+        return short_model_id(rest)
     m = re.match(r"^hub:(?:[^/@]+/)?([^@]+)@([^\[]+)(\[.*\])?$", full)
     if m:
         commit = m.group(2)
@@ -272,3 +287,90 @@ def replay_signature(normalization: str, nli: Optional[str] = None, discard_unan
     if nli:
         parts.append(("nli", nli))
     return Signature(parts, [(k, short_model_id(v) if k == "nli" else v) for k, v in parts])
+
+
+
+# -- a scorer's signature, derived from the settings' declarations ---------------------------------------------------
+@dataclass(frozen=True)
+class Part:
+    """One part of a scorer's full signature: the identity of a ``component`` (a stage's name), or else the pieces
+    that the score settings naming ``key`` in their ``sig`` write, joined by ``joiner``. ``needs``: written only
+    when this (boolean) attribute of the config holds (``uses_nli``: scoring uses the NLI model; ``coref``).
+    ``stage``: the settings of this part are those of that stage's component (the settings naming the stage, and
+    no other), so the part is also that stage's cache key."""
+
+    key: str
+    component: Optional[str] = None
+    joiner: str = "-"
+    needs: Optional[str] = None
+    stage: Optional[str] = None
+
+    def written(self, config: Q2Config) -> bool:
+        """Whether the settings ``config`` use this part."""
+        return self.needs is None or bool(getattr(config, self.needs))
+
+
+#: The parts of a scorer's signature, in order (``q2`` is the package version).
+SCORER_PARTS = (
+    Part("q2"), Part("cand", "candidates"), Part("qg", "qg"), Part("qg-dec", stage="qg"),
+    Part("questions", joiner="+"), Part("qa", "qa"), Part("qa-dec", stage="qa"), Part("personal"), Part("norm"),
+    Part("cmp"), Part("fallback"), Part("nli", "nli", needs="uses_nli"),
+    Part("nli-dec", needs="uses_nli", stage="nli"),
+    Part("coref", "coref", needs="coref"), Part("coref-dec", needs="coref", stage="coref"), Part("budget"),
+)
+#: The short form: these parts of the full form (full key -> short key, in this order; component identities
+#: shortened by :func:`short_model_id`), then ``cfg`` (``paper`` or ``custom``), then ``#`` a hash of the full form.
+SHORT_KEYS = {"q2": "q2", "qg": "qg", "qa": "qa", "nli": "nli", "cmp": "cmp", "fallback": "fb", "coref": "coref"}
+
+
+def _pieces(config: Q2Config, names: Optional[Sequence[str]] = None, ids: Optional[Mapping[str, str]] = None
+            ) -> dict[str, list[str]]:
+    """Signature part -> the pieces its settings write (``names``: only these settings), in declaration order; a
+    setting that does not act under the others (its ``when``) writes nothing. ``ids`` fill in the components'
+    identities (without them a piece such as ``remove:{personal}`` stays as it is)."""
+    pieces: dict[str, list[str]] = {}
+    for name, how in config.signed():
+        if (names is None or name in names) and how.applies(config):
+            piece = how.piece(getattr(config, name), ids)
+            if piece is not None:
+                pieces.setdefault(how.part, []).append(piece)
+    return pieces
+
+
+def settings_parts(config: Q2Config, ids: Optional[Mapping[str, str]] = None) -> tuple[tuple[str, str], ...]:
+    """The settings parts of a scorer's signature, in order; without ``ids``, before the components' identities
+    are filled in: two configs with the same ones sign alike with the same components."""
+    pieces = _pieces(config, ids=ids)
+    return tuple((p.key, p.joiner.join(pieces.get(p.key, []))) for p in SCORER_PARTS
+                 if p.component is None and p.key != "q2" and p.written(config))
+
+
+_PAPER = settings_parts(Q2Config())
+
+
+def short_parts(parts: Sequence[tuple[str, str]], paper: bool) -> list[tuple[str, str]]:
+    """The short form's parts, read off the full form's ``parts`` (:data:`SHORT_KEYS`); ``paper``: the settings
+    parts of the full form are the paper's."""
+    full = dict(parts)
+    components = {p.key for p in SCORER_PARTS if p.component is not None}
+    out = [(short, short_model_id(full[key]) if key in components else full[key])
+           for key, short in SHORT_KEYS.items() if key in full]
+    return out + [("cfg", "paper" if paper else "custom")]
+
+
+def scorer_signature(config: Q2Config, ids: Mapping[str, str], version: str) -> Signature:
+    """The signature of a scorer. ``ids`` maps a component (a stage's name) to its identity; only the components
+    the settings use are looked up (a mapping that computes identities on demand is enough)."""
+    settings = dict(settings_parts(config, ids))
+    parts = [(p.key, version if p.key == "q2" else ids[p.component] if p.component else settings[p.key])
+             for p in SCORER_PARTS if p.written(config)]
+    return Signature(parts, short_parts(parts, settings_parts(config) == _PAPER))
+
+
+def stage_key(config: Q2Config, stage: str, component: str, version: str = "") -> str:
+    """The cache namespace of ``stage``: its name, its component's identity, and the pieces of the settings that
+    change its outputs (their ``stages`` name it; as the signature writes them), or ``version`` for a stage that
+    no setting changes (a definition's version)."""
+    pieces = _pieces(config, config.stage_names(stage))
+    settings = "|".join(p.joiner.join(pieces[p.key]) for p in SCORER_PARTS if p.key in pieces)
+    return f"{stage}|{component}|{settings or version}"

@@ -4,7 +4,9 @@
 cached across calls, chunked, one progress bar per stage for the whole run) and isolates failures: an item the
 component cannot process fails alone, and :meth:`StageOutputs.take` turns the failure into its row's error. Each step
 below is one function over :class:`Row` (one response) and the named types of the selection: :class:`Slot` (a
-candidate and its ranked questions) and :class:`ValidQuestion` (a question that passed the filters).
+candidate and its ranked questions) and :class:`ValidQuestion` (a question that passed the filters). The steps take
+:class:`Parts`, the settings and the loaded components, and nothing else of the scorer; the labelling step takes the
+text-signals component alone (it also labels results scored earlier).
 """
 
 from __future__ import annotations
@@ -12,11 +14,22 @@ from __future__ import annotations
 import time
 import unicodedata
 from dataclasses import dataclass, field
-from typing import Any, Callable, Hashable, Optional, Sequence, Union
+from typing import TYPE_CHECKING, Any, Callable, Hashable, Optional, Sequence, Union
 
 from .budgets import admit_question
 from .cache import Q2Cache
-from .components import Answer, AnswerKind, NLILabel, Resolution
+from .components import (
+    Answer,
+    AnswerKind,
+    CandidateExtractor,
+    Coreference,
+    NLILabel,
+    NLIModel,
+    PersonalQuestionFilter,
+    QuestionAnswerer,
+    QuestionGenerator,
+    Resolution,
+)
 from .config import Q2Config
 from .errors import ModelLoadError
 from .normalize import answers_match
@@ -32,10 +45,13 @@ from .scoring import (
     response_result,
 )
 
-__all__ = ["Row", "Slot", "ValidQuestion", "ComparedQuestion", "StageRunner", "StageOutputs", "Failure", "read_rows",
-           "resolve_coreference", "extract_candidates", "generate_questions", "select_questions",
+if TYPE_CHECKING:  # the taxonomy is imported only when labels are asked for
+    from .taxonomy import SpacyTextSignals, TextSignals
+
+__all__ = ["Row", "Slot", "ValidQuestion", "ComparedQuestion", "Parts", "StageRunner", "StageOutputs", "Failure",
+           "read_rows", "resolve_coreference", "extract_candidates", "generate_questions", "select_questions",
            "answer_from_knowledge", "run_nli", "compare_answers", "apply_fallback", "discard_unanswerable",
-           "aggregate", "usable"]
+           "aggregate", "text_signals", "label", "usable", "stage_version"]
 
 
 # -- the items the stages pass on ----------------------------------------------------------------------------------
@@ -56,6 +72,7 @@ class Row:
     original_response: Optional[str] = None
     warnings: list[str] = field(default_factory=list)  # how the row was truncated to its budgets
     full: bool = False  # truncating: the row has its budget of valid questions and takes no more
+    signals: Union[TextSignals, Failure, None] = None  # for the labels: its text signals, or why there are none
 
 
 @dataclass
@@ -94,6 +111,21 @@ class ComparedQuestion:
 
     def nli_pair(self) -> tuple[str, str]:
         return nli_premise_hypothesis(self.valid.question, self.valid.slot.candidate, self.knowledge_answer)
+
+
+@dataclass(frozen=True)
+class Parts:
+    """What the steps use: the settings and the loaded component of each stage. ``personal`` is there when the
+    settings remove personal questions, ``nli`` when they use NLI (:attr:`Q2Config.uses_nli`), ``coref`` with
+    ``coref`` on."""
+
+    settings: Q2Config
+    candidates: CandidateExtractor
+    qg: QuestionGenerator
+    qa: QuestionAnswerer
+    personal: Optional[PersonalQuestionFilter] = None
+    nli: Optional[NLIModel] = None
+    coref: Optional[Coreference] = None
 
 
 # -- the stage runner -----------------------------------------------------------------------------------------------
@@ -155,13 +187,14 @@ def call_isolated(fn: Callable[[list], list], part: list) -> list:
 class StageRunner:
     """Runs the stages of one ``score()`` call: dedup, memo, cache, chunking, progress and failure isolation.
 
-    ``namespace(stage)`` names the cache entries of a stage (its component's identity and settings). ``progress``:
+    ``keys[stage]`` names the cache entries of a stage (its component's identity and settings; needed with a
+    ``cache`` only, and may be set once the components are loaded). ``progress``:
     a run's :class:`~q2_plugins.progress.Progress` (its stage bars go on across calls), True for bars of this call
     only (closed by :meth:`close`), or False."""
 
-    def __init__(self, config: Q2Config, cache: Optional[Q2Cache], namespace: Callable[[str], str],
+    def __init__(self, config: Q2Config, cache: Optional[Q2Cache], keys: Optional[dict[str, str]] = None,
                  progress: Union[bool, Progress] = False) -> None:
-        self.config, self.cache, self.namespace = config, cache, namespace
+        self.config, self.cache, self.keys = config, cache, keys or {}
         self.progress: Optional[Progress] = Progress(rows=False) if progress is True else progress or None
         self._own_progress = progress is True
         self.timings: dict[str, float] = {}
@@ -177,7 +210,7 @@ class StageRunner:
         unique = list(dict.fromkeys(items))
         memo = self._memo.setdefault(name, {})  # a question asked again in a later round, say
         results: dict[Hashable, Any] = {it: memo[it] for it in unique if it in memo}
-        namespace = self.namespace(name) if self.cache is not None and len(results) < len(unique) else None
+        namespace = self.keys[name] if self.cache is not None and len(results) < len(unique) else None
         if namespace is not None:
             self._read_cache(namespace, [it for it in unique if it not in results], decode, results)
         todo = [it for it in unique if it not in results]
@@ -248,12 +281,12 @@ class StageRunner:
             self.progress.close()
 
 
-def unfit_of(component: Callable[[], Any]) -> Callable[[list], list]:
-    """The ``unfit`` check of the component ``component()`` over stage items (tuples); None for every item if it
-    has none. (The component is fetched only when there are items: models load lazily.)"""
+def unfit_of(component: Any) -> Callable[[list], list]:
+    """The ``unfit`` check of ``component`` over stage items (tuples); None for every item if it has none. (It is
+    looked up only when there are items to check: a fully cached stage does not touch its component.)"""
 
     def check(part: list) -> list:
-        unfit = getattr(component(), "unfit", None)
+        unfit = getattr(component, "unfit", None)
         return [None] * len(part) if unfit is None else list(unfit([tuple(p) for p in part]))
 
     return check
@@ -313,12 +346,12 @@ def usable(rows: Sequence[Row]) -> list[Row]:
 
 
 # -- 0b. coreference (--coref): pronouns of the response replaced before anything reads it -------------------------
-def resolve_coreference(run: StageRunner, parts: Any, rows: list[Row]) -> list[Row]:
+def resolve_coreference(run: StageRunner, parts: Parts, rows: list[Row]) -> list[Row]:
     """One call over every (history, response): each row's response becomes its resolved text (the original is
     kept in ``original_response``); returns the rows still without an error."""
     out = run.run("coref", [(r.history, r.response) for r in rows],
-                  lambda part: parts.coreference.resolve([tuple(p) for p in part]), encode=Resolution.to_dict,
-                  decode=Resolution.from_dict, check=unfit_of(lambda: parts.coreference))
+                  lambda part: parts.coref.resolve([tuple(p) for p in part]), encode=Resolution.to_dict,
+                  decode=Resolution.from_dict, check=unfit_of(parts.coref))
     for r in rows:
         res = out.take((r.history, r.response), r, "coreference")
         if res is not None:
@@ -349,23 +382,20 @@ def _within(part: str, whole: str) -> bool:
 
 
 # -- 1. answer candidates -------------------------------------------------------------------------------------------
-def extract_candidates(run: StageRunner, parts: Any, rows: list[Row]) -> list[Row]:
-    """Fill each row's candidates; returns the rows still without an error. ``parts`` holds the components
-    (a :class:`~q2_plugins.scorer.Q2Scorer`)."""
+def extract_candidates(run: StageRunner, parts: Parts, rows: list[Row]) -> list[Row]:
+    """Fill each row's candidates; returns the rows still without an error."""
     out = run.run("candidates", [(r.response,) for r in rows],
-                  lambda part: parts.candidate_extractor.extract([p[0] for p in part]),
-                  check=unfit_of(lambda: parts.candidate_extractor))
+                  lambda part: parts.candidates.extract([p[0] for p in part]), check=unfit_of(parts.candidates))
     for r in rows:
         r.candidates = list(out.take((r.response,), r, "candidate extraction") or [])
     return usable(rows)
 
 
 # -- 2. question generation -----------------------------------------------------------------------------------------
-def generate_questions(run: StageRunner, parts: Any, rows: list[Row]) -> list[Slot]:
+def generate_questions(run: StageRunner, parts: Parts, rows: list[Row]) -> list[Slot]:
     """One call over every candidate of every row: a :class:`Slot` per candidate of the rows without error."""
     out = run.run("qg", [(cand, r.response) for r in rows for cand in r.candidates],
-                  lambda part: parts.question_generator.generate([tuple(p) for p in part]),
-                  check=unfit_of(lambda: parts.question_generator))
+                  lambda part: parts.qg.generate([tuple(p) for p in part]), check=unfit_of(parts.qg))
     slots = []
     for r in rows:
         for cand in r.candidates:
@@ -377,14 +407,14 @@ def generate_questions(run: StageRunner, parts: Any, rows: list[Row]) -> list[Sl
 
 
 # -- 3. filters: personal questions, then the response's own answer, in rounds over beam ranks -----------------------
-def select_questions(run: StageRunner, c: Q2Config, parts: Any, slots: list[Slot]) -> list[ValidQuestion]:
+def select_questions(run: StageRunner, parts: Parts, slots: list[Slot]) -> list[ValidQuestion]:
     """The valid questions, in candidate order then beam rank. ``single`` mode tries one more rank per round until
     a candidate has a valid question; ``all`` tries every rank in one round. The knowledge answers of a round's
     valid questions (step 4) ride in the next round's QA batch."""
-    personal = StageOutputs({})
-    if c.remove_personal:
+    c, personal = parts.settings, StageOutputs({})
+    if parts.personal is not None:
         personal = run.run("personal", [(q,) for s in slots for q in s.questions],
-                           lambda part: parts.personal_filter.is_personal([p[0] for p in part]))
+                           lambda part: parts.personal.is_personal([p[0] for p in part]))
     valid: list[ValidQuestion] = []
     counts: dict[int, int] = {}  # valid questions per row (id), for the max_questions budget
     while True:
@@ -432,29 +462,30 @@ def _next_round(c: Q2Config, personal: StageOutputs, slots: list[Slot]) -> list[
     return batch
 
 
-def _answer(run: StageRunner, parts: Any, items: list[tuple[str, str]]) -> StageOutputs:
-    return run.run("qa", items, lambda part: parts.question_answerer.answer([tuple(p) for p in part]),
-                   encode=Answer.to_dict, decode=Answer.from_dict, check=unfit_of(lambda: parts.question_answerer))
+def _answer(run: StageRunner, parts: Parts, items: list[tuple[str, str]]) -> StageOutputs:
+    return run.run("qa", items, lambda part: parts.qa.answer([tuple(p) for p in part]),
+                   encode=Answer.to_dict, decode=Answer.from_dict, check=unfit_of(parts.qa))
 
 
 # -- 4. question answering on the knowledge -------------------------------------------------------------------------
-def answer_from_knowledge(run: StageRunner, c: Q2Config, parts: Any, valid: list[ValidQuestion]
-                          ) -> list[ComparedQuestion]:
+def answer_from_knowledge(run: StageRunner, parts: Parts, valid: list[ValidQuestion]) -> list[ComparedQuestion]:
     """The knowledge's answer to every valid question (those of earlier rounds come from the memo), with its F1."""
     answers = _answer(run, parts, [(v.question, v.row.knowledge) for v in valid])
     compared = []
     for v in valid:
         k_ans = answers.take((v.question, v.row.knowledge), v.row, "question answering on the knowledge")
         if k_ans is not None:
-            compared.append(ComparedQuestion(v, k_ans, answer_f1(v.slot.candidate, k_ans, c.normalization)))
+            f1 = answer_f1(v.slot.candidate, k_ans, parts.settings.normalization)
+            compared.append(ComparedQuestion(v, k_ans, f1))
     return compared
 
 
 # -- 5 and 6 share one NLI call: answer comparison and the end-to-end fallback --------------------------------------
-def run_nli(run: StageRunner, parts: Any, pairs: list[tuple[str, str]]) -> StageOutputs:
-    """One NLI call over the answer pairs of step 5 and the fallback pairs of step 6."""
-    return run.run("nli", pairs, lambda part: parts.nli.predict([tuple(p) for p in part]), encode=lambda x: x.value,
-                   decode=NLILabel, check=unfit_of(lambda: parts.nli))
+def run_nli(run: StageRunner, parts: Parts, pairs: list[tuple[str, str]]) -> StageOutputs:
+    """One NLI call over the answer pairs of step 5 and the fallback pairs of step 6 (none when the settings use
+    no NLI, and then ``parts.nli`` is None)."""
+    return run.run("nli", pairs, lambda part: parts.nli.predict([tuple(p) for p in part]),  # type: ignore[union-attr]
+                   encode=lambda x: x.value, decode=NLILabel, check=unfit_of(parts.nli))
 
 
 def compare_answers(c: Q2Config, compared: list[ComparedQuestion], nli_out: StageOutputs) -> None:
@@ -521,3 +552,38 @@ def aggregate(r: Row) -> ResponseResult:
         res.coref = {"original_response": r.original_response, **r.resolution.to_dict()}
     res.warning = "; ".join(r.warnings) or None
     return res
+
+
+# -- 8. BEGIN-style labels (asked with label=True) --------------------------------------------------------------------
+def stage_version(stage: str) -> str:
+    """The version of a stage that no setting changes but whose definition may (the labels' text signals), for its
+    cache key; "" for the others."""
+    if stage != "signals":
+        return ""
+    from .taxonomy import SIGNALS_VERSION
+
+    return SIGNALS_VERSION
+
+
+def text_signals(run: StageRunner, signals: SpacyTextSignals, rows: list[Row]) -> None:
+    """The text signals of each row's response and knowledge (:mod:`q2_plugins.taxonomy`), from ``signals``."""
+    from .taxonomy import TextSignals
+
+    out = run.run("signals", [(r.response, r.knowledge) for r in rows],
+                  lambda part: signals.compute([tuple(p) for p in part]),
+                  encode=TextSignals.to_dict, decode=TextSignals.from_dict)
+    for r in rows:
+        r.signals = out.get((r.response, r.knowledge))
+
+
+def label(rows: Sequence[Row], results: Sequence[ResponseResult]) -> None:
+    """Attach the BEGIN-style label of each response from its result and its row's text signals (it reads the
+    explanations, so they are still attached)."""
+    from .taxonomy import classify
+
+    for r, res in zip(rows, results):
+        if isinstance(r.signals, Failure):
+            res.label_reason = f"not labelled: text signals failed: {r.signals.message}"
+        else:
+            verdict = classify(res, r.signals)
+            res.label, res.label3, res.label_reason = verdict.label, verdict.label3, verdict.reason

@@ -15,6 +15,8 @@ from typing import Any, Iterator
 
 import pytest
 
+from tests.conftest import in_ci
+
 REPO = Path(__file__).resolve().parent.parent
 SCREENSHOTS = REPO / "out"
 HEADLESS_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
@@ -41,7 +43,7 @@ def start_chromium(width: int = 1400, height: int = 1000) -> Iterator[Any]:
     if missing:
         message = (f"browser tests need {', '.join(missing)}: run scripts/setup.sh as root (apt-get install chromium "
                    f"chromium-driver) with the report-tests extra, or set Q2_CHROMIUM / Q2_CHROMEDRIVER")
-        if os.environ.get("CI"):
+        if in_ci():
             pytest.fail(message)
         pytest.skip(message)
     profile = tempfile.mkdtemp(prefix="q2-chromium-")

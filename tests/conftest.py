@@ -1,7 +1,9 @@
 from __future__ import annotations
 
+import importlib
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -11,6 +13,28 @@ REPO = Path(__file__).resolve().parent.parent
 def shared_data_dir() -> Path:
     """The reference data: $Q2_SHARED_DATA, else ../shared/data beside the repository (as in CI)."""
     return Path(os.environ.get("Q2_SHARED_DATA", REPO.parent / "shared" / "data"))
+
+
+def in_ci() -> bool:
+    """True in CI (``CI=true``), where ``scripts/setup.sh`` installs every extra the tests use."""
+    return os.environ.get("CI", "").strip().lower() in ("1", "true", "yes")
+
+
+def optional_import(name: str, extra: str) -> Any:
+    """Import ``name``, an optional dependency of a test suite (installed by the setup.cfg extra ``extra``).
+
+    Missing outside CI: the calling test, or module (at module level), is skipped. Missing in CI: a failure naming
+    the extra, so a set-up that installs less cannot pass by skipping whole adapter suites. An installed module that
+    fails to import is an error everywhere."""
+    try:
+        return importlib.import_module(name)
+    except ModuleNotFoundError as e:
+        if e.name is None or not (name == e.name or name.startswith(e.name + ".")):
+            raise  # the module is there but something it imports is not: a broken set-up, never a skip
+        message = f"{name} is not installed: the '{extra}' extra (scripts/setup.sh installs every extra)"
+        if in_ci():
+            pytest.fail(f"{message}; CI installs every extra, so its tests must run", pytrace=False)
+        pytest.skip(message, allow_module_level=True)
 
 
 @pytest.fixture(scope="session")

@@ -14,7 +14,7 @@ Importing this module registers, in lm-eval's registries:
 - filter ``q2_rerank``: keeps, per document, the candidate with the highest Q² against the document's knowledge.
 
 All documents of a task are scored in one core call, after the task's filters and before lm-eval's per-document
-``process_results`` (see :mod:`q2_plugins.lm_eval_ext.batch`). A task YAML that says ``process_results: !function
+``process_results`` (see :mod:`q2_plugins.lm_eval_ext.filter_patch`). A task YAML that says ``process_results: !function
 q2_plugins.lm_eval_ext.process_results`` imports this module while lm-eval reads it. The Q² settings are the task's
 ``metadata.q2`` (an object of ``Q2Config`` fields; ``--metadata '{"q2": {...}}'`` on the command line), else the
 environment variable ``Q2_LM_EVAL_CONFIG`` (a JSON object, or the path of a JSON file), with keyword options of
@@ -42,8 +42,8 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the environmen
 
 from .. import metric_names as M
 from ..results import ResponseResult, ResponseStatus
-from . import batch
-from .batch import CONFIG_ENV, DETAILS_METRIC, Spec, details_row, scorer
+from . import filter_patch
+from .filter_patch import CONFIG_ENV, DETAILS_METRIC, Spec, details_row, scorer
 
 __all__ = [
     "CONFIG_ENV",
@@ -89,7 +89,7 @@ def make_process_results(knowledge: str = "knowledge", history: Optional[str] = 
 
     def process_results(doc: dict, results: list) -> dict[str, Any]:
         response, know, hist = spec.inputs(doc, results)
-        found = batch.STASH.lookup(spec, doc, results)
+        found = filter_patch.STASH.lookup(spec, doc, results)
         if found is not None:
             result, signature = found
             return {**result_metrics(result), DETAILS_METRIC: details_row(result, response, know, signature)}
@@ -97,7 +97,7 @@ def make_process_results(knowledge: str = "knowledge", history: Optional[str] = 
         if not _warned_per_document:
             _warned_per_document = True
             warnings.warn("q2: scoring lm-eval documents one at a time (the task was not prepared by "
-                          "q2_plugins.lm_eval_ext.batch); expect it to be slow", RuntimeWarning, stacklevel=2)
+                          "q2_plugins.lm_eval_ext.filter_patch); expect it to be slow", RuntimeWarning, stacklevel=2)
         res = scorer(**options).score(responses=[response], knowledge=[know],
                                       history=None if hist is None else [hist])
         return result_metrics(res.responses[0])
@@ -114,9 +114,9 @@ def q2(references: list, predictions: list, **options: Any) -> dict[str, float]:
     """The registered ``q2`` metric for tasks *without* ``process_results``: lm-eval passes ``doc_to_target`` as
     the reference, so such a task makes ``doc_to_target`` return the knowledge. ``options`` (the metric's keys in
     ``metric_list``, other than ``aggregation`` / ``higher_is_better``) are ``Q2Config`` fields. Inside lm-eval's
-    evaluator the task's documents were scored in one call beforehand (see :mod:`.batch`)."""
+    evaluator the task's documents were scored in one call beforehand (see :mod:`.filter_patch`)."""
     if len(predictions) == 1 and len(references) == 1:
-        found = batch.STASH.lookup_metric(options, predictions[0], references[0])
+        found = filter_patch.STASH.lookup_metric(options, predictions[0], references[0])
         if found is not None:  # the task was scored in one call after its filters
             return result_metrics(found[0])
     res = scorer(**options).score(responses=list(predictions), knowledge=list(references))
@@ -133,7 +133,7 @@ def _register() -> None:
             register_metric(metric=m.framework_key, higher_is_better=m.higher_is_better, aggregation="mean")(q2)
     if "q2_rerank" not in filter_registry:
         register_filter("q2_rerank")(Q2RerankFilter)
-    batch.install()
+    filter_patch.install()
 
 
 class Q2RerankFilter(Filter):
@@ -159,7 +159,7 @@ class Q2RerankFilter(Filter):
         ranked = rerank_batch(candidates, knowledge, scorer=the_scorer, explain=True)
         config = getattr(the_scorer, "config", None)
         for r, know in zip(ranked, knowledge if config is not None else []):  # the task's call need not rescore
-            batch.stash_results(config, [(c, know, None) for c in r.candidates], r.results, r.signature)
+            filter_patch.stash_results(config, [(c, know, None) for c in r.candidates], r.results, r.signature)
         return [[r.best_text] for r in ranked]
 
 

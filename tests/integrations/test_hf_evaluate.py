@@ -21,6 +21,7 @@ import pytest
 
 from q2_plugins import Q2Config, Q2Scorer, adapters
 from q2_plugins.hf_evaluate import metric_path, patch_loading
+from tests.conftest import optional_import
 
 REPO = Path(__file__).resolve().parents[2]
 MODULE_DIR = REPO / "hf_evaluate_metric" / "q2"
@@ -31,7 +32,7 @@ KNOWLEDGE = ["The Joy of Painting aired on PBS in the United States, Canada, Lat
 
 @pytest.fixture(scope="module")
 def evaluate_module():
-    return pytest.importorskip("evaluate")
+    return optional_import("evaluate", "evaluate")
 
 
 @pytest.fixture

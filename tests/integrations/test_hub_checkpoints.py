@@ -18,8 +18,8 @@ import pytest
 import torch
 
 from q2_plugins.errors import ModelLoadError
-from q2_plugins.hf import load_model
 from q2_plugins.signature import model_id
+from q2_plugins.transformers_models import load_model
 from tests.hub_fixtures import ALTERNATIVE_REPOS, COREF_REPO, DEFAULT_REPOS, build_hub_cache
 
 REPO = Path(__file__).resolve().parents[2]

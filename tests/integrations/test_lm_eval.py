@@ -12,7 +12,9 @@ from pathlib import Path
 
 import pytest
 
-pytest.importorskip("lm_eval")
+from tests.conftest import optional_import
+
+optional_import("lm_eval", "lm-eval")
 
 from lm_eval.api.registry import (  # noqa: E402
     get_aggregation,
@@ -101,26 +103,26 @@ class _Task:
 
 
 def test_a_task_is_scored_in_one_core_call_and_equals_per_document_scoring(monkeypatch):
-    from q2_plugins.lm_eval_ext import batch
+    from q2_plugins.lm_eval_ext import filter_patch
 
     table = {"a": 0.25, "b": 0.5, "c": None, "a !": 1.0, "b !": 0.0, "c !": 0.75}
     scorer = ScriptedScorer(table)
-    monkeypatch.setattr(batch, "shared_scorer", lambda config, slot: scorer)
+    monkeypatch.setattr(filter_patch, "shared_scorer", lambda config, slot: scorer)
     monkeypatch.setattr(ext, "scorer", lambda **options: scorer)
     docs = [{"knowledge": f"K{i}", "turns": [f"t{i}"]} for i in range(4)]
     responses = ["a", "b", "c", "a"]  # the first and last documents share a response, not a knowledge
     pr = ext.make_process_results(history="turns")
     task = _Task(pr, docs, responses, metadata={"version": 1.0, "q2": {"use_nli": False}})
-    batch.STASH.clear()
-    batch.prepare_task(task)
+    filter_patch.STASH.clear()
+    filter_patch.prepare_task(task)
     assert len(scorer.calls) == 1 and len(scorer.calls[0]["responses"]) == 8
     batched = task.run(pr)
     assert len(scorer.calls) == 1, "process_results scored again"
-    assert batch.STASH.results == {} and batch.STASH.wanted == {}, "every stashed result was taken once"
+    assert filter_patch.STASH.results == {} and filter_patch.STASH.wanted == {}, "every stashed result was taken once"
     assert task.config.metadata["q2"]["use_nli"] is False and task.config.metadata["version"] == 1.0
     assert task.config.metadata["q2_signature"] == "scripted"
-    assert task.aggregation()["q2_details"] is batch.details_aggregation
-    batch.STASH.clear()
+    assert task.aggregation()["q2_details"] is filter_patch.details_aggregation
+    filter_patch.STASH.clear()
     with pytest.warns(RuntimeWarning, match="one at a time"):
         monkeypatch.setattr(ext, "_warned_per_document", False)
         single = task.run(pr)
@@ -135,10 +137,10 @@ def test_a_task_is_scored_in_one_core_call_and_equals_per_document_scoring(monke
 
 def test_a_task_using_the_q2_metric_is_scored_in_one_core_call(monkeypatch):
     """Tasks without process_results list the registered metric; doc_to_target is the knowledge."""
-    from q2_plugins.lm_eval_ext import batch
+    from q2_plugins.lm_eval_ext import filter_patch
 
     scorer = ScriptedScorer({"a": 0.25, "b": None, "a !": 1.0, "b !": 0.5})
-    monkeypatch.setattr(batch, "shared_scorer", lambda config, slot: scorer)
+    monkeypatch.setattr(filter_patch, "shared_scorer", lambda config, slot: scorer)
     monkeypatch.setattr(ext, "scorer", lambda **options: scorer)
     docs = [{"knowledge": "K0"}, {"knowledge": "K1"}, {"knowledge": "K0"}]
     task = _Task(None, docs, ["a", "b", "a"])
@@ -147,32 +149,32 @@ def test_a_task_using_the_q2_metric_is_scored_in_one_core_call(monkeypatch):
     task.doc_to_target = lambda doc: doc["knowledge"]
     task._metric_fn_list = {"q2": ext.q2, "q2_coverage": ext.q2, "exact_match": len}
     task._metric_fn_kwargs = {"q2": {"use_nli": False}, "q2_coverage": {"use_nli": False}, "exact_match": {}}
-    batch.STASH.clear()
-    batch.prepare_task(task)
+    filter_patch.STASH.clear()
+    filter_patch.prepare_task(task)
     assert len(scorer.calls) == 1 and sorted(scorer.calls[0]["responses"]) == ["a", "a !", "b", "b !"]
     assert task.config.metadata["q2"]["use_nli"] is False and task.config.metadata["q2_signature"] == "scripted"
     seen = [ext.q2(references=[inst.doc["knowledge"]], predictions=[inst.filtered_resps[name]], use_nli=False)
             for name in ("none", "other") for inst in task.instances for _ in ("q2", "q2_coverage")]
     assert len(scorer.calls) == 1, "the metric scored again"
     assert [m.get("q2") for m in seen[::2]] == [0.25, None, 0.25, 1.0, 0.5, 1.0]
-    batch.STASH.clear()
+    filter_patch.STASH.clear()
     assert ext.q2(references=["K0"], predictions=["a"], use_nli=False)["q2"] == 0.25 and len(scorer.calls) == 2
 
 
 def test_task_settings_from_metadata_else_the_environment(monkeypatch, tmp_path):
-    from q2_plugins.lm_eval_ext import batch
+    from q2_plugins.lm_eval_ext import filter_patch
 
-    assert batch.task_settings({"version": 1}) is None and batch.task_settings(None) is None
-    assert batch.task_settings({"q2": '{"use_nli": false}'}) == {"use_nli": False}
+    assert filter_patch.task_settings({"version": 1}) is None and filter_patch.task_settings(None) is None
+    assert filter_patch.task_settings({"q2": '{"use_nli": false}'}) == {"use_nli": False}
     (tmp_path / "q2.json").write_text('{"question_mode": "all"}')
-    assert batch.task_settings({"q2": str(tmp_path / "q2.json")}) == {"question_mode": "all"}
+    assert filter_patch.task_settings({"q2": str(tmp_path / "q2.json")}) == {"question_mode": "all"}
     for bad in ("{nope", "/no/such.json", 3):
         with pytest.raises(ValueError, match="metadata 'q2'"):
-            batch.task_settings({"q2": bad})
+            filter_patch.task_settings({"q2": bad})
     monkeypatch.setenv(ext.CONFIG_ENV, '{"question_mode": "all"}')
-    assert batch.scorer().config.question_mode == "all"
-    with batch._task_settings({"use_nli": False}):
-        assert batch._config({"remove_personal": False}) == Q2Config(use_nli=False, remove_personal=False)
+    assert filter_patch.scorer().config.question_mode == "all"
+    with filter_patch._task_settings({"use_nli": False}):
+        assert filter_patch._config({"remove_personal": False}) == Q2Config(use_nli=False, remove_personal=False)
 
 
 def test_rerank_filter_keeps_the_best_candidate_per_doc(monkeypatch):
@@ -269,7 +271,7 @@ def test_docs_examples_run_offline(model_workdir, doc_blocks, monkeypatch, capsy
     (results_file,) = (model_workdir / "out").rglob("results_*.json")
     metadata = json.loads(results_file.read_text())["configs"]["q2_wow"]["metadata"]
     assert metadata["q2"]["qg_model"] == "q2-models/qg" and metadata["q2"]["use_nli"] is True
-    assert metadata["q2_signature"] == Q2Scorer(ext.batch.config_from_options(
+    assert metadata["q2_signature"] == Q2Scorer(ext.filter_patch.config_from_options(
         {"qg_model": "q2-models/qg", "qa_model": "q2-models/qa", "nli_model": "q2-models/nli"})).signature
     (samples_file,) = (model_workdir / "out").rglob("samples_q2_wow_*.jsonl")
     samples = [json.loads(line) for line in samples_file.read_text().splitlines()]

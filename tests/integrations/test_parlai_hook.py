@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-if not os.environ.get("CI"):  # locally the parlai extra is optional; CI must run these tests
-    pytest.importorskip("parlai")
+from tests.conftest import optional_import
+
+optional_import("parlai", "parlai")
 
 import _q2_plugins_hook  # noqa: E402
 from parlai_ext import hook  # noqa: E402
@@ -99,7 +100,7 @@ def test_switched_off_by_environment(pth_dir):
 
 
 def test_one_switch_leaves_the_other_framework_hooked(pth_dir):
-    pytest.importorskip("evaluate")
+    optional_import("evaluate", "evaluate")
     out = run("""
         import _q2_plugins_hook as h
         print("watched:", sorted(h.FINDER.watched))
@@ -126,7 +127,7 @@ def test_install_is_idempotent_replaces_the_old_parlai_file_and_uninstall_remove
 
 
 def test_status_checks_both_frameworks_in_a_fresh_interpreter(pth_dir, tmp_path, capsys, monkeypatch):
-    pytest.importorskip("evaluate")
+    optional_import("evaluate", "evaluate")
     monkeypatch.setenv("PYTHONPATH", str(REPO))
     for name in _q2_plugins_hook.FRAMEWORKS.values():
         monkeypatch.delenv(name, raising=False)

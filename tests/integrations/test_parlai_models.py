@@ -19,8 +19,9 @@ from pathlib import Path
 
 import pytest
 
-if not os.environ.get("CI"):  # locally the parlai extra is optional; CI must run these tests
-    pytest.importorskip("parlai")
+from tests.conftest import optional_import
+
+optional_import("parlai", "parlai")
 
 warnings.filterwarnings("ignore", message="pkg_resources is deprecated", category=UserWarning)
 

@@ -13,8 +13,9 @@ from pathlib import Path
 
 import pytest
 
-if not os.environ.get("CI"):  # locally the ray extra is optional; CI must run these tests
-    pytest.importorskip("ray")
+from tests.conftest import optional_import
+
+optional_import("ray", "ray")
 
 import pyarrow as pa  # noqa: E402
 import pyarrow.parquet as pq  # noqa: E402

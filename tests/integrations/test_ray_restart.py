@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
-if not os.environ.get("CI"):  # locally the ray extra is optional; CI must run these tests
-    pytest.importorskip("ray")
+from tests.conftest import optional_import
+
+optional_import("ray", "ray")
 
 import psutil  # noqa: E402
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, _doc_blocks
+from tests.conftest import REPO, _doc_blocks, in_ci
 
 README = REPO / "README.md"
 QUICKSTART = _doc_blocks(README, "quickstart")
@@ -47,7 +47,7 @@ def test_quickstart_example_runs_as_printed(index, model_workdir):
     assert len(QUICKSTART) == len(EXPECTED)
     lang, code = QUICKSTART[index]
     kind = EXPECTED[index]
-    if kind == "parlai" and not os.environ.get("CI") and importlib.util.find_spec("parlai") is None:
+    if kind == "parlai" and not in_ci() and importlib.util.find_spec("parlai") is None:
         pytest.skip("ParlAI is not installed (bash scripts/install_parlai.sh); CI runs this")
     env = {k: v for k, v in os.environ.items() if not k.startswith("Q2_")}
     env.update(HF_HUB_OFFLINE="1", HF_DATASETS_OFFLINE="1", TRANSFORMERS_OFFLINE="1", HF_EVALUATE_OFFLINE="1",

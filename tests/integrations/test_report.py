@@ -15,6 +15,7 @@ from q2_plugins.cli import main
 from q2_plugins.replay import bundled_original_run, load_recorded_scores
 from q2_plugins.report import load_results, render_html, summary_of_rows
 from q2_plugins.results import Q2Stats, ResponseResult
+from tests.conftest import optional_import
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -214,7 +215,7 @@ def test_readme_example_is_what_the_replay_gives(tmp_path, capsys):
 
 
 def test_meta_eval_saves_markdown_and_html_with_embedded_plots(shared_data, tmp_path, capsys):
-    pytest.importorskip("matplotlib")
+    optional_import("matplotlib", "metaeval")
     out = tmp_path / "out"
     assert main(["meta-eval", "--dataset", "wow", "--data", str(shared_data / "q2_wow"), "--replay",
                  str(shared_data / "q2_original_run"), "--baselines", "none", "--reps", "20",

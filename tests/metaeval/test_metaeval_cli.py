@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from q2_plugins.cli import main
+from tests.conftest import optional_import
 
 SUBSET_MEANS_Q2 = {"dodeca_consistent": 0.692, "dodeca_inconsistent": 0.251, "memnet_consistent": 0.771,
                    "memnet_inconsistent": 0.124}
@@ -147,7 +148,7 @@ def test_compute_on_the_fly_with_nli_baseline(tiny, small_table, tmp_path, capsy
 
 @pytest.mark.slow
 def test_bertscore_baseline_with_a_tiny_model(tiny):
-    pytest.importorskip("bert_score")
+    optional_import("bert_score", "bertscore")
     from q2_plugins.metaeval.baselines import BERTScoreBaseline
 
     b = BERTScoreBaseline(str(tiny["nli"]), num_layers=2, rescale_with_baseline=False)

@@ -35,10 +35,6 @@ def read_out(path: Path) -> list[dict]:
     return [json.loads(line) for line in text.splitlines()]  # valid JSON, one row per line
 
 
-def errors_of(path: Path) -> list:
-    return [r["__error__"] if "__error__" in r else None for r in read_rows(path)]
-
-
 # -- reading -------------------------------------------------------------------------------------------------------
 def test_jsonl_lines_end_at_newline_only(tmp_path):
     p = tmp_path / "in.jsonl"

@@ -11,12 +11,12 @@ from pathlib import Path
 
 import pytest
 
-from q2_plugins import Q2Config, Q2Scorer, hf
+from q2_plugins import Q2Config, Q2Scorer, transformers_models
 from q2_plugins.cli import main
 from q2_plugins.components import Answer, AnswerKind, NLILabel
 from q2_plugins.errors import ModelLoadError
-from q2_plugins.hf import load_model
 from q2_plugins.testing import build_bert_qa, build_roberta_nli, corpus_sentences
+from q2_plugins.transformers_models import load_model
 from tests.fakes import NeverCalled
 
 SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
@@ -167,7 +167,7 @@ def test_models_load_lazily_and_once(tiny, monkeypatch):
         loads.append(role)
         return load_model(role, *args)
 
-    monkeypatch.setattr(hf, "load_model", counting)
+    monkeypatch.setattr(transformers_models, "load_model", counting)
     scorer = Q2Scorer(tiny_config(tiny))
     assert loads == []
     scorer.score(responses=["paris is in france ."], knowledge=["Paris is the capital of France."])

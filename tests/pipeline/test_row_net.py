@@ -7,11 +7,11 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from q2_plugins import Q2Config, Q2Scorer, hf
+from q2_plugins import Q2Config, Q2Scorer, transformers_models
 from q2_plugins.cache import Q2Cache
 from q2_plugins.components import Answer, NLILabel
 from q2_plugins.errors import ModelLoadError
-from q2_plugins.hf import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model
+from q2_plugins.transformers_models import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model
 from tests.fakes import FakeQA, FakeQG, scripted_scorer
 
 RESP, KNOW = "paris is in france .", "Paris is the capital of France."
@@ -43,7 +43,7 @@ def test_a_model_that_cannot_load_raises_from_score_once(monkeypatch):
         loads.append(role)
         return load_model(role, *args)
 
-    monkeypatch.setattr(hf, "load_model", counting)
+    monkeypatch.setattr(transformers_models, "load_model", counting)
     scorer = Q2Scorer(Q2Config(qg_model="/nonexistent/qg"))
     with pytest.raises(ModelLoadError, match=r"QG model '/nonexistent/qg'.*--qg-model.*q2 prefetch"):
         scorer.score(responses=[RESP] * 5, knowledge=[KNOW] * 5)

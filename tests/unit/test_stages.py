@@ -10,7 +10,7 @@ from q2_plugins.errors import ModelLoadError
 
 
 def runner(progress: bool = False) -> st.StageRunner:
-    return st.StageRunner(Q2Config(), None, lambda stage: stage, progress)
+    return st.StageRunner(Q2Config(), None, progress=progress)
 
 
 def test_each_item_is_computed_once_per_call_across_rounds():
