@@ -89,7 +89,7 @@ def test_budgets_are_settings_in_the_signature_and_flags():
     default = _scorer({}).signature
     assert "|budget:resp2000-know20000-cand100-q100-error" in default
     assert _scorer({}, max_candidates=0).signature != default
-    assert Q2Config().score_settings()["max_response_chars"] == 2000
+    assert "max_response_chars" in Q2Config.names("score") and Q2Config().max_response_chars == 2000
     args = build_parser().parse_args(["score", "--input", "x.jsonl", "--max-knowledge-chars", "0",
                                       "--over-budget", "truncate"])
     assert (args.max_knowledge_chars, args.over_budget) == (0, "truncate")

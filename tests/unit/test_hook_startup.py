@@ -9,7 +9,7 @@ import sys
 import textwrap
 from pathlib import Path
 
-import pytest
+from tests.conftest import optional_import
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -64,7 +64,7 @@ def test_under_w_error_a_patch_neither_warns_nor_breaks_the_import(tmp_path):
 
 
 def test_evaluate_imports_under_w_error_with_the_hook(tmp_path):
-    pytest.importorskip("evaluate")
+    optional_import("evaluate", "evaluate")
     out = python("""
         import site
         site.addsitedir(%r)  # the .pth line, as site runs it (a second time when it is installed: idempotent)

@@ -15,7 +15,8 @@ from q2_plugins.signature import SCORER_PARTS, scorer_signature, settings_parts,
 
 IDS = {"candidates": "spacy:en_core_web_sm-3.8.0", "personal": "spacy:en_core_web_sm-3.8.0",
        "qg": "hub:org/t5-qg@" + "a" * 40 + "[float32]", "qa": "local:sha256:0123456789abcdef[float32]",
-       "nli": "hub:org/roberta-mnli@" + "b" * 40 + "[float32]", "signals": "spacy:en_core_web_sm-3.8.0"}
+       "nli": "hub:org/roberta-mnli@" + "b" * 40 + "[float32]", "signals": "spacy:en_core_web_sm-3.8.0",
+       "coref": "fcoref-head-v1:hub:org/f-coref@" + "c" * 40 + "[float32]"}
 SCORE = [name for name, _ in Q2Config.signed()]
 
 
@@ -115,7 +116,8 @@ def test_declarations_fit_the_layout_and_the_components():
             continue
         assert how.part in settings_keys, f"{f.name}: no signature part {how.part!r} in SCORER_PARTS"
         for stage in stages:
-            assert f.name.startswith(f"{stage}_"), f"{f.name} changes stage {stage}: name it {stage}_..."
+            assert f.name == stage or f.name.startswith(f"{stage}_"), f"{f.name} changes stage {stage}: name it " \
+                                                                       f"{stage}_..."
             if stage in wrappers:  # it reaches the component as a keyword argument
                 assert f.name[len(stage) + 1:] in inspect.signature(wrappers[stage]).parameters, f.name
 
@@ -126,7 +128,7 @@ def test_the_papers_signature_is_unchanged():
         "qg-dec": "beam5-ret5-nrng3-max128-in512-tpl:'answer: {answer}  context: {context} </s>'",
         "questions": "single", "qa-dec": "original-win512-stride128", "personal": "remove:{personal}",
         "norm": "q2-original", "cmp": "f1+nli", "fallback": "e2e-nli-lowerknow-lowerresp",
-        "nli-dec": "win512-stride128"}
+        "nli-dec": "win512-stride128", "budget": "resp2000-know20000-cand100-q100-error"}
     assert keys(Q2Config())["qa"] == f"qa|{IDS['qa']}|original-win512-stride128"
     assert keys(Q2Config())["candidates"] == f"candidates|{IDS['candidates']}|"
     assert sign(Q2Config(fallback=False, use_nli=False)).get("nli") is None
