@@ -32,6 +32,7 @@ from .taxonomy import COARSE
 
 __all__ = [
     "METHODS",
+    "DATASETS",
     "NEGATABLE",
     "EXPECTED_LABEL",
     "Edit",
@@ -49,6 +50,7 @@ __all__ = [
 ]
 
 METHODS = ("negation", "entity_swap", "random_pairing", "inversion")
+DATASETS = ("auto", "wow", "begin", "wow-json", "table")  # how q2 perturb --recipe reads an input
 NEGATABLE = frozenset({"are", "is", "was", "were", "have", "has", "had", "do", "does", "did", "can", "could", "may",
                        "might", "must", "shall", "should", "will", "would"})
 EXPECTED_LABEL = {"negation": "contradiction", "entity_swap": "contradiction", "inversion": "contradiction",
@@ -395,8 +397,9 @@ class PerturbOptions:
     ``recipe`` None makes stress pairs of one input with ``methods``; ``"begin"`` / ``"conv-fever"`` make a training
     set (:mod:`q2_plugins.recipes`) from the grounded rows of every input. ``dataset`` says how an input is read:
     ``wow`` (the Q² WoW folder: its consistent files), ``begin`` (BEGIN v1 or v2 TSV: its entailed / fully
-    attributable rows), ``table`` (any JSONL / CSV / TSV: the column settings and ``keep``), or ``auto`` (a folder is
-    ``wow``, a TSV with BEGIN's columns ``begin``, anything else ``table``).
+    attributable rows), ``wow-json`` (ParlAI's ``wizard_of_wikipedia`` JSON: its wizard turns), ``table`` (any JSONL /
+    CSV / TSV: the column settings and ``keep``), or ``auto`` (a folder is ``wow``, a TSV with BEGIN's columns
+    ``begin``, a ``.json`` file holding a list ``wow-json``, anything else ``table``).
     """
 
     inputs: tuple[str, ...]
@@ -423,8 +426,8 @@ class PerturbOptions:
             raise ValueError("Stress pairs read one --input; several inputs go with --recipe begin|conv-fever")
         if self.generator and self.recipe != "begin":
             raise ValueError("--generator writes BEGIN's hallucinations: use it with --recipe begin")
-        if self.dataset not in ("auto", "wow", "begin", "table"):
-            raise ValueError(f"--dataset must be auto, wow, begin or table, got {self.dataset!r}")
+        if self.dataset not in DATASETS:
+            raise ValueError(f"--dataset must be one of {', '.join(DATASETS)}, got {self.dataset!r}")
 
 
 def _keep_filter(spec: Optional[str]) -> Optional[tuple[str, set[str]]]:
@@ -449,8 +452,9 @@ def add_parser(sub: Any) -> Any:
     p.add_argument("--output", required=True, help="JSONL file of stress pairs or training examples")
     p.add_argument("--recipe", choices=("begin", "conv-fever"),
                    help="make a training set: BEGIN's balanced five-label silver set, or Conv-FEVER's data")
-    p.add_argument("--dataset", choices=("auto", "wow", "begin", "table"), default="auto",
-                   help="how each --input is read (recipes; auto: a folder is wow, a TSV with BEGIN columns begin)")
+    p.add_argument("--dataset", choices=DATASETS, default="auto",
+                   help="how each --input is read (recipes; auto: a folder is wow, a TSV with BEGIN columns begin, "
+                        "a .json list of dialogues wow-json: ParlAI's wizard_of_wikipedia)")
     p.add_argument("--generator", metavar="MODEL",
                    help="--recipe begin: a causal or seq2seq LM writes the hallucinations from related evidence "
                         "(default: the related evidence's own response)")

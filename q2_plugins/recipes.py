@@ -388,6 +388,10 @@ def _kind(path: Path, dataset: str) -> str:
         return dataset
     if path.is_dir():
         return "wow"
+    if path.suffix.lower() == ".json":
+        with path.open(encoding="utf-8") as f:
+            if f.read(4096).lstrip().startswith("["):  # a JSON list: ParlAI's dialogues (a table is JSON lines)
+                return "wow-json"
     if path.suffix.lower() == ".tsv":
         with path.open(encoding="utf-8") as f:
             header = f.readline().rstrip("\n").split("\t")
@@ -417,13 +421,51 @@ def _table_rows(path: Path, options: "PerturbOptions") -> list[SourceRow]:
             for n, r in rows]
 
 
+_NO_KNOWLEDGE = "no_passages_used"
+
+
+def _wow_json_rows(path: Path) -> list[SourceRow]:
+    """Every wizard turn of ParlAI's ``wizard_of_wikipedia`` JSON (a list of dialogues, each a ``dialog`` list of
+    turns): the wizard's text, the sentence of its ``checked_sentence`` (empty when none or ``no_passages_used``, so
+    the recipe counts it as skipped) and the previous turn's text (the chosen topic for an opening turn)."""
+    import json
+
+    from .io import InputFormatError
+
+    with path.open(encoding="utf-8") as f:
+        try:
+            data = json.load(f)
+        except json.JSONDecodeError as e:
+            raise InputFormatError(f"{path}: not JSON ({e}); a table goes with --dataset table") from None
+    if not isinstance(data, list) or not all(isinstance(d, dict) and isinstance(d.get("dialog"), list)
+                                              for d in data):
+        raise InputFormatError(f"{path}: not a list of dialogues with a 'dialog' list (ParlAI's wizard_of_wikipedia"
+                               f" JSON); name another --dataset")
+    rows: list[SourceRow] = []
+    for d, dialogue in enumerate(data):
+        previous = str(dialogue.get("chosen_topic") or "") or None
+        for t, turn in enumerate(dialogue["dialog"]):
+            if not isinstance(turn, dict) or "speaker" not in turn or "text" not in turn:
+                raise InputFormatError(f"{path}: dialogue {d} turn {t} has no 'speaker' / 'text'")
+            if "Wizard" in str(turn["speaker"]):
+                chosen = turn.get("checked_sentence") or {}
+                sentence = str(next(iter(chosen.values()), "")) if isinstance(chosen, dict) else ""
+                rows.append(SourceRow(id=f"{d}:{t}", response=str(turn["text"]), previous=previous, dialogue=str(d),
+                                      knowledge="" if sentence == _NO_KNOWLEDGE else sentence))
+            previous = str(turn["text"])
+    return rows
+
+
 def read_sources(path: str, options: "PerturbOptions") -> list[SourceRow]:
     """The grounded rows of one input: a Q² WoW folder's consistent responses, BEGIN's entailed (v1) or fully
-    attributable (v2) ones, or every row of a table (``options.keep`` filters)."""
+    attributable (v2) ones, the wizard turns of ParlAI's ``wizard_of_wikipedia`` JSON, or every row of a table
+    (``options.keep`` filters)."""
     where = Path(path)
     kind = _kind(where, options.dataset)
     if kind == "table":
         rows = _table_rows(where, options)
+    elif kind == "wow-json":
+        rows = _wow_json_rows(where)
     else:
         from .metaeval.loaders import load_begin, load_wow
 

@@ -60,3 +60,16 @@ def test_the_page_runs_as_written(workdir, capsys):
     run_block("meta-eval", capsys)
     (figure,) = (workdir / "out-begin").glob("confusion_model_begin*5way.png")  # beside confusion_text_rules.png
     assert figure.read_bytes()[:4] == b"\x89PNG" and (workdir / "out-begin" / "confusion_text_rules.png").exists()
+
+
+def test_the_wow_json_example_runs_as_written(workdir, capsys):
+    """The ParlAI JSON example, on a two-dialogue file in that layout where the page expects ParlAI's."""
+    import json
+
+    from tests.unit.test_recipes import WOW_JSON
+
+    (workdir / "data" / "wizard_of_wikipedia").mkdir(parents=True)
+    (workdir / "data" / "wizard_of_wikipedia" / "valid_random_split.json").write_text(json.dumps(WOW_JSON))
+    printed = run_block("wow-json", capsys)
+    assert "| original | consistent | 4 |" in printed and "empty response or knowledge: 1" in printed
+    assert len((workdir / "wow_conv_fever.jsonl").read_text().splitlines()) > 4

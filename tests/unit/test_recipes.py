@@ -147,3 +147,62 @@ def test_cli_recipe_table_input_and_missing_column(tmp_path, capsys):
     assert main(["perturb", "--recipe", "begin", "--input", str(table), "--output", str(tmp_path / "o.jsonl"),
                  "--knowledge-column", "evidence"]) == 2
     assert "evidence" in capsys.readouterr().err
+
+
+def _wow_turn(speaker: str, text: str, sentence: str | None = None) -> dict:
+    turn = {"speaker": speaker, "text": text, "retrieved_topics": [], "retrieved_passages": []}
+    if sentence is not None:
+        key = "no_passages_used" if sentence == "no_passages_used" else "partner_Some_Title_0"
+        turn["checked_sentence"] = {key: sentence}
+        turn["checked_passage"] = {key: key}
+    return turn
+
+
+WOW_JSON = [  # ParlAI's wizard_of_wikipedia layout: a list of dialogues, each a "dialog" list of turns (ROWS' texts)
+    {"chosen_topic": "Rome", "persona": "i like history.", "wizard_eval": 5, "dialog": [
+        _wow_turn("0_Wizard", ROWS[0].response, ROWS[0].knowledge),
+        _wow_turn("1_Apprentice", "tell me about romulus"),
+        _wow_turn("0_Wizard", ROWS[1].response, ROWS[1].knowledge),
+        _wow_turn("1_Apprentice", "cool, thanks"),
+        _wow_turn("0_Wizard", "you are welcome, it was fun", "no_passages_used"),
+    ]},
+    {"chosen_topic": "Jazz", "persona": "i play the piano.", "wizard_eval": 4, "dialog": [
+        _wow_turn("1_Apprentice", "what about jazz?"),
+        _wow_turn("0_Wizard", ROWS[4].response, ROWS[4].knowledge),
+        _wow_turn("1_Apprentice", "do you like pizza?"),
+        _wow_turn("0_Wizard", ROWS[3].response, ROWS[3].knowledge),
+    ]},
+]
+
+
+def test_wow_json_rows_and_recipes(nlp, tmp_path, capsys):
+    from q2_plugins.recipes import read_sources
+
+    path = tmp_path / "valid_random_split.json"
+    path.write_text(json.dumps(WOW_JSON))
+    rows = read_sources(str(path), PerturbOptions(inputs=(str(path),), output="-"))  # auto: a .json list
+    assert rows == read_sources(str(path), PerturbOptions(inputs=(str(path),), output="-", dataset="wow-json"))
+    assert [(r.id, r.previous, r.dialogue) for r in rows] == [
+        ("valid_random_split.json/0:0", "Rome", "valid_random_split.json/0"),
+        ("valid_random_split.json/0:2", "tell me about romulus", "valid_random_split.json/0"),
+        ("valid_random_split.json/0:4", "cool, thanks", "valid_random_split.json/0"),
+        ("valid_random_split.json/1:1", "what about jazz?", "valid_random_split.json/1"),
+        ("valid_random_split.json/1:3", "do you like pizza?", "valid_random_split.json/1")]
+    assert rows[1].response == WOW_JSON[0]["dialog"][2]["text"] and rows[1].knowledge == ROWS[1].knowledge
+    assert rows[2].knowledge == "" and rows[0].source == "valid_random_split.json (wow-json)"
+    made, report = make_training_set(rows, recipe="conv-fever", seed=0, nlp=nlp)
+    assert report.skipped["original"] == Counter({"empty response or knowledge": 1})  # the no_passages_used turn
+    counts = Counter(t.method for t in made)
+    assert (counts["original"], counts["random_response"], counts["random_knowledge"]) == (4, 4, 4)
+    assert counts["negated_knowledge"] == 2  # "founded", "originated": no auxiliary
+    begin, begin_report = make_training_set(rows, recipe="begin", seed=5, balance=False, nlp=nlp)
+    assert begin_report.candidates["entailment"] == 4 and begin_report.candidates["generic"] == 4
+    out1, out2 = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for out in (out1, out2):
+        assert main(["perturb", "--recipe", "begin", "--input", str(path), "--output", str(out), "--seed", "5",
+                     "--dataset", "wow-json"]) == 0
+    assert out1.read_bytes() == out2.read_bytes() and out1.read_text()
+    assert "| original | 4 | 4 | 1 | empty response or knowledge: 1 |" in capsys.readouterr().out
+    path.write_text(json.dumps([{"chosen_topic": "Rome"}]))
+    assert main(["perturb", "--recipe", "begin", "--input", str(path), "--output", str(out1)]) == 2
+    assert "not a list of dialogues" in capsys.readouterr().err
