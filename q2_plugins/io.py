@@ -18,6 +18,7 @@ from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Sequence
 
 __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
+           "blank_lines",
            "InputFormatError", "json_line", "ResultFile", "write_json_atomic", "meta_path", "same_file",
            "partial_path", "files_written", "check_outputs",
            "MAX_RECORD_BYTES"]
@@ -282,6 +283,30 @@ def missing_fields(row: dict[str, Any], required: Sequence[str]) -> Optional[str
     if not missing:
         return None
     return f"no field(s) {missing}; this record's fields are {sorted(map(str, row))[:20]}"
+
+
+def blank_lines(path: str | Path, fmt: Optional[str] = None) -> list[int]:
+    """The line numbers of the empty lines after the header of a CSV / TSV file: the lines :func:`read_rows` passes
+    over (an empty line inside a quoted value is part of its record, not one of them); ``[]`` for JSONL."""
+    path = _checked_path(path)
+    kind = _format_of(path, fmt)
+    if kind == "jsonl":
+        return []
+    found: list[int] = []
+    with _csv_text(path.open("rb")) as f:
+        reader = _csv_reader(f, kind)
+        header = False
+        while True:
+            line = reader.line_num + 1
+            try:
+                values = next(reader)
+            except StopIteration:
+                return found
+            except csv.Error:  # read_rows reports it as that line's error row
+                continue
+            if header and not values:
+                found.append(line)
+            header = True
 
 
 def read_checked_rows(path: str | Path, fmt: Optional[str] = None, required: Sequence[str] = (), *, hint: str = "",

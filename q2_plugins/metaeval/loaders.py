@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from ..io import InputFormatError, read_checked_rows, read_rows
+from ..io import InputFormatError, blank_lines, read_checked_rows, read_rows
 from .data import Example, MetaEvalData, PairedContext, PerturbedPair, SkippedRow
 
 __all__ = [
@@ -168,6 +168,13 @@ class _Rows:
 
 def _blank(row: Mapping[str, Any]) -> bool:
     return all(v is None or (isinstance(v, str) and not v.strip()) or v == [] for v in row.values())
+
+
+def _skip_blank_lines(log: "_Rows", path: str | Path, fmt: Optional[str] = None, prefix: str = "") -> None:
+    """List the empty lines of a CSV / TSV file as blank rows, with their line: its rows, read by
+    :func:`~q2_plugins.io.read_rows`, pass over them (so row numbers stay those ``q2 score`` writes)."""
+    for n in blank_lines(path, fmt):
+        log.skip(f"{prefix}line {n}", "blank row")
 
 
 def _csv_rows(path: Path, required: Sequence[str], what: str, delimiter: str = ",") -> tuple[list[str], list[dict]]:
@@ -712,8 +719,8 @@ def load_table(
     ``labels.label_map``) meaning consistent; every other value is inconsistent. Ids are the ``id_column`` values,
     else the row number (0-based), matching the ``row`` field that ``q2 score`` writes for the same file.
     ``score_columns`` are metric scores stored in the file itself (read as :attr:`Example.extra_scores`; empty cells
-    are missing scores). Blank rows and rows with an empty response, knowledge or label are left out and listed in
-    :attr:`MetaEvalData.skipped`.
+    are missing scores). Blank rows (empty cells, or an empty line of a CSV / TSV file, named by its line) and rows
+    with an empty response, knowledge or label are left out and listed in :attr:`MetaEvalData.skipped`.
     """
     if not consistent_labels:
         raise DataFormatError("Name the label values that mean consistent, e.g. --consistent-labels 1 "
@@ -751,6 +758,7 @@ def load_table(
             split=str(row[split_column]).strip().lower() if split_column else None,
             extra_scores=scores,
         ))
+    _skip_blank_lines(log, path, input_format)
     log.check(examples)
     counts = Counter(ex.label for ex in examples)
     if all(ex.consistent for ex in examples) or not any(ex.consistent for ex in examples):
@@ -876,6 +884,7 @@ def load_llm_aggrefact(path: str | Path, *, labels: LabelOptions = LabelOptions(
                 id=f"aggrefact:{part or file.stem}:{i}", response=str(row["claim"]), knowledge=str(row["doc"]),
                 consistent=consistent, label="supported" if consistent else "unsupported",
                 subset=str(row["dataset"]), split=part))
+        _skip_blank_lines(log, file, prefix=f"{file.name} ")
         skipped += log.skipped
         notes += log.notes()
     if not examples:

@@ -10,12 +10,14 @@ figures beside ours.
 
 from __future__ import annotations
 
+from collections import Counter
 from typing import Any, Sequence
 
 import numpy as np
 
+from ..results import ResponseStatus
 from . import stats
-from .data import MetaEvalData
+from .data import Example, MetaEvalData
 from .scores import MetricScores, no_question_treatments
 
 __all__ = ["USR_PAPER_ROWS", "DNLI_PAPER_ROWS", "SYSTEM_LEVEL_PAPER", "PAPER_FIGURES_NOTE", "usr_correlation",
@@ -49,6 +51,14 @@ def _treatments(metric: MetricScores) -> dict[str, dict[str, float]]:
     return no_question_treatments(metric) or {"as scored": dict(metric.values)}
 
 
+def _unscored(metric: MetricScores, examples: Sequence[Example], values: dict[str, float]) -> dict[str, int]:
+    """How many of ``examples`` a treatment's ``values`` leave out, by reason: the metric's reason for a response it
+    does not score (as the response-level table gives it), ``no_valid_question`` for one the fallback scored."""
+    left = [ex.id for ex in examples if ex.id not in values]
+    why = metric.unscored(left)
+    return dict(Counter(why.get(i, ResponseStatus.NO_VALID_QUESTION) for i in left))
+
+
 def usr_correlation(data: MetaEvalData, metrics: Sequence[MetricScores], *, reps: int, seed: int
                     ) -> dict[str, Any]:
     """Spearman and Pearson correlation of every metric with the examples' ratings, over the rated examples the
@@ -64,7 +74,7 @@ def usr_correlation(data: MetaEvalData, metrics: Sequence[MetricScores], *, reps
             corr = stats.correlations([values[ex.id] for ex in kept], [ex.rating for ex in kept],  # type: ignore[misc]
                                       reps=reps, rng=np.random.default_rng(seed))
             out["rows"].append({"metric": m.name, "treatment": treatment, "n_missing": len(rated) - len(kept),
-                                **corr})
+                                "unscored": _unscored(m, rated, values), **corr})
     return out
 
 
@@ -82,7 +92,8 @@ def dnli_accuracy(data: MetaEvalData, metrics: Sequence[MetricScores], *, thresh
         for treatment, values in _treatments(m).items():
             kept = [ex for ex in pairs if ex.id in values]
             row: dict[str, Any] = {"metric": m.name, "treatment": treatment, "n": len(kept),
-                                   "n_missing": len(pairs) - len(kept), "accuracy": None}
+                                   "n_missing": len(pairs) - len(kept), "unscored": _unscored(m, pairs, values),
+                                   "accuracy": None}
             if kept:
                 gold = np.array([ex.consistent for ex in kept])
                 pred = np.array([values[ex.id] > threshold for ex in kept])

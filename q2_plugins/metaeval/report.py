@@ -277,7 +277,7 @@ def _usr_section(block: dict[str, Any]) -> list[str]:
            f"responses (seed {block['seed']}); p: two-sided p-value (SciPy).", ""]
     rows = []
     for r in block["rows"]:
-        cells = [_row_name(r), str(r["n"])]
+        cells = [_row_name(r), str(r["n"]) + _unscored(r)]
         for name in ("spearman", "pearson"):
             c = r[name]
             cells += ["n/a (fewer than 3 responses, or a constant side)" if c["r"] is None else
@@ -296,7 +296,7 @@ def _dnli_section(block: dict[str, Any]) -> list[str]:
            f"{block['threshold']:g} predicts entailment, anything else contradiction.", ""]
     rows = []
     for r in block["rows"]:
-        n = str(r["n"]) + (f" ({r['n_missing']} unscored)" if r["n_missing"] else "")
+        n = str(r["n"]) + _unscored(r)
         rows.append([_row_name(r), n, _pct(r["accuracy"]), _pct(r.get("entailment_recall")),
                      _pct(r.get("contradiction_recall"))])
     rows += [[f"paper: {ref['name']}", "", _pct(ref["accuracy"]), "", ""] for ref in block["reference"]]

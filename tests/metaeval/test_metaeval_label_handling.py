@@ -139,6 +139,40 @@ def test_table_blank_rows_are_not_inconsistent_examples(tmp_path):
     assert [r.where for r in data.skipped] == ["row 2", "row 3", "row 4"]
 
 
+def test_table_empty_lines_are_blank_rows_with_their_line(tmp_path, capsys):
+    # lines 3 and 6 are empty; the empty line inside the quoted knowledge of line 7 is part of that row
+    path = tmp_path / "gold.tsv"
+    path.write_text("response\tknowledge\tlabel\nr1\tk1\t1\n\nr2\tk2\t0\n\t\t\n\n"
+                    'r3\t"k3\n\nmore"\t0\n')
+    data = load_table(path, consistent_labels=["1"])
+    assert [ex.id for ex in data.examples] == ["0", "1", "3"]  # row numbers stay those q2 score writes
+    assert [r.describe() for r in data.skipped] == ["row 2: blank row", "line 3: blank row", "line 6: blank row"]
+    assert data.summary()["skipped_rows"]["by_reason"] == {"blank row": 3}
+    # a file of empty lines only says so, counted
+    empty = tmp_path / "empty.csv"
+    empty.write_text("response,knowledge,label\n\n\n")
+    with pytest.raises(DataFormatError, match=r"all 2 left out \{'blank row': 2\}"):
+        load_table(empty, consistent_labels=["1"])
+    # report.json lists them through the CLI; q2 score's reader still passes over empty lines
+    from q2_plugins.io import read_rows
+
+    assert len(list(read_rows(path))) == 4
+    code, out, _ = run_cli(capsys, "--dataset", "table", "--data", str(path), "--consistent-labels", "1",
+                           "--baselines", "overlap", "--experiments", "response", "--output-dir", str(tmp_path / "o"),
+                           "--no-plots")
+    assert code == 0 and "3 rows of the file are not examples (3 blank row)" in out
+    report = json.loads((tmp_path / "o" / "report.json").read_text())
+    assert {"where": "line 6", "reason": "blank row", "detail": ""} in report["data"]["skipped_rows"]["rows"]
+
+
+def test_aggrefact_empty_lines_are_blank_rows(tmp_path):
+    (tmp_path / "dev.csv").write_text("dataset,doc,claim,label\nA,d1,c1,1\n\nA,d2,c2,0\n")
+    (tmp_path / "test.csv").write_text("dataset,doc,claim,label\nA,d3,c3,1\nA,d4,c4,0\n\n")
+    data = load_dataset("llm-aggrefact", tmp_path)
+    assert len(data.examples) == 4
+    assert [r.describe() for r in data.skipped] == ["dev.csv line 3: blank row", "test.csv line 4: blank row"]
+
+
 @pytest.mark.parametrize("kind, name, extra", [
     ("faithdial", "f.csv", {}), ("begin", "b.tsv", {}), ("dialfact", "d.jsonl", {}), ("dnli", "n.jsonl", {}),
     ("table", "t.csv", {"consistent_labels": ["1"]}),

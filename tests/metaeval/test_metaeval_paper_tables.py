@@ -123,6 +123,10 @@ def test_usr_correlation_both_treatments(tmp_path, capsys):
         assert row["pearson"]["r"] == pytest.approx(pearsonr(x, y).statistic, abs=1e-12)
         for name in ("spearman", "pearson"):
             assert row[name]["low"] <= row[name]["r"] <= row[name]["high"]
+    # each unscored response with its reason: no valid question (left out by one treatment only), the row's error
+    assert rows[("Q2", "with a valid question")]["unscored"] == {"no_valid_question": 2, "boom": 1}
+    assert rows[("Q2", "no valid question = 0")]["unscored"] == {"boom": 1}
+    assert rows[("BLEU", "as scored")]["unscored"] == {}
     assert ("Q2", "with fallback") not in rows  # no response was scored by the fallback
     assert rows[("BLEU", "as scored")]["n"] == rows[("METEOR-style", "as scored")]["n"] == 8
     assert [r["name"] for r in report["usr"]["reference"]][:2] == [
@@ -131,7 +135,8 @@ def test_usr_correlation_both_treatments(tmp_path, capsys):
     assert main(["meta-eval", "--dataset", "usr", "--data", str(path), "--scores", str(usr_scores(tmp_path)),
                  "--baselines", "none", "--reps", "50"]) == 0
     text = capsys.readouterr().out
-    assert "| Q2 (with a valid question) | 5 |" in text and "| Q2 (no valid question = 0) | 7 |" in text
+    assert "| Q2 (with a valid question) | 5 (3 unscored: 2 no_valid_question, 1 boom) |" in text
+    assert "| Q2 (no valid question = 0) | 7 (1 unscored: 1 boom) |" in text
     assert "| paper: Q² (no valid question = 0, 312) |  | 0.6773 |  | 0.6162 |  |" in text
     assert "not checked here against the paper's arXiv and EMNLP versions" in text
 
@@ -191,11 +196,19 @@ def test_dnli_table_hand_computed(tmp_path, capsys):
     assert acc[("Q2*", "no valid question = 0")] == (6, 4 / 6)
     assert acc[("Q2*", "with fallback")] == (6, 5 / 6)
     assert block["coverage"]["Q2"] == {"n": 6, "with_question": 4, "coverage": 4 / 6}
+    why = {(r["metric"], r["treatment"]): r["unscored"] for r in block["rows"]}
+    # d6 and d7 were scored by the fallback: left out of "with a valid question" for having none
+    assert why[("Q2", "with a valid question")] == why[("Q2*", "with a valid question")] == {"no_valid_question": 2}
+    assert why[("Q2", "no valid question = 0")] == why[("Q2", "with fallback")] == {}
     assert "dnli-thr:0.1(<=contra)" in report["signature"] and "response_level" not in report
     assert main(["meta-eval", "--dataset", "dnli", "--data", str(data_path), "--scores", str(dnli_scores(tmp_path)),
-                 "--baselines", "none", "--dnli-threshold", "0.05"]) == 0
+                 "--baselines", "none", "--dnli-threshold", "0.05", "--output-dir", str(tmp_path / "out"),
+                 "--no-plots"]) == 0
     text = capsys.readouterr().out
-    assert "| Q2 (with a valid question) | 4 (2 unscored) | 75.00% |" in text  # d2 (0.1) is now above it
+    row = "| Q2 (with a valid question) | 4 (2 unscored: 2 no_valid_question) | 75.00% |"  # d2 (0.1) now above
+    assert row in text and row in (tmp_path / "out" / "report.md").read_text()
+    saved = json.loads((tmp_path / "out" / "report.json").read_text())["dnli"]["rows"]
+    assert {(r["metric"], r["treatment"]): r["unscored"] for r in saved} == why
     assert "| paper: Q²* + NLI |  | 69.62% |  |  |" in text and "paper: 68.46%" in text
 
 
