@@ -192,10 +192,13 @@ class Q2Scorer:
         """The settings and the components that scoring with them uses, loaded: what the steps of
         :mod:`q2_plugins.stages` are given."""
         c = self.config
-        coref = self.coreference if c.coref else None  # first: a missing coreference model stops before the others
-        return st.Parts(c, self.candidate_extractor, self.question_generator, self.question_answerer,
-                        personal=self.personal_filter if c.remove_personal else None,
-                        nli=self.nli if c.uses_nli else None, coref=coref)
+        # the models first (the coreference model before the others), spaCy after: a model that cannot load stops
+        # the run before seconds go into loading a spaCy pipeline
+        coref = self.coreference if c.coref else None
+        qg, qa = self.question_generator, self.question_answerer
+        nli = self.nli if c.uses_nli else None
+        return st.Parts(c, self.candidate_extractor, qg, qa,
+                        personal=self.personal_filter if c.remove_personal else None, nli=nli, coref=coref)
 
     # -- signature ----------------------------------------------------------------------------------------------
     def _part_id(self, stage: str) -> str:

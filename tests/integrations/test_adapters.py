@@ -27,7 +27,7 @@ def test_scorer_lookup_compares_configs_without_building(monkeypatch):
 def test_make_test_models_examples_layout(examples_dir, monkeypatch, tmp_path, capsys):
     names = {p.name for p in examples_dir.iterdir()}
     assert names == {"q2-models", "my-dialogue-model", "my-seq2seq-model", "metrics"}
-    assert {p.name for p in (examples_dir / "q2-models").iterdir()} == {"qg", "qa", "nli"}
+    assert {p.name for p in (examples_dir / "q2-models").iterdir()} == {"qg", "qa", "nli", "coref"}
     assert (examples_dir / "metrics" / "response_length" / "response_length.py").is_file()
     calls = []
     monkeypatch.setattr(testing, "build_examples", lambda root: calls.append(root) or {"qg": tmp_path / "qg"})
