@@ -328,7 +328,7 @@ def print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = 
     print(f"coverage      {pct(summary['coverage'])}{cov_ci}  (responses with a valid question"
           + (", 95% Wilson interval)" if cov_ci else ")"), file=out)
     print(f"fallback      {pct(summary['fallback_rate'])}  (scored by end-to-end NLI)", file=out)
-    print(f"responses     {summary['n']}  scored {summary['n_scored']}  no valid question "
+    print(f"responses     {summary['n']}  scored {summary['n_scored']}  unscored for want of a question (fallback off) "
           f"{summary['n_no_valid_question']}  errors {summary['n_errors']}", file=out)
     for e in errors:
         print(f"  {e['count']:>6} x  {e['message']}", file=out)
