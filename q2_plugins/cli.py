@@ -522,9 +522,13 @@ def _perturb(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import run
+    from .compare import options_from_args, run
+    from .errors import SettingError, flag_error
 
-    return run(args)
+    try:
+        return run(options_from_args(args))
+    except SettingError as e:
+        raise flag_error(e) from None
 
 
 def _train(args: argparse.Namespace) -> int:
