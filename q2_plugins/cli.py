@@ -532,10 +532,13 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .train import run
+    from .errors import SettingError, flag_error
+    from .train import options_from_args, run
 
     try:
-        return run(args)
+        return run(options_from_args(args), args.format)
+    except SettingError as e:
+        raise flag_error(e) from None
     except ModuleNotFoundError as e:
         raise SystemExit(f"q2 train: error: {e}") from None
 
