@@ -38,7 +38,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by test_imports
 
 from .config import Q2Config
 from .errors import SettingError
-from .results import Q2Stats, ResponseResult, ResponseStatus, RowErrors
+from .results import Q2Stats, ResponseResult, ResponseStatus, RowErrors, explained_row
 from .rows import RowSpec, cache_line, score_records
 
 __all__ = ["Q2BatchScorer", "score_dataset", "dataset_stats", "dataset_summary", "split_by_score", "check_models",
@@ -217,10 +217,13 @@ def _as_text(value: Any) -> str:
 
 
 def _result_columns(results: list[ResponseResult], labels: bool, explain: bool) -> dict[str, tuple[pa.DataType, list]]:
+    """The Q² columns of the results: each value taken from the response's explained row
+    (:func:`~q2_plugins.results.explained_row`, the one serialiser of every front end); ``explanation`` is that row
+    as JSON (without ``index``: a Ray row is placed by its input columns)."""
+    rows = [{k: v for k, v in explained_row(r).items() if k != "index"} for r in results]
     kinds = {**OUTPUT_COLUMNS, **(_LABEL_COLUMNS if labels else {})}
-    cols = {name: (kind, [getattr(r, name) for r in results]) for name, kind in kinds.items()}
+    cols = {name: (kind, [row.get(name) for row in rows]) for name, kind in kinds.items()}
     if explain:
-        rows = [{k: v for k, v in r.to_dict().items() if k != "index"} for r in results]
         cols["explanation"] = (pa.string(), [json.dumps(row, ensure_ascii=False) for row in rows])
     return cols
 
