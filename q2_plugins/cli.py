@@ -376,7 +376,12 @@ def _score_with_ray(args: argparse.Namespace) -> int:
         num_gpus_per_worker=args.num_gpus_per_worker, batch_size=args.ray_batch_size, ray_address=args.ray_address,
         keep_min_score=args.keep_min_score, keep_unscored=args.unscored == "keep", dropped_output=args.dropped_output,
         fail_on_error=args.fail_on_error, summary_format=args.format, progress=not args.no_progress)
-    return run_score(config_from_args(args), options)
+    from .errors import SettingError, flag_error
+
+    try:
+        return run_score(config_from_args(args), options)
+    except SettingError as e:  # RayScoreOptions / RowSpec fields, named as their flags
+        raise flag_error(e, {"batch_size": "--ray-batch-size"}) from None
 
 
 def _loaded(scorer: Any, progress: bool) -> Any:
@@ -522,16 +527,23 @@ def _perturb(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import run
+    from .compare import options_from_args, run
+    from .errors import SettingError, flag_error
 
-    return run(args)
+    try:
+        return run(options_from_args(args))
+    except SettingError as e:
+        raise flag_error(e) from None
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .train import run
+    from .errors import SettingError, flag_error
+    from .train import options_from_args, run
 
     try:
-        return run(args)
+        return run(options_from_args(args), args.format)
+    except SettingError as e:
+        raise flag_error(e) from None
     except ModuleNotFoundError as e:
         raise SystemExit(f"q2 train: error: {e}") from None
 

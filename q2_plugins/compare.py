@@ -17,13 +17,15 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from . import __version__
+from .errors import SettingError
 from .io import InputFormatError, meta_path, read_rows
 from .results import ResponseStatus
 
 if TYPE_CHECKING:  # numpy and the tests load when a comparison runs, not when the CLI builds its parser
     from .significance import PairedTest, SystemFigure
 
-__all__ = ["CompareConfig", "SystemScores", "Comparison", "load_system", "compare", "compare_files", "format_table"]
+__all__ = ["CompareConfig", "CompareOptions", "SystemScores", "Comparison", "load_system", "compare", "compare_files",
+           "format_table", "run"]
 
 TESTS = {"bs": "paired bootstrap resampling", "ar": "approximate randomisation"}
 ALPHA = 0.05
@@ -46,6 +48,21 @@ class CompareConfig:
 
         n = self.n_samples if self.n_samples is not None else (1000 if self.test == "bs" else 10000)
         return PairedTest(self.test, n, self.seed, self.confidence)
+
+
+@dataclass(frozen=True)
+class CompareOptions:
+    """What a ``q2 compare`` run does: the result files (the baseline first), the comparison, the systems' names
+    (default: the file names) and how the outcome is printed (``"text"`` table or ``"json"``)."""
+
+    files: tuple[str, ...]
+    config: CompareConfig = CompareConfig()
+    names: Optional[tuple[str, ...]] = None
+    output_format: str = "text"
+
+
+class MissingScoreField(InputFormatError, SettingError):
+    """A result file without the field ``score_field`` names."""
 
 
 @dataclass
@@ -97,8 +114,8 @@ def load_system(path: str | Path, config: CompareConfig, name: Optional[str] = N
         if "__error__" in row:
             raise InputFormatError(f"{path}: {row['__error__']}")
         if config.score_field not in row:
-            raise InputFormatError(f"{path} row {i} has no {config.score_field!r} field (its fields: "
-                                   f"{sorted(row)[:20]}); name the score with --score-field")
+            raise MissingScoreField("score_field", f"{path} row {i} has no {config.score_field!r} field (its fields: "
+                                                   f"{sorted(row)[:20]}); name the field of the scores")
     scores = [_score_value(r.get(config.score_field), f"{path} row {i}") for i, r in enumerate(rows)]
     has_ids = [config.id_field in r and r[config.id_field] is not None for r in rows]
     ids = None
@@ -239,7 +256,7 @@ def compare_files(paths: Sequence[str | Path], config: CompareConfig, names: Opt
                   ) -> Comparison:
     """:func:`compare` of result files, the first the baseline."""
     if names is not None and len(names) != len(paths):
-        raise ValueError(f"Expected one name per file ({len(paths)}), but got {len(names)}")
+        raise SettingError("names", f"expected one name per file ({len(paths)}), but got {len(names)}")
     return compare([load_system(p, config, names[i] if names else None) for i, p in enumerate(paths)], config)
 
 
@@ -316,12 +333,17 @@ def add_parser(sub: Any) -> Any:
     return p
 
 
-def run(args: Any) -> int:
-    """``q2 compare``: map the flags onto :class:`CompareConfig`, compare, print."""
+def options_from_args(args: Any) -> CompareOptions:
+    """The typed options of a parsed ``q2 compare`` command line."""
     config = CompareConfig(test=args.test, n_samples=args.paired_bs_n if args.test == "bs" else args.paired_ar_n,
                            seed=args.seed, confidence=args.confidence, id_field=args.id_field,
                            score_field=args.score_field)
-    names = args.names.split(",") if args.names else None
-    result = compare_files(args.files, config, names)
-    print(json.dumps(result.to_dict(), indent=2) if args.format == "json" else format_table(result))
+    return CompareOptions(tuple(args.files), config, tuple(args.names.split(",")) if args.names else None,
+                          args.format)
+
+
+def run(options: CompareOptions) -> int:
+    """``q2 compare``: compare the files, print the table (or JSON); returns the exit code."""
+    result = compare_files(options.files, options.config, options.names)
+    print(json.dumps(result.to_dict(), indent=2) if options.output_format == "json" else format_table(result))
     return 0

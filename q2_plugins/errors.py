@@ -2,11 +2,32 @@
 
 from __future__ import annotations
 
-__all__ = ["ModelLoadError", "model_load_message"]
+from typing import Mapping, Optional
+
+__all__ = ["ModelLoadError", "SettingError", "flag_error", "model_load_message"]
 
 
 class ModelLoadError(RuntimeError):
     """A model could not be loaded; the message names the role, the model and the setting to change."""
+
+
+class SettingError(ValueError):
+    """A setting that cannot work; ``setting`` names the field of the library's options to change (the command line
+    names its flag instead, :func:`flag_error`)."""
+
+    def __init__(self, setting: str, message: str) -> None:
+        super().__init__(f"{setting}: {message}")
+        self.setting, self.message = setting, message
+
+
+def flag_error(error: SettingError, flags: Optional[Mapping[str, str]] = None) -> ValueError:
+    """``error`` as the command line says it: the flag of its setting (from ``flags``, else ``--the-setting``; each
+    of several settings written ``a / b``)."""
+    flags = flags or {}
+    if error.setting in flags:
+        return ValueError(f"{flags[error.setting]}: {error.message}")
+    named = " / ".join(flags.get(s, "--" + s.replace("_", "-")) for s in error.setting.split(" / "))
+    return ValueError(f"{named}: {error.message}")
 
 
 def model_load_message(role: str, name: str, cause: BaseException) -> str:

@@ -37,7 +37,8 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by test_imports
                               f"pip install 'q2-plugins[ray]'", name=e.name) from e
 
 from .config import Q2Config
-from .results import Q2Stats, ResponseResult, ResponseStatus, RowErrors
+from .errors import SettingError
+from .results import Q2Stats, ResponseResult, ResponseStatus, RowErrors, explained_row
 from .rows import RowSpec, cache_line, score_records
 
 __all__ = ["Q2BatchScorer", "score_dataset", "dataset_stats", "dataset_summary", "split_by_score", "check_models",
@@ -129,7 +130,7 @@ class Q2BatchScorer:
         if expected_signature is not None and self.scorer.signature != expected_signature:
             raise ValueError(f"This worker's models differ from those the run was checked with: its signature is\n  "
                              f"{self.scorer.signature}\nthe run's is\n  {expected_signature}\n"
-                             f"Give every node the same model files (--qg-model / --qa-model / --nli-model).")
+                             f"Give every node the same model files (the qg_model / qa_model / nli_model settings).")
 
     def _load_models(self) -> None:
         """Load the models as ``q2 score`` does, without the model libraries' per-file loading bars (which would
@@ -216,10 +217,13 @@ def _as_text(value: Any) -> str:
 
 
 def _result_columns(results: list[ResponseResult], labels: bool, explain: bool) -> dict[str, tuple[pa.DataType, list]]:
+    """The Q² columns of the results: each value taken from the response's explained row
+    (:func:`~q2_plugins.results.explained_row`, the one serialiser of every front end); ``explanation`` is that row
+    as JSON (without ``index``: a Ray row is placed by its input columns)."""
+    rows = [{k: v for k, v in explained_row(r).items() if k != "index"} for r in results]
     kinds = {**OUTPUT_COLUMNS, **(_LABEL_COLUMNS if labels else {})}
-    cols = {name: (kind, [getattr(r, name) for r in results]) for name, kind in kinds.items()}
+    cols = {name: (kind, [row.get(name) for row in rows]) for name, kind in kinds.items()}
     if explain:
-        rows = [{k: v for k, v in r.to_dict().items() if k != "index"} for r in results]
         cols["explanation"] = (pa.string(), [json.dumps(row, ensure_ascii=False) for row in rows])
     return cols
 
@@ -262,11 +266,17 @@ def score_dataset(
                        scorer_class=scorer_class, ray_remote_args=ray_remote_args)
 
 
+_COLUMN_SETTINGS = ("response_column", "knowledge_column", "history_column")  # the order of RowSpec.required
+
+
 def _check_columns(columns: list[str], required: list[str], prefix: str) -> None:
+    """``required`` (response, knowledge, then history, as :attr:`RowSpec.required`) are columns; none of them is
+    named like a column Q² adds."""
     missing = [c for c in required if c not in columns]
     if missing:
-        raise ValueError(f"The dataset has no column(s) {missing}; its columns are {columns}. Name the right ones "
-                         f"with --response-column / --knowledge-column / --history-column.")
+        settings = " / ".join(_COLUMN_SETTINGS[required.index(c)] for c in missing)
+        raise SettingError(settings, f"The dataset has no column(s) {missing}; its columns are {columns}. Name the "
+                                     f"right ones.")
     added = [prefix + c for c in _ALL_COLUMNS]
     clash = [c for c in added if c in columns]
     if clash:
@@ -280,9 +290,9 @@ def _map_scorer(ds: "ray.data.Dataset", cfg: Q2Config, *, concurrency: int, num_
                 **scorer_kwargs: Any) -> "ray.data.Dataset":
     """:func:`score_dataset` once its columns are checked: the actor pool over ``ds``."""
     if not isinstance(concurrency, int) or concurrency < 1:
-        raise ValueError(f"concurrency (--concurrency) must be a positive integer, got {concurrency!r}")
+        raise SettingError("concurrency", f"must be a positive integer, got {concurrency!r}")
     if not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size (--ray-batch-size) must be a positive integer, got {batch_size!r}")
+        raise SettingError("batch_size", f"must be a positive integer, got {batch_size!r}")
     kwargs = dict(scorer_kwargs, expected_signature=signature if signature is not None else check_models(
         cfg, num_cpus=num_cpus, num_gpus=num_gpus))
     remote_args = {"max_restarts": max_restarts, "max_task_retries": max_task_retries, **(ray_remote_args or {})}
@@ -349,7 +359,9 @@ def split_by_score(scored: "ray.data.Dataset", min_score: float, *, keep_unscore
 
 
 # -- files ----------------------------------------------------------------------------------------------------------
-def _format_of(path: Path, fmt: Optional[str], flag: str) -> str:
+def _format_of(path: Path, fmt: Optional[str], setting: str) -> str:
+    """``fmt``, else the format of ``path``'s extension (of its files', for a directory); a :class:`SettingError`
+    naming ``setting`` when it cannot tell."""
     if fmt:
         return fmt
     if path.suffix.lower() in _FORMATS:
@@ -358,10 +370,10 @@ def _format_of(path: Path, fmt: Optional[str], flag: str) -> str:
         found = {_FORMATS[p.suffix.lower()] for p in path.rglob("*") if p.is_file() and p.suffix.lower() in _FORMATS}
         if len(found) == 1:
             return found.pop()
-        raise ValueError(f"Cannot tell the format of directory {path} (files of format(s) {sorted(found)}); "
-                         f"pass {flag}")
-    raise ValueError(f"Cannot tell the format of {path} from its extension; pass {flag} or name it "
-                     f".jsonl / .parquet / .csv")
+        raise SettingError(setting, f"Cannot tell the format of directory {path} (files of format(s) "
+                                    f"{sorted(found)}); set it")
+    raise SettingError(setting, f"Cannot tell the format of {path} from its extension; set it or name the file "
+                                f".jsonl / .parquet / .csv")
 
 
 def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
@@ -377,7 +389,7 @@ def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
     path = Path(path)
     if not path.exists():
         raise ValueError(f"No input file or directory {path}")
-    kind = _format_of(path, fmt, "--input-format")
+    kind = _format_of(path, fmt, "fmt")
     # Read tasks reserve no CPU: the scoring actors may hold every CPU of the cluster, and a read waiting for one of
     # them would wait for ever (reading costs next to nothing beside scoring).
     if kind == "parquet":
@@ -439,7 +451,7 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
     blocks is written as text). Returns the number of rows written."""
     path = Path(path)
     if path.suffix.lower() not in _FORMATS:
-        kind = _format_of(path, fmt, "--input-format")
+        kind = _format_of(path, fmt, "fmt")
         path.mkdir(parents=True, exist_ok=True)
         if kind in ("csv", "tsv"):
             import pyarrow.csv as pcsv
@@ -565,8 +577,8 @@ def _start(options: RayScoreOptions) -> None:
 def _scored(options: RayScoreOptions, config: Q2Config, counter: Optional[Any]) -> tuple["ray.data.Dataset", str]:
     """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
     path = Path(options.input)
-    ds = read_dataset(path, options.input_format, rows_per_block=options.batch_size)
-    kind = _format_of(path, options.input_format, "--input-format")
+    kind = _format_of(path, options.input_format, "input_format") if path.exists() else options.input_format
+    ds = read_dataset(path, kind, rows_per_block=options.batch_size)  # no input: read_dataset's error
     spec = options.rows
     if kind == "parquet":
         _check_columns(ds.schema().names, list(spec.required), "q2_")
@@ -599,13 +611,13 @@ def run_score(config: Q2Config, options: RayScoreOptions) -> int:
     from .rows import write_meta
 
     if options.keep_min_score is not None and not options.output:
-        raise ValueError("keep_min_score (filter mode) needs an output for the kept rows")
+        raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
     _start(options)
     counter = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.cache_dir else None
     scored, signature = _scored(options, config, counter)
     stats, errors = dataset_summary(scored)
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
-    out_format = _format_of(Path(options.input), options.input_format, "--input-format")  # for directory outputs
+    out_format = _format_of(Path(options.input), options.input_format, "input_format")  # for directory outputs
     written = _write_outputs(options, scored, out_format, extra)
     summary = {**stats.summary(), **errors.summary()}
     code, problem = stats.exit_code(options.fail_on_error)

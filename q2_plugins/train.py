@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from .errors import ModelLoadError, SettingError
 from .io import InputFormatError
 from .taxonomy import COARSE, LABELS, LABELS3
 
@@ -46,10 +47,18 @@ class TrainDataError(InputFormatError):
     """A training or evaluation file that cannot be used; the message says what to change."""
 
 
+class ColumnError(TrainDataError, SettingError):
+    """A training or evaluation file without the column a :class:`TrainOptions` setting names (or finds)."""
+
+
+class _StartModelError(SettingError, ModelLoadError):
+    """The model a run starts from (``base`` or ``init_from``) cannot be loaded."""
+
+
 def label_names(n_labels: int) -> tuple[str, ...]:
     """The label set of a ``labels=3`` or ``labels=5`` model, in its ``id2label`` order."""
     if n_labels not in (3, 5):
-        raise ValueError(f"--labels must be 3 or 5, got {n_labels}")
+        raise SettingError("labels", f"must be 3 or 5, got {n_labels}")
     return LABELS3 if n_labels == 3 else LABELS
 
 
@@ -92,12 +101,12 @@ class TrainOptions:
     def __post_init__(self) -> None:
         label_names(self.labels)
         if not 0.0 <= self.warmup_ratio < 1.0:
-            raise ValueError(f"--warmup-ratio must be in [0, 1), got {self.warmup_ratio}")
+            raise SettingError("warmup_ratio", f"must be in [0, 1), got {self.warmup_ratio}")
         for name in ("per_device_train_batch_size", "gradient_accumulation_steps", "max_length", "logging_steps"):
             if getattr(self, name) < 1:
-                raise ValueError(f"--{name.replace('_', '-')} must be at least 1, got {getattr(self, name)}")
+                raise SettingError(name, f"must be at least 1, got {getattr(self, name)}")
         if self.learning_rate <= 0:
-            raise ValueError(f"--learning-rate must be positive, got {self.learning_rate}")
+            raise SettingError("learning_rate", f"must be positive, got {self.learning_rate}")
 
 
 @dataclass(frozen=True)
@@ -127,16 +136,16 @@ class TrainResult:
         return asdict(self)
 
 
-def _column(first: dict[str, Any], given: Optional[str], candidates: Sequence[str], what: str, flag: str,
+def _column(first: dict[str, Any], given: Optional[str], candidates: Sequence[str], what: str, setting: str,
             path: str, required: bool = True) -> Optional[str]:
     if given:
         if given not in first:
-            raise TrainDataError(f"{path} has no {what} column {given!r} (its columns: {sorted(first)}); fix {flag}")
+            raise ColumnError(setting, f"{path} has no {what} column {given!r} (its columns: {sorted(first)})")
         return given
     found = next((c for c in candidates if c in first), None)
     if found is None and required:
-        raise TrainDataError(f"{path} has no {what} column ({' / '.join(candidates)}; its columns: "
-                             f"{sorted(first)}); name it with {flag}")
+        raise ColumnError(setting, f"{path} has no {what} column ({' / '.join(candidates)}; its columns: "
+                                   f"{sorted(first)}); name it")
     return found
 
 
@@ -145,10 +154,10 @@ def _label(value: Any, n_labels: int, where: str) -> str:
     if n_labels == 5:
         if text not in LABELS:
             raise TrainDataError(f"{where}: label {value!r} is not one of BEGIN's five labels {list(LABELS)} "
-                                 f"(a 3-way file trains with --labels 3)")
+                                 f"(a 3-way file trains with labels=3)")
         return text
     if text not in _TO3:
-        raise TrainDataError(f"{where}: label {value!r} is unknown for --labels 3; expected one of {sorted(_TO3)}")
+        raise TrainDataError(f"{where}: label {value!r} is unknown for labels=3; expected one of {sorted(_TO3)}")
     return _TO3[text]
 
 
@@ -163,11 +172,11 @@ def read_pairs(path: str, options: TrainOptions) -> list[LabelledPair]:
     if not rows:
         raise TrainDataError(f"{path} holds no rows")
     first = rows[0][1]
-    evidence = _column(first, options.evidence_column, _EVIDENCE, "evidence", "--evidence-column", path)
-    previous = _column(first, options.previous_column, _PREVIOUS, "previous-turn", "--previous-column", path,
+    evidence = _column(first, options.evidence_column, _EVIDENCE, "evidence", "evidence_column", path)
+    previous = _column(first, options.previous_column, _PREVIOUS, "previous-turn", "previous_column", path,
                        required=False)
-    response = _column(first, options.response_column, (), "response", "--response-column", path)
-    label = _column(first, options.label_column, _LABEL, "label", "--label-column", path)
+    response = _column(first, options.response_column, (), "response", "response_column", path)
+    label = _column(first, options.label_column, _LABEL, "label", "label_column", path)
     pairs = []
     for n, row in rows:
         where = f"{path} row {n}"
@@ -220,10 +229,8 @@ def _premise_order(model_labels: dict[int, str], wanted: Sequence[str]) -> tuple
 def _load_for_training(options: TrainOptions) -> tuple[Any, Any, tuple[str, ...]]:
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
 
-    from .errors import ModelLoadError
-
     start = options.init_from or options.base
-    flag = "--init-from" if options.init_from else "--base"
+    setting = "init_from" if options.init_from else "base"
     try:
         config = AutoConfig.from_pretrained(start)
         order = _premise_order(getattr(config, "id2label", None) or {}, label_names(options.labels))
@@ -232,8 +239,8 @@ def _load_for_training(options: TrainOptions) -> tuple[Any, Any, tuple[str, ...]
             label2id={name: i for i, name in enumerate(order)}, ignore_mismatched_sizes=True)
         tokenizer = AutoTokenizer.from_pretrained(start)
     except (OSError, ValueError) as e:
-        raise ModelLoadError(f"{flag} {start} could not be loaded as a sequence classifier "
-                             f"({str(e).splitlines()[0]}); name a local folder or a hub model") from None
+        raise _StartModelError(setting, f"{start} could not be loaded as a sequence classifier "
+                                        f"({str(e).splitlines()[0]}); name a local folder or a hub model") from None
     return model, tokenizer, order
 
 
@@ -486,14 +493,14 @@ def options_from_args(args: Any) -> TrainOptions:
     return TrainOptions(**{name: getattr(args, name) for name in names})
 
 
-def run(args: Any) -> int:
-    """``q2 train``: map the flags, train, print the summary."""
+def run(options: TrainOptions, output_format: str = "text") -> int:
+    """``q2 train``: train, print the summary (``"text"`` or ``"json"``) on standard output; returns the exit code."""
     import contextlib
     import sys
 
     with contextlib.redirect_stdout(sys.stderr):  # the Trainer's log lines: standard output keeps the summary
-        result = train(options_from_args(args))
-    if args.format == "json":
+        result = train(options)
+    if output_format == "json":
         print(json.dumps({k: v for k, v in result.to_dict().items() if k != "log_history"}, indent=2))
         return 0
     losses = [h["loss"] for h in result.log_history if "loss" in h]

@@ -214,13 +214,12 @@ def _experiment_options(args: argparse.Namespace) -> Any:
 
 def run(args: argparse.Namespace) -> int:
     """``q2 meta-eval``: map the flags to settings, run, print the report (and save it under --output-dir)."""
-    from .runner import SettingError
+    from ..errors import SettingError, flag_error
 
     try:
         return _run(args)
     except SettingError as e:
-        flag = _FLAGS.get(e.setting, "--" + e.setting.replace("_", "-"))
-        raise ValueError(f"{flag}: {e.message}") from None
+        raise flag_error(e, _FLAGS) from None
 
 
 def _variants(args: argparse.Namespace, settings: Any) -> Any:

@@ -18,18 +18,11 @@ from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
 from ..config import Q2Config
+from ..errors import SettingError  # ``setting`` names the MetaEvalSettings field to change
 from .experiments import EXPERIMENTS, MetaEvalOptions
 
 __all__ = ["SettingError", "TableColumns", "MetaEvalSettings", "load_data", "evaluate", "export", "save_outputs",
            "variants", "save_variants"]
-
-
-class SettingError(ValueError):
-    """A setting that cannot work; ``setting`` names the :class:`MetaEvalSettings` field to change."""
-
-    def __init__(self, setting: str, message: str) -> None:
-        super().__init__(f"{setting}: {message}")
-        self.setting, self.message = setting, message
 
 
 @dataclass(frozen=True)

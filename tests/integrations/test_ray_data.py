@@ -159,7 +159,7 @@ def test_split_by_score_puts_every_row_on_one_side():
 
 
 def test_missing_column_fails_before_scoring(config):
-    with pytest.raises(ValueError, match=r"no column\(s\) \['text'\].*--response-column"):
+    with pytest.raises(ValueError, match=r"^response_column: .*no column\(s\) \[.text.\]"):
         score_dataset(ray.data.from_items([{"response": "a", "knowledge": "b"}]), config, response_column="text")
 
 

@@ -201,3 +201,21 @@ def test_rescoring_an_output_keeps_every_field_and_the_writers_keep_every_column
         meta = json.loads(Path(f"{out}.meta.json").read_text())
         assert META_KEYS <= set(meta) and (meta["engine"], meta["rows"], meta["exit_code"]) == ("ray", 3, 0)
     capsys.readouterr()
+
+
+def test_the_q2_columns_are_the_explained_rows_fields():
+    """Ray keeps its layout (input columns + ``q2_*``), but every q2 value is the one serialiser's
+    (``results.explained_row``, as the local engine's result rows)."""
+    from q2_plugins.ray_data import _ALL_COLUMNS, _result_columns
+    from q2_plugins.results import ResponseResult, ResponseStatus, explained_row
+
+    results = [ResponseResult(index=0, status=ResponseStatus.SCORED, score=0.5, score_no_nli=0.25, num_questions=2,
+                              label="generic", label3="neutral", warning="truncated to 8 tokens", questions=[]),
+               ResponseResult(index=1, status=ResponseStatus.ERROR, error="no field(s) ['response']")]
+    columns = _result_columns(results, labels=True, explain=True)
+    assert set(columns) == set(_ALL_COLUMNS)
+    for i, res in enumerate(results):
+        row = {k: v for k, v in explained_row(res).items() if k != "index"}
+        assert json.loads(columns["explanation"][1][i]) == row
+        assert {name: values[i] for name, (_, values) in columns.items() if name != "explanation"} == \
+            {name: row.get(name) for name in _ALL_COLUMNS if name != "explanation"}
