@@ -16,7 +16,7 @@ reads "evidence + previous turn" as premise and the response as hypothesis), ``l
   response's evidence, nor the response with it (another dialogue when dialogues are known).
 * ``generic`` (``generic_response``): one of :data:`GENERIC_RESPONSES`, chosen at random.
 * ``contradiction``: the response negated (``negation``, :func:`q2_plugins.perturb.negate`); the ``antonym`` method
-  (a WordNet antonym replacing a word) needs WordNet, which no package from the registries supplies here, so it
+  (a WordNet antonym replacing a word) needs WordNet's data, which no PyPI package ships, so it
   is skipped and counted for every row.
 
 Each row gives at most one example per label; the set is then balanced by drawing, for every label, as many
@@ -76,7 +76,7 @@ GENERIC_RESPONSES = (
     "i would love to learn more about it.", "that is very nice.", "sounds good to me.", "how interesting!",
     "what else do you know about it?", "i like that a lot.",
 )
-WORDNET_SKIP = "WordNet is not installed: no package from the registries supplies its data"
+WORDNET_SKIP = "WordNet is not installed: no PyPI package ships its data"
 
 
 @dataclass(frozen=True)

@@ -59,8 +59,7 @@ def test_begin_labels_and_counts_on_fixed_rows(nlp):
     a = by[("a", "original")]
     assert (a.evidence, a.previous_turn, a.label3) == (ROWS[0].knowledge, "who built rome?", "entailment")
     assert all(t.evidence == ROWS[ord(t.source_id) - ord("a")].knowledge for t in made)  # evidence never changes
-    assert report.skipped["antonym"] == Counter({"WordNet is not installed: no package from the registries "
-                                                 "supplies its data": 5})
+    assert report.skipped["antonym"] == Counter({"WordNet is not installed: no PyPI package ships its data": 5})
     assert report.labels == Counter({"entailment": 5, "hallucination": 4, "off-topic": 5, "generic": 5,
                                      "contradiction": 5})
 
