@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import platform
 import sys
 import tempfile
 import time
@@ -28,22 +27,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
 
+from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins.coref import FCoref, load_fcoref  # noqa: E402
 from q2_plugins.testing import build_fcoref  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 PAPER_SIZE = dict(hidden_size=768, num_hidden_layers=6, num_attention_heads=12, intermediate_size=3072,
                   ffnn_size=1024, model_vocab=50265)
-
-
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
 
 
 def _pairs(n: int) -> list[tuple[str, str]]:
@@ -87,7 +77,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.threads:
         torch.set_num_threads(args.threads)
     pairs = _pairs(args.n)
-    print(f"CPU: {_cpu()}; torch threads {torch.get_num_threads()}; {len(pairs)} responses")
+    print(f"CPU: {cpu_name()}; torch threads {torch.get_num_threads()}; {len(pairs)} responses")
     with tempfile.TemporaryDirectory() as tmp:
         for size in args.sizes.split(","):
             _measure(size, build_fcoref(Path(tmp) / size, **(PAPER_SIZE if size == "paper" else {})), pairs, args)

@@ -26,7 +26,6 @@ import argparse  # noqa: E402
 import contextlib  # noqa: E402
 import io  # noqa: E402
 import json  # noqa: E402
-import platform  # noqa: E402
 import sys  # noqa: E402
 import tempfile  # noqa: E402
 import time  # noqa: E402
@@ -37,6 +36,7 @@ import numpy as np  # noqa: E402
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins.cli import main as q2_main  # noqa: E402
 from q2_plugins.significance import PairedTest, bootstrap_figures, bootstrap_p_value, paired_ar, systems_arrays  # noqa: E402
 
@@ -95,16 +95,6 @@ def timed_compare(n: int, systems: int, resamples: int) -> tuple[float, float, f
     return elapsed, cpu, written
 
 
-def _cpu() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown CPU"
-
-
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--pairs", type=int, default=1000)
@@ -116,7 +106,7 @@ def main() -> None:
     args = p.parse_args()
     if hasattr(os, "sched_setaffinity"):
         os.sched_setaffinity(0, {sorted(os.sched_getaffinity(0))[0]})
-    print(f"# CPU: {_cpu()}, pinned to one core, one BLAS thread; numpy {np.__version__}")
+    print(f"# CPU: {cpu_name()}, pinned to one core, one BLAS thread; numpy {np.__version__}")
     for _ in range(3 if args.speed_only else 1):
         elapsed, cpu, written = timed_compare(args.speed_n, 3, 1000)
         print(f"speed: q2 compare, 3 systems x {args.speed_n:,} responses, 1,000 resamples (q2 and coverage), files "

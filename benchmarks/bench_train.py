@@ -22,7 +22,6 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import platform
 import random
 import sys
 import tempfile
@@ -35,19 +34,10 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
+from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins.perturb import PerturbOptions  # noqa: E402
 from q2_plugins.recipes import label_table, make_training_set, read_sources  # noqa: E402
 from q2_plugins.train import TaxonomyModel, TrainOptions, evaluate_labels, train  # noqa: E402
-
-
-def cpu_name() -> str:
-    try:
-        for line in Path("/proc/cpuinfo").read_text().splitlines():
-            if line.startswith("model name"):
-                return line.split(":", 1)[1].strip()
-    except OSError:
-        pass
-    return platform.processor() or "unknown"
 
 
 def silver_split(data: Path, out: Path, seed: int, held_out: float) -> tuple[Path, Path, dict[str, Any]]:
