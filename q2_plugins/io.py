@@ -208,11 +208,18 @@ def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, 
         missing = [c for c in required if c not in columns]
         if missing:
             shown = columns[:30] + (["..."] if len(columns) > 30 else [])
-            raise InputFormatError(
-                f"{path} has no column(s) {missing}; its columns are {shown}. "
-                f"Name the right ones with --response-column / --knowledge-column / --history-column."
-            )
+            fix = ("Name the right ones with --response-column / --knowledge-column / --history-column." if columns
+                   else _why_no_columns(path, kind))
+            raise InputFormatError(f"{path} has no column(s) {missing}; its columns are {shown}. {fix}")
     return _rows(path, kind)
+
+
+def _why_no_columns(path: Path, kind: str) -> str:
+    """Why a file shows no column: it holds no record, or none of its records could be read (the first one's error)."""
+    with path.open("rb") as f:
+        first = next((row["__error__"] for _, row in read_records(f, kind) if "__error__" in row), None)
+    return ("It holds no record to score." if first is None
+            else f"None of its records could be read; the first: {first}.")
 
 
 def _rows(path: Path, kind: str) -> Iterator[dict[str, Any]]:

@@ -235,6 +235,11 @@ def test_an_empty_input_is_a_failed_run(tmp_path, capsys, model_flags):
     p.write_bytes(b"\xef\xbb\xbf\n\r\n   \n")
     assert main(["score", "--input", str(p), *model_flags]) == 2  # no record has the columns
     assert "its columns are []" in capsys.readouterr().err
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text("not json\n{also bad\n")
+    assert main(["score", "--input", str(bad), *model_flags]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "None of its records could be read; the first: line 1 is not valid JSON" in err
     c = tmp_path / "in.csv"
     c.write_text("response,knowledge\n")
     assert main(["score", "--input", str(c), *model_flags]) == 1
