@@ -187,7 +187,8 @@ def _score_local(args: argparse.Namespace) -> int:
     taxonomy = _taxonomy_model(args.taxonomy_model) if args.taxonomy_model else None
     config = config_from_args(args)
     spec = _row_spec(args)
-    rows = read_rows(args.input, args.input_format, spec.required)  # checks the file and its columns before anything
+    # the file and its columns are checked before anything else
+    rows = read_rows(args.input, args.input_format, spec.required, spec.settings)
     scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
     progress = _run_progress(args)
     out = ResultFile(args.output) if args.output else None
@@ -557,13 +558,16 @@ def _hooks(args: argparse.Namespace) -> int:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .errors import ModelLoadError
+    from .errors import ModelLoadError, SettingError, flag_error
     from .io import InputFormatError
 
     try:
         return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
                 "perturb": _perturb, "train": _train, "hooks": _hooks, "compare": _compare}[args.command](args)
+    except SettingError as e:  # a library error names its setting; the command line names the flag
+        print(f"q2 {args.command}: error: {flag_error(e)}", file=sys.stderr)
+        return 2
     except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2

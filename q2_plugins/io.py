@@ -17,11 +17,11 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Sequence
 
+from .errors import SettingError
+
 __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
-           "blank_lines",
-           "InputFormatError", "json_line", "ResultFile", "write_json_atomic", "meta_path", "same_file",
-           "partial_path", "files_written", "check_outputs",
-           "MAX_RECORD_BYTES"]
+           "blank_lines", "InputFormatError", "MissingColumnsError", "json_line", "ResultFile", "write_json_atomic",
+           "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "MAX_RECORD_BYTES"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -32,6 +32,10 @@ _BOM = b"\xef\xbb\xbf"
 
 class InputFormatError(ValueError):
     """The input file cannot be read as asked; the message says what to change."""
+
+
+class MissingColumnsError(InputFormatError, SettingError):
+    """The input file lacks the columns that settings (``response_column``, ...) name; ``setting`` names them."""
 
 
 def _format_of(path: Path, fmt: Optional[str]) -> str:
@@ -194,13 +198,15 @@ def input_columns(path: str | Path, fmt: Optional[str] = None) -> list[str]:
     return names
 
 
-def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, ...] = ()) -> Iterator[dict[str, Any]]:
+def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, ...] = (),
+              settings: Optional[Sequence[str]] = None) -> Iterator[dict[str, Any]]:
     """One dict per record, in file order. A record that cannot be read is ``{"__error__": message}`` naming its
     line.
 
     Checked at once, before any record is returned: the file exists, its format is known and every ``required``
     column occurs (in the CSV header; in some record of a JSONL file), else :class:`InputFormatError` listing the
-    columns found."""
+    columns found. ``settings`` names the setting that chose each required column (e.g. ``response_column``): a
+    file that has columns, but not these, raises :class:`MissingColumnsError` naming the settings to change."""
     path = _checked_path(path)
     kind = _format_of(path, fmt)
     if required:
@@ -208,9 +214,13 @@ def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, 
         missing = [c for c in required if c not in columns]
         if missing:
             shown = columns[:30] + (["..."] if len(columns) > 30 else [])
-            fix = ("Name the right ones with --response-column / --knowledge-column / --history-column." if columns
-                   else _why_no_columns(path, kind))
-            raise InputFormatError(f"{path} has no column(s) {missing}; its columns are {shown}. {fix}")
+            message = f"{path} has no column(s) {missing}; its columns are {shown}."
+            if not columns:
+                raise InputFormatError(f"{message} {_why_no_columns(path, kind)}")
+            if settings is None:
+                raise InputFormatError(f"{message} Name the right ones.")
+            named = " / ".join(settings[required.index(c)] for c in missing)
+            raise MissingColumnsError(named, f"{message} Name the right ones.")
     return _rows(path, kind)
 
 

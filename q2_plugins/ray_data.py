@@ -435,13 +435,13 @@ def _records_block(texts: list[Optional[str]], errors: list[Optional[str]]) -> p
     return pa.table({_RECORD: pa.array(texts, pa.string()), _READ_ERROR: pa.array(errors, pa.string())})
 
 
-def _check_record_columns(path: Path, kind: str, required: tuple[str, ...]) -> None:
+def _check_record_columns(path: Path, kind: str, required: tuple[str, ...], settings: tuple[str, ...]) -> None:
     """The required columns occur in the input (its first file, for a directory), checked as ``q2 score`` checks."""
     from .io import read_rows
 
     first = path if path.is_file() else min(p for p in path.rglob("*") if p.is_file() and
                                             p.suffix.lower()[1:] in _EXTENSIONS[kind])
-    read_rows(first, kind, required)  # raises InputFormatError naming the columns found
+    read_rows(first, kind, required, settings)  # raises InputFormatError naming the columns found
 
 
 def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Optional[str] = None) -> int:
@@ -583,7 +583,7 @@ def _scored(options: RayScoreOptions, config: Q2Config, counter: Optional[Any]) 
     if kind == "parquet":
         _check_columns(ds.schema().names, list(spec.required), "q2_")
     else:
-        _check_record_columns(path, kind, spec.required)
+        _check_record_columns(path, kind, spec.required, spec.settings)
     if options.progress:  # the actors load quietly: one line for the run
         print(f"q2: loading models (once to check them, then in each of {options.concurrency} Ray actor(s))",
               file=sys.stderr, flush=True)

@@ -36,6 +36,11 @@ class RowSpec:
         """The fields every record needs: response, knowledge (and history when named)."""
         return (self.response_column, self.knowledge_column) + ((self.history_column,) if self.history_column else ())
 
+    @property
+    def settings(self) -> tuple[str, ...]:
+        """The setting that names each of :attr:`required`, in its order."""
+        return ("response_column", "knowledge_column") + (("history_column",) if self.history_column else ())
+
     def columns(self) -> dict[str, Optional[str]]:
         """The column names used, as the sidecar records them."""
         return {"response": self.response_column, "knowledge": self.knowledge_column, "history": self.history_column}

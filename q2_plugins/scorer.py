@@ -283,14 +283,14 @@ class Q2Scorer:
                 slots = st.generate_questions(run, p, active)                             # 2. question generation
                 valid = st.select_questions(run, p, slots)                                # 3. filters
                 compared = st.answer_from_knowledge(run, p, valid)                        # 4. QA on the knowledge
-                fallback_rows = st.needing_fallback(c, active, compared)
-                nli_out = st.run_nli(run, p, st.nli_pairs(c, compared)                    # 5 and 6: one NLI call
-                                     + [st.fallback_pair(c, r) for r in fallback_rows])
-                st.compare_answers(c, compared, nli_out)                                  # 5. answer comparison
+                fallback_rows = st.needing_fallback(p, active, compared)
+                nli_out = st.run_nli(run, p, st.nli_pairs(p, compared)                    # 5 and 6: one NLI call
+                                     + [st.fallback_pair(p, r) for r in fallback_rows])
+                st.compare_answers(p, compared, nli_out)                                  # 5. answer comparison
                 if c.discard_unanswerable:  # Q²*
                     for r in active:
                         st.discard_unanswerable(r)
-                st.apply_fallback(c, fallback_rows, nli_out)                              # 6. fallback
+                st.apply_fallback(p, fallback_rows, nli_out)                              # 6. fallback
                 if label:
                     st.text_signals(run, self.text_signals, st.usable(rows))              # 8. labels' signals
             results = [st.aggregate(r) for r in rows]                                     # 7. aggregation

@@ -488,8 +488,9 @@ def run_nli(run: StageRunner, parts: Parts, pairs: list[tuple[str, str]]) -> Sta
                    encode=lambda x: x.value, decode=NLILabel, check=unfit_of(parts.nli))
 
 
-def compare_answers(c: Q2Config, compared: list[ComparedQuestion], nli_out: StageOutputs) -> None:
+def compare_answers(parts: Parts, compared: list[ComparedQuestion], nli_out: StageOutputs) -> None:
     """Step 5: each compared question becomes a :class:`QuestionResult` of its row (F1, upgraded by NLI)."""
+    c = parts.settings
     for cq in compared:
         v, label = cq.valid, None
         if c.use_nli and needs_nli(cq.knowledge_answer, cq.f1):
@@ -504,29 +505,32 @@ def compare_answers(c: Q2Config, compared: list[ComparedQuestion], nli_out: Stag
         ))
 
 
-def nli_pairs(c: Q2Config, compared: list[ComparedQuestion]) -> list[tuple[str, str]]:
+def nli_pairs(parts: Parts, compared: list[ComparedQuestion]) -> list[tuple[str, str]]:
     """The answer pairs that NLI decides (step 5)."""
-    return [cq.nli_pair() for cq in compared if c.use_nli and needs_nli(cq.knowledge_answer, cq.f1)]
+    use_nli = parts.settings.use_nli
+    return [cq.nli_pair() for cq in compared if use_nli and needs_nli(cq.knowledge_answer, cq.f1)]
 
 
-def needing_fallback(c: Q2Config, rows: list[Row], compared: list[ComparedQuestion]) -> list[Row]:
-    """Rows without error and without a compared question: end-to-end NLI scores them (when ``c.fallback``)."""
-    if not c.fallback:
+def needing_fallback(parts: Parts, rows: list[Row], compared: list[ComparedQuestion]) -> list[Row]:
+    """Rows without error and without a compared question: end-to-end NLI scores them (when the settings'
+    ``fallback`` is on)."""
+    if not parts.settings.fallback:
         return []
     with_questions = {id(cq.valid.row) for cq in compared}
     return [r for r in rows if r.error is None and id(r) not in with_questions]
 
 
-def fallback_pair(c: Q2Config, row: Row) -> tuple[str, str]:
+def fallback_pair(parts: Parts, row: Row) -> tuple[str, str]:
     """The fallback's (premise, hypothesis): knowledge and response, lower-cased as the original does."""
+    c = parts.settings
     premise = row.knowledge.lower() if c.fallback_lowercase_knowledge else row.knowledge
     return premise, row.response.lower() if c.fallback_lowercase_response else row.response
 
 
-def apply_fallback(c: Q2Config, rows: list[Row], nli_out: StageOutputs) -> None:
+def apply_fallback(parts: Parts, rows: list[Row], nli_out: StageOutputs) -> None:
     """Step 6: the end-to-end NLI label of each row that has no valid question."""
     for r in rows:
-        r.fallback_label = nli_out.take(fallback_pair(c, r), r, "fallback NLI")
+        r.fallback_label = nli_out.take(fallback_pair(parts, r), r, "fallback NLI")
 
 
 def discard_unanswerable(row: Row) -> None:

@@ -34,6 +34,7 @@ __all__ = [
     "train",
     "evaluate_labels",
     "TaxonomyModel",
+    "TaxonomyModelError",
 ]
 
 _EVIDENCE = ("evidence", "knowledge")
@@ -49,6 +50,10 @@ class TrainDataError(InputFormatError):
 
 class ColumnError(TrainDataError, SettingError):
     """A training or evaluation file without the column a :class:`TrainOptions` setting names (or finds)."""
+
+
+class TaxonomyModelError(SettingError, ModelLoadError):
+    """A :class:`TaxonomyModel` that cannot be loaded or is not five-way (setting ``taxonomy_model``)."""
 
 
 class _StartModelError(SettingError, ModelLoadError):
@@ -410,17 +415,16 @@ class TaxonomyModel:
     def __init__(self, path: str, *, batch_size: int = 32, max_length: int = 256, device: str = "cpu") -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
-        from .errors import ModelLoadError
-
         try:
             self.tokenizer = AutoTokenizer.from_pretrained(path)
             self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
         except (OSError, ValueError) as e:
-            raise ModelLoadError(f"--taxonomy-model {path} could not be loaded ({str(e).splitlines()[0]})") from None
+            raise TaxonomyModelError("taxonomy_model", f"{path} could not be loaded ({str(e).splitlines()[0]})") \
+                from None
         names = [str(self.model.config.id2label[i]).lower() for i in range(self.model.config.num_labels)]
         if sorted(names) != sorted(LABELS):
-            raise ModelLoadError(f"--taxonomy-model {path} has labels {names}, not BEGIN's five {list(LABELS)}: "
-                                 f"train it with q2 train --labels 5")
+            raise TaxonomyModelError("taxonomy_model", f"{path} has labels {names}, not BEGIN's five {list(LABELS)}: "
+                                                       f"train it with q2 train --labels 5")
         self.path, self.names, self.batch_size, self.max_length, self.device = path, names, batch_size, max_length, \
             device
 

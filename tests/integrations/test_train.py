@@ -12,7 +12,7 @@ import pytest
 from q2_plugins.cli import main
 from q2_plugins.taxonomy import LABELS
 from q2_plugins.testing import build_roberta_nli
-from q2_plugins.train import TaxonomyModel, TrainOptions, evaluate_labels, read_pairs, train
+from q2_plugins.train import TaxonomyModel, TaxonomyModelError, TrainOptions, evaluate_labels, read_pairs, train
 
 PAIRS = [
     ("Rome was built by Romulus in 753 BC.", "who built rome?", "rome was built by romulus .", "entailment"),
@@ -132,7 +132,10 @@ def test_five_way_model_labels_in_score_and_the_api(five_way, tiny_config, tiny_
     assert meta["taxonomy_model"].startswith("local:sha256:")
     assert main(["score", "--input", str(inputs), "--output", str(tmp_path / "x.jsonl"), "--taxonomy-model",
                  str(tiny_models["nli"])]) == 2
-    assert "not BEGIN's five" in capsys.readouterr().err
+    err = capsys.readouterr().err.splitlines()[-1]  # (after transformers' weight-loading bar)
+    assert err.startswith("q2 score: error: --taxonomy-model: ") and "not BEGIN's five" in err
+    with pytest.raises(TaxonomyModelError, match=r"^taxonomy_model: .* not BEGIN's five"):
+        TaxonomyModel(str(tiny_models["nli"]))
 
 
 def test_meta_eval_reports_the_five_way_model(five_way, shared_data, tmp_path, capsys):

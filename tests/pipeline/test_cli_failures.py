@@ -97,7 +97,20 @@ def test_missing_columns_fail_before_scoring_listing_the_columns(tmp_path, capsy
     assert main(["score", "--input", str(p), "--qg-model", "/nonexistent"]) == 2  # before any model loads
     err = capsys.readouterr().err.strip()
     assert "no column(s) ['response', 'knowledge']; its columns are ['reply', 'passage']" in err
-    assert "--response-column" in err and len(err.splitlines()) == 1
+    assert err.startswith("q2 score: error: --response-column / --knowledge-column: ") and len(err.splitlines()) == 1
+
+
+def test_missing_columns_name_the_settings_in_the_library(tmp_path):
+    from q2_plugins.io import MissingColumnsError, read_rows
+    from q2_plugins.rows import RowSpec
+
+    p = tmp_path / "in.jsonl"
+    p.write_text('{"response": "hi", "passage": "there", "turns": "a"}\n')
+    spec = RowSpec(history_column="history")
+    with pytest.raises(MissingColumnsError) as e:
+        read_rows(p, None, spec.required, spec.settings)
+    assert e.value.setting == "knowledge_column / history_column" and "--" not in str(e.value)
+    assert str(e.value).startswith("knowledge_column / history_column: ")
 
 
 # -- model load failure through the command ----------------------------------------------------------------------
