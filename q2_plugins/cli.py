@@ -522,9 +522,13 @@ def _meta_eval(args: argparse.Namespace) -> int:
 
 
 def _perturb(args: argparse.Namespace) -> int:
+    from .errors import SettingError, flag_error
     from .perturb import run
 
-    return run(args)
+    try:
+        return run(args)
+    except SettingError as e:
+        raise flag_error(e, {"inputs": "--input"}) from None
 
 
 def _compare(args: argparse.Namespace) -> int:

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from . import __version__
 from .errors import SettingError
-from .io import InputFormatError, meta_path, read_rows
+from .io import InputFormatError, UnknownFormatError, meta_path, read_rows
 from .results import ResponseStatus
 
 if TYPE_CHECKING:  # numpy and the tests load when a comparison runs, not when the CLI builds its parser
@@ -107,7 +107,11 @@ def load_system(path: str | Path, config: CompareConfig, name: Optional[str] = N
     """Read one system's result file; an unreadable record, a duplicate id or a score that is no number stops
     with an :class:`InputFormatError` naming the file and the row."""
     path = Path(path)
-    rows = list(read_rows(path))
+    try:
+        rows = list(read_rows(path))
+    except UnknownFormatError:  # (compare has no format setting: the file's extension says it)
+        raise InputFormatError(f"Cannot tell the format of {path} from its extension; name a .jsonl, .csv or .tsv "
+                               f"results file") from None
     if not rows:
         raise InputFormatError(f"{path} has no rows")
     for i, row in enumerate(rows):

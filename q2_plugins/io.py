@@ -20,7 +20,8 @@ from typing import IO, Any, Iterator, Optional, Sequence
 from .errors import SettingError
 
 __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
-           "blank_lines", "InputFormatError", "MissingColumnsError", "json_line", "ResultFile", "write_json_atomic",
+           "blank_lines", "InputFormatError", "MissingColumnsError", "UnknownFormatError",
+           "json_line", "ResultFile", "write_json_atomic",
            "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "MAX_RECORD_BYTES"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
@@ -38,6 +39,10 @@ class MissingColumnsError(InputFormatError, SettingError):
     """The input file lacks the columns that settings (``response_column``, ...) name; ``setting`` names them."""
 
 
+class UnknownFormatError(InputFormatError, SettingError):
+    """The file's extension does not say its format and the ``input_format`` setting is not set."""
+
+
 def _format_of(path: Path, fmt: Optional[str]) -> str:
     if fmt:
         return fmt
@@ -46,7 +51,8 @@ def _format_of(path: Path, fmt: Optional[str]) -> str:
         return "jsonl"
     if suffix in (".csv", ".tsv"):
         return suffix[1:]
-    raise InputFormatError(f"Cannot tell the format of {path} from its extension; pass --input-format jsonl|csv|tsv")
+    raise UnknownFormatError("input_format", f"Cannot tell the format of {path} from its extension; set it to jsonl, "
+                                             f"csv or tsv")
 
 
 def _checked_path(path: str | Path) -> Path:
@@ -326,16 +332,22 @@ def blank_lines(path: str | Path, fmt: Optional[str] = None) -> list[int]:
             header = True
 
 
-def read_checked_rows(path: str | Path, fmt: Optional[str] = None, required: Sequence[str] = (), *, hint: str = "",
-                      error: type[InputFormatError] = InputFormatError) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(row number, row)`` of rows that all have the ``required`` fields: an unreadable row or a missing field
-    raises ``error``, whose message ends with ``hint`` (which options name the fields)."""
+def read_checked_rows(path: str | Path, fmt: Optional[str] = None, required: Sequence[str] = (),
+                      settings: Optional[Sequence[str]] = None, *, error: type[InputFormatError] = InputFormatError,
+                      missing_error: type[SettingError] = MissingColumnsError) -> Iterator[tuple[int, dict[str, Any]]]:
+    """``(row number, row)`` of rows that all have the ``required`` fields: an unreadable row raises ``error``; a
+    missing field raises ``missing_error`` naming the setting that chose it (``settings``, one per required field),
+    or ``error`` without ``settings``."""
     for n, row in enumerate(read_rows(path, fmt)):
         if "__error__" in row:
             raise error(f"{path}: {row['__error__']}")
         missing = [c for c in required if c not in row]
         if missing:
-            raise error(f"{path} row {n}: no field(s) {missing}; its fields are {sorted(row)}. {hint}")
+            message = f"{path} row {n}: no field(s) {missing}; its fields are {sorted(row)}. Name the right ones."
+            if settings is None:
+                raise error(message)
+            named = " / ".join(dict.fromkeys(settings[list(required).index(c)] for c in missing))
+            raise missing_error(named, message)
         yield n, row
 
 

@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
+from .errors import SettingError
 from .taxonomy import COARSE
 
 __all__ = [
@@ -421,13 +422,14 @@ class PerturbOptions:
 
     def __post_init__(self) -> None:
         if not self.inputs:
-            raise ValueError("Name at least one --input")
+            raise SettingError("inputs", "name at least one input")
         if self.recipe is None and len(self.inputs) > 1:
-            raise ValueError("Stress pairs read one --input; several inputs go with --recipe begin|conv-fever")
+            raise SettingError("inputs", "stress pairs read one input; several inputs go with recipe begin or "
+                                         "conv-fever")
         if self.generator and self.recipe != "begin":
-            raise ValueError("--generator writes BEGIN's hallucinations: use it with --recipe begin")
+            raise SettingError("generator", "writes BEGIN's hallucinations: use it with recipe begin")
         if self.dataset not in DATASETS:
-            raise ValueError(f"--dataset must be one of {', '.join(DATASETS)}, got {self.dataset!r}")
+            raise SettingError("dataset", f"must be one of {', '.join(DATASETS)}, got {self.dataset!r}")
 
 
 def _keep_filter(spec: Optional[str]) -> Optional[tuple[str, set[str]]]:
@@ -435,7 +437,7 @@ def _keep_filter(spec: Optional[str]) -> Optional[tuple[str, set[str]]]:
         return None
     column, sep, values = spec.partition("=")
     if not sep or not column or not values:
-        raise ValueError(f"--keep expects COLUMN=VALUE[,VALUE...], got {spec!r}")
+        raise SettingError("keep", f"expects COLUMN=VALUE[,VALUE...], got {spec!r}")
     return column, {v.strip() for v in values.split(",")}
 
 
@@ -504,8 +506,10 @@ def stress_pairs(options: PerturbOptions) -> dict[str, Any]:
     keep = _keep_filter(options.keep)
     required = (options.response_column, options.knowledge_column) + tuple(
         c for c in (options.id_column, options.topic_column, keep[0] if keep else None) if c)
-    hint = "Name the right ones with --response-column / --knowledge-column / --id-column / --topic-column / --keep"
-    rows = list(read_checked_rows(path, options.input_format, required, hint=hint))
+    settings = ("response_column", "knowledge_column") + tuple(
+        s for s, c in (("id_column", options.id_column), ("topic_column", options.topic_column),
+                       ("keep", keep[0] if keep else None)) if c)
+    rows = list(read_checked_rows(path, options.input_format, required, settings))
     n_read = len(rows)
     if keep:
         rows = [(n, row) for n, row in rows if str(row[keep[0]]).strip() in keep[1]]

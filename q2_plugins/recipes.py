@@ -40,6 +40,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
 
+from .errors import ModelLoadError, SettingError
+from .io import InputFormatError
 from .perturb import Skip, _content_forms, entity_pool, negate, swap_entity
 from .taxonomy import LABELS
 
@@ -77,6 +79,14 @@ GENERIC_RESPONSES = (
     "what else do you know about it?", "i like that a lot.",
 )
 WORDNET_SKIP = "WordNet is not installed: no PyPI package ships its data"
+
+
+class GeneratorLoadError(SettingError, ModelLoadError):
+    """The ``generator`` model cannot be loaded."""
+
+
+class DatasetError(InputFormatError, SettingError):
+    """An input that the ``dataset`` setting's reader cannot read."""
 
 
 @dataclass(frozen=True)
@@ -347,8 +357,6 @@ class HFResponseGenerator:
     def __init__(self, model: str, *, batch_size: int = 16, max_new_tokens: int = 40, device: str = "cpu") -> None:
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
-        from .errors import ModelLoadError
-
         try:
             config = AutoConfig.from_pretrained(model)
             self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
@@ -356,8 +364,8 @@ class HFResponseGenerator:
             cls = AutoModelForSeq2SeqLM if self.seq2seq else AutoModelForCausalLM
             self.model = cls.from_pretrained(model).to(device).eval()
         except (OSError, ValueError) as e:
-            raise ModelLoadError(f"--generator {model} could not be loaded ({str(e).splitlines()[0]}); name a local "
-                                 f"folder or hub name of a causal or seq2seq LM") from None
+            raise GeneratorLoadError("generator", f"{model} could not be loaded ({str(e).splitlines()[0]}); name a "
+                                                  f"local folder or hub name of a causal or seq2seq LM") from None
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
         self.batch_size, self.max_new_tokens, self.device = batch_size, max_new_tokens, device
@@ -408,8 +416,10 @@ def _table_rows(path: Path, options: "PerturbOptions") -> list[SourceRow]:
     required = (options.response_column, options.knowledge_column) + tuple(
         c for c in (options.id_column, options.topic_column, options.previous_column, keep[0] if keep else None)
         if c)
-    hint = "Name the right ones with --response-column / --knowledge-column / --previous-column / --keep"
-    rows = [(n, r) for n, r in read_checked_rows(str(path), options.input_format, required, hint=hint)
+    settings = ("response_column", "knowledge_column") + tuple(
+        s for s, c in (("id_column", options.id_column), ("topic_column", options.topic_column),
+                       ("previous_column", options.previous_column), ("keep", keep[0] if keep else None)) if c)
+    rows = [(n, r) for n, r in read_checked_rows(str(path), options.input_format, required, settings)
             if not keep or str(r[keep[0]]).strip() in keep[1]]
     first = rows[0][1] if rows else {}
     previous = options.previous_column or next((c for c in _PREVIOUS if c in first), None)
@@ -430,13 +440,11 @@ def _wow_json_rows(path: Path) -> list[SourceRow]:
     the recipe counts it as skipped) and the previous turn's text (the chosen topic for an opening turn)."""
     import json
 
-    from .io import InputFormatError
-
     with path.open(encoding="utf-8") as f:
         try:
             data = json.load(f)
         except json.JSONDecodeError as e:
-            raise InputFormatError(f"{path}: not JSON ({e}); a table goes with --dataset table") from None
+            raise DatasetError("dataset", f"{path}: not JSON ({e}); a JSONL table is dataset table") from None
     if not isinstance(data, list) or not all(isinstance(d, dict) and isinstance(d.get("dialog"), list)
                                               for d in data):
         raise InputFormatError(f"{path}: not a list of dialogues with a 'dialog' list (ParlAI's wizard_of_wikipedia"
@@ -489,7 +497,8 @@ def run_recipe(options: "PerturbOptions") -> tuple[dict[str, Any], list[str]]:
         per_input[path] = len(rows)
         sources += rows
     if not sources:
-        raise ValueError(f"No grounded rows in {', '.join(options.inputs)}: check --dataset, the columns and --keep")
+        raise SettingError("dataset / keep", f"no grounded rows in {', '.join(options.inputs)}: check these and the "
+                                             f"column settings")
     generator = HFResponseGenerator(options.generator) if options.generator else None
     made, report = make_training_set(sources, recipe=options.recipe or "", seed=options.seed,
                                      balance=options.balance, generator=generator, spacy_model=options.spacy_model)

@@ -303,7 +303,7 @@ class HFQuestionGenerator(_HFComponent):
 
     def _too_long(self, n: int) -> str:
         return (f"QG input is {n} tokens, over qg_max_input_tokens={self.max_input_tokens}: "
-                f"the response is too long to generate questions from")
+                f"the response is too long to generate questions from (raise it with --qg-max-input-tokens)")
 
     def unfit(self, pairs: Sequence[tuple[str, str]]) -> list[Optional[str]]:
         """Why each (answer, context) cannot be asked about (its input is over ``max_input_tokens``), or None.
@@ -321,7 +321,8 @@ class HFQuestionGenerator(_HFComponent):
             rest = [i for i in rest if context_len[pairs[i][1]] <= self.max_input_tokens + 4]
             for i in set(range(len(pairs))) - set(rest):
                 out[i] = (f"the response is {context_len[pairs[i][1]]} tokens, over qg_max_input_tokens="
-                          f"{self.max_input_tokens}: too long to generate questions from")
+                          f"{self.max_input_tokens}: too long to generate questions from (raise it with "
+                          f"--qg-max-input-tokens)")
         lengths = [len(ids) for ids in self.tokenizer(self._texts([pairs[i] for i in rest]), add_special_tokens=True,
                                                       verbose=False)["input_ids"]] if rest else []
         for i, n in zip(rest, lengths):

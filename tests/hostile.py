@@ -175,7 +175,7 @@ CLEAR = re.compile("|".join([
     r"^candidate extraction failed: the response is [\d,]+ characters, over spaCy's limit of [\d,]+ "
     r"\(nlp\.max_length\)$",
     r"^question generation failed: (QG input is \d+ tokens|the response is \d+ tokens), over qg_max_input_tokens=\d+: "
-    r"(the response is )?too long to generate questions from$",
+    r"(the response is )?too long to generate questions from \(raise it with --qg-max-input-tokens\)$",
     r"^(question answering on the (response|knowledge)|fallback NLI|NLI on answers) failed: the [\w ,()]+ is \d+ "
     r"tokens: no room left in the (qa|nli)_max_length=\d+ window$",
     r"^(response|knowledge) (is \d+ (characters|answer candidates)|has over \d+ valid questions), over the budget "

@@ -138,8 +138,8 @@ class MeteorBaseline:
                 nltk.data.find("corpora/wordnet")
             except LookupError:
                 raise ModelLoadError("METEOR with WordNet synonyms needs NLTK's WordNet data, which is not installed "
-                                     "(setting: --meteor-synonyms): install it with nltk.download('wordnet') on a "
-                                     "connected machine, or use --meteor-synonyms none") from None
+                                     "(setting: meteor_synonyms / --meteor-synonyms): install it with "
+                                     "nltk.download('wordnet') on a connected machine, or set it to none") from None
             from nltk.corpus import wordnet
 
             self._wordnet: Any = wordnet
@@ -186,11 +186,11 @@ class BERTScoreBaseline:
                 model = self.options["model_type"]
                 cause = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
                 if isinstance(e, KeyError) and self.options["num_layers"] is None:
-                    cause = "BERTScore knows no default layer for this model: give --bertscore-num-layers"
+                    cause = "BERTScore knows no default layer for this model: set the number of layers"
                 raise ModelLoadError(
-                    f"Cannot load the BERTScore model {model!r} (setting: --bertscore-model, --bertscore-num-layers): "
-                    f"{cause} -- without network, pass a local directory of the model and its "
-                    f"--bertscore-num-layers, or leave bertscore out of --baselines"
+                    f"Cannot load the BERTScore model {model!r} (settings: bertscore_model / --bertscore-model, "
+                    f"bertscore_num_layers / --bertscore-num-layers): {cause} -- without network, name a local "
+                    f"directory of the model and its number of layers, or leave bertscore out of the baselines"
                 ) from e
         return self._scorer
 

@@ -172,6 +172,7 @@ def _baseline_names(text: str) -> tuple[str, ...]:
 
 # setting -> flag, where the flag is not the setting's name with dashes
 _FLAGS = {"table": "--response-column / --knowledge-column / --label-column / --consistent-labels",
+          "score_columns": "--score-column",
           "plots": "--no-plots", "progress": "--no-progress", "config": "the Q2Config flags"}
 
 

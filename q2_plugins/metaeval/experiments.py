@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import __version__
+from ..errors import SettingError
 from . import stats
 from .baselines import response_length
 from .data import Example, MetaEvalData
@@ -155,8 +156,8 @@ def _split(data: MetaEvalData, options: MetaEvalOptions) -> tuple[set[str], set[
         dev = {ex.id for ex in data.examples if ex.split == "dev"}
         return dev, {ex.id for ex in data.examples if ex.split == "test"}, "the data's dev / test split"
     if splits != {None}:
-        raise ValueError(f"--tune-threshold with a split column needs the values 'dev' and 'test', found "
-                         f"{sorted(str(s) for s in splits)}")
+        raise SettingError("split_column", f"threshold tuning reads the values 'dev' and 'test' in it, found "
+                                           f"{sorted(str(s) for s in splits)}")
     dev_idx, test_idx = stats.stratified_split([ex.consistent for ex in data.examples], options.dev_fraction,
                                                options.seed)
     ids = [ex.id for ex in data.examples]

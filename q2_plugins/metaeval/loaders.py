@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
+from ..errors import SettingError
 from ..io import InputFormatError, blank_lines, read_checked_rows, read_rows
 from .data import Example, MetaEvalData, PairedContext, PerturbedPair, SkippedRow
 
@@ -54,6 +55,10 @@ _DNLI_LABELS = {"entailment": "entailment", "positive": "entailment", "neutral":
 
 class DataFormatError(InputFormatError):
     """A data file is not in the format its loader reads; the message says what to change."""
+
+
+class DataSettingError(DataFormatError, SettingError):
+    """A data file that does not fit the settings that say how to read it; ``setting`` names them."""
 
 
 def _label_key(value: str) -> str:
@@ -723,18 +728,21 @@ def load_table(
     with an empty response, knowledge or label are left out and listed in :attr:`MetaEvalData.skipped`.
     """
     if not consistent_labels:
-        raise DataFormatError("Name the label values that mean consistent, e.g. --consistent-labels 1 "
-                              "or --consistent-labels consistent,entailment (every other value is inconsistent)")
+        raise DataSettingError("consistent_labels", "name the label values that mean consistent, e.g. 1 or "
+                                                    "consistent,entailment (every other value is inconsistent)")
     positive = {str(v).strip().lower() for v in consistent_labels}
     optional = [c for c in (id_column, subset_column, split_column, dialogue_column, history_column) if c]
     required = (response_column, knowledge_column, label_column, *optional, *score_columns)
     examples = []
-    hint = ("Name the right ones with --response-column / --knowledge-column / --label-column (and the other "
-            "--*-column flags)")
+    settings = ("response_column", "knowledge_column", "label_column", *(
+        s for s, c in (("id_column", id_column), ("subset_column", subset_column), ("split_column", split_column),
+                       ("dialogue_column", dialogue_column), ("history_column", history_column)) if c),
+        *["score_columns"] * len(score_columns))
     if Path(path).is_file() and not Path(path).read_bytes()[:4096].strip():
         raise DataFormatError(f"{path} is empty")
     log = _Rows(Path(path), labels)
-    for i, row in read_checked_rows(path, input_format, required, hint=hint, error=DataFormatError):
+    for i, row in read_checked_rows(path, input_format, required, settings, error=DataFormatError,
+                                      missing_error=DataSettingError):
         where = f"{path} row {i}"
         if _blank(row):
             log.skip(f"row {i}", "blank row")
@@ -762,8 +770,8 @@ def load_table(
     log.check(examples)
     counts = Counter(ex.label for ex in examples)
     if all(ex.consistent for ex in examples) or not any(ex.consistent for ex in examples):
-        raise DataFormatError(f"{path}: with --consistent-labels {sorted(positive)} every row is in one class; "
-                              f"the labels in {label_column!r} are {dict(counts)}")
+        raise DataSettingError("consistent_labels", f"{path}: with {sorted(positive)} every row is in one class; "
+                                                    f"the labels in {label_column!r} are {dict(counts)}")
     pool: dict[str, list[str]] = {}
     for ex in examples:
         if ex.dialogue is not None:

@@ -31,7 +31,7 @@ from ..results import ResponseResult, ResponseStatus, explained_row
 from ..scoring import counted_questions, mean_score
 from ..signature import replay_signature
 from .data import Example
-from .loaders import DataFormatError
+from .loaders import DataFormatError, DataSettingError
 
 __all__ = [
     "QuestionStats",
@@ -226,8 +226,8 @@ def replay_scores(run_dir: str | Path, known: Mapping[str, Example], *, name: st
     """
     folder = Path(run_dir)
     if not folder.is_dir():
-        raise DataFormatError(f"--replay expects the folder of a recorded run (sub-folders <subset>/ with "
-                              f"<subset>_out.steps.csv and <subset>_scores.csv); {folder} is not a folder")
+        raise DataSettingError("replay", f"expects the folder of a recorded run (sub-folders <subset>/ with "
+                                         f"<subset>_out.steps.csv and <subset>_scores.csv); {folder} is not a folder")
     subsets = sorted(p for p in folder.iterdir() if (p / f"{p.name}_out.steps.csv").is_file())
     if not subsets:
         raise DataFormatError(f"{folder} holds no <subset>/<subset>_out.steps.csv: not a recorded run of the "

@@ -96,9 +96,13 @@ def test_export_score_evaluate_loop(shared_data, tmp_path, capsys):
     (["--dataset", "begin", "--data", "{wow}/dodeca_consistent.csv"], "is not a BEGIN (v1 TSV, or v2 TSV"),
     (["--dataset", "wow", "--data", "{wow}/dodeca_consistent.csv"], "is not a folder"),
     (["--dataset", "wow", "--data", "{wow}", "--label-column", "gold"], "--label-column only apply to --dataset table"),
-    (["--dataset", "table", "--data", "{wow}/dodeca_consistent.csv"], "Name the label values"),
+    (["--dataset", "table", "--data", "{wow}/dodeca_consistent.csv"],
+     "error: --consistent-labels: name the label values"),
     (["--dataset", "wow", "--data", "{wow}", "--scores", "{wow}/cross_annotation.csv"], "neither 'id' nor 'row'"),
     (["--dataset", "wow", "--data", "{wow}", "--replay", "{wow}"], "not a recorded run"),
+    (["--dataset", "wow", "--data", "{wow}", "--replay", "{wow}/none"], "error: --replay: expects the folder"),
+    (["--dataset", "table", "--data", "{wow}/dodeca_consistent.csv", "--label-column", "gold",
+      "--consistent-labels", "1", "--score-column", "alignscore"], "error: --score-column: "),
 ])
 def test_format_errors_exit_2_with_a_message(shared_data, capsys, argv, message):
     argv = [a.replace("{wow}", str(shared_data / "q2_wow")) for a in argv]

@@ -85,7 +85,7 @@ def test_response_level_tuned_threshold_uses_the_split_column():
     assert tuned["dev_accuracy"] == 1.0 and tuned["test"]["accuracy"] == 1.0 and tuned["threshold"] == 0.2
     bad = MetaEvalData(name="toy", source="memory", label_scheme="toy",
                        examples=[Example(**{**vars(ex), "split": "train"}) for ex in data.examples])
-    with pytest.raises(ValueError, match="needs the values 'dev' and 'test'"):
+    with pytest.raises(ValueError, match="^split_column: .*the values 'dev' and 'test'"):
         response_level(bad, [oracle(bad)], MetaEvalOptions(tune_threshold=True))
     random_split = response_level(data, [oracle(data)], MetaEvalOptions(tune_threshold=True, seed=3))
     assert random_split["split"]["n_dev"] == 20 and "stratified" in random_split["split"]["how"]

@@ -167,11 +167,11 @@ def test_table_csv_with_named_columns(tmp_path):
 def test_table_errors(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("response,knowledge,label\nr,k,1\nr2,k2,0\n")
-    with pytest.raises(DataFormatError, match="Name the label values that mean consistent"):
+    with pytest.raises(DataFormatError, match="^consistent_labels: name the label values that mean consistent"):
         load_table(path, consistent_labels=[])
-    with pytest.raises(DataFormatError, match=r"row 0: no field\(s\) \['human'\].*--label-column"):
+    with pytest.raises(DataFormatError, match=r"^label_column: .*row 0: no field\(s\) \['human'\]"):
         load_table(path, consistent_labels=["1"], label_column="human")
-    with pytest.raises(DataFormatError, match="every row is in one class"):
+    with pytest.raises(DataFormatError, match="^consistent_labels: .*every row is in one class"):
         load_table(path, consistent_labels=["consistent"])
     jl = write_jsonl(tmp_path / "t.jsonl", [{"response": "r", "label": 1}])
     with pytest.raises(DataFormatError, match=r"row 0: no field\(s\) \['knowledge'\]"):

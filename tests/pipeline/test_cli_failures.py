@@ -113,6 +113,20 @@ def test_missing_columns_name_the_settings_in_the_library(tmp_path):
     assert str(e.value).startswith("knowledge_column / history_column: ")
 
 
+def test_an_unknown_extension_names_the_format_setting(tmp_path, capsys):
+    from q2_plugins.io import UnknownFormatError, read_rows
+
+    p = tmp_path / "in.txt"
+    p.write_text('{"response": "hi", "knowledge": "there"}\n')
+    with pytest.raises(UnknownFormatError, match="^input_format: Cannot tell the format of .*in.txt"):
+        read_rows(p)
+    assert main(["score", "--input", str(p), "--qg-model", "/nonexistent"]) == 2
+    assert capsys.readouterr().err.startswith("q2 score: error: --input-format: Cannot tell the format")
+    assert main(["compare", str(p), str(p)]) == 2  # compare has no format flag: its message names none
+    err = capsys.readouterr().err
+    assert "--input-format" not in err and "name a .jsonl, .csv or .tsv results file" in err
+
+
 # -- model load failure through the command ----------------------------------------------------------------------
 @pytest.mark.parametrize("extra", [[], ["--qg-model", "/nonexistent"]])
 def test_model_load_failure_exits_at_once_with_one_line(tmp_path, extra):

@@ -12,6 +12,7 @@ import pytest
 from q2_plugins.cli import main
 from q2_plugins.perturb import (
     Edit,
+    PerturbOptions,
     Skip,
     entity_pool,
     invert,
@@ -211,8 +212,10 @@ def test_cli_jsonl_and_csv(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("argv, message", [
+    (["--response-column", "reply"], "error: --response-column: "),
     (["--response-column", "reply"], "no field(s) ['reply']"),
-    (["--keep", "gold"], "--keep expects COLUMN=VALUE"),
+    (["--keep", "gold"], "error: --keep: expects COLUMN=VALUE"),
+    (["--input", "other.jsonl"], "error: --input: stress pairs read one input"),
     (["--methods", "negation,shuffle"], "Unknown perturbation method"),
 ])
 def test_cli_errors(tmp_path, capsys, argv, message):
@@ -220,3 +223,13 @@ def test_cli_errors(tmp_path, capsys, argv, message):
     src.write_text("".join(json.dumps(r) + "\n" for r in ROWS))
     assert main(["perturb", "--input", str(src), "--output", str(tmp_path / "o.jsonl"), *argv]) == 2
     assert message in capsys.readouterr().err
+
+
+def test_options_errors_name_the_setting():
+    from q2_plugins.errors import SettingError
+
+    with pytest.raises(SettingError, match="^inputs: name at least one input$"):
+        PerturbOptions(inputs=(), output="o.jsonl")
+    with pytest.raises(SettingError, match="^generator: ") as e:
+        PerturbOptions(inputs=("a.jsonl",), output="o.jsonl", recipe="conv-fever", generator="gpt2")
+    assert "--" not in str(e.value)
