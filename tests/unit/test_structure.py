@@ -100,3 +100,38 @@ def test_the_taxonomy_is_imported_only_when_labels_are_asked_for(label):
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=PACKAGE.parent)
     assert out.stdout.strip() == str(label)
+
+
+def test_a_response_goes_forward_through_the_scorer():
+    """Traced over one ``score(..., label=True)`` with cache and explanations: the steps (stages.py) never call back
+    into the scorer, and the scorer itself calls only the steps and their helpers, not the components."""
+    from tests.fakes import scripted_scorer
+
+    response, knowledge = "Ann sang in Paris.", "Ann sang in Paris last year."
+    scorer = scripted_scorer({response: ["Ann", "Paris"]},
+                             {("Ann", response): ["who sang?"], ("Paris", response): ["where did she sing?"]},
+                             {("who sang?", response): "Ann", ("where did she sing?", response): "Paris",
+                              ("who sang?", knowledge): "Ann", ("where did she sing?", knowledge): "Paris"})
+    scorer.score(responses=[response], knowledge=[knowledge], label=True)  # (what loads lazily loads untraced)
+    root, back, called = str(PACKAGE), [], set()
+
+    def module(frame) -> str | None:
+        name = frame.f_code.co_filename
+        return name[len(root) + 1:].removesuffix(".py") if name.startswith(root) else None
+
+    def profile(frame, event, arg) -> None:
+        if event == "call" and frame.f_back is not None:
+            callee, caller = module(frame), module(frame.f_back)
+            if caller == "stages" and callee == "scorer":
+                back.append(frame.f_code.co_name)
+            if caller == "scorer" and callee not in (None, "scorer"):
+                called.add(callee)
+
+    sys.setprofile(profile)
+    try:
+        res = scorer.score(responses=[response], knowledge=[knowledge], explain=True, label=True)
+    finally:
+        sys.setprofile(None)
+    assert res.responses[0].score == 1.0 and res.responses[0].label is not None  # (the whole way was taken)
+    assert back == []
+    assert "stages" in called and called <= {"stages", "budgets", "config", "signature", "cache", "results"}
