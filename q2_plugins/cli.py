@@ -338,13 +338,14 @@ def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str
 
 def _run_progress(args: argparse.Namespace) -> Optional[Progress]:
     """The run's progress bars (None with ``--no-progress``): the rows against the input's record count (unknown
-    when the input is not a regular file), and one bar per stage across all chunks."""
+    when the input is not a regular file), and, on a terminal, one bar per stage across all chunks."""
     if args.no_progress:
         return None
     from .io import count_records
     from .progress import Progress
 
-    return Progress(total=count_records(args.input, args.input_format))
+    terminal = getattr(sys.stderr, "isatty", lambda: False)()
+    return Progress(total=count_records(args.input, args.input_format), stage_bars=terminal)
 
 
 def _close(progress: Optional[Progress]) -> None:

@@ -16,8 +16,9 @@ class Progress:
     input is a stream), so it shows the run's ETA; each ``score()`` call advances it by its rows when it ends. A bar
     per stage is made the first time that stage has items to compute and kept to the end of the run: its total grows
     as later rounds and later calls bring items. Bars are tqdm bars on ``file`` (standard error by default), updated
-    once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call). The row
-    bar shows the stage running now; a batch that takes over ``slow_seconds`` names its largest row on ``file``
+    once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call);
+    ``stage_bars=False`` leaves the stage bars out (the command line does when standard error is no terminal: a log
+    file would keep their cursor movements as escape codes). The row bar shows the stage running now; a batch that takes over ``slow_seconds`` names its largest row on ``file``
     (``row_names``, set by the caller per call, say how: the CLI gives the row's place in the input and its id),
     once per row.
 
@@ -27,14 +28,15 @@ class Progress:
     ...                      knowledge=knowledge[start : start + 1000], progress=progress)
     """
 
-    def __init__(self, total: Optional[int] = None, *, rows: bool = True, file: Optional[IO[str]] = None,
-                 slow_seconds: Optional[float] = 60.0) -> None:
+    def __init__(self, total: Optional[int] = None, *, rows: bool = True, stage_bars: bool = True,
+                 file: Optional[IO[str]] = None, slow_seconds: Optional[float] = 60.0) -> None:
         if total is not None and (not isinstance(total, int) or total < 0):
             raise ValueError(f"Expected total to be a row count (an int >= 0) or None, but got {total!r}")
         from tqdm.auto import tqdm
 
         self._tqdm, self._file = tqdm, file
         self._stages: dict[str, Any] = {}
+        self._stage_bars = stage_bars
         self._rows = self._bar("q2 rows", total, "row", position=0, leave=True) if rows else None
         self.closed = False
         #: a batch that takes longer than this names its largest row on ``file`` (None: never)
@@ -50,6 +52,8 @@ class Progress:
     def add(self, stage: str, items: int) -> None:
         """``items`` more items of ``stage`` are to be computed: its bar's total grows (the bar is made the first
         time)."""
+        if not self._stage_bars:
+            return
         bar = self._stages.get(stage)
         if bar is None:
             position = len(self._stages) + (self._rows is not None)
@@ -60,7 +64,8 @@ class Progress:
 
     def advance(self, stage: str, items: int) -> None:
         """``items`` items of ``stage`` are computed."""
-        self._stages[stage].update(items)
+        if self._stage_bars:
+            self._stages[stage].update(items)
 
     def stage(self, stage: str) -> None:
         """``stage`` is running now: the row bar says so."""

@@ -38,9 +38,14 @@ def recorded_bars():
         yield made
 
 
-def run_cli(argv: list[str]) -> tuple[str, list]:
-    """``q2 <argv>`` in this process: its standard error and the bars it made."""
-    err = io.StringIO()
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def run_cli(argv: list[str], terminal: bool = True) -> tuple[str, list]:
+    """``q2 <argv>`` in this process: its standard error (a terminal, or a file as in a log) and the bars it made."""
+    err = Terminal() if terminal else io.StringIO()
     with recorded_bars() as bars, contextlib.redirect_stderr(err), contextlib.redirect_stdout(io.StringIO()):
         assert main(argv) == 0
     return err.getvalue(), bars
@@ -67,10 +72,10 @@ def runs(seven_rows, model_config, tmp_path_factory) -> dict:
     out = tmp_path_factory.mktemp("progress-runs")
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in model_config.items()]
     found = {}
-    for name, extra in (("on", []), ("off", ["--no-progress"])):
+    for name, extra in (("on", []), ("off", ["--no-progress"]), ("log", [])):
         argv = ["score", "--input", str(seven_rows), "--output", str(out / f"{name}.jsonl"), "--chunk-size", "2",
                 "--explain", *flags, *extra]
-        err, bars = run_cli(argv)
+        err, bars = run_cli(argv, terminal=name != "log")
         found[name] = {"stderr": err, "bars": bars, "rows": (out / f"{name}.jsonl").read_text(encoding="utf-8")}
     return found
 
@@ -92,6 +97,14 @@ def test_a_run_of_several_chunks_has_one_row_bar_and_one_bar_per_stage(runs, sev
     stages = stages_with_work(seven_rows, model_config)
     assert {"q2 candidates", "q2 qg", "q2 qa"} <= stages
     assert sorted(made) == sorted(stages | {"q2 rows"})  # each made once, not once per chunk
+
+
+def test_standard_error_that_is_no_terminal_gets_the_row_bar_only(runs):
+    assert [b.desc for b in runs["log"]["bars"]] == ["q2 rows"]
+    err = runs["log"]["stderr"]
+    assert "\x1b[" not in err and "stage: " in err  # no cursor movements in a log; the row bar names the stage
+    assert "\x1b[" in runs["on"]["stderr"]  # (the stage bars on a terminal move the cursor)
+    assert runs["log"]["rows"] == runs["on"]["rows"]
 
 
 def test_the_row_bar_counts_to_the_runs_total_from_the_start(runs):
