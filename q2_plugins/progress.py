@@ -18,9 +18,9 @@ class Progress:
     as later rounds and later calls bring items. Bars are tqdm bars on ``file`` (standard error by default), updated
     once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call);
     ``stage_bars=False`` leaves the stage bars out (the command line does when standard error is no terminal: a log
-    file would keep their cursor movements as escape codes). The row bar shows the stage running now; a batch that takes over ``slow_seconds`` names its largest row on ``file``
-    (``row_names``, set by the caller per call, say how: the CLI gives the row's place in the input and its id),
-    once per row.
+    file would keep their cursor movements as escape codes). The row bar shows the stage running now; a batch that
+    takes over ``slow_seconds`` names its largest row on ``file`` (``row_names``, set by the caller per call, say how:
+    the CLI gives the row's place in the input and its id), once per row.
 
     >>> with Progress(total=len(responses)) as progress:  # doctest: +SKIP
     ...     for start in range(0, len(responses), 1000):
