@@ -355,8 +355,10 @@ def _close(progress: Optional[Progress]) -> None:
 
 def _taxonomy_model(path: str) -> Any:
     from .train import TaxonomyModel
+    from .transformers_models import quiet_loading
 
-    return TaxonomyModel(path)
+    with quiet_loading():
+        return TaxonomyModel(path)
 
 
 def _score_with_ray(args: argparse.Namespace) -> int:

@@ -176,15 +176,10 @@ class Q2Scorer:
         :class:`~q2_plugins.errors.ModelLoadError` here, once. ``score()`` calls it before its first stage.
         ``quiet`` silences the model library's per-file loading bars while it runs."""
         if quiet:
-            from transformers.utils import logging as hf_logging
+            from .transformers_models import quiet_loading
 
-            was_on = hf_logging.is_progress_bar_enabled()
-            hf_logging.disable_progress_bar()
-            try:
+            with quiet_loading():
                 return self.load()
-            finally:
-                if was_on:
-                    hf_logging.enable_progress_bar()
         self.parts()
         return self
 

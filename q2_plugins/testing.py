@@ -16,12 +16,11 @@ scripts or other fixtures.
 
 from __future__ import annotations
 
-import contextlib
 import io
 import json
 import os
 from collections import Counter
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -150,24 +149,11 @@ def corpus_sentences(lower: bool = False) -> list[str]:
 # ---------------------------------------------------------------------------
 
 
-@contextlib.contextmanager
-def _no_progress_bars() -> Iterator[None]:
-    """Temporarily silence the "Writing model shards" tqdm bar of ``save_pretrained``."""
-    from transformers.utils import logging as hf_logging
-
-    was_enabled = hf_logging.is_progress_bar_enabled()
-    if was_enabled:
-        hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_enabled:
-            hf_logging.enable_progress_bar()
-
-
 def _save(out: Path, model: object, tokenizer: object) -> Path:
     """``save_pretrained`` the model and the tokenizer into ``out``."""
-    with _no_progress_bars():
+    from .transformers_models import quiet_loading
+
+    with quiet_loading():  # (the "Writing model shards" bar)
         model.save_pretrained(out)  # type: ignore[attr-defined]
         tokenizer.save_pretrained(out)  # type: ignore[attr-defined]
     return out

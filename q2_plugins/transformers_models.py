@@ -15,7 +15,23 @@ from . import accel
 from .components import Answer, AnswerKind, NLILabel
 from .errors import ModelLoadError, model_load_message
 
-__all__ = ["load_model", "hub_unreachable", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI", "nli_label_map"]
+__all__ = ["load_model", "hub_unreachable", "quiet_loading", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI",
+           "nli_label_map"]
+
+
+@contextlib.contextmanager
+def quiet_loading() -> Iterator[None]:
+    """transformers' own per-file progress bars (loading weights, writing shards) off while it runs."""
+    from transformers.utils import logging as hf_logging
+
+    was_on = hf_logging.is_progress_bar_enabled()
+    hf_logging.disable_progress_bar()
+    try:
+        yield
+    finally:
+        if was_on:
+            hf_logging.enable_progress_bar()
+
 
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
 
