@@ -20,7 +20,7 @@ from typing import IO, Any, Iterator, Optional, Sequence
 from .errors import SettingError
 
 __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
-           "blank_lines", "InputFormatError", "MissingColumnsError", "UnknownFormatError",
+           "blank_lines", "named_settings", "InputFormatError", "MissingColumnsError", "UnknownFormatError",
            "json_line", "ResultFile", "write_json_atomic",
            "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "MAX_RECORD_BYTES"]
 
@@ -225,9 +225,14 @@ def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, 
                 raise InputFormatError(f"{message} {_why_no_columns(path, kind)}")
             if settings is None:
                 raise InputFormatError(f"{message} Name the right ones.")
-            named = " / ".join(settings[required.index(c)] for c in missing)
-            raise MissingColumnsError(named, f"{message} Name the right ones.")
+            raise MissingColumnsError(named_settings(required, settings, missing), f"{message} Name the right ones.")
     return _rows(path, kind)
+
+
+def named_settings(required: Sequence[str], settings: Sequence[str], missing: Sequence[str]) -> str:
+    """The settings that chose the ``missing`` ones of the ``required`` columns (``settings``: one per required
+    column, in its order), as a :class:`~q2_plugins.errors.SettingError` names several: ``a / b``."""
+    return " / ".join(dict.fromkeys(settings[list(required).index(c)] for c in missing))
 
 
 def _why_no_columns(path: Path, kind: str) -> str:
@@ -346,8 +351,7 @@ def read_checked_rows(path: str | Path, fmt: Optional[str] = None, required: Seq
             message = f"{path} row {n}: no field(s) {missing}; its fields are {sorted(row)}. Name the right ones."
             if settings is None:
                 raise error(message)
-            named = " / ".join(dict.fromkeys(settings[list(required).index(c)] for c in missing))
-            raise missing_error(named, message)
+            raise missing_error(named_settings(required, settings, missing), message)
         yield n, row
 
 

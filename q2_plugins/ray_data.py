@@ -258,7 +258,7 @@ def score_dataset(
     """
     columns = ds.schema().names
     if _RECORD not in columns:  # (records read from JSONL / CSV are checked row by row)
-        _check_columns(columns, [c for c in (response_column, knowledge_column, history_column) if c], prefix)
+        _check_columns(columns, RowSpec(response_column, knowledge_column, history_column), prefix)
     return _map_scorer(ds, _config(config), response_column=response_column, knowledge_column=knowledge_column,
                        history_column=history_column, explain=explain, labels=labels, prefix=prefix,
                        concurrency=concurrency, num_cpus=num_cpus, num_gpus=num_gpus, batch_size=batch_size,
@@ -266,17 +266,14 @@ def score_dataset(
                        scorer_class=scorer_class, ray_remote_args=ray_remote_args)
 
 
-_COLUMN_SETTINGS = ("response_column", "knowledge_column", "history_column")  # the order of RowSpec.required
+def _check_columns(columns: list[str], spec: RowSpec, prefix: str) -> None:
+    """The columns ``spec`` requires are there; none of them is named like a column Q² adds."""
+    from .io import named_settings
 
-
-def _check_columns(columns: list[str], required: list[str], prefix: str) -> None:
-    """``required`` (response, knowledge, then history, as :attr:`RowSpec.required`) are columns; none of them is
-    named like a column Q² adds."""
-    missing = [c for c in required if c not in columns]
+    missing = [c for c in spec.required if c not in columns]
     if missing:
-        settings = " / ".join(_COLUMN_SETTINGS[required.index(c)] for c in missing)
-        raise SettingError(settings, f"The dataset has no column(s) {missing}; its columns are {columns}. Name the "
-                                     f"right ones.")
+        raise SettingError(named_settings(spec.required, spec.settings, missing),
+                           f"The dataset has no column(s) {missing}; its columns are {columns}. Name the right ones.")
     added = [prefix + c for c in _ALL_COLUMNS]
     clash = [c for c in added if c in columns]
     if clash:
@@ -581,7 +578,7 @@ def _scored(options: RayScoreOptions, config: Q2Config, counter: Optional[Any]) 
     ds = read_dataset(path, kind, rows_per_block=options.batch_size)  # no input: read_dataset's error
     spec = options.rows
     if kind == "parquet":
-        _check_columns(ds.schema().names, list(spec.required), "q2_")
+        _check_columns(ds.schema().names, spec, "q2_")
     else:
         _check_record_columns(path, kind, spec.required, spec.settings)
     if options.progress:  # the actors load quietly: one line for the run

@@ -32,14 +32,14 @@ class RowSpec:
     labels: bool = False
 
     @property
-    def required(self) -> tuple[str, ...]:
-        """The fields every record needs: response, knowledge (and history when named)."""
-        return (self.response_column, self.knowledge_column) + ((self.history_column,) if self.history_column else ())
+    def settings(self) -> tuple[str, ...]:
+        """The settings that name the fields every record needs: response, knowledge (and history when named)."""
+        return ("response_column", "knowledge_column") + (("history_column",) if self.history_column else ())
 
     @property
-    def settings(self) -> tuple[str, ...]:
-        """The setting that names each of :attr:`required`, in its order."""
-        return ("response_column", "knowledge_column") + (("history_column",) if self.history_column else ())
+    def required(self) -> tuple[str, ...]:
+        """The fields every record needs, in the order of :attr:`settings`."""
+        return tuple(getattr(self, setting) for setting in self.settings)
 
     def columns(self) -> dict[str, Optional[str]]:
         """The column names used, as the sidecar records them."""
