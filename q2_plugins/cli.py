@@ -380,12 +380,7 @@ def _score_with_ray(args: argparse.Namespace) -> int:
         num_gpus_per_worker=args.num_gpus_per_worker, batch_size=args.ray_batch_size, ray_address=args.ray_address,
         keep_min_score=args.keep_min_score, keep_unscored=args.unscored == "keep", dropped_output=args.dropped_output,
         fail_on_error=args.fail_on_error, summary_format=args.format, progress=not args.no_progress)
-    from .errors import SettingError, flag_error
-
-    try:
-        return run_score(config_from_args(args), options)
-    except SettingError as e:  # RayScoreOptions / RowSpec fields, named as their flags
-        raise flag_error(e, {"batch_size": "--ray-batch-size"}) from None
+    return run_score(config_from_args(args), options)
 
 
 def _loaded(scorer: Any, progress: bool) -> Any:
@@ -525,33 +520,22 @@ def _meta_eval(args: argparse.Namespace) -> int:
 
 
 def _perturb(args: argparse.Namespace) -> int:
-    from .errors import SettingError, flag_error
     from .perturb import run
 
-    try:
-        return run(args)
-    except SettingError as e:
-        raise flag_error(e, {"inputs": "--input"}) from None
+    return run(args)
 
 
 def _compare(args: argparse.Namespace) -> int:
     from .compare import options_from_args, run
-    from .errors import SettingError, flag_error
 
-    try:
-        return run(options_from_args(args))
-    except SettingError as e:
-        raise flag_error(e) from None
+    return run(options_from_args(args))
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .errors import SettingError, flag_error
     from .train import options_from_args, run
 
     try:
         return run(options_from_args(args), args.format)
-    except SettingError as e:
-        raise flag_error(e) from None
     except ModuleNotFoundError as e:
         raise SystemExit(f"q2 train: error: {e}") from None
 
@@ -560,6 +544,15 @@ def _hooks(args: argparse.Namespace) -> int:
     from .hooks import run
 
     return run(args)
+
+
+def _flag_names(command: str) -> dict[str, str]:
+    """Setting -> flag for the settings of ``command`` whose flag is not the setting's name with dashes."""
+    if command == "meta-eval":
+        from .metaeval.cli import FLAGS
+
+        return FLAGS
+    return {"score": {"batch_size": "--ray-batch-size"}, "perturb": {"inputs": "--input"}}.get(command, {})
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
@@ -573,7 +566,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
                 "perturb": _perturb, "train": _train, "hooks": _hooks, "compare": _compare}[args.command](args)
     except SettingError as e:  # a library error names its setting; the command line names the flag
-        print(f"q2 {args.command}: error: {flag_error(e)}", file=sys.stderr)
+        print(f"q2 {args.command}: error: {flag_error(e, _flag_names(args.command))}", file=sys.stderr)
         return 2
     except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)

@@ -170,8 +170,8 @@ def _baseline_names(text: str) -> tuple[str, ...]:
     return _names(text)
 
 
-# setting -> flag, where the flag is not the setting's name with dashes
-_FLAGS = {"table": "--response-column / --knowledge-column / --label-column / --consistent-labels",
+#: setting -> flag, where the flag is not the setting's name with dashes
+FLAGS = {"table": "--response-column / --knowledge-column / --label-column / --consistent-labels",
           "score_columns": "--score-column",
           "plots": "--no-plots", "progress": "--no-progress", "config": "the Q2Config flags"}
 
@@ -213,16 +213,6 @@ def _experiment_options(args: argparse.Namespace) -> Any:
         raise ValueError(text) from None
 
 
-def run(args: argparse.Namespace) -> int:
-    """``q2 meta-eval``: map the flags to settings, run, print the report (and save it under --output-dir)."""
-    from ..errors import SettingError, flag_error
-
-    try:
-        return _run(args)
-    except SettingError as e:
-        raise flag_error(e, _FLAGS) from None
-
-
 def _variants(args: argparse.Namespace, settings: Any) -> Any:
     """The ``variants`` experiment (the paper's Table 7): the data scored with each cumulative variant, the table
     printed (and saved under --output-dir). Returns the settings of the other experiments asked for."""
@@ -236,7 +226,9 @@ def _variants(args: argparse.Namespace, settings: Any) -> Any:
     return dataclasses.replace(settings, experiments=tuple(e for e in settings.experiments if e != "variants"))
 
 
-def _run(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """``q2 meta-eval``: map the flags to settings, run, print the report (and save it under --output-dir). A
+    :class:`~q2_plugins.errors.SettingError` names its setting; ``q2``'s main names the flag (:data:`FLAGS`)."""
     import sys
 
     from .. import __version__
