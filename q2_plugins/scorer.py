@@ -266,10 +266,10 @@ class Q2Scorer:
         run = st.StageRunner(c, self.cache, progress=progress)
         run.rows = rows
         try:
-            if st.usable(rows):  # (models load only when there is a row to score)
+            active = st.usable(rows)
+            if active:  # (models load only when there is a row to score)
                 p = self.parts()                                                          # the loaded components
                 run.keys = self.stage_keys(self._stages(label)) if self.cache is not None else {}
-                active = st.usable(rows)
                 if p.coref is not None:  # the paper's appendix A: pronouns resolved over the history
                     active = st.resolve_coreference(run, p, active)
                 active = st.extract_candidates(run, p, active)                            # 1. answer candidates
