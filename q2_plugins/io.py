@@ -337,21 +337,21 @@ def blank_lines(path: str | Path, fmt: Optional[str] = None) -> list[int]:
             header = True
 
 
-def read_checked_rows(path: str | Path, fmt: Optional[str] = None, required: Sequence[str] = (),
-                      settings: Optional[Sequence[str]] = None, *, error: type[InputFormatError] = InputFormatError,
+def read_checked_rows(path: str | Path, fmt: Optional[str] = None, fields: Sequence[tuple[str, Optional[str]]] = (),
+                      *, error: type[InputFormatError] = InputFormatError,
                       missing_error: type[SettingError] = MissingColumnsError) -> Iterator[tuple[int, dict[str, Any]]]:
-    """``(row number, row)`` of rows that all have the ``required`` fields: an unreadable row raises ``error``; a
-    missing field raises ``missing_error`` naming the setting that chose it (``settings``, one per required field),
-    or ``error`` without ``settings``."""
+    """``(row number, row)`` of rows that all have the fields ``fields`` names, as (setting, column) pairs (a None
+    column is not asked for): an unreadable row raises ``error``; a missing field raises ``missing_error`` naming
+    the setting that chose it."""
+    asked = [(setting, column) for setting, column in fields if column]
     for n, row in enumerate(read_rows(path, fmt)):
         if "__error__" in row:
             raise error(f"{path}: {row['__error__']}")
-        missing = [c for c in required if c not in row]
+        missing = [(setting, column) for setting, column in asked if column not in row]
         if missing:
-            message = f"{path} row {n}: no field(s) {missing}; its fields are {sorted(row)}. Name the right ones."
-            if settings is None:
-                raise error(message)
-            raise missing_error(named_settings(required, settings, missing), message)
+            raise missing_error(" / ".join(dict.fromkeys(s for s, _ in missing)),
+                                f"{path} row {n}: no field(s) {[c for _, c in missing]}; its fields are "
+                                f"{sorted(row)}. Name the right ones.")
         yield n, row
 
 

@@ -504,12 +504,10 @@ def stress_pairs(options: PerturbOptions) -> dict[str, Any]:
 
     path = options.inputs[0]
     keep = _keep_filter(options.keep)
-    required = (options.response_column, options.knowledge_column) + tuple(
-        c for c in (options.id_column, options.topic_column, keep[0] if keep else None) if c)
-    settings = ("response_column", "knowledge_column") + tuple(
-        s for s, c in (("id_column", options.id_column), ("topic_column", options.topic_column),
-                       ("keep", keep[0] if keep else None)) if c)
-    rows = list(read_checked_rows(path, options.input_format, required, settings))
+    fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
+              ("id_column", options.id_column), ("topic_column", options.topic_column),
+              ("keep", keep[0] if keep else None)]
+    rows = list(read_checked_rows(path, options.input_format, fields))
     n_read = len(rows)
     if keep:
         rows = [(n, row) for n, row in rows if str(row[keep[0]]).strip() in keep[1]]

@@ -413,13 +413,10 @@ def _table_rows(path: Path, options: "PerturbOptions") -> list[SourceRow]:
     from .perturb import _keep_filter
 
     keep = _keep_filter(options.keep)
-    required = (options.response_column, options.knowledge_column) + tuple(
-        c for c in (options.id_column, options.topic_column, options.previous_column, keep[0] if keep else None)
-        if c)
-    settings = ("response_column", "knowledge_column") + tuple(
-        s for s, c in (("id_column", options.id_column), ("topic_column", options.topic_column),
-                       ("previous_column", options.previous_column), ("keep", keep[0] if keep else None)) if c)
-    rows = [(n, r) for n, r in read_checked_rows(str(path), options.input_format, required, settings)
+    fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
+              ("id_column", options.id_column), ("topic_column", options.topic_column),
+              ("previous_column", options.previous_column), ("keep", keep[0] if keep else None)]
+    rows = [(n, r) for n, r in read_checked_rows(str(path), options.input_format, fields)
             if not keep or str(r[keep[0]]).strip() in keep[1]]
     first = rows[0][1] if rows else {}
     previous = options.previous_column or next((c for c in _PREVIOUS if c in first), None)

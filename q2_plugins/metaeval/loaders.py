@@ -731,18 +731,15 @@ def load_table(
         raise DataSettingError("consistent_labels", "name the label values that mean consistent, e.g. 1 or "
                                                     "consistent,entailment (every other value is inconsistent)")
     positive = {str(v).strip().lower() for v in consistent_labels}
-    optional = [c for c in (id_column, subset_column, split_column, dialogue_column, history_column) if c]
-    required = (response_column, knowledge_column, label_column, *optional, *score_columns)
+    fields = [("response_column", response_column), ("knowledge_column", knowledge_column),
+              ("label_column", label_column), ("id_column", id_column), ("subset_column", subset_column),
+              ("split_column", split_column), ("dialogue_column", dialogue_column),
+              ("history_column", history_column), *(("score_columns", c) for c in score_columns)]
     examples = []
-    settings = ("response_column", "knowledge_column", "label_column", *(
-        s for s, c in (("id_column", id_column), ("subset_column", subset_column), ("split_column", split_column),
-                       ("dialogue_column", dialogue_column), ("history_column", history_column)) if c),
-        *["score_columns"] * len(score_columns))
     if Path(path).is_file() and not Path(path).read_bytes()[:4096].strip():
         raise DataFormatError(f"{path} is empty")
     log = _Rows(Path(path), labels)
-    for i, row in read_checked_rows(path, input_format, required, settings, error=DataFormatError,
-                                      missing_error=DataSettingError):
+    for i, row in read_checked_rows(path, input_format, fields, error=DataFormatError, missing_error=DataSettingError):
         where = f"{path} row {i}"
         if _blank(row):
             log.skip(f"row {i}", "blank row")
