@@ -97,12 +97,13 @@ def write_meta(output: str | Path, *, engine: str, signature: Any, summary: dict
     """Write ``OUTPUT.meta.json`` (atomically) and return its path: the same keys from both engines, ``extra``
     (cache counts, filter mode, an HTML report's failure) after them."""
     from .io import meta_path, write_json_atomic
+    from .versions import library_versions
 
     target = meta_path(output)
     write_json_atomic(target, {
         "format": META_FORMAT, "version": __version__, "engine": engine, "signature": str(signature),
         "signature_short": getattr(signature, "short", str(signature)), "summary": summary,
         "config": config.to_dict(), "rows": rows, "input": str(input), "output": str(output),
-        "columns": spec.columns(), "exit_code": exit_code, **extra,
+        "columns": spec.columns(), "exit_code": exit_code, "libraries": library_versions(), **extra,
     })
     return target

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up .venv (scripts/setup.sh) and run the whole test suite. Extra arguments go to pytest.
+# Set up .venv (scripts/setup.sh, from requirements.lock) and run the whole test suite. Extra arguments go to pytest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/setup.sh
-exec .venv/bin/python -m pytest -q "$@"
+exec "${Q2_VENV:-.venv}/bin/python" -m pytest -q "$@"

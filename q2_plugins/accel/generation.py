@@ -101,8 +101,18 @@ class QuestionDecoder:
     def _library(self, inputs: dict[str, Any], gen_kwargs: dict[str, Any]) -> Any:
         cache = beam_search_cache(self.model) if (gen_kwargs.get("num_beams") or 1) > 1 else None
         if cache is not None:
-            inputs = dict(inputs, past_key_values=cache)
+            inputs = dict(inputs, **{generate_cache_argument(): cache})
         return self.model.generate(**inputs, **gen_kwargs)
+
+
+def generate_cache_argument() -> str:
+    """The name under which this transformers version's ``generate`` takes a cache object: ``cache`` from 5.24 on
+    (where ``past_key_values`` is deprecated), ``past_key_values`` before."""
+    try:
+        from transformers.generation.utils import ALL_CACHE_NAMES
+    except ImportError:  # pragma: no cover - transformers without the list
+        return "past_key_values"
+    return "cache" if "cache" in ALL_CACHE_NAMES else "past_key_values"
 
 
 _BEAM_CACHE_CLASS: Any = None

@@ -27,7 +27,7 @@ model_flags = base.model_flags  # the fixture: tiny models' flags
 
 #: the sidecar keys both engines write (docs/failures.md)
 META_KEYS = {"format", "version", "engine", "signature", "signature_short", "summary", "config", "rows", "input",
-             "output", "columns", "exit_code"}
+             "output", "columns", "exit_code", "libraries"}
 
 
 def snapshot(folder: Path) -> dict[str, bytes]:
@@ -175,6 +175,9 @@ def test_the_sidecar_has_the_documented_keys(tmp_path, model_flags):
     meta = json.loads(Path(f"{out}.meta.json").read_text())
     assert META_KEYS <= set(meta) and meta["engine"] == "local" and meta["format"] == "q2-score-results"
     assert meta["signature_short"] != meta["signature"] and meta["columns"]["response"] == "response"
+    from importlib.metadata import version
+
+    assert meta["libraries"]["transformers"] == version("transformers") and meta["libraries"]["torch"] == version("torch")
 
 
 # -- a cache that cannot be poisoned ---------------------------------------------------------------------------
