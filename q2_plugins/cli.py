@@ -400,7 +400,10 @@ def _taxonomy_model_id(path: str) -> str:
 
 def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[str, Any]:
     """A result row plus the texts it scored, for the HTML report."""
-    texts = {"response": row.get(spec.response_column), "knowledge": row.get(spec.knowledge_column)}
+    from .report import HUMAN_LABEL
+
+    texts = {"response": row.get(spec.response_column), "knowledge": row.get(spec.knowledge_column),
+             HUMAN_LABEL: row.get(HUMAN_LABEL)}
     if spec.history_column:
         texts["history"] = row.get(spec.history_column)
     return {**record, **{k: v for k, v in texts.items() if isinstance(v, str)}}

@@ -563,7 +563,8 @@ def _start(options: RayScoreOptions) -> None:
     """A local Ray instance (or the cluster at ``ray_address``) set up for one ``q2 score`` run."""
     if not ray.is_initialized():
         ray.init(address=options.ray_address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    logging.getLogger("ray.data").setLevel(logging.WARNING)  # Ray Data's per-execution INFO lines
+    # Ray Data's per-execution INFO lines; without progress also its warning that the progress bars are off
+    logging.getLogger("ray.data").setLevel(logging.WARNING if options.progress else logging.ERROR)
     # ...and its warning that no CPU is free, when the actors hold them all: every other step here needs none
     logging.getLogger("ray.data.dataset").addFilter(lambda r: "does not have any available CPUs" not in r.getMessage())
     ctx = ray.data.DataContext.get_current()

@@ -328,8 +328,11 @@ def print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = 
     print(f"coverage      {pct(summary['coverage'])}{cov_ci}  (responses with a valid question"
           + (", 95% Wilson interval)" if cov_ci else ")"), file=out)
     print(f"fallback      {pct(summary['fallback_rate'])}  (scored by end-to-end NLI)", file=out)
-    print(f"responses     {summary['n']}  scored {summary['n_scored']}  unscored for want of a question (fallback off) "
-          f"{summary['n_no_valid_question']}  errors {summary['n_errors']}", file=out)
+    # rows unscored for want of a question occur only with the fallback off: the count is shown when there are any
+    unscored = summary["n_no_valid_question"]
+    print(f"responses     {summary['n']}  scored {summary['n_scored']}"
+          + (f"  unscored for want of a question (fallback off) {unscored}" if unscored else "")
+          + f"  errors {summary['n_errors']}", file=out)
     for e in errors:
         print(f"  {e['count']:>6} x  {e['message']}", file=out)
     if summary.get("n_error_kinds", 0) > len(errors):

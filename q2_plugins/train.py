@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import sys
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -134,7 +135,9 @@ class TrainResult:
     labels: list[str] = field(default_factory=list)
     eval: dict[str, Any] = field(default_factory=dict)
     train_seconds: float = 0.0
-    examples_per_second: float = 0.0
+    examples_per_second: float = 0.0  # examples trained on (``examples_seen``) per second of training
+    examples_seen: int = 0  # examples trained on in this run: steps x batch, not the file's count (``n_train``)
+    steps: int = 0  # optimizer steps taken (the run's last step)
     log_history: list[dict[str, Any]] = field(default_factory=list)
 
     def to_dict(self) -> dict[str, Any]:
@@ -232,20 +235,32 @@ def _premise_order(model_labels: dict[int, str], wanted: Sequence[str]) -> tuple
 
 
 def _load_for_training(options: TrainOptions) -> tuple[Any, Any, tuple[str, ...]]:
+    """The starting model with a head for the run's labels, its tokenizer and the label order. A head of another size
+    is re-initialised, as expected: one line says so (transformers' load report of the mismatch is not shown)."""
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
 
     start = options.init_from or options.base
     setting = "init_from" if options.init_from else "base"
     try:
         config = AutoConfig.from_pretrained(start)
+        have = len(getattr(config, "id2label", None) or {})
         order = _premise_order(getattr(config, "id2label", None) or {}, label_names(options.labels))
-        model = AutoModelForSequenceClassification.from_pretrained(
-            start, num_labels=len(order), id2label=dict(enumerate(order)),
-            label2id={name: i for i, name in enumerate(order)}, ignore_mismatched_sizes=True)
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # the load report lists the re-initialised head as a MISMATCH
+        try:
+            model = AutoModelForSequenceClassification.from_pretrained(
+                start, id2label=dict(enumerate(order)), label2id={name: i for i, name in enumerate(order)},
+                ignore_mismatched_sizes=True)
+        finally:
+            hf_logging.set_verbosity(verbosity)
         tokenizer = AutoTokenizer.from_pretrained(start)
     except (OSError, ValueError) as e:
         raise _StartModelError(setting, f"{start} could not be loaded as a sequence classifier "
                                         f"({str(e).splitlines()[0]}); name a local folder or a hub model") from None
+    if have != len(order):
+        print(f"q2 train: {start} has {have} labels: its classifier head is re-initialised for {len(order)} labels "
+              f"({', '.join(order)}), as expected", file=sys.stderr)
     return model, tokenizer, order
 
 
@@ -263,6 +278,19 @@ class _Encoded:
 
     def __getitem__(self, i: int) -> dict[str, Any]:
         return self.items[i]
+
+
+def _counting_trainer(trainer_class: type) -> type:
+    """``trainer_class`` that counts the examples it trains on (``seen``): its data loader reads a batch ahead."""
+
+    class CountingTrainer(trainer_class):  # type: ignore[misc, valid-type]
+        seen = 0
+
+        def training_step(self, model: Any, inputs: dict[str, Any], *args: Any, **kwargs: Any) -> Any:
+            self.seen += int(inputs["labels"].shape[0])
+            return super().training_step(model, inputs, *args, **kwargs)
+
+    return CountingTrainer
 
 
 def _training_args(options: TrainOptions, has_eval: bool) -> Any:
@@ -299,25 +327,31 @@ def train(options: TrainOptions) -> TrainResult:
         import accelerate  # noqa: F401  (the Trainer needs it)
     except ModuleNotFoundError:
         raise ModuleNotFoundError("q2 train needs accelerate: pip install -c constraints.txt '.[train]'") from None
-    from transformers import DataCollatorWithPadding, Trainer, set_seed
+    from transformers import DataCollatorWithPadding, PrinterCallback, Trainer, set_seed
+
+    from .transformers_models import quiet_loading
 
     set_seed(options.seed)
-    model, tokenizer, order = _load_for_training(options)
-    train_data = _Encoded(pairs, tokenizer, order, options.max_length)
-    eval_data = _Encoded(eval_pairs, tokenizer, order, options.max_length) if eval_pairs else None
-    trainer = Trainer(model=model, args=_training_args(options, eval_data is not None), train_dataset=train_data,
-                      eval_dataset=eval_data, data_collator=DataCollatorWithPadding(tokenizer),
-                      processing_class=tokenizer)
-    start = time.perf_counter()
-    output = trainer.train(resume_from_checkpoint=options.resume_from_checkpoint)
-    seconds = time.perf_counter() - start
-    trainer.save_model(options.output_dir)
-    tokenizer.save_pretrained(options.output_dir)
+    with quiet_loading():  # transformers' per-file bars (loading weights, writing shards and checkpoints)
+        model, tokenizer, order = _load_for_training(options)
+        train_data = _Encoded(pairs, tokenizer, order, options.max_length)
+        eval_data = _Encoded(eval_pairs, tokenizer, order, options.max_length) if eval_pairs else None
+        trainer = _counting_trainer(Trainer)(
+            model=model, args=_training_args(options, eval_data is not None), train_dataset=train_data,
+            eval_dataset=eval_data, data_collator=DataCollatorWithPadding(tokenizer), processing_class=tokenizer)
+        if not options.progress:  # without its bar the Trainer prints each log dict: the log history keeps them
+            trainer.remove_callback(PrinterCallback)
+        start = time.perf_counter()
+        trainer.train(resume_from_checkpoint=options.resume_from_checkpoint)
+        seconds = time.perf_counter() - start
+        seen = trainer.seen
+        trainer.save_model(options.output_dir)
+        tokenizer.save_pretrained(options.output_dir)
     result = TrainResult(
         output_dir=options.output_dir, n_train=len(pairs), label_counts=dict(Counter(p.label for p in pairs)),
         data_sha256=_sha256(options.train_file), labels=list(order), train_seconds=seconds,
-        examples_per_second=float(output.metrics.get("train_samples_per_second", 0.0)),
-        log_history=list(trainer.state.log_history))
+        examples_per_second=seen / seconds if seconds > 0 else 0.0, examples_seen=seen,
+        steps=int(trainer.state.global_step), log_history=list(trainer.state.log_history))
     if eval_data is not None and eval_pairs:
         result.eval = evaluate_labels([p.label for p in eval_pairs], _predict(trainer, eval_data, order))
         result.eval["file"] = options.eval_file
@@ -325,6 +359,12 @@ def train(options: TrainOptions) -> TrainResult:
     _write_card(options, result, _recipes(options.train_file))
     _plot_curve(result.log_history, Path(options.output_dir) / "training_curve.png")
     return result
+
+
+def _trained(result: TrainResult) -> str:
+    """What the training went through: examples trained on, steps, time and rate."""
+    return (f"{result.examples_seen} examples trained on in {result.steps} steps, {result.train_seconds:.1f} s "
+            f"({result.examples_per_second:.2f} examples/s)")
 
 
 def _recipes(path: str) -> dict[str, int]:
@@ -362,7 +402,7 @@ def _write_card(options: TrainOptions, result: TrainResult, recipes: dict[str, i
              f"- seed: {options.seed}",
              f"- training data: `{options.train_file}`, {result.n_train} examples, sha256 `{result.data_sha256}`",
              f"- label counts: {json.dumps(result.label_counts)}",
-             f"- training: {result.train_seconds:.1f} s, {result.examples_per_second:.2f} examples/s", ""]
+             f"- training: {_trained(result)}", ""]
     if result.eval:
         lines += [f"## Evaluation on `{result.eval['file']}` (n={result.eval['n']}, sha256 `{result.eval['sha256']}`)",
                   "", "| view | accuracy | macro-F1 | majority label | majority accuracy |", "|---|---|---|---|---|"]
@@ -508,9 +548,8 @@ def run(options: TrainOptions, output_format: str = "text") -> int:
         print(json.dumps({k: v for k, v in result.to_dict().items() if k != "log_history"}, indent=2))
         return 0
     losses = [h["loss"] for h in result.log_history if "loss" in h]
-    print(f"q2 train: {result.n_train} examples {result.label_counts}, {result.train_seconds:.1f} s "
-          f"({result.examples_per_second:.2f} examples/s); loss {losses[0]:.4f} -> {losses[-1]:.4f}" if losses
-          else f"q2 train: {result.n_train} examples, {result.train_seconds:.1f} s")
+    print(f"q2 train: {_trained(result)}; the file has {result.n_train} examples {result.label_counts}"
+          + (f"; loss {losses[0]:.4f} -> {losses[-1]:.4f}" if losses else ""))
     for view in ("3way", "5way"):
         if view in result.eval:
             e = result.eval[view]

@@ -48,6 +48,13 @@ class ReportInput:
     notes: list[str] = field(default_factory=list)
 
 
+#: the column of an input's human label (consistent / inconsistent), which the page splits its histogram by
+HUMAN_LABEL = "human_label"
+# the error of a row the reader made of something that is no result row (in an input file given by mistake, all)
+_NOT_READ = re.compile(r"^\S+( line \d+| responses\[\d+\])?: (not a Q² result row|not valid JSON|a JSON \w+, "
+                       r"expected an object)")
+
+
 def _as_result_row(obj: Any, where: str) -> dict[str, Any]:
     """A result row as the report reads it; anything else becomes an error row that says what was found."""
     if not isinstance(obj, dict):
@@ -151,7 +158,7 @@ def attach_texts(data: ReportInput, inputs: str | Path, columns: Sequence[Option
             continue
         src = inputs_rows[n]
         texts = {"response": src.get(response_col), "knowledge": src.get(knowledge_col),
-                 "history": src.get(history_col) if history_col else None}
+                 "history": src.get(history_col) if history_col else None, HUMAN_LABEL: src.get(HUMAN_LABEL)}
         added = {k: v for k, v in texts.items() if isinstance(v, str) and k not in r}
         r.update(added)
         done += bool(added)
@@ -247,14 +254,19 @@ def render_html(
     notes: Sequence[str] = (),
     page_size: int = 50,
     comparison: Optional[dict[str, Any]] = None,
+    shorts: Optional[dict[str, str]] = None,
 ) -> str:
     """The report page for ``rows`` (result dicts). ``summary`` defaults to one computed from the rows;
-    ``comparison`` (:func:`comparison_of_files`) adds the paired test of several systems."""
+    ``comparison`` (:func:`comparison_of_files`) adds the paired test of several systems. The page shows each
+    signature's short form (a :class:`~q2_plugins.signature.Signature`'s, or ``shorts[full]``) with the full one on
+    demand."""
+    shorts = shorts or {}
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, got {page_size}")
     checked = [_as_result_row(r, f"row {i}") for i, r in enumerate(rows)]
     payload = {
         "title": title, "sources": list(sources), "signatures": list(signatures),
+        "signatures_short": [getattr(sig, "short", None) or shorts.get(sig) for sig in signatures],
         "summary": summary if summary is not None else summary_of_rows(checked),
         "config": config, "version": version, "notes": list(notes), "page_size": page_size, "comparison": comparison,
         "rows": [{k: v for k, v in r.items() if v is not None} for r in checked],
@@ -312,11 +324,24 @@ def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: O
     """``q2 report``: read results files (and the scored texts from ``texts``, the input of ``q2 score``) and write
     one HTML report; returns what was read."""
     data = load_results(inputs)
+    if all(r["status"] == ResponseStatus.ERROR and _NOT_READ.match(str(r.get("error"))) for r in data.rows):
+        raise ValueError(f"{', '.join(map(str, inputs))} holds no Q² result rows (q2 score or q2 replay output); "
+                         f"to report on an input file, score it first")
     if texts is not None:
         attach_texts(data, texts, columns)
     comparison = comparison_of_files(inputs, data.notes) if len(inputs) > 1 else None
     write_html(output, data.rows, signatures=data.signatures, summary=data.summary,
                title=title or "Q² report: " + ", ".join(Path(s).name for s in data.sources),
                sources=data.sources, config=data.config, version=data.version, notes=data.notes,
-               comparison=comparison)
+               comparison=comparison, shorts=_short_signatures(inputs))
     return data
+
+
+def _short_signatures(inputs: Sequence[str | Path]) -> dict[str, str]:
+    """Each input sidecar's full signature -> its short form."""
+    found: dict[str, str] = {}
+    for p in inputs:
+        meta = _read_meta(Path(p), ReportInput()) or {}
+        if isinstance(meta.get("signature"), str) and isinstance(meta.get("signature_short"), str):
+            found[meta["signature"]] = meta["signature_short"]
+    return found

@@ -260,3 +260,38 @@ def test_setup_installs_chromium_only_when_missing_as_root(tmp_path, uid, presen
     calls = log.read_text().splitlines() if log.exists() else []
     assert calls == (["update -qq", "install -y -qq chromium chromium-driver"] if installs else [])
     assert ("browser tests will skip" in proc.stderr) == (uid != "0" and not present and not env)
+
+
+def test_q2_report_refuses_a_file_that_holds_no_result_rows(tmp_path, capsys):
+    inp = tmp_path / "in.jsonl"
+    inp.write_text('{"id": "a", "response": "r", "knowledge": "k"}\nnot json\n')
+    out = tmp_path / "r.html"
+    assert main(["report", str(inp), "--output", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.splitlines() == [f"q2 report: error: {inp} holds no Q² result rows (q2 score or q2 replay output); "
+                                "to report on an input file, score it first"]
+    assert not out.exists()
+    # a results file whose every row is an error is still reported (the rows say why)
+    res = tmp_path / "errors.jsonl"
+    res.write_text(json.dumps(row(0, "error", None, error="line 1: not valid JSON")) + "\n")
+    assert main(["report", str(res), "--output", str(out)]) == 0 and out.exists()
+
+
+def test_the_page_splits_by_human_labels_and_shows_short_signatures_and_why_na(tmp_path, capsys):
+    from q2_plugins.signature import Signature
+
+    rows = [row(0, score=1.0, human_label="inconsistent", label="hallucination", label_reason="personal: I / we"),
+            row(1, score=1.0, human_label="consistent", label="entailment")]
+    sig = Signature([("q2", "0.1.0"), ("qg", "local:sha256:abc"), ("rest", "x" * 300)], [("q2", "0.1.0")])
+    data = embedded(render_html(rows, signatures=[sig], summary={**summary_of_rows(rows), "q2": None,
+                                                                  "note": "Q2 n/a: no NLI here"}))
+    assert [r["human_label"] for r in data["rows"]] == ["inconsistent", "consistent"]
+    assert data["signatures"] == [str(sig)] and data["signatures_short"] == [sig.short]
+    assert data["rows"][0]["label_reason"] == "personal: I / we"
+    # q2 score --html carries the input's human labels into the page; q2 report --texts too
+    inp = tmp_path / "in.jsonl"
+    inp.write_text(json.dumps({"response": "r", "knowledge": "k", "human_label": "consistent"}) + "\n")
+    res, out = tmp_path / "s.jsonl", tmp_path / "r.html"
+    res.write_text(json.dumps(row(0)) + "\n")
+    assert main(["report", str(res), "--texts", str(inp), "--output", str(out)]) == 0
+    assert embedded(out.read_text(encoding="utf-8"))["rows"][0]["human_label"] == "consistent"

@@ -105,7 +105,10 @@ def test_overview_shows_the_system_figures_and_every_response(driver, scripted):
     s = result.stats
     assert counts == {"responses": 5, "scored": s.n_scored, "with questions": s.n_with_questions,
                       "fallback": s.n_fallback, "no valid question": s.n_no_valid_question, "errors": 1}
-    assert driver.find_element("css selector", "#summary .signature").text == result.signature
+    # the short signature is shown, the full one is there on demand
+    assert driver.find_element("css selector", "#summary details summary .signature").text == result.signature.short
+    full = driver.find_element("css selector", "#summary details > div.signature")
+    assert not full.is_displayed() and full.get_attribute("textContent") == result.signature
     cis = {e.get_attribute("data-ci"): e.text for e in driver.find_elements("css selector", "#summary .ci")}
     summary = result.stats.summary()
     assert cis == {"q2": f"95% CI [{summary['q2_ci_low']:.4f}, {summary['q2_ci_high']:.4f}]",

@@ -163,6 +163,25 @@ def test_meta_eval_reports_the_five_way_model(five_way, shared_data, tmp_path, c
     assert (tmp_path / "me" / "confusion_text_rules.png").exists()
 
 
+def test_five_labels_from_a_three_label_base_say_so_in_one_line_and_count_the_examples_trained_on(
+        bases, train_file, tmp_path, capfd):
+    code = main(["train", "--train-file", str(train_file), "--labels", "5", "--base", str(bases[3]),
+                 "--output-dir", str(tmp_path / "o"), "--max-steps", "2", "--per-device-train-batch-size", "3",
+                 "--max-length", "48", "--logging-steps", "1", "--no-progress"])
+    out, err = capfd.readouterr()
+    assert code == 0
+    # the re-initialised head: one line of ours, no load report, no library bars, no Trainer log dicts
+    assert err.splitlines() == [f"q2 train: {bases[3]} has 3 labels: its classifier head is re-initialised for 5 "
+                                f"labels (entailment, hallucination, generic, off-topic, contradiction), as expected"]
+    for noise in ("LOAD REPORT", "MISMATCH", "Loading weights", "Writing model shards", "{'loss'", "num_labels"):
+        assert noise not in out + err
+    # 2 steps of 3 examples from a file of 10: what was trained on, and its rate, not the file's count
+    assert out.startswith("q2 train: 6 examples trained on in 2 steps, ") and "the file has 10 examples" in out
+    record = json.loads((tmp_path / "o" / "q2_train.json").read_text())
+    assert (record["examples_seen"], record["steps"], record["n_train"]) == (6, 2, 10)
+    assert record["examples_per_second"] == pytest.approx(6 / record["train_seconds"])
+
+
 @pytest.mark.parametrize("content, message", [
     ('{"evidence": "e", "response": "r", "label": "maybe"}\n', "label 'maybe' is not one of BEGIN's five labels"),
     ('{"evidence": "e", "reply": "r", "label": "generic"}\n', "no response column 'response'"),

@@ -166,3 +166,14 @@ def test_missing_optional_package_names_the_extra(monkeypatch):
     monkeypatch.setitem(sys.modules, "sklearn.metrics", None)
     with pytest.raises(ModuleNotFoundError, match=r"'metaeval' extra"):
         stats.roc_auc([0, 1], [0.1, 0.9])
+
+
+def test_threshold_metrics_on_examples_of_one_class_warn_of_nothing():
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        only_consistent = stats.threshold_metrics([True, True, True], [0.1, 0.5, 0.9], 0.4)
+        only_inconsistent = stats.threshold_metrics([False, False], [0.1, 0.5], 0.4)
+    assert only_consistent["balanced_accuracy"] == pytest.approx(2 / 3)  # the one class's recall
+    assert only_inconsistent["balanced_accuracy"] == pytest.approx(1 / 2)

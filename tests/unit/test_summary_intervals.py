@@ -82,3 +82,13 @@ def test_replay_summary_has_no_q2_interval_and_its_rows_come_from_the_serialiser
     assert summary["coverage_ci_low"] <= summary["coverage"] <= summary["coverage_ci_high"]
     row = json.loads(out.read_text().splitlines()[0])
     assert list(row)[:5] == ["id", "source", "gold", "response", "knowledge"] and "index" in row
+
+
+def test_the_responses_line_names_rows_unscored_for_want_of_a_question_only_when_there_are_some():
+    def responses_line(scores):
+        out = io.StringIO()
+        print_summary(Q2Stats.of(_responses(scores)).summary(), "sig", "text", out)
+        return next(line for line in out.getvalue().splitlines() if line.startswith("responses"))
+
+    assert responses_line([0.2, 0.4, 0.9]).split() == ["responses", "3", "scored", "3", "errors", "0"]
+    assert "unscored for want of a question (fallback off) 1" in responses_line([0.2, None, 0.9])
