@@ -201,9 +201,6 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _score(args: argparse.Namespace) -> int:
     _check_outputs(args)  # before any file is opened: no output may be an input
-    if not args.output:  # said before the work, not after it
-        print("q2 score: no --output: the per-response results will not be saved, only the summary printed "
-              "(name a file, or - for standard output)", file=sys.stderr)
     with _terminate_as_interrupt():
         if args.engine == "ray":
             if args.taxonomy_model:
@@ -224,6 +221,9 @@ def _score_local(args: argparse.Namespace) -> int:
     spec = _row_spec(args)
     # the file and its columns are checked before anything else
     rows = read_rows(args.input, args.input_format, spec.required, spec.settings)
+    if not args.output:  # said before the work, not after it
+        print("q2 score: no --output: the per-response results will not be saved, only the summary printed "
+              "(name a file, or - for standard output)", file=sys.stderr)
     scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
     progress = _run_progress(args)
     out = ResultFile(args.output) if args.output else None
