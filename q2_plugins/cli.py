@@ -221,7 +221,7 @@ def _score_local(args: argparse.Namespace) -> int:
     spec = _row_spec(args)
     # the file and its columns are checked before anything else
     rows = read_rows(args.input, args.input_format, spec.required, spec.settings)
-    if not args.output:  # said before the work, not after it
+    if not args.output and not args.html:  # said before the work, not after it
         print("q2 score: no --output: the per-response results will not be saved, only the summary printed "
               "(name a file, or - for standard output)", file=sys.stderr)
     scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
