@@ -13,10 +13,11 @@ import functools
 from typing import Any, Mapping, Optional
 
 from q2_plugins.config import Q2Config, config_options
+from q2_plugins.errors import NamesSetting, SettingError
 
 __all__ = [
     "GROUP_TITLE", "NO_KNOWLEDGE", "add_q2_args", "patch_parser", "config_from_opt", "scorer_for",
-    "register_scorer", "unregister_scorer", "knowledge_field", "knowledge_error",
+    "register_scorer", "unregister_scorer", "knowledge_field", "knowledge_error", "parlai_option",
 ]
 
 GROUP_TITLE = "Q2 factual consistency (q2-plugins: --metrics q2, Q2 reranking)"
@@ -88,11 +89,18 @@ def config_from_opt(opt: Mapping[str, Any]) -> Q2Config:
     """The :class:`Q2Config` that the ``--q2-*`` options in ``opt`` describe (absent options: the defaults)."""
     try:
         return Q2Config.from_dict({o.name: opt.get(f"q2_{o.name}", o.default) for o in config_options()})
-    except ValueError as e:  # the core names the field; in ParlAI it is the option --q2-<field>
+    except SettingError as e:  # the core names the setting; in ParlAI it is the option --q2-<setting>
+        raise e.named(parlai_option) from None
+    except ValueError as e:  # Q2Config names the field; in ParlAI it is the option --q2-<field>
         import re
 
         flags = [f"--q2-{name.replace('_', '-')}" for name in re.findall(r"Q2Config\.(\w+)", str(e))]
         raise ValueError(f"{e} (ParlAI option {' / '.join(flags) or '--q2-*'})") from e
+
+
+def parlai_option(setting: str) -> str:
+    """The ParlAI option of a library setting, as errors name it: ``qg_model`` -> ``--q2-qg-model``."""
+    return "--q2-" + setting.replace("_", "-")
 
 
 def knowledge_field(opt: Mapping[str, Any]) -> str:
@@ -127,22 +135,19 @@ def scorer_for(config: Q2Config, load: bool = True) -> Any:
 
     ``load`` loads the models now, so that a wrong model path fails at the first example, not at the report.
     """
-    scorer: Optional[Any] = next((s for s in _REGISTERED if s.config == config), None)
-    if scorer is None:
-        from q2_plugins.adapters import shared_scorer
+    try:  # a library error names its setting; here it is the option --q2-<setting>
+        scorer: Optional[Any] = next((s for s in _REGISTERED if s.config == config), None)
+        if scorer is None:
+            from q2_plugins.adapters import shared_scorer
 
-        scorer = shared_scorer(config, slot="parlai")
-    if load:
-        c = scorer.config
-        parts = ["candidate_extractor", "question_generator", "question_answerer"]
-        parts += ["personal_filter"] if c.remove_personal else []
-        parts += ["nli"] if (c.use_nli or c.fallback) else []
-        from q2_plugins.errors import ModelLoadError
-
-        try:
+            scorer = shared_scorer(config, slot="parlai")
+        if load:
+            c = scorer.config
+            parts = ["candidate_extractor", "question_generator", "question_answerer"]
+            parts += ["personal_filter"] if c.remove_personal else []
+            parts += ["nli"] if (c.use_nli or c.fallback) else []
             for part in parts:
                 getattr(scorer, part, None)
-        except ModelLoadError as e:
-            raise ModelLoadError(f"{e}\nIn ParlAI these settings are --q2-qg-model, --q2-qa-model, --q2-nli-model and "
-                                 f"--q2-spacy-model.") from e
+    except NamesSetting as e:
+        raise e.named(parlai_option)
     return scorer

@@ -16,20 +16,15 @@ from .config import Q2Config
 __all__ = ["check_lengths", "check_candidates", "admit_question", "truncate_text"]
 
 
-def _flag(setting: str) -> str:
-    return "--" + setting.replace("_", "-")
-
-
 def _over(what: str, size: int, unit: str, setting: str, limit: int) -> str:
     """The error of a row over a budget: its size, the budget and how to raise it."""
-    return (f"{what} is {size} {unit}, over the budget {setting}={limit} (raise it with {_flag(setting)}; "
-            f"0 = no limit; or --over-budget truncate)")
+    return (f"{what} is {size} {unit}, over the budget {setting}={limit} (raise {setting}; 0 = no limit; "
+            f"or set over_budget to truncate)")
 
 
 def _truncated(what: str, kept: int, size: int, unit: str, setting: str, limit: int) -> str:
     """The warning of a row scored on a truncation."""
-    return (f"{what} truncated to its first {kept} of {size} {unit} ({setting}={limit}; {_flag(setting)} 0 = no "
-            f"limit)")
+    return (f"{what} truncated to its first {kept} of {size} {unit} ({setting}={limit}; {setting} 0 = no limit)")
 
 
 def truncate_text(text: str, limit: int) -> str:
@@ -83,11 +78,11 @@ def admit_question(c: Q2Config, row: Any, count: int) -> bool:
     if not limit or count < limit:
         return True
     if c.over_budget == "error":
-        row.error = (f"response has over {limit} valid questions, over the budget max_questions={limit} (raise it "
-                     f"with --max-questions; 0 = no limit; or --over-budget truncate)")
+        row.error = (f"response has over {limit} valid questions, over the budget max_questions={limit} (raise "
+                     f"max_questions; 0 = no limit; or set over_budget to truncate)")
     elif not row.full:
         row.full = True
         row.warnings.append(f"valid questions truncated to the first {limit} found (max_questions={limit}; "
-                            f"--max-questions 0 = no limit)")
+                            f"max_questions 0 = no limit)")
     return False
 

@@ -18,13 +18,16 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
+from .errors import NamesSetting, SETTING
+
 __all__ = ["Q2Cache", "CacheError"]
 
 SCHEMA_VERSION = 2  # 2: every entry carries a check (version 1 entries had none; their file is not read)
 
 
-class CacheError(OSError):
-    """The cache file cannot be opened or written (unreadable, corrupt, read-only); the message names it."""
+class CacheError(NamesSetting, OSError):
+    """The cache file cannot be opened or written (unreadable, corrupt, read-only); the message names it and the
+    setting ``cache_dir``."""
 
 
 class Q2Cache:
@@ -44,14 +47,14 @@ class Q2Cache:
             self._conn.rollback()
             self._conn.execute("SELECT key, value, checksum FROM kv LIMIT 1").fetchall()
         except (sqlite3.Error, OSError) as e:
-            raise CacheError(self._unusable(e)) from None
+            raise CacheError(self._unusable(e), setting="cache_dir") from None
         self.hits = 0
         self.misses = 0
         self.failed = 0  # entries whose check failed: counted as misses too
 
     def _unusable(self, e: BaseException) -> str:
         reason = " ".join(str(e).split()) or type(e).__name__
-        return (f"the cache {self.path} cannot be used ({reason}); give another cache_dir (--cache-dir) on a "
+        return (f"the cache {self.path} cannot be used ({reason}); give another {SETTING} on a "
                 f"writable disk, or delete the file if it is damaged")
 
     @staticmethod

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import difflib
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
 
 from . import __version__
 from . import metric_names as M
@@ -64,7 +65,8 @@ def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
                                     "(the summary then goes to standard error); its summary, signature and config "
                                     "go to OUTPUT.meta.json")
     g.add_argument("--explain", action="store_true", help="include every question, its answers, F1 and NLI label")
-    g.add_argument("--begin-labels", "--labels", dest="labels", action="store_true",
+    g.add_argument("--labels", dest="labels", action=_DeprecatedLabels, help=argparse.SUPPRESS)
+    g.add_argument("--begin-labels", dest="labels", action="store_true",
                    help="add each response's BEGIN-style label (label, label3, label_reason; docs/taxonomy_stress.md)")
     g.add_argument("--taxonomy-model", metavar="DIR",
                    help="label responses with a five-way model of q2 train --labels 5 instead of the text rules "
@@ -104,8 +106,38 @@ def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--dropped-output", help="filter mode: the dropped rows (default: <output> with .dropped)")
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, except that a command's unknown flag is refused in the command's own usage, with the
+    closest flags it has (``q2 score --ouput``: did you mean --output?), before any other complaint."""
+
+    def parse_known_args(self, args: Optional[Sequence[str]] = None, namespace: Any = None) -> Any:
+        if self._subparsers is None and args is not None:  # a command's parser (the top level has subcommands)
+            for token in args:
+                if token == "--":
+                    break
+                flag = token.split("=", 1)[0]
+                if flag.startswith("--") and not any(o.startswith(flag) for o in self._option_string_actions):
+                    close = difflib.get_close_matches(flag, sorted(self._option_string_actions), n=3, cutoff=0.6)
+                    self.error(f"unrecognized argument {flag}"
+                               + (f"; did you mean {' or '.join(close)}?" if close else ""))
+        return super().parse_known_args(args, namespace)
+
+
+class _DeprecatedLabels(argparse.Action):
+    """``q2 score --labels``, the old spelling of ``--begin-labels`` (``q2 train --labels`` is a count)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, **kwargs)
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: Optional[str] = None) -> None:
+        print("q2 score: --labels is deprecated and will be removed: it is --begin-labels (q2 train --labels is the "
+              "number of labels)", file=sys.stderr)
+        setattr(namespace, self.dest, True)
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="q2", description="Q2 factual consistency for knowledge-grounded dialogue")
+    parser = _Parser(prog="q2", description="Q2 factual consistency for knowledge-grounded dialogue")
     parser.add_argument("--version", action="version", version=f"q2_plugins {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -189,6 +221,9 @@ def _score_local(args: argparse.Namespace) -> int:
     spec = _row_spec(args)
     # the file and its columns are checked before anything else
     rows = read_rows(args.input, args.input_format, spec.required, spec.settings)
+    if not args.output and not args.html:  # said before the work, not after it
+        print("q2 score: no --output: the per-response results will not be saved, only the summary printed "
+              "(name a file, or - for standard output)", file=sys.stderr)
     scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
     progress = _run_progress(args)
     out = ResultFile(args.output) if args.output else None
@@ -558,20 +593,30 @@ def _flag_names(command: str) -> dict[str, str]:
     return {"score": {"batch_size": "--ray-batch-size"}, "perturb": {"inputs": "--input"}}.get(command, {})
 
 
+def flag_of(command: str) -> Callable[[str], str]:
+    """How ``q2 command`` writes a library setting in its errors: its flag (``qg_model`` -> ``--qg-model``)."""
+    flags = _flag_names(command)
+    return lambda setting: flags.get(setting, "--" + setting.replace("_", "-"))
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .errors import ModelLoadError, SettingError, flag_error
+    from .errors import ModelLoadError, NamesSetting
     from .io import InputFormatError
 
     try:
         return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
                 "perturb": _perturb, "train": _train, "hooks": _hooks, "compare": _compare}[args.command](args)
-    except SettingError as e:  # a library error names its setting; the command line names the flag
-        print(f"q2 {args.command}: error: {flag_error(e, _flag_names(args.command))}", file=sys.stderr)
+    except NamesSetting as e:  # a library error names its setting; the command line names the flag
+        print(f"q2 {args.command}: error: {e.named(flag_of(args.command))}", file=sys.stderr)
         return 2
-    except (InputFormatError, ModelLoadError, ValueError, OSError) as e:
+    except OSError as e:  # "[Errno 2] No such file or directory: 'x'" -> "x: no such file or directory"
+        what = f"{e.filename}: {e.strerror[0].lower()}{e.strerror[1:]}" if e.filename and e.strerror else e
+        print(f"q2 {args.command}: error: {what}", file=sys.stderr)
+        return 2
+    except (InputFormatError, ModelLoadError, ValueError) as e:
         print(f"q2 {args.command}: error: {e}", file=sys.stderr)
         return 2
     except Terminated as e:

@@ -19,7 +19,7 @@ from typing import Any, Optional, Sequence
 import torch
 
 from .components import Replacement, Resolution
-from .errors import ModelLoadError, model_load_message
+from .errors import ModelLoadError, model_load_error
 
 __all__ = ["FCoref", "load_fcoref", "rewrite", "join_dialogue", "COREF_IMPL", "PRONOUNS"]
 
@@ -278,7 +278,7 @@ def _state_dict(folder: Path) -> dict[str, torch.Tensor]:
 
 def load_fcoref(name: str, revision: Optional[str] = None, device: str = "cpu") -> tuple[Any, FCorefModule]:
     """Tokenizer and :class:`FCorefModule` of an F-coref checkpoint (hub id or directory); a model that cannot load
-    raises :class:`~q2_plugins.errors.ModelLoadError` naming ``--coref-model``."""
+    raises :class:`~q2_plugins.errors.ModelLoadError` naming the setting ``coref_model``."""
     try:
         from transformers import AutoConfig, AutoTokenizer
 
@@ -299,7 +299,7 @@ def load_fcoref(name: str, revision: Optional[str] = None, device: str = "cpu") 
                              f"unexpected {unexpected[:3]})")
     except ModelLoadError:
         raise
-    except Exception as e:  # noqa: BLE001 - hub errors, offline misses, bad files: one line naming the flag
-        raise ModelLoadError(model_load_message("coref", name, e)) from e
+    except Exception as e:  # noqa: BLE001 - hub errors, offline misses, bad files: one line naming the setting
+        raise model_load_error("coref", name, e) from e
     model.to(device).eval()
     return tokenizer, model

@@ -9,7 +9,9 @@ data: rows go to ``FILE.partial`` beside the target, renamed to ``FILE`` once th
 
 from __future__ import annotations
 
+import codecs
 import csv
+import itertools
 import json
 import math
 import os
@@ -60,6 +62,41 @@ def _checked_path(path: str | Path) -> Path:
     if not path.is_file():
         raise InputFormatError(f"No input file {path}")
     return path
+
+
+_BOMS = ((codecs.BOM_UTF32_LE, "UTF-32"), (codecs.BOM_UTF32_BE, "UTF-32"), (codecs.BOM_UTF16_LE, "UTF-16"),
+         (codecs.BOM_UTF16_BE, "UTF-16"))
+_HEAD_RECORDS = 100  # a file none of whose first records can be decoded is in another encoding, not a bad row
+
+
+def _check_encoding(path: Path, kind: str) -> None:
+    """Stop on a file in another encoding than UTF-8, naming it: UTF-16 / UTF-32 (by its byte-order mark or its
+    zero bytes), or bytes that are not UTF-8 in every one of the first records (Windows-1252 / Latin-1 when they read
+    as such). One record with a bad byte among good ones is that row's error, not the file's."""
+    with path.open("rb") as f:
+        head = f.read(1 << 16)
+        for bom, name in _BOMS:
+            if head.startswith(bom):
+                raise InputFormatError(f"{path} is {name} (has a {name} byte-order mark); save it as UTF-8")
+        if len(head) >= 4 and max(head[0::2].count(0), head[1::2].count(0)) >= len(head) // 4:
+            raise InputFormatError(f"{path} is UTF-16 (every other byte is zero); save it as UTF-8")
+        f.seek(0)
+        errors = []
+        for _, row in itertools.islice(read_records(f, kind), _HEAD_RECORDS):
+            error = row.get("__error__")
+            if not (isinstance(error, str) and " is not valid UTF-8: " in error):
+                return
+            errors.append(error)
+    if not errors:
+        return
+    first = errors[0].replace(" is not valid UTF-8: ", ": ", 1)
+    try:
+        head.decode("cp1252")
+    except UnicodeDecodeError:
+        raise InputFormatError(f"{path} is not UTF-8: its records cannot be decoded "
+                               f"({first}); save it as UTF-8") from None
+    raise InputFormatError(f"{path} is not UTF-8 but reads as Windows-1252 / Latin-1 ({first} is not UTF-8): save "
+                           f"it as UTF-8, e.g. iconv -f cp1252 -t utf-8 {path} > utf8{path.suffix}") from None
 
 
 def _big_int(digits: str) -> Any:
@@ -215,6 +252,7 @@ def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, 
     file that has columns, but not these, raises :class:`MissingColumnsError` naming the settings to change."""
     path = _checked_path(path)
     kind = _format_of(path, fmt)
+    _check_encoding(path, kind)
     if required:
         columns = input_columns(path, kind)
         missing = [c for c in required if c not in columns]

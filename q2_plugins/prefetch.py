@@ -13,7 +13,7 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
-from .errors import ModelLoadError, model_load_message
+from .errors import model_load_error
 from .signature import content_hashes, file_sha256, hub_snapshot_of, model_id, read_source_record, write_source_record
 
 __all__ = ["prefetch_model", "MODEL_FILES"]
@@ -48,7 +48,7 @@ def _hub_files(role: str, name: str, revision: Optional[str]) -> tuple[Path, str
             raise FileNotFoundError(f"no model.safetensors or pytorch_model.bin in {name}@{commit}")
         folder = Path(snapshot_download(name, revision=commit, allow_patterns=weights))
     except Exception as e:  # noqa: BLE001 - hub errors, offline misses: one message saying what to change
-        raise ModelLoadError(model_load_message(role, name, e)) from e
+        raise model_load_error(role, name, e) from e
     return folder, commit
 
 

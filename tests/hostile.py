@@ -175,12 +175,12 @@ CLEAR = re.compile("|".join([
     r"^candidate extraction failed: the response is [\d,]+ characters, over spaCy's limit of [\d,]+ "
     r"\(nlp\.max_length\)$",
     r"^question generation failed: (QG input is \d+ tokens|the response is \d+ tokens), over qg_max_input_tokens=\d+: "
-    r"(the response is )?too long to generate questions from \(raise it with --qg-max-input-tokens\)$",
+    r"(the response is )?too long to generate questions from \(raise qg_max_input_tokens\)$",
     r"^(question answering on the (response|knowledge)|fallback NLI|NLI on answers) failed: the [\w ,()]+ is \d+ "
     r"tokens: no room left in the (qa|nli)_max_length=\d+ window$",
     r"^(response|knowledge) (is \d+ (characters|answer candidates)|has over \d+ valid questions), over the budget "
-    r"max_(response_chars|knowledge_chars|candidates|questions)=\d+ \(raise it with --max-[a-z-]+; 0 = no limit; "
-    r"or --over-budget truncate\)$",
+    r"max_(response_chars|knowledge_chars|candidates|questions)=\d+ \(raise max_[a-z_]+; 0 = no limit; "
+    r"or set over_budget to truncate\)$",
 ]))
 BUDGET_ERROR = re.compile(r"^(response|knowledge) is \d+ characters, over the budget max_(response|knowledge)_chars=")
 

@@ -11,6 +11,7 @@ import evaluate
 
 from q2_plugins.adapters import ScorerCache, config_from_options
 from q2_plugins.config import Q2Config
+from q2_plugins.errors import NamesSetting
 from q2_plugins.results import explained_row
 
 _CITATION = """\
@@ -78,6 +79,11 @@ _EVALUATE_KWARGS = frozenset({"keep_in_memory", "cache_dir", "num_process", "pro
                               "hash", "max_concurrent_cache_files", "timeout"})
 
 
+def keyword_argument(setting: str) -> str:
+    """How errors name a setting here: the keyword argument of ``evaluate.load`` / ``compute`` (``qg_model=``)."""
+    return f"{setting}="
+
+
 @evaluate.utils.file_utils.add_start_docstrings(_DESCRIPTION, _KWARGS_DESCRIPTION)
 class Q2(evaluate.Metric):
     def __init__(self, config_name=None, config=None, **kwargs):
@@ -111,9 +117,12 @@ class Q2(evaluate.Metric):
 
     def _compute(self, predictions, knowledge, history=None, explain=False, **options):
         config = config_from_options(options, self.q2_config)
-        result = self._scorers.get(config).score(
-            responses=predictions, knowledge=knowledge, history=history, explain=explain
-        )
+        try:
+            result = self._scorers.get(config).score(
+                responses=predictions, knowledge=knowledge, history=history, explain=explain
+            )
+        except NamesSetting as e:  # the core names its setting; here it is the keyword argument
+            raise e.named(keyword_argument) from None
         output = {**result.stats.summary(), "scores": result.scores, "hashcode": result.signature}
         if explain:  # rows in the format of `q2 score --explain`, which `q2 report` renders
             output["explanations"] = [explained_row(r, texts={"response": p, "knowledge": k})

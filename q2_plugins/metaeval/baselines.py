@@ -27,7 +27,7 @@ import re
 from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkable
 
 from ..components import NLIModel
-from ..errors import ModelLoadError
+from ..errors import SETTING, ModelLoadError
 from ..normalize import tokens_f1
 from ..scoring import NLI_SCORES
 from .data import Example
@@ -137,9 +137,9 @@ class MeteorBaseline:
             try:
                 nltk.data.find("corpora/wordnet")
             except LookupError:
-                raise ModelLoadError("METEOR with WordNet synonyms needs NLTK's WordNet data, which is not installed "
-                                     "(setting: meteor_synonyms / --meteor-synonyms): install it with "
-                                     "nltk.download('wordnet') on a connected machine, or set it to none") from None
+                raise ModelLoadError(f"METEOR with WordNet synonyms needs NLTK's WordNet data, which is not installed "
+                                     f"(setting {SETTING}): install it with nltk.download('wordnet') on a connected "
+                                     f"machine, or set it to none", setting="meteor_synonyms") from None
             from nltk.corpus import wordnet
 
             self._wordnet: Any = wordnet
@@ -188,9 +188,9 @@ class BERTScoreBaseline:
                 if isinstance(e, KeyError) and self.options["num_layers"] is None:
                     cause = "BERTScore knows no default layer for this model: set the number of layers"
                 raise ModelLoadError(
-                    f"Cannot load the BERTScore model {model!r} (settings: bertscore_model / --bertscore-model, "
-                    f"bertscore_num_layers / --bertscore-num-layers): {cause} -- without network, name a local "
-                    f"directory of the model and its number of layers, or leave bertscore out of the baselines"
+                    f"Cannot load the BERTScore model {model!r} (settings {SETTING}): {cause} -- without network, name "
+                    f"a local directory of the model and its number of layers, or leave bertscore out of the "
+                    f"baselines", setting="bertscore_model / bertscore_num_layers"
                 ) from e
         return self._scorer
 

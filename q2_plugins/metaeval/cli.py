@@ -237,7 +237,10 @@ def run(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     if settings.export_inputs:
-        print(export(settings))
+        written = export(settings)
+        labels = " --begin-labels" if written.endswith("BEGIN labels") else ""
+        print(f"{written}.\nScore them:  q2 score --input {settings.export_inputs} --output SCORES.jsonl --explain"
+              f"{labels}\nthen evaluate with the same data options and seed plus --scores SCORES.jsonl")
         return 0
     if settings.experiments and "variants" in settings.experiments:
         settings = _variants(args, settings)

@@ -517,25 +517,25 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
         if not has_begin_labels(data):
             report["skipped"]["taxonomy"] = "the data has no BEGIN five-way labels (entailment, hallucination, ...)"
         elif not any(m.labels for m in labelled):
-            report["skipped"]["taxonomy"] = "no metric gives labels (q2 score results, --compute, or the text rules)"
+            report["skipped"]["taxonomy"] = "no metric gives labels (q2 score results, computed scores, or the text rules)"
         else:
             report["taxonomy"] = taxonomy(data, labelled)
     if "stress" in todo:
         if data.pairs:
             report["stress"] = stress(data, labelled)
         else:
-            report["skipped"]["stress"] = "the data has no stress pairs (q2 perturb writes them; --dataset stress)"
+            report["skipped"]["stress"] = "the data has no stress pairs (q2 perturb writes them; dataset stress)"
     if "usr" in todo:
         if any(ex.rating is not None for ex in data.examples):
             report["usr"] = usr_correlation(data, metrics, reps=options.reps, seed=options.seed)
         else:
-            report["skipped"]["usr"] = "the data has no graded ratings (--dataset usr has)"
+            report["skipped"]["usr"] = "the data has no graded ratings (dataset usr has)"
     if "dnli" in todo:
         if any(ex.label == "contradiction" for ex in data.examples) and \
                 any(ex.label == "entailment" for ex in data.examples):
             report["dnli"] = dnli_accuracy(data, metrics, threshold=options.dnli_threshold)
         else:
-            report["skipped"]["dnli"] = "the data has no entailment and contradiction labels (--dataset dnli has)"
+            report["skipped"]["dnli"] = "the data has no entailment and contradiction labels (dataset dnli has)"
     if "benchmark" in todo:  # per-data-set balanced accuracy; published figures beside ours (benchmark.py)
         from .benchmark import benchmark
 

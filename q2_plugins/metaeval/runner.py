@@ -143,7 +143,9 @@ def _inputs(settings: MetaEvalSettings, data: Any, options: Any) -> tuple[list, 
 
 
 def export(settings: MetaEvalSettings) -> str:
-    """Write every input to score to ``settings.export_inputs``; returns what was written and how to score it."""
+    """Write every input to score to ``settings.export_inputs``; returns what was written (score it with
+    explanations, and BEGIN labels for the taxonomy experiment, then evaluate with the same data settings and seed
+    plus those scores)."""
     from .scores import export_inputs
 
     if not settings.export_inputs:
@@ -152,13 +154,11 @@ def export(settings: MetaEvalSettings) -> str:
     options = _options(settings, data)
     to_score, variants = _inputs(settings, data, options)
     n = export_inputs(settings.export_inputs, to_score)
-    labels = " --begin-labels" if "taxonomy" in options.experiments else ""
     return (f"wrote {n} inputs to {settings.export_inputs}: {len(data.examples)} response-level examples"
             + (f", {len(data.extra)} more paired-context responses" if _with_extra(options) else "")
             + (f", {n - len(data.examples) - len(data.extra) * _with_extra(options)} random-knowledge inputs"
                if variants else "")
-            + f".\nScore them:  q2 score --input {settings.export_inputs} --output SCORES.jsonl --explain{labels}\n"
-            f"then evaluate with the same data options and seed plus --scores SCORES.jsonl")
+            + ("; the taxonomy experiment reads their BEGIN labels" if "taxonomy" in options.experiments else ""))
 
 
 class _Metrics(list):

@@ -157,8 +157,8 @@ def _match(found: Iterable[str], known: Mapping[str, Example], what: str) -> lis
     if found and len(unknown) == len(found):
         raise DataFormatError(
             f"None of the {len(found)} ids in {what} (e.g. {unknown[:3]}) is an example id of the data "
-            f"(e.g. {list(known)[:3]}). Score the file written by `q2 meta-eval ... --export-inputs FILE` "
-            f"(`q2 score --input FILE --output SCORES`), whose rows carry the example ids."
+            f"(e.g. {list(known)[:3]}). Score the inputs that meta-eval exports (setting export_inputs), whose rows "
+            f"carry the example ids."
         )
     return [f"{len(unknown)} ids in {what} are not examples of the data (ignored), e.g. {unknown[:3]}"] if unknown \
         else []

@@ -70,9 +70,9 @@ def test_unreachable_hub_is_asked_once_then_the_run_stops(tmp_path):
     assert proc.returncode == 2, proc.stderr[-2000:]
     (line,) = [x for x in proc.stderr.splitlines() if x.startswith("q2 score: error")]
     assert line.startswith("q2 score: error: Cannot load the QG model 'mrm8488/t5-base-finetuned-question-generation-"
-                           "ap' (setting: qg_model / --qg-model): OSError: the Hugging Face hub (http://127.0.0.1:")
+                           "ap' (setting --qg-model): OSError: the Hugging Face hub (http://127.0.0.1:")
     assert "cannot be reached and the model is not in the local cache" in line
-    assert "run `q2 prefetch --output-dir q2-models` on a connected machine" in line
+    assert "fetch the models on a connected machine with `q2 prefetch`" in line
     assert server.connections == 1  # the probe; then no request at all (before: 14 connections, with retries)
     assert not (tmp_path / "out.jsonl").exists()
 

@@ -88,7 +88,7 @@ def test_typos_blank_rows_and_empty_texts_are_listed_and_the_rest_read(tmp_path)
     notes = "\n".join(data.notes)
     assert "left out 5 rows of gpt2_processed_wow.csv: 3 unknown label, 1 blank row, 1 empty response" in notes
     assert "line 20 'entailmentt,uncooperative'; line 21 'entailment. uncooperative'; line 24 'hallucinated'" in notes
-    assert "`--label-map FILE`" in notes
+    assert "(setting label_map)" in notes and "--" not in notes
     summary = data.summary()["skipped_rows"]
     assert summary["n"] == 5 and summary["by_reason"] == {"unknown label": 3, "blank row": 1, "empty response": 1}
     # mapped: the typos become examples; the unmappable blank row and empty response stay out

@@ -294,8 +294,9 @@ def test_baseline_without_weights_fails_with_one_clear_line(tmp_path, monkeypatc
 def test_bertscore_load_error_is_a_model_load_error():
     from q2_plugins.metaeval.baselines import BERTScoreBaseline
 
-    with pytest.raises(ModelLoadError, match="--bertscore-model"):
+    with pytest.raises(ModelLoadError, match=r"\(settings bertscore_model / bertscore_num_layers\)") as e:
         BERTScoreBaseline("/nonexistent/model").score([("a", "b")])
+    assert e.value.setting == "bertscore_model / bertscore_num_layers"
 
 
 def test_numpy_arrays_in_rows_are_plain():

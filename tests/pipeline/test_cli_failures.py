@@ -138,7 +138,11 @@ def test_model_load_failure_exits_at_once_with_one_line(tmp_path, extra):
     assert proc.returncode == 2
     lines = [x for x in proc.stderr.splitlines() if x.startswith("q2 score")]
     assert len(lines) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert "Cannot load the QG model" in lines[0] and "--qg-model" in lines[0] and "q2 prefetch" in lines[0]
+    assert "Cannot load the QG model" in lines[0] and "(setting --qg-model)" in lines[0]
+    if extra:  # a local folder that does not exist: said so, with no advice about the network
+        assert "the folder /nonexistent does not exist" in lines[0] and "prefetch" not in lines[0]
+    else:
+        assert "q2 prefetch" in lines[0] and "point --qg-model at the copy" in lines[0]
     assert not out.exists() and not Path(str(out) + ".partial").exists()
 
 
@@ -232,7 +236,7 @@ def test_fail_on_error(tmp_path, capsys, model_flags):
     p = jsonl(tmp_path / "in.jsonl", [GOOD, {"response": " ", "knowledge": "k"}])
     assert main(["score", "--input", str(p), *model_flags]) == 0
     assert main(["score", "--input", str(p), "--fail-on-error", *model_flags]) == 1
-    assert "1 of 2 rows have errors (--fail-on-error)" in capsys.readouterr().err
+    assert "1 of 2 rows have errors (fail_on_error)" in capsys.readouterr().err
 
 
 def test_error_kinds_are_counted_with_their_first_message(tmp_path, capsys, model_flags):
@@ -271,3 +275,95 @@ def test_an_empty_input_is_a_failed_run(tmp_path, capsys, model_flags):
     c.write_text("response,knowledge\n")
     assert main(["score", "--input", str(c), *model_flags]) == 1
     assert "no row could be scored (0 rows, 0 errors)" in capsys.readouterr().err
+
+
+# -- one form for what stops a run: one line, exit 2, before any model loads, the cause first ---------------------------
+def _no_models(monkeypatch):
+    """Fail the test if a model starts loading: these runs must stop before."""
+    from q2_plugins import scorer
+
+    def refuse(self, *args, **kwargs):
+        raise AssertionError("a model started loading")
+
+    monkeypatch.setattr(scorer.Q2Scorer, "load", refuse)
+
+
+ENCODINGS = [
+    ("in.csv", "response,knowledge\nhi,there\n".encode("utf-16"), "in.csv is UTF-16 (has a UTF-16 byte-order mark)"),
+    ("in.jsonl", (json.dumps(GOOD) + "\n").encode("utf-16-le"), "in.jsonl is UTF-16 (every other byte is zero)"),
+    ("in.jsonl", (json.dumps(GOOD) + "\n").encode("utf-32"), "in.jsonl is UTF-32 (has a UTF-32 byte-order mark)"),
+    ("in.csv", "response,knowledge\ncafé is open,Le café est ouvert\n".encode("cp1252"),
+     "in.csv is not UTF-8 but reads as Windows-1252 / Latin-1 (line 2: byte 0xe9 is not UTF-8): save it as UTF-8"),
+    ("in.jsonl", (json.dumps(GOOD, ensure_ascii=False).replace("paris", "café") + "\n").encode("latin-1"),
+     "in.jsonl is not UTF-8 but reads as Windows-1252 / Latin-1 (line 1: byte 0xe9 at byte offset 17 of the file is "
+     "not UTF-8): save it as UTF-8"),
+    ("in.tsv", b"response\tknowledge\n\x81\x8d\t\x90\n", "in.tsv is not UTF-8: its records cannot be decoded (line 2: "
+                                                       "byte 0x81); save it as UTF-8"),
+]
+
+
+@pytest.mark.parametrize("name, data, cause", ENCODINGS)
+def test_a_file_in_another_encoding_stops_at_once_naming_it(tmp_path, capsys, monkeypatch, name, data, cause):
+    _no_models(monkeypatch)
+    monkeypatch.chdir(tmp_path)
+    Path(name).write_bytes(data)
+    assert main(["score", "--input", name, "--output", "out.jsonl"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"q2 score: error: {cause}") and err.count("\n") == 1, err
+    assert not Path("out.jsonl").exists()
+
+
+def test_one_row_with_a_bad_byte_is_still_that_rows_error(tmp_path):
+    p = tmp_path / "in.csv"
+    p.write_bytes(b"response,knowledge\nfine,ok\ncaf\xe9,ok\n")
+    rows = list(read_rows(p))
+    assert rows[0] == {"response": "fine", "knowledge": "ok"} and rows[1] == {"__error__": "line 3 is not valid "
+                                                                                         "UTF-8: byte 0xe9"}
+
+
+def test_a_missing_input_of_a_recipe_is_one_line(tmp_path, capsys):
+    assert main(["perturb", "--recipe", "conv-fever", "--input", str(tmp_path / "nope.json"),
+                 "--output", str(tmp_path / "o.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err == f"q2 perturb: error: {tmp_path / 'nope.json'}: no such file or directory\n"
+
+
+@pytest.mark.parametrize("argv, suggestion", [
+    (["score", "--ouput", "x"], "unrecognized argument --ouput; did you mean --output"),
+    (["score", "--input", "in.jsonl", "--qg-modle", "x"], "unrecognized argument --qg-modle; did you mean --qg-model"),
+    (["train", "--labls", "3"], "unrecognized argument --labls; did you mean --labels"),
+    (["score", "--no-such-flag-at-all"], "unrecognized argument --no-such-flag-at-all\n"),
+])
+def test_a_misspelt_flag_suggests_the_close_one_in_the_commands_usage(capsys, argv, suggestion):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"usage: q2 {argv[0]} ")  # the command's own usage, not the top level's
+    assert f"q2 {argv[0]}: error: {suggestion}" in err
+
+
+def test_abbreviated_flags_still_work():
+    from q2_plugins.cli import build_parser
+
+    assert build_parser().parse_args(["score", "--input", "x.jsonl", "--outp", "y.jsonl"]).output == "y.jsonl"
+
+
+def test_score_labels_is_a_deprecated_spelling_of_begin_labels(capsys):
+    from q2_plugins.cli import build_parser
+
+    assert build_parser().parse_args(["score", "--input", "x", "--labels"]).labels is True
+    assert "--labels is deprecated and will be removed: it is --begin-labels" in capsys.readouterr().err
+    assert build_parser().parse_args(["score", "--input", "x", "--begin-labels"]).labels is True
+    assert capsys.readouterr().err == ""
+    assert build_parser().parse_args(["train", "--train-file", "f", "--output-dir", "d", "--labels", "5"]).labels == 5
+
+
+def test_score_without_output_says_up_front_that_nothing_is_saved(tmp_path, capsys, model_flags):
+    p = jsonl(tmp_path / "in.jsonl", [GOOD])
+    assert main(["score", "--input", str(p), *model_flags]) == 0
+    captured = capsys.readouterr()
+    first = captured.err.splitlines()[0]
+    assert first == ("q2 score: no --output: the per-response results will not be saved, only the summary printed "
+                     "(name a file, or - for standard output)")
+    assert "Q2" in captured.out and sorted(x.name for x in tmp_path.iterdir()) == ["in.jsonl"]

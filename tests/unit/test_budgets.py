@@ -29,7 +29,7 @@ def test_lengths_are_refused_before_any_component():
     res = scorer.score(responses=[RESP, long_resp, RESP], knowledge=[KNOW, KNOW, long_know])
     assert [r.status for r in res.responses] == ["scored", "error", "error"]
     assert res.responses[1].error == ("response is 5000 characters, over the budget max_response_chars=100 (raise "
-                                      "it with --max-response-chars; 0 = no limit; or --over-budget truncate)")
+                                      "max_response_chars; 0 = no limit; or set over_budget to truncate)")
     assert res.responses[2].error.startswith("knowledge is 30000 characters, over the budget max_knowledge_chars=1000")
     # neither over-budget text reached a component
     seen = [t for call in scorer.candidate_extractor.calls for t in call]
@@ -47,8 +47,8 @@ def test_zero_is_no_limit():
 def test_candidates_and_questions():
     cands = {RESP: [f"c{i}" for i in range(5)]}
     res = _scorer(cands, max_candidates=4).score(responses=[RESP], knowledge=[KNOW])
-    assert res.responses[0].error == ("response is 5 answer candidates, over the budget max_candidates=4 (raise it "
-                                      "with --max-candidates; 0 = no limit; or --over-budget truncate)")
+    assert res.responses[0].error == ("response is 5 answer candidates, over the budget max_candidates=4 (raise "
+                                      "max_candidates; 0 = no limit; or set over_budget to truncate)")
     res = _scorer(cands, max_questions=3).score(responses=[RESP], knowledge=[KNOW])
     assert res.responses[0].error.startswith("response has over 3 valid questions, over the budget max_questions=3")
     assert _scorer(cands, max_candidates=5, max_questions=5).score(
@@ -62,7 +62,7 @@ def test_truncate_scores_what_fits_with_a_warning():
     r = res.responses[0]
     assert r.status == "scored" and r.candidates == ["c0", "c1", "c2", "c3"] and r.num_questions == 4
     assert r.warning == ("candidates truncated to its first 4 of 5 answer candidates (max_candidates=4; "
-                         "--max-candidates 0 = no limit)")
+                         "max_candidates 0 = no limit)")
     assert r.to_dict()["warning"] == r.warning
     r = _scorer(cands, max_questions=2, over_budget="truncate", question_mode="all").score(
         responses=[RESP], knowledge=[KNOW], explain=True).responses[0]
@@ -72,7 +72,7 @@ def test_truncate_scores_what_fits_with_a_warning():
     r = _scorer({RESP: ["paris"]}, max_knowledge_chars=40, over_budget="truncate").score(
         responses=[RESP], knowledge=[long_know]).responses[0]
     assert r.warning == ("knowledge truncated to its first 36 of 531 characters (max_knowledge_chars=40; "
-                         "--max-knowledge-chars 0 = no limit)")
+                         "max_knowledge_chars 0 = no limit)")
     # a row within every budget has no warning, and its output row no such key
     ok = _scorer({RESP: ["paris"]}, over_budget="truncate").score(responses=[RESP], knowledge=[KNOW]).responses[0]
     assert ok.warning is None and "warning" not in ok.to_dict()
