@@ -81,7 +81,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
                    help="a q2 score output (JSONL with id and the result fields), or a CSV/JSONL with id (or row) "
                         "and score; repeatable; NAME defaults to Q2")
     s.add_argument("--replay", metavar="DIR", help="a recorded run of the original pipeline (e.g. "
-                   "shared/data/q2_original_run): Q2 = its recorded per-response Q2; Q2 w/o NLI, questions and "
+                   "q2_plugins/data/q2_original_run): Q2 = its recorded per-response Q2; Q2 w/o NLI, questions and "
                    "no-answer rates from replaying its per-question outputs")
     s.add_argument("--compute", action="store_true", help="score Q2 on the fly with the models of the Q2Config "
                                                           "flags below")
