@@ -1,19 +1,10 @@
-"""Annotated data sets: the reference data bundled with the package (``q2_plugins/data``)."""
+"""Annotated data sets: one module per data set family, a registry (:mod:`.registry`) of the kinds
+``q2 meta-eval --dataset`` and ``q2 perturb --recipe`` read, and the reference data bundled with the package
+(``q2_plugins/data``). Only the standard library is used (no pandas)."""
 
 from __future__ import annotations
 
-from pathlib import Path
+from .bundled import DATA_DIR, bundled_path
+from .registry import DATASETS, Dataset, default_data, load_dataset, register
 
-__all__ = ["DATA_DIR", "bundled_path"]
-
-#: the folder of the bundled reference data (its README lists each data set, its source and licence)
-DATA_DIR = Path(__file__).resolve().parent.parent / "data"
-
-
-def bundled_path(name: str) -> Path:
-    """The path of ``name`` (a file or folder under :data:`DATA_DIR`, e.g. ``"q2_wow"``); it must exist."""
-    path = DATA_DIR / name
-    if not path.exists():
-        raise FileNotFoundError(f"no bundled data {name!r} in {DATA_DIR}: the package is installed without its data "
-                                f"files; reinstall it (pip install --force-reinstall q2-plugins)")
-    return path
+__all__ = ["DATA_DIR", "bundled_path", "Dataset", "DATASETS", "register", "load_dataset", "default_data"]

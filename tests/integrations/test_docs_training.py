@@ -1,6 +1,6 @@
 """docs/training.md: its commands and Python example run as written, in the layout the page assumes (the tiny
-models of ``q2 make-test-models --examples`` in ``out/examples``, the bundled reference data at ``../../q2_plugins/data``), and
-print what it shows."""
+models of ``q2 make-test-models --examples`` in ``out/examples``, the bundled reference data at
+``../../q2_plugins/data``), and print what it shows."""
 
 from __future__ import annotations
 
