@@ -36,7 +36,7 @@ from q2_plugins.transformers_models import HFQuestionGenerator, load_model  # no
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--data", default=str(REPO / "q2_plugins" / "data"))
     ap.add_argument("--models-dir", default=str(REPO / "out" / "bench-models"))
     ap.add_argument("--sizes", choices=("paper", "tiny"), default="paper",
                     help="tiny: the test-size models, to check the script itself quickly")

@@ -4,7 +4,7 @@
     python benchmarks/bench_lm_eval.py --workdir out/lm-eval-bench   # tiny Q² models built here (questions end early)
     python benchmarks/bench_lm_eval.py --workdir DIR --qg-model Q2/qg --qa-model Q2/qa --nli-model Q2/nli
 
-The documents are the recorded Wizard of Wikipedia responses of the Q² paper (``../shared/data/q2_original_run``:
+The documents are the recorded Wizard of Wikipedia responses of the Q² paper (``q2_plugins/data/q2_original_run``:
 ``history`` = the apprentice's message, ``knowledge``, ``response`` = the dialogue model's reply), run as the bundled
 ``q2_wow`` task. The model is ``GoldLM``, which answers with the document's recorded response: the metric's cost does
 not depend on the model (as ``repeat_label`` in ParlAI's benchmark, ``parlai_ext/benchmark.py``).
@@ -23,7 +23,6 @@ import argparse
 import csv
 import json
 import math
-import os
 import sys
 import time
 from pathlib import Path
@@ -73,7 +72,7 @@ def gold_lm() -> Any:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workdir", required=True)
-    ap.add_argument("--data", default=os.environ.get("Q2_SHARED_DATA", str(REPO.parent / "shared" / "data")))
+    ap.add_argument("--data", default=str(REPO / "q2_plugins" / "data"))
     ap.add_argument("--n", type=int, default=120, help="documents (recorded responses)")
     ap.add_argument("--repeat", type=int, default=3, help="measurements of each side, taken in turn")
     ap.add_argument("--qg-model")

@@ -365,7 +365,7 @@ def summarise(name: str, r: dict[str, Any]) -> dict[str, Any]:
 
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--data", default=str(REPO / "q2_plugins" / "data"))
     ap.add_argument("--models-dir", default=str(REPO / "out" / "bench-models"),
                     help="paper-size random-weight models are built here once (about 2.5 GB)")
     ap.add_argument("--sizes", choices=("paper", "tiny"), default="paper",

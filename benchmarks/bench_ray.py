@@ -109,7 +109,7 @@ def main() -> int:
     ap.add_argument("--sizes", choices=("tiny", "paper"), default="tiny")
     ap.add_argument("--models-dir", default=str(REPO / "out" / "bench-models"),
                     help="where the benchmark models are built (reused when already there)")
-    ap.add_argument("--data", default=os.environ.get("Q2_SHARED_DATA", str(REPO.parent / "shared" / "data")))
+    ap.add_argument("--data", default=str(REPO / "q2_plugins" / "data"))
     ap.add_argument("--qg-length", type=int, default=16, help="--qg-max-length (random weights rarely stop early)")
     ap.add_argument("--ray-batch-size", type=int, default=32,
                     help="rows per scoring call, in the Ray runs and (--chunk-size) in the single-process run")

@@ -102,7 +102,7 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--sizes", choices=("tiny", "paper"), default="tiny")
     ap.add_argument("--models-dir", default=str(REPO / "out" / "bench-models"))
-    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--data", default=str(REPO / "q2_plugins" / "data"))
     ap.add_argument("--n", type=int, default=24)
     ap.add_argument("--batch-size", type=int, default=8)
     ap.add_argument("--qg-length", type=int, default=16, help="--qg-max-length (random weights rarely stop early)")

@@ -56,7 +56,7 @@ def main() -> int:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--sizes", choices=("tiny", "paper"), default="tiny")
     ap.add_argument("--models-dir", default=str(REPO / "out" / "bench-models"))
-    ap.add_argument("--data", default=os.environ.get("Q2_SHARED_DATA", str(REPO.parent / "shared" / "data")))
+    ap.add_argument("--data", default=str(REPO / "q2_plugins" / "data"))
     ap.add_argument("--repo", action="append", default=[], metavar="DIR",
                     help="also time the command from this checkout (repeatable)")
     ap.add_argument("--json", help="write the results here")

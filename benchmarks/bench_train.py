@@ -146,7 +146,7 @@ def throughput(train_file: Path, tokenizer_dir: Path, work: Path, steps: int, ba
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("--data", default=str(REPO.parent / "shared" / "data"))
+    ap.add_argument("--data", default=str(REPO / "q2_plugins" / "data"))
     ap.add_argument("--epochs", type=float, default=5)
     ap.add_argument("--batch", type=int, default=16)
     ap.add_argument("--lr", type=float, default=5e-4)

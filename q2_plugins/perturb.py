@@ -28,6 +28,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
+from .datasets.registry import recipe_inputs
 from .errors import SettingError
 from .taxonomy import COARSE
 
@@ -51,7 +52,7 @@ __all__ = [
 ]
 
 METHODS = ("negation", "entity_swap", "random_pairing", "inversion")
-DATASETS = ("auto", "wow", "begin", "wow-json", "table")  # how q2 perturb --recipe reads an input
+DATASETS = ("auto", *recipe_inputs(), "wow-json", "table")  # how q2 perturb --recipe reads an input
 NEGATABLE = frozenset({"are", "is", "was", "were", "have", "has", "had", "do", "does", "did", "can", "could", "may",
                        "might", "must", "shall", "should", "will", "would"})
 EXPECTED_LABEL = {"negation": "contradiction", "entity_swap": "contradiction", "inversion": "contradiction",

@@ -472,9 +472,9 @@ def read_sources(path: str, options: "PerturbOptions") -> list[SourceRow]:
     elif kind == "wow-json":
         rows = _wow_json_rows(where)
     else:
-        from .metaeval.loaders import load_begin, load_wow
+        from .datasets.registry import DATASETS
 
-        data = load_wow(where, cross_annotation=False) if kind == "wow" else load_begin(where)
+        data = DATASETS[kind].recipe_input(where)  # type: ignore[misc]
         rows = [SourceRow(id=ex.id, response=ex.response, knowledge=ex.knowledge, previous=ex.history,
                           dialogue=ex.dialogue) for ex in data.examples if ex.consistent]
     name = where.name

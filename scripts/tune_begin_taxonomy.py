@@ -5,7 +5,7 @@ Only the model-free part of the rules can be tuned here: BEGIN has no recorded p
 model weights are available, so every response is labelled by ``classify(None, signals, thresholds)`` (text signals
 alone) and the Q²-evidence thresholds keep their documented defaults.
 
-    python scripts/tune_begin_taxonomy.py [--data ../shared/data/begin_dev/dev_05_24_21.tsv] [--json out/tune.json]
+    python scripts/tune_begin_taxonomy.py [--data q2_plugins/data/begin_dev/dev_05_24_21.tsv] [--json out/tune.json]
 
 The search: every combination of the grid below; the objective is the mean of five-way and three-way macro-F1 on all
 836 dev rows. The defaults in ``TaxonomyThresholds`` are the best combination; because they are chosen and measured
@@ -60,7 +60,7 @@ def macro_f1(gold: np.ndarray, pred: np.ndarray, k: int) -> float:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--data", default=str(REPO.parent / "shared" / "data" / "begin_dev" / "dev_05_24_21.tsv"))
+    parser.add_argument("--data", default=str(REPO / "q2_plugins" / "data" / "begin_dev" / "dev_05_24_21.tsv"))
     parser.add_argument("--json", help="write the measurements here")
     parser.add_argument("--folds", type=int, default=5)
     parser.add_argument("--seed", type=int, default=0)

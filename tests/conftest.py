@@ -11,8 +11,10 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def shared_data_dir() -> Path:
-    """The reference data: $Q2_SHARED_DATA, else ../shared/data beside the repository (as in CI)."""
-    return Path(os.environ.get("Q2_SHARED_DATA", REPO.parent / "shared" / "data"))
+    """The reference data bundled with the package (``q2_plugins/data``, whose README lists it)."""
+    from q2_plugins.datasets import DATA_DIR
+
+    return DATA_DIR
 
 
 def in_ci() -> bool:
@@ -39,9 +41,10 @@ def optional_import(name: str, extra: str) -> Any:
 
 @pytest.fixture(scope="session")
 def shared_data() -> Path:
+    """The bundled reference data (``q2_plugins/data``): ``q2_wow``, ``q2_original_run``, ``begin_dev``, ..."""
     path = shared_data_dir()
     if not (path / "q2_original_run").is_dir():
-        pytest.fail(f"Reference data not found at {path}: put shared/ beside the repository or set Q2_SHARED_DATA")
+        pytest.fail(f"Reference data not found at {path}: the checkout lacks q2_plugins/data")
     return path
 
 
@@ -134,11 +137,11 @@ def run_doc_commands(doc: Path, tag: str, capsys) -> None:
 
 @pytest.fixture()
 def repo_dir(tmp_path, monkeypatch) -> Path:
-    """A working directory laid out as the docs assume: the repository (its ``tests`` and an ``out`` folder), with
-    ``../shared/data`` beside it."""
-    (tmp_path / "shared").mkdir()
-    (tmp_path / "shared" / "data").symlink_to(shared_data_dir(), target_is_directory=True)
-    (tmp_path / "repo" / "out").mkdir(parents=True)
+    """A working directory laid out as the docs assume: the repository root (its ``tests``, the bundled data at
+    ``q2_plugins/data`` and an ``out`` folder)."""
+    (tmp_path / "repo" / "q2_plugins").mkdir(parents=True)
+    (tmp_path / "repo" / "q2_plugins" / "data").symlink_to(shared_data_dir(), target_is_directory=True)
+    (tmp_path / "repo" / "out").mkdir()
     (tmp_path / "repo" / "tests").symlink_to(REPO / "tests", target_is_directory=True)
     monkeypatch.chdir(tmp_path / "repo")
     return tmp_path / "repo"

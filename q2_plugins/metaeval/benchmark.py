@@ -117,8 +117,10 @@ def published_beside(data: MetaEvalData, metrics: Sequence[MetricScores]) -> Opt
 def benchmark(data: MetaEvalData, metrics: Sequence[MetricScores], threshold: float) -> dict[str, Any]:
     """The ``benchmark`` experiment: per-data-set balanced accuracy (when the data is a benchmark of several data
     sets, or has a dev split) and the published figures beside ours (when there are any for the data)."""
+    from ..datasets.registry import per_subset_benchmarks
+
     out: dict[str, Any] = {}
-    if data.benchmark in ("LLM-AggreFact", "RAGTruth", "HalluDial") or any(ex.split == "dev" for ex in data.examples):
+    if data.benchmark in per_subset_benchmarks() or any(ex.split == "dev" for ex in data.examples):
         out["per_dataset"] = per_dataset_balanced_accuracy(data, metrics, threshold)
     beside = published_beside(data, metrics)
     if beside is not None:

@@ -37,8 +37,9 @@ def _names(text: str) -> tuple[str, ...]:
 
 def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
     """Add the ``meta-eval`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
+    from ..datasets.bundled import DATA_DIR
+    from ..datasets.registry import DATASETS, labelled
     from .baselines import BASELINE_NAMES
-    from .loaders import LOADERS
 
     m = sub.add_parser(
         "meta-eval", help="agreement with human labels: the paper's experiments and baselines",
@@ -47,18 +48,14 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
                     "random-knowledge and length controls. Markdown on stdout; JSON, markdown, HTML and PNG plots in "
                     "--output-dir.")
     d = m.add_argument_group("data")
-    d.add_argument("--dataset", required=True, choices=sorted(LOADERS),
-                   help="wow: the Q2 paper's WoW annotation folder; begin: BEGIN v1 or v2 TSV; dialfact / dnli: "
-                        "JSONL; faithdial: a FaithDial data-audit CSV (model or gold audit); usr: USR's Topical-Chat "
-                        "tc_usr_data.json; stress: stress pairs written by q2 perturb; llm-aggrefact: a folder with "
-                        "dev / test files (or one file); ragtruth: the folder with response.jsonl and "
-                        "source_info.jsonl; halludial: a HalluDial JSON file; table: any CSV / TSV / JSONL with the "
-                        "columns named below")
-    d.add_argument("--data", required=True, help="data file, or folder for --dataset wow")
+    d.add_argument("--dataset", required=True, choices=sorted(DATASETS),
+                   help="; ".join(f"{name}: {entry.help}" for name, entry in DATASETS.items()))
+    d.add_argument("--data", help="the data file or folder (--dataset above); default: the bundled copy of the data "
+                                  f"set, for {', '.join(n for n, e in DATASETS.items() if e.bundled)}")
     d.add_argument("--label-map", metavar="FILE",
                    help="label values to read as others, e.g. annotators' typos: a JSON object "
-                        "{\"entailmentt\": \"entailment\"} or CSV / TSV lines from,to (begin, dialfact, dnli, "
-                        "faithdial, table, llm-aggrefact, halludial)")
+                        "{\"entailmentt\": \"entailment\"} or CSV / TSV lines from,to "
+                        f"({', '.join(labelled())})")
     d.add_argument("--drop-unknown-labels", action="store_true",
                    help="rows whose label is unknown are left out (and listed) without a warning; without it they "
                         "are left out, listed and warned about")
@@ -80,9 +77,10 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     s.add_argument("--scores", action="append", default=[], metavar="[NAME=]FILE",
                    help="a q2 score output (JSONL with id and the result fields), or a CSV/JSONL with id (or row) "
                         "and score; repeatable; NAME defaults to Q2")
-    s.add_argument("--replay", metavar="DIR", help="a recorded run of the original pipeline (e.g. "
-                   "shared/data/q2_original_run): Q2 = its recorded per-response Q2; Q2 w/o NLI, questions and "
-                   "no-answer rates from replaying its per-question outputs")
+    s.add_argument("--replay", metavar="DIR", nargs="?", const=str(DATA_DIR / "q2_original_run"),
+                   help="a recorded run of the original pipeline (without DIR: the bundled run on the Q2 paper's "
+                        "WoW annotations): Q2 = its recorded per-response Q2; Q2 w/o NLI, questions and no-answer "
+                        "rates from replaying its per-question outputs")
     s.add_argument("--compute", action="store_true", help="score Q2 on the fly with the models of the Q2Config "
                                                           "flags below")
     s.add_argument("--save-scores", metavar="FILE", help="with --compute: write the results as q2 score JSONL")
@@ -256,7 +254,7 @@ def run(args: argparse.Namespace) -> int:
             print(f"report: {', '.join(map(str, saved))}  (q2_plugins {__version__})")
     unknown = sum(r.reason == "unknown label" for r in result.data.skipped)
     if unknown and not settings.drop_unknown_labels:
-        print(f"warning: {unknown} rows of {settings.data} have labels the {settings.dataset} loader does not know "
-              f"and were left out (listed in the notes); map them with --label-map FILE or leave them out "
+        print(f"warning: {unknown} rows of {result.data.source} have labels the {settings.dataset} loader does not "
+              f"know and were left out (listed in the notes); map them with --label-map FILE or leave them out "
               f"knowingly with --drop-unknown-labels", file=sys.stderr)
     return 0

@@ -27,7 +27,7 @@ __all__ = ["SettingError", "TableColumns", "MetaEvalSettings", "load_data", "eva
 
 @dataclass(frozen=True)
 class TableColumns:
-    """Where ``dataset="table"`` finds its fields (see :func:`~q2_plugins.metaeval.loaders.load_table`)."""
+    """Where ``dataset="table"`` finds its fields (see :func:`~q2_plugins.datasets.table.load_table`)."""
 
     consistent_labels: tuple[str, ...] = ()
     response_column: str = "response"
@@ -47,13 +47,14 @@ class MetaEvalSettings:
     """Everything a meta-evaluation run reads (one field per ``q2 meta-eval`` flag; the Q² model settings are
     ``config``).
 
-    ``scores`` are ``(name, file)`` pairs (name None: ``Q2``); ``baselines`` names from
+    ``data`` None reads the data set's bundled copy (``q2_plugins/data``), where it has one. ``scores`` are
+    ``(name, file)`` pairs (name None: ``Q2``); ``baselines`` names from
     :data:`~q2_plugins.metaeval.baselines.BASELINE_NAMES`; ``experiments`` None runs what the data allows (it
     replaces ``options.experiments``, whose other fields are the experiments' settings).
     """
 
     dataset: str
-    data: str
+    data: Optional[str] = None
     table: Optional[TableColumns] = None
     label_map: Mapping[str, str] = field(default_factory=dict)
     drop_unknown_labels: bool = False
@@ -79,16 +80,18 @@ class MetaEvalSettings:
     config: Q2Config = field(default_factory=Q2Config)
 
     def __post_init__(self) -> None:
-        from .loaders import LABELLED, LOADERS
+        from ..datasets.registry import DATASETS, labelled
 
-        if self.dataset not in LOADERS:
-            raise SettingError("dataset", f"unknown data set kind {self.dataset!r}; expected one of {sorted(LOADERS)}")
+        if self.dataset not in DATASETS:
+            raise SettingError("dataset", f"unknown data set kind {self.dataset!r}; expected one of {sorted(DATASETS)}")
+        if self.data is None and DATASETS[self.dataset].bundled is None:
+            raise SettingError("data", f"dataset {self.dataset!r} has no bundled copy: give the path of its data")
         if (self.table is not None) != (self.dataset == "table"):
             raise SettingError("table", "the table columns apply to dataset 'table' only, and it needs them "
                                         f"(dataset {self.dataset!r} has a fixed format)")
-        if (self.label_map or self.drop_unknown_labels) and self.dataset not in LABELLED:
+        if (self.label_map or self.drop_unknown_labels) and self.dataset not in labelled():
             raise SettingError("label_map" if self.label_map else "drop_unknown_labels",
-                               f"applies to the data sets with label values {list(LABELLED)}, not to "
+                               f"applies to the data sets with label values {list(labelled())}, not to "
                                f"{self.dataset!r}")
         if self.save_scores and not self.compute:
             raise SettingError("save_scores", "writes the scores of compute; set compute too")
@@ -102,10 +105,11 @@ class MetaEvalSettings:
 
 def load_data(settings: MetaEvalSettings) -> Any:
     """The :class:`~q2_plugins.metaeval.data.MetaEvalData` the settings name."""
-    from .loaders import LABELLED, LabelOptions, load_dataset
+    from ..datasets.common import LabelOptions
+    from ..datasets.registry import default_data, labelled, load_dataset
 
     options: dict[str, Any] = {}
-    if settings.dataset in LABELLED:
+    if settings.dataset in labelled():
         options["labels"] = LabelOptions(dict(settings.label_map), settings.drop_unknown_labels)
     if settings.table is not None:
         t = settings.table
@@ -114,7 +118,8 @@ def load_data(settings: MetaEvalSettings) -> Any:
                        subset_column=t.subset_column, split_column=t.split_column,
                        dialogue_column=t.dialogue_column, history_column=t.history_column,
                        score_columns=t.score_columns, input_format=t.input_format)
-    return load_dataset(settings.dataset, settings.data, **options)
+    path = settings.data if settings.data is not None else default_data(settings.dataset)
+    return load_dataset(settings.dataset, path, **options)
 
 
 def _options(settings: MetaEvalSettings, data: Any) -> MetaEvalOptions:

@@ -5,7 +5,7 @@ Three sources, all keyed by example id (:attr:`~q2_plugins.metaeval.data.Example
 * a **scores file**: the JSONL ``q2 score --output`` writes (``id`` or ``row``, and the per-response result fields),
   or any CSV / JSONL with an ``id`` (or ``row``) and a ``score`` field, e.g. another metric's output. Score the file
   :func:`export_inputs` writes and every example, paired-context response and control input has its id.
-* a **replay** of a recorded run of the original pipeline (:func:`replay_scores`), e.g. ``shared/data/q2_original_run``:
+* a **replay** of a recorded run of the original pipeline (:func:`replay_scores`), e.g. ``data/q2_original_run``:
   Q² is the recorded per-response ``Q2`` column of ``*_scores.csv`` (the recorded steps have no NLI labels);
   Q² w/o NLI, the number of questions and the share of questions with no answer in the knowledge come from replaying
   the recorded per-question outputs (``*_out.steps.csv``) through the scoring layer.
@@ -25,13 +25,13 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from ..datasets.common import DataFormatError, DataSettingError
 from ..io import read_rows
 from ..replay import load_original_steps, load_recorded_scores, replay
 from ..results import ResponseResult, ResponseStatus, explained_row
 from ..scoring import counted_questions, mean_score
 from ..signature import replay_signature
 from .data import Example
-from .loaders import DataFormatError, DataSettingError
 
 __all__ = [
     "QuestionStats",

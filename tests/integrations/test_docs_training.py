@@ -1,6 +1,6 @@
 """docs/training.md: its commands and Python example run as written, in the layout the page assumes (the tiny
-models of ``q2 make-test-models --examples`` in ``out/examples``, the reference data at ``../../../shared/data``), and
-print what it shows."""
+models of ``q2 make-test-models --examples`` in ``out/examples``, the bundled reference data at
+``../../q2_plugins/data``), and print what it shows."""
 
 from __future__ import annotations
 
@@ -17,9 +17,9 @@ DOC = Path(__file__).resolve().parents[2] / "docs" / "training.md"
 
 @pytest.fixture
 def workdir(examples_dir, tmp_path, monkeypatch) -> Path:
-    (tmp_path / "shared").mkdir()
-    (tmp_path / "shared" / "data").symlink_to(shared_data_dir(), target_is_directory=True)
-    work = tmp_path / "repo" / "out" / "examples"  # out/examples of a checkout with shared/ beside it
+    (tmp_path / "repo" / "q2_plugins").mkdir(parents=True)
+    (tmp_path / "repo" / "q2_plugins" / "data").symlink_to(shared_data_dir(), target_is_directory=True)
+    work = tmp_path / "repo" / "out" / "examples"  # out/examples of a checkout
     work.mkdir(parents=True)
     for entry in examples_dir.iterdir():
         (work / entry.name).symlink_to(entry, target_is_directory=True)

@@ -182,9 +182,9 @@ def test_bundled_slice_is_the_first_ten_responses_of_the_recorded_run(shared_dat
             full = [r for r in csv.DictReader(f) if int(r["id"]) < 10]
         with path.open(newline="", encoding="utf-8") as f:
             assert list(csv.DictReader(f)) == full, path
-    folder = steps[0].parent
-    assert (folder / "LICENSE").read_text().startswith((shared_data / "q2_original_run" / "LICENSE").read_text()[:200])
-    assert "a5cd24d" in (folder / "README.md").read_text()
+    readme = (steps[0].parent / "README.md").read_text()
+    assert "a5cd24d" in readme and "../q2_original_run/LICENSE" in readme
+    assert (shared_data / "q2_original_run" / "LICENSE").read_text().split()[:3] == ["Apache", "License", "Version"]
 
 
 def test_readme_example_is_what_the_replay_gives(tmp_path, capsys):

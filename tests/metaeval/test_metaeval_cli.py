@@ -23,10 +23,10 @@ def run_json(capsys, *argv) -> dict:
 @pytest.mark.slow
 def test_replay_of_the_original_run_prints_the_paper_figures(shared_data, tmp_path, capsys):
     """The full default run (1000 repetitions) from the recorded outputs, with plots (about 10 s on an idle
-    2-core machine, most of it importing spaCy, scikit-learn and matplotlib)."""
+    2-core machine, most of it importing spaCy, scikit-learn and matplotlib): no --data and a bare --replay read the
+    bundled annotations and recorded run."""
     out = tmp_path / "out"
-    code = main(["meta-eval", "--dataset", "wow", "--data", str(shared_data / "q2_wow"),
-                 "--replay", str(shared_data / "q2_original_run"), "--output-dir", str(out)])
+    code = main(["meta-eval", "--dataset", "wow", "--replay", "--output-dir", str(out)])
     text = capsys.readouterr().out
     assert code == 0
     assert "| Q2 | 600 | 77.33% |" in text
@@ -39,6 +39,7 @@ def test_replay_of_the_original_run_prints_the_paper_figures(shared_data, tmp_pa
     assert "The paper's 0.9697 for Q2 comes from simulated systems drawn from all 244 contexts" in text
     assert "only 23 of them" in text and "not comparable" in text
     report = json.loads((out / "report.json").read_text())
+    assert Path(report["data"]["source"]) == shared_data / "q2_wow"
     rl = report["response_level"]["metrics"]
     assert round(100 * rl["Q2"]["accuracy"], 2) == 77.33 and round(100 * rl["Q2 w/o NLI"]["accuracy"], 2) == 73.50
     rows = {r["subset"]: r for r in report["subsets"]["rows"]}
