@@ -16,5 +16,5 @@ def bundled_path(name: str) -> Path:
     path = DATA_DIR / name
     if not path.exists():
         raise FileNotFoundError(f"no bundled data {name!r} in {DATA_DIR}: the package is installed without its data "
-                                f"files; reinstall it (pip install --force-reinstall q2-plugins)")
+                                f"files; reinstall q2-plugins from a wheel or a checkout, which carry them")
     return path

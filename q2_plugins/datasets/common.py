@@ -117,7 +117,7 @@ class _Rows:
             listed = "; ".join(f"{r.where} {r.detail!r}" for r in unknown[:20])
             more = f" (and {len(unknown) - 20} more in report.json)" if len(unknown) > 20 else ""
             how = ("dropped as asked" if self.labels.drop_unknown else
-                   "map them with a label map (`--label-map FILE`) or drop them knowingly (`--drop-unknown-labels`)")
+                   "map them with a label map (setting label_map) or drop them knowingly (setting drop_unknown_labels)")
             known = f" (known: {', '.join(self.expected)})" if self.expected else ""
             out.append(f"unknown labels{known}: {listed}{more}; {how}")
         return out
