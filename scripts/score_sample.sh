@@ -8,7 +8,8 @@
 #                                                 # Exercises the real code path; the scores mean nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-Q2_EXTRAS=dev Q2_PARLAI=0 Q2_BROWSER=0 bash scripts/setup.sh
+# every extra the README's examples use (ParlAI, evaluate, lm-eval, Ray, ...); the browser is for the tests only
+Q2_BROWSER=0 bash scripts/setup.sh
 mkdir -p out
 ARGS=()
 if [ "${1:-}" = "--random-models" ]; then
@@ -27,3 +28,7 @@ echo "HTML report of real Q² questions and answers (replayed, no models): out/o
 .venv/bin/q2 score --input q2_plugins/data/sample.jsonl --history-column history --output out/sample_scores.jsonl \
   --explain --html out/sample_scores.html "${ARGS[@]}"
 echo "per-response results with questions and answers: out/sample_scores.jsonl (report: out/sample_scores.html)"
+if [ "${1:-}" = "--random-models" ]; then
+  echo "the README's examples run in out/examples (tiny random-weight models, meaningless scores):"
+  echo "  source .venv/bin/activate; cd out/examples"
+fi
