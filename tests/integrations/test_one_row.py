@@ -119,6 +119,6 @@ def test_meta_eval_reads_either_engine(runs, capsys):
         assert main([*data, "--scores", f"q2={runs / name}"]) == 0, capsys.readouterr().err
         reports[name] = json.loads(capsys.readouterr().out)["response_level"]
     local = reports.pop("local.jsonl")
-    assert set(local["metrics"]) >= {"q2", "q2 w/o NLI"}
+    assert "q2" in local["metrics"]  # (with "q2 w/o NLI" when the two differ somewhere)
     for name, report in reports.items():
         assert report == local, name
