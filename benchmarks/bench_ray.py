@@ -97,9 +97,9 @@ def run(cmd: list[str], env: dict[str, str]) -> dict[str, Any]:
     return {"wall_s": wall, "cpu_s": sum(cpu.values()), "loadavg_before": before, "loadavg_after": loadavg()}
 
 
-def q2_fields(path: Path, prefix: str) -> list[tuple]:
+def q2_fields(path: Path) -> list[tuple]:
     rows = [json.loads(line) for line in path.read_text().splitlines()]
-    return [tuple(r[prefix + f] for f in Q2_FIELDS) for r in rows]
+    return [tuple(r[f] for f in Q2_FIELDS) for r in rows]
 
 
 def main() -> int:
@@ -142,8 +142,8 @@ def main() -> int:
                       f"{res['loadavg_after'][0]:.2f}", flush=True)
                 if n == args.n:
                     outputs[name] = out
-        reference = q2_fields(outputs["single_process"], "")
-        identical = {name: q2_fields(path, "q2_") == reference for name, path in outputs.items()
+        reference = q2_fields(outputs["single_process"])
+        identical = {name: q2_fields(path) == reference for name, path in outputs.items()
                      if name != "single_process"}
 
     for r in results.values():

@@ -89,7 +89,7 @@ def in_ray_actor(rows: list[dict[str, Any]], config: Any, batch: int) -> dict[st
         walls[r["bench_batch_wall_s"]] = walls.get(r["bench_batch_wall_s"], 0) + 1
     if sorted(walls.values()) != sorted(len(rows[s:s + batch]) for s in range(0, len(rows), batch)):
         raise SystemExit(f"the actor's batches were not of {batch} rows: {sorted(walls.values())}")
-    return {"batch_wall_s": list(walls), "scores": [r["q2_score"] for r in got], "ray_init_s": t1 - t0,
+    return {"batch_wall_s": list(walls), "scores": [r["score"] for r in got], "ray_init_s": t1 - t0,
             "dataset_wall_s": t2 - t1}
 
 

@@ -339,7 +339,7 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], spec: Any, args: ar
                                       for i, row in enumerate(chunk)]
             result = score_records(scorer, chunk, spec, progress=progress or False, labeller=labeller)
             for i, (row, res) in enumerate(zip(chunk, result.responses)):
-                record = result_row(offset + i, row, res)
+                record = result_row(offset + i, row, res, spec.explain)
                 if res.error is not None:
                     errors.add(res.error)
                 if out is not None:
@@ -456,13 +456,14 @@ def _write_report(path: str, rows: list[dict[str, Any]], signature: str, summary
 def _replay(args: argparse.Namespace) -> int:
     import csv
 
-    from .io import check_outputs
+    from .io import check_outputs, files_written
     from .replay import load_original_steps, replay
 
     if args.scores and len(args.scores) != len(args.steps):
         raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
-    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", _html_files(path)) for flag, path in
-                                                (("output", args.output), ("html", args.html)) if path])
+    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", files(path)) for flag, path, files in
+                                                (("output", args.output, files_written),
+                                                 ("html", args.html, _html_files)) if path])
     records = []
     sources: list[str] = []
     for i, steps in enumerate(args.steps):
@@ -476,12 +477,18 @@ def _replay(args: argparse.Namespace) -> int:
     result = replay(records, normalization=args.normalization, explain=args.explain or bool(args.html),
                     discard_unanswerable=args.discard_unanswerable)
     rows = [_replay_row(rec, res, src, result.signature) for rec, res, src in zip(records, result.responses, sources)]
+    # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
+    summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
     if args.output:
+        from .rows import write_meta
+
         with open(args.output, "w", encoding="utf-8") as f:
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
-    summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
+        write_meta(args.output, engine="replay", signature=result.signature, summary=summary, rows=len(rows),
+                   config={"use_nli": False, "normalization": args.normalization,
+                           "discard_unanswerable": args.discard_unanswerable},
+                   input=list(args.steps) + list(args.scores), spec=None, exit_code=0)
     print_summary(summary, result.signature, args.format)
     if args.format == "text":
         print(f"note          {_REPLAY_NOTE}")

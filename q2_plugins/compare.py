@@ -1,7 +1,8 @@
 """``q2 compare BASELINE SYSTEM...``: is a system's Q² (and coverage) different from the baseline's, on the same
 responses? Paired bootstrap resampling or approximate randomisation (:mod:`q2_plugins.significance`).
 
-A system is a result file of ``q2 score`` / ``q2 replay`` (or any JSONL / CSV with an id and a score). Responses are
+A system is a result file of ``q2 score`` (either engine: JSONL, Parquet, CSV) / ``q2 replay``, read by
+:func:`q2_plugins.rows.read_results` (or any JSONL / CSV with an id and a score). Responses are
 paired by id (by row when no file has ids). Q² is the mean over the responses that have a score, as Q² defines the
 system score: a response without a valid question counts with its end-to-end NLI fallback score when the fallback is
 on, and is left out when it has no score; coverage (the share of responses without an error that have a valid
@@ -18,8 +19,9 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from . import __version__
 from .errors import SettingError
-from .io import InputFormatError, UnknownFormatError, meta_path, read_rows
+from .io import InputFormatError, UnknownFormatError
 from .results import ResponseStatus
+from .rows import ResultRows, read_results
 
 if TYPE_CHECKING:  # numpy and the tests load when a comparison runs, not when the CLI builds its parser
     from .significance import PairedTest, SystemFigure
@@ -90,14 +92,12 @@ def _score_value(value: Any, where: str) -> Optional[float]:
     return None if math.isnan(x) else x
 
 
-def _file_signature(path: Path, rows: list[dict[str, Any]]) -> Optional[str]:
+def _file_signature(path: Path, read: ResultRows) -> Optional[str]:
     """The signature of a result file: its ``.meta.json``'s, else the rows' own ``signature`` (all alike)."""
-    meta = meta_path(path)
-    if meta.is_file():
-        sig = json.loads(meta.read_text(encoding="utf-8")).get("signature")
-        if sig:
-            return str(sig)
-    found = {str(r["signature"]) for r in rows if r.get("signature")}
+    sig = (read.meta or {}).get("signature")
+    if sig:
+        return str(sig)
+    found = {str(r["signature"]) for r in read.rows if r.get("signature")}
     if len(found) > 1:
         raise InputFormatError(f"{path} mixes results of {len(found)} signatures; compare files of one signature")
     return found.pop() if found else None
@@ -108,10 +108,11 @@ def load_system(path: str | Path, config: CompareConfig, name: Optional[str] = N
     with an :class:`InputFormatError` naming the file and the row."""
     path = Path(path)
     try:
-        rows = list(read_rows(path))
+        read = read_results(path)
     except UnknownFormatError:  # (compare has no format setting: the file's extension says it)
-        raise InputFormatError(f"Cannot tell the format of {path} from its extension; name a .jsonl, .csv or .tsv "
-                               f"results file") from None
+        raise InputFormatError(f"Cannot tell the format of {path} from its extension; name a .jsonl, .parquet, .csv "
+                               f"or .tsv results file") from None
+    rows = read.rows
     if not rows:
         raise InputFormatError(f"{path} has no rows")
     for i, row in enumerate(rows):
@@ -137,7 +138,7 @@ def load_system(path: str | Path, config: CompareConfig, name: Optional[str] = N
         has_question=[s == ResponseStatus.SCORED for s in status] if known else None,
         valid=[s != ResponseStatus.ERROR for s in status] if known else None,
         n_fallback=sum(s == ResponseStatus.FALLBACK for s in status),
-        signature=_file_signature(path, rows),
+        signature=_file_signature(path, read),
     )
 
 

@@ -38,24 +38,28 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by test_imports
 
 from .config import Q2Config
 from .errors import SettingError
-from .results import Q2Stats, ResponseResult, ResponseStatus, RowErrors, explained_row
-from .rows import RowSpec, cache_line, score_records
+from .results import EXPLANATION_FIELDS, RESULT_FIELDS, Q2Stats, ResponseResult, ResponseStatus, RowErrors
+from .rows import INPUT_PREFIX, ROW_FIELD, RowSpec, cache_line, kept_name, result_fields, score_records
 
 __all__ = ["Q2BatchScorer", "score_dataset", "dataset_stats", "dataset_summary", "split_by_score", "check_models",
-           "read_dataset", "write_dataset", "OUTPUT_COLUMNS", "INPUT_PREFIX", "RayScoreOptions", "run_score"]
+           "read_dataset", "write_dataset", "OUTPUT_COLUMNS", "EXPLANATION_COLUMNS", "INPUT_PREFIX", "RayScoreOptions",
+           "run_score", "arrow_type"]
 
-# Q² columns added to every row (each name gets the prefix, "q2_" by default), with their Arrow types
-OUTPUT_COLUMNS: dict[str, pa.DataType] = {
-    "score": pa.float64(), "score_no_nli": pa.float64(), "status": pa.string(), "num_questions": pa.int64(),
-    "error": pa.string(), "warning": pa.string(),  # warning: how a row was truncated to its budgets, if it was
-}
-_LABEL_COLUMNS = {"label": pa.string(), "label3": pa.string()}  # with labels=True
-_EXPLANATION_COLUMN = {"explanation": pa.string()}  # with explain=True: the core's result row as JSON
-_ALL_COLUMNS = {**OUTPUT_COLUMNS, **_LABEL_COLUMNS, **_EXPLANATION_COLUMN}
-#: an input field named like a column Q² adds is kept under this prefix (JSONL / CSV input; docs/ray.md)
-INPUT_PREFIX = "input_"
-# the rows read_dataset makes of a JSONL / CSV / TSV record: its fields as JSON text, or why it cannot be read
-_RECORD, _READ_ERROR = "__q2_record__", "__q2_read_error__"
+
+def arrow_type(kind: type) -> pa.DataType:
+    """The Arrow type of a field of the row layout declared with Python type ``kind``: lists and dicts (the
+    explanations) as JSON text."""
+    return {str: pa.string(), float: pa.float64(), int: pa.int64(), bool: pa.bool_()}.get(kind, pa.string())
+
+
+#: the result columns added to every row (after ``row`` and the input columns; each name gets the prefix, none by
+#: default), with their Arrow types: :data:`~q2_plugins.results.RESULT_FIELDS`, the one declaration
+OUTPUT_COLUMNS: dict[str, pa.DataType] = {name: arrow_type(kind) for name, kind in RESULT_FIELDS.items()}
+#: the columns ``explain=True`` adds after them, each JSON text
+EXPLANATION_COLUMNS: dict[str, pa.DataType] = {name: arrow_type(kind) for name, kind in EXPLANATION_FIELDS.items()}
+# the rows read_dataset makes of a JSONL / CSV / TSV record: its fields as JSON text, or why it cannot be read, and
+# its position in its file (the result row's ``row``)
+_RECORD, _READ_ERROR, _POSITION = "__q2_record__", "__q2_read_error__", "__q2_row__"
 _EXTENSIONS = {"jsonl": ["jsonl", "json", "ndjson"], "csv": ["csv"], "tsv": ["tsv"]}
 _FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".csv": "csv",
             ".tsv": "tsv"}
@@ -112,7 +116,7 @@ class Q2BatchScorer:
         history_column: Optional[str] = None,
         explain: bool = False,
         labels: bool = False,
-        prefix: str = "q2_",
+        prefix: str = "",
         expected_signature: Union[str, list, None] = None,
         cache_counter: Optional[Any] = None,
     ) -> None:
@@ -123,6 +127,7 @@ class Q2BatchScorer:
         self.response_column, self.knowledge_column = response_column, knowledge_column
         self.history_column = history_column
         self.explain, self.labels, self.prefix = explain, labels, prefix
+        self.reserved = {ROW_FIELD, *(prefix + name for name in (*OUTPUT_COLUMNS, *EXPLANATION_COLUMNS))}
         self.cache_counter = cache_counter
         self._load_models()
         if isinstance(expected_signature, list):  # [the run's model check, started with the actors]: its result
@@ -156,48 +161,43 @@ class Q2BatchScorer:
         return score_records(self.scorer, records, self._spec()).responses
 
     def _score_columns(self, batch: pa.Table) -> pa.Table:
+        """A dataset's own columns: scored, each kept (renamed by :func:`~q2_plugins.rows.kept_name` where it is
+        named like a column of the layout), with ``row`` (null: a dataset's rows have no position in a file) and the
+        result columns around them."""
         required = self._spec().required
         columns = [batch.column(c).to_pylist() for c in required]
         results = self._score([dict(zip(required, values)) for values in zip(*columns)])
-        for name, (kind, values) in _result_columns(results, self.labels, self.explain).items():
-            batch = batch.append_column(self.prefix + name, pa.array(values, type=kind))
-        return batch
+        kept = batch.rename_columns([kept_name(c, self.reserved) for c in batch.column_names])
+        return self._laid_out(pa.nulls(batch.num_rows, pa.int64()), kept, results)
 
     def _score_records(self, batch: pa.Table) -> pa.Table:
         """Rows of :func:`read_dataset`'s JSONL / CSV reading: each record parsed, scored as ``q2 score`` scores it
-        (a record that could not be read, or that lacks a column, is its row's error) and written back as columns.
-        An input field named like a Q² column is kept under :data:`INPUT_PREFIX` (``q2_score`` becomes
-        ``input_q2_score``, see :func:`_kept_name`)."""
+        (a record that could not be read, or that lacks a column, is its row's error) and written back as columns,
+        in the row layout of the local engine (``q2_plugins.rows``): ``row``, the input fields (one named like a
+        field of the layout kept under :data:`INPUT_PREFIX`), the result columns."""
         records = [{"__error__": e} if e is not None else {} if t is None else json.loads(t)
                    for t, e in zip(batch.column(_RECORD).to_pylist(), batch.column(_READ_ERROR).to_pylist())]
         results = self._score(records)
-        added = _result_columns(results, self.labels, self.explain)
-        table = _records_table([{} if "__error__" in r else r for r in records],
-                               reserved={self.prefix + name for name in _ALL_COLUMNS})
-        for name, (kind, values) in added.items():
+        table = _records_table([{} if "__error__" in r else r for r in records], reserved=self.reserved)
+        return self._laid_out(batch.column(_POSITION), table, results)
+
+    def _laid_out(self, position: Any, inputs: pa.Table, results: list[ResponseResult]) -> pa.Table:
+        """``row``, the input columns, then the result columns (:func:`_result_columns`)."""
+        table = inputs.add_column(0, ROW_FIELD, position.cast(pa.int64()))
+        for name, (kind, values) in _result_columns(results, self.explain).items():
             table = table.append_column(self.prefix + name, pa.array(values, type=kind))
         return table
-
-
-def _kept_name(name: str, reserved: Any) -> str:
-    """The name an input field keeps: :data:`INPUT_PREFIX` before it when, without its leading prefixes, it is a Q²
-    column (``q2_score`` -> ``input_q2_score``, ``input_q2_score`` -> ``input_input_q2_score``). The same in every
-    block, and no two fields get one name."""
-    base = name
-    while base.startswith(INPUT_PREFIX):
-        base = base[len(INPUT_PREFIX):]
-    return INPUT_PREFIX + name if base in reserved else name
 
 
 def _records_table(records: list[dict[str, Any]], reserved: frozenset[str] | set[str] = frozenset()) -> pa.Table:
     """The records as columns (the union of their keys, missing values null). A column whose values do not make one
     Arrow type (mixed types in this block) is stored as text: strings as they are, other values as JSON. A key
-    named like one in ``reserved`` (the Q² columns) is renamed by :func:`_kept_name`."""
+    named like one in ``reserved`` (the row layout's) is renamed by :func:`~q2_plugins.rows.kept_name`."""
     names = list(dict.fromkeys(k for r in records for k in r))
     columns = {}
     for name in names:
         values = [r.get(name) for r in records]
-        kept = _kept_name(name, reserved)
+        kept = kept_name(name, reserved)
         try:
             columns[kept] = pa.array(values)
         except (pa.ArrowException, OverflowError, UnicodeEncodeError):
@@ -216,16 +216,17 @@ def _as_text(value: Any) -> str:
         return json.dumps(value, ensure_ascii=True)
 
 
-def _result_columns(results: list[ResponseResult], labels: bool, explain: bool) -> dict[str, tuple[pa.DataType, list]]:
-    """The Q² columns of the results: each value taken from the response's explained row
-    (:func:`~q2_plugins.results.explained_row`, the one serialiser of every front end); ``explanation`` is that row
-    as JSON (without ``index``: a Ray row is placed by its input columns)."""
-    rows = [{k: v for k, v in explained_row(r).items() if k != "index"} for r in results]
-    kinds = {**OUTPUT_COLUMNS, **(_LABEL_COLUMNS if labels else {})}
-    cols = {name: (kind, [row.get(name) for row in rows]) for name, kind in kinds.items()}
-    if explain:
-        cols["explanation"] = (pa.string(), [json.dumps(row, ensure_ascii=False) for row in rows])
-    return cols
+def _result_columns(results: list[ResponseResult], explain: bool) -> dict[str, tuple[pa.DataType, list]]:
+    """The result columns of the results, each value the local engine's (:func:`~q2_plugins.rows.result_fields`);
+    with ``explain`` the explanations too, as JSON text (None where a response has none)."""
+    rows = [result_fields(r, explain) for r in results]
+    kinds = {**OUTPUT_COLUMNS, **(EXPLANATION_COLUMNS if explain else {})}
+    return {name: (kind, [_json_text(row[name]) if name in EXPLANATION_COLUMNS else row[name] for row in rows])
+            for name, kind in kinds.items()}
+
+
+def _json_text(value: Any) -> Optional[str]:
+    return None if value is None else json.dumps(value, ensure_ascii=False)
 
 
 def score_dataset(
@@ -237,7 +238,7 @@ def score_dataset(
     history_column: Optional[str] = None,
     explain: bool = False,
     labels: bool = False,
-    prefix: str = "q2_",
+    prefix: str = "",
     concurrency: int = 1,
     num_cpus: float = 1,
     num_gpus: Optional[float] = None,
@@ -248,8 +249,11 @@ def score_dataset(
     scorer_class: type = Q2BatchScorer,
     ray_remote_args: Optional[Mapping[str, Any]] = None,
 ) -> "ray.data.Dataset":
-    """``ds`` with the Q² columns added (``<prefix>score``, ``score_no_nli``, ``status``, ``num_questions``,
-    ``error``; ``label`` and ``label3`` with ``labels=True``; ``explanation``, JSON, with ``explain=True``).
+    """``ds`` in the row layout of ``q2 score`` (``docs/usage.md``): ``row`` (null: a dataset's rows have no position
+    in a file; :func:`read_dataset`'s JSONL / CSV rows have theirs), the dataset's columns (one named like a column
+    of the layout kept as ``input_<name>``), the result columns (:data:`OUTPUT_COLUMNS`, each after ``prefix``, none
+    by default; ``label``, ``label3``, ``label_reason`` filled with ``labels=True``) and, with ``explain=True``,
+    :data:`EXPLANATION_COLUMNS` as JSON text.
 
     Lazy, like every Ray Data transform. ``concurrency`` actors, each with ``num_cpus`` / ``num_gpus``, score
     ``batch_size`` rows per call. An actor whose process dies is restarted (``max_restarts``) and its unfinished
@@ -258,7 +262,7 @@ def score_dataset(
     """
     columns = ds.schema().names
     if _RECORD not in columns:  # (records read from JSONL / CSV are checked row by row)
-        _check_columns(columns, RowSpec(response_column, knowledge_column, history_column), prefix)
+        _check_columns(columns, RowSpec(response_column, knowledge_column, history_column))
     return _map_scorer(ds, _config(config), response_column=response_column, knowledge_column=knowledge_column,
                        history_column=history_column, explain=explain, labels=labels, prefix=prefix,
                        concurrency=concurrency, num_cpus=num_cpus, num_gpus=num_gpus, batch_size=batch_size,
@@ -266,19 +270,14 @@ def score_dataset(
                        scorer_class=scorer_class, ray_remote_args=ray_remote_args)
 
 
-def _check_columns(columns: list[str], spec: RowSpec, prefix: str) -> None:
-    """The columns ``spec`` requires are there; none of them is named like a column Q² adds."""
+def _check_columns(columns: list[str], spec: RowSpec) -> None:
+    """The columns ``spec`` requires are there."""
     from .io import named_settings
 
     missing = [c for c in spec.required if c not in columns]
     if missing:
         raise SettingError(named_settings(spec.required, spec.settings, missing),
                            f"The dataset has no column(s) {missing}; its columns are {columns}. Name the right ones.")
-    added = [prefix + c for c in _ALL_COLUMNS]
-    clash = [c for c in added if c in columns]
-    if clash:
-        raise ValueError(f"The dataset already has column(s) {clash}, which Q² would add; rename them or choose "
-                         f"another prefix.")
 
 
 def _map_scorer(ds: "ray.data.Dataset", cfg: Q2Config, *, concurrency: int, num_cpus: float,
@@ -314,7 +313,7 @@ def _batch_stats(batch: pa.Table, prefix: str) -> pa.Table:
     return pa.Table.from_pylist([{**vars(Q2Stats.of(results)), "error_kinds": json.dumps(list(errors.kinds.values()))}])
 
 
-def dataset_stats(scored: "ray.data.Dataset", prefix: str = "q2_") -> Q2Stats:
+def dataset_stats(scored: "ray.data.Dataset", prefix: str = "") -> Q2Stats:
     """The run's :class:`Q2Stats`: one per block, computed where the block is, then added.
 
     Materialise ``scored`` first (``.materialize()``) when it is also written, or it is scored twice.
@@ -322,7 +321,7 @@ def dataset_stats(scored: "ray.data.Dataset", prefix: str = "q2_") -> Q2Stats:
     return dataset_summary(scored, prefix)[0]
 
 
-def dataset_summary(scored: "ray.data.Dataset", prefix: str = "q2_") -> tuple[Q2Stats, RowErrors]:
+def dataset_summary(scored: "ray.data.Dataset", prefix: str = "") -> tuple[Q2Stats, RowErrors]:
     """The run's :class:`Q2Stats` and its row errors counted by kind, computed per block and combined."""
     cols = [prefix + c for c in ("status", "score", "score_no_nli", "error")]
     parts = scored.select_columns(cols).map_batches(_batch_stats, fn_kwargs={"prefix": prefix}, num_cpus=0,
@@ -346,7 +345,7 @@ def _select(batch: pa.Table, min_score: float, keep_unscored: bool, prefix: str,
 
 
 def split_by_score(scored: "ray.data.Dataset", min_score: float, *, keep_unscored: bool = False,
-                   prefix: str = "q2_") -> tuple["ray.data.Dataset", "ray.data.Dataset"]:
+                   prefix: str = "") -> tuple["ray.data.Dataset", "ray.data.Dataset"]:
     """``(kept, dropped)``: rows with ``score >= min_score`` and the others. Rows without a score (errors, no valid
     question) go with the kept rows if ``keep_unscored``, else with the dropped. Every row lands in exactly one."""
     def part(kept: bool) -> "ray.data.Dataset":
@@ -380,8 +379,8 @@ def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
     Parquet is read as it is. JSONL and CSV / TSV are read as ``q2 score`` reads them (:func:`q2_plugins.io.
     read_records`, so the same limits and messages): one row per record, holding the record (columns
     ``__q2_record__``, its fields as JSON text, CSV cells as text) or why it cannot be read (``__q2_read_error__``,
-    naming its line, and its file when ``path`` is a directory); the scoring step turns these rows back into
-    columns and an unreadable record into its row's error. A file is read by one task, in blocks of up to
+    naming its line, and its file when ``path`` is a directory), with its position in its file (``__q2_row__``,
+    the result row's ``row``); the scoring step turns these rows back into columns and an unreadable record into its row's error. A file is read by one task, in blocks of up to
     ``rows_per_block`` records (Ray may merge or split them), so that one file's rows spread over the actors."""
     path = Path(path)
     if not path.exists():
@@ -411,15 +410,16 @@ class _RecordsDatasource(FileBasedDatasource):
 
         texts: list[Optional[str]] = []
         errors: list[Optional[str]] = []
+        start = 0  # the position in the file of the block's first record
         for _, row in read_records(io.BytesIO(f.readall()), self.kind):
             error = row["__error__"] if "__error__" in row else None
             texts.append(None if error is not None else _record_text(row))
             errors.append(None if error is None else f"{path}: {error}" if self.name_files else error)
             if len(texts) == self.rows_per_block:
-                yield _records_block(texts, errors)
-                texts, errors = [], []
+                yield _records_block(texts, errors, start)
+                start, texts, errors = start + len(texts), [], []
         if texts:
-            yield _records_block(texts, errors)
+            yield _records_block(texts, errors, start)
 
 
 def _record_text(row: dict[str, Any]) -> str:
@@ -428,8 +428,9 @@ def _record_text(row: dict[str, Any]) -> str:
     return json.dumps(row, ensure_ascii=True, allow_nan=True, default=str)
 
 
-def _records_block(texts: list[Optional[str]], errors: list[Optional[str]]) -> pa.Table:
-    return pa.table({_RECORD: pa.array(texts, pa.string()), _READ_ERROR: pa.array(errors, pa.string())})
+def _records_block(texts: list[Optional[str]], errors: list[Optional[str]], start: int) -> pa.Table:
+    return pa.table({_RECORD: pa.array(texts, pa.string()), _READ_ERROR: pa.array(errors, pa.string()),
+                     _POSITION: pa.array(range(start, start + len(texts)), pa.int64())})
 
 
 def _check_record_columns(path: Path, kind: str, required: tuple[str, ...], settings: tuple[str, ...]) -> None:
@@ -515,12 +516,20 @@ def _write_file(ds: "ray.data.Dataset", tmp: Path, kind: str, schema: Optional[p
             writer.writeheader()
         for batch in batches:
             rows += batch.num_rows
-            if writer is None:
-                f.writelines(json_line(r) + "\n" for r in batch.to_pylist())
+            if writer is None:  # explanations nested, as the local engine writes them
+                f.writelines(json_line(_nested(r)) + "\n" for r in batch.to_pylist())
                 continue
             writer.writerows({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in r.items()}
                              for r in batch.to_pylist())
     return rows
+
+
+def _nested(row: dict[str, Any]) -> dict[str, Any]:
+    """A row for JSONL: its explanation columns (JSON text in Arrow) as the values they hold."""
+    for name in EXPLANATION_COLUMNS:
+        if isinstance(row.get(name), str):
+            row[name] = json.loads(row[name])
+    return row
 
 
 # -- q2 score --engine ray --------------------------------------------------------------------------------------------
@@ -579,7 +588,7 @@ def _scored(options: RayScoreOptions, config: Q2Config, counter: Optional[Any]) 
     ds = read_dataset(path, kind, rows_per_block=options.batch_size)  # no input: read_dataset's error
     spec = options.rows
     if kind == "parquet":
-        _check_columns(ds.schema().names, spec, "q2_")
+        _check_columns(ds.schema().names, spec)
     else:
         _check_record_columns(path, kind, spec.required, spec.settings)
     if options.progress:  # the actors load quietly: one line for the run
@@ -588,7 +597,7 @@ def _scored(options: RayScoreOptions, config: Q2Config, counter: Optional[Any]) 
     # the models are checked in a task while the actors start and load them (the actors wait for its result)
     check = _start_check(config, num_cpus=0, num_gpus=options.num_gpus_per_worker)
     scored = _map_scorer(ds, config, response_column=spec.response_column, knowledge_column=spec.knowledge_column,
-                         history_column=spec.history_column, explain=spec.explain, labels=spec.labels, prefix="q2_",
+                         history_column=spec.history_column, explain=spec.explain, labels=spec.labels, prefix="",
                          concurrency=options.concurrency, num_cpus=options.num_cpus_per_worker,
                          num_gpus=options.num_gpus_per_worker, batch_size=options.batch_size, max_restarts=3,
                          max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,

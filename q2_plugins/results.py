@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Optional
 from . import metric_names as M
 
 __all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "RowErrors", "Q2Result", "ResponseStatus",
-           "print_summary", "explained_row"]
+           "print_summary", "explained_row", "RESULT_FIELDS", "EXPLANATION_FIELDS"]
 
 
 class ResponseStatus:
@@ -22,6 +22,19 @@ class ResponseStatus:
     FALLBACK = "fallback"  # no valid question; scored by end-to-end NLI
     NO_VALID_QUESTION = "no_valid_question"  # no valid question and the fallback is off: no score
     ERROR = "error"  # the row could not be scored; see ``error``
+
+
+#: The result fields of a row of ``q2 score`` output, both engines, in the order written, each with its type (None
+#: allowed for every one): the one declaration the local writer, Ray's Arrow schema and the reader
+#: (:func:`q2_plugins.rows.read_results`) derive from. A result row is ``row``, the input fields, then these.
+RESULT_FIELDS: dict[str, type] = {
+    "status": str, "score": float, "score_no_nli": float, "num_questions": int, "num_candidates": int,
+    "used_fallback": bool, "fallback_label": str, "error": str, "warning": str, "label": str, "label3": str,
+    "label_reason": str,
+}
+#: The fields an explained row (``explain=True``) adds after :data:`RESULT_FIELDS`: nested in JSONL, JSON text in
+#: Parquet / CSV.
+EXPLANATION_FIELDS: dict[str, type] = {"candidates": list, "questions": list, "dropped": list, "coref": dict}
 
 
 @dataclass

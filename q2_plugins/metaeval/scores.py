@@ -2,8 +2,9 @@
 
 Three sources, all keyed by example id (:attr:`~q2_plugins.metaeval.data.Example.id`):
 
-* a **scores file**: the JSONL ``q2 score --output`` writes (``id`` or ``row``, and the per-response result fields),
-  or any CSV / JSONL with an ``id`` (or ``row``) and a ``score`` field, e.g. another metric's output. Score the file
+* a **scores file**: the output of ``q2 score`` (either engine, JSONL / Parquet / CSV; ``id`` or ``row``, and the
+  result fields), read by :func:`q2_plugins.rows.read_results`, or any CSV / JSONL with an ``id`` (or ``row``) and a
+  ``score`` field, e.g. another metric's output. Score the file
   :func:`export_inputs` writes and every example, paired-context response and control input has its id.
 * a **replay** of a recorded run of the original pipeline (:func:`replay_scores`), e.g. ``data/q2_original_run``:
   Q² is the recorded per-response ``Q2`` column of ``*_scores.csv`` (the recorded steps have no NLI labels);
@@ -26,7 +27,6 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from ..datasets.common import DataFormatError, DataSettingError
-from ..io import read_rows
 from ..replay import load_original_steps, load_recorded_scores, replay
 from ..results import ResponseResult, ResponseStatus, explained_row
 from ..scoring import counted_questions, mean_score
@@ -48,9 +48,6 @@ __all__ = [
     "q2_star_metric",
     "no_question_treatments",
 ]
-
-_RESULT_FIELDS = {"index", "status", "score", "score_no_nli", "num_questions", "num_candidates", "used_fallback",
-                  "fallback_label", "error", "label", "label3", "label_reason", "candidates", "questions", "dropped"}
 
 
 @dataclass(frozen=True)
@@ -165,18 +162,24 @@ def _match(found: Iterable[str], known: Mapping[str, Example], what: str) -> lis
 
 
 def read_scores_file(path: str | Path, known: Mapping[str, Example], *, name: str = "Q2") -> list[MetricScores]:
-    """Read a ``q2 score`` output (both Q² variants and the question counts) or a generic id / score file."""
+    """Read a ``q2 score`` output (both Q² variants and the question counts; only Q² w/o NLI when its sidecar says
+    it was scored without NLI, as ``q2 replay`` output is) or a generic id / score file."""
+    from ..rows import read_results, response_result
+
     path = Path(path)
-    rows = list(read_rows(path))
+    read = read_results(path)
+    rows = read.rows
     if not rows:
         raise DataFormatError(f"Scores file {path} is empty")
     ids, records = [], []
     for n, row in enumerate(rows, start=1):
+        if not isinstance(row, dict):
+            raise DataFormatError(f"Scores file {path} record {n} is a JSON {type(row).__name__}, not an object")
         if "__error__" in row:
             raise DataFormatError(f"Scores file {path}: {row['__error__']}")
-        if "id" in row:
+        if row.get("id") not in (None, ""):  # (a column of ids in Parquet / CSV is null or empty where absent)
             key = str(row["id"])
-        elif "row" in row:
+        elif row.get("row") not in (None, ""):
             key = str(row["row"])
         else:
             raise DataFormatError(f"Scores file {path} record {n} has neither 'id' nor 'row'; its fields are "
@@ -193,12 +196,14 @@ def read_scores_file(path: str | Path, known: Mapping[str, Example], *, name: st
     source = f"scores file {path}"
     if all("status" in r for _, r in keep):  # a q2 score output
         try:
-            results = [ResponseResult.from_dict({k: v for k, v in r.items() if k in _RESULT_FIELDS})
-                       for _, r in keep]
-        except TypeError as e:
+            results = [response_result(r) for _, r in keep]
+        except (TypeError, ValueError) as e:
             raise DataFormatError(f"Scores file {path} has 'status' fields, as a q2 score output does, but not all "
                                   f"of its fields ({e}); write it with q2 score, or keep only id and score") from None
-        metrics = metrics_from_results([i for i, _ in keep], results, name=name, source=source)
+        signature = read.signatures[-1] if read.signatures else None
+        use_nli = ((read.meta or {}).get("config") or {}).get("use_nli")
+        metrics = metrics_from_results([i for i, _ in keep], results, name=name, source=source, signature=signature,
+                                       with_nli=False if use_nli is False else None)
     else:
         metric = MetricScores(name, {}, source)
         for i, r in keep:

@@ -1,9 +1,10 @@
 """Self-contained HTML reports of Q² results: one file with inline CSS and JavaScript that opens from disk offline.
 
-Input rows are the per-response result dicts ``q2 score --explain`` and ``q2 replay --explain`` write (a
-``ResponseResult.to_dict()`` plus id columns and, when known, ``response`` / ``knowledge``); per-example files of the
-framework adapters use the same dict. A results file may have a sidecar ``<file>.meta.json`` (``signature``,
-``summary``, ``config``, ``version``); without one the summary is computed from the rows.
+Input rows are the result rows ``q2 score`` (either engine, JSONL / Parquet / CSV) and ``q2 replay`` write, read by
+the one reader :func:`q2_plugins.rows.read_results` (``row``, the input fields, the result fields; with
+``--explain`` the questions); per-example files of the framework adapters use the same dict. A results file may have
+a sidecar ``<file>.meta.json`` (``signature``, ``summary``, ``config``, ``version``, ``columns``); without one the
+summary is computed from the rows.
 
 The data goes into the page as JSON inside ``<script type="application/json">`` with ``<``, ``>``, ``&``, U+2028 and
 U+2029 escaped, and the page's script renders every text through text nodes, so text from the data never becomes
@@ -59,16 +60,12 @@ def _as_result_row(obj: Any, where: str) -> dict[str, Any]:
     """A result row as the report reads it; anything else becomes an error row that says what was found."""
     if not isinstance(obj, dict):
         return {"status": ResponseStatus.ERROR, "error": f"{where}: a JSON {type(obj).__name__}, expected an object"}
+    if "__error__" in obj:  # a record the reader could not read: its message names its line
+        return {"status": ResponseStatus.ERROR, "error": f"{where.rsplit(' record ', 1)[0]}: {obj['__error__']}"}
     if "status" not in obj:
-        # A framework's per-example record may nest the result one level down, beside its own id fields.
-        nested = [v for v in obj.values() if isinstance(v, dict) and "status" in v and "score" in v]
-        if len(nested) == 1:
-            outer = {k: v for k, v in obj.items() if not isinstance(v, (dict, list))}
-            obj = {**outer, **nested[0]}
-        else:
-            return {**{k: v for k, v in obj.items() if isinstance(v, (str, int, float, bool))},
-                    "status": ResponseStatus.ERROR,
-                    "error": f"{where}: not a Q² result row (no 'status' field; fields {sorted(obj)[:12]})"}
+        return {**{k: v for k, v in obj.items() if isinstance(v, (str, int, float, bool))},
+                "status": ResponseStatus.ERROR,
+                "error": f"{where}: not a Q² result row (no 'status' field; fields {sorted(obj)[:12]})"}
     row = dict(obj)
     if row.get("status") not in _STATUSES:
         row["error"] = f"{where}: unknown status {row.get('status')!r}" + (f"; {row['error']}" if row.get("error")
@@ -84,37 +81,38 @@ def _finite(x: Any) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
-def _read_meta(path: Path, into: ReportInput) -> Optional[dict[str, Any]]:
-    from ..io import meta_path as sidecar_of
+def _with_texts(row: dict[str, Any], columns: dict[str, Optional[str]]) -> dict[str, Any]:
+    """A result row with ``response`` / ``knowledge`` / ``history`` taken from the input fields that held them (the
+    sidecar's ``columns``: a run with ``--response-column text`` keeps the response in ``text``)."""
+    from ..rows import kept_name
 
-    meta_path = sidecar_of(path)
-    if not meta_path.is_file():
-        return None
-    try:
-        meta = json.loads(meta_path.read_text(encoding="utf-8"))
-    except (OSError, ValueError) as e:
-        into.notes.append(f"{meta_path.name} could not be read ({e}); the summary is computed from the rows")
-        return None
-    if not isinstance(meta, dict):
-        into.notes.append(f"{meta_path.name} is not a JSON object; ignored")
-        return None
-    return meta
+    for what, column in columns.items():
+        value = row.get(kept_name(column)) if isinstance(column, str) else None
+        if what not in row and isinstance(value, str):
+            row[what] = value
+    return row
 
 
 def load_results(paths: Sequence[str | Path]) -> ReportInput:
-    """Read results files (JSONL rows, or a JSON ``Q2Result.to_dict()``) and their ``.meta.json`` sidecars.
+    """Read results files with their ``.meta.json`` sidecars through :func:`q2_plugins.rows.read_results` (either
+    engine's output, JSONL / Parquet / CSV, a JSON ``Q2Result.to_dict()``, per-example files of the adapters).
 
-    A line that is not a result row becomes an error row naming the file and line, so nothing is dropped.
+    A record that is not a result row becomes an error row naming the file and record, so nothing is dropped.
     """
+    from ..rows import read_results
+
     out = ReportInput()
     metas = []
     for p in paths:
         path = Path(p)
-        if not path.is_file():
+        if not path.exists():
             raise ValueError(f"No results file {path}")
         out.sources.append(str(path))
-        rows = list(_read_rows(path))
-        meta = _read_meta(path, out)
+        read = read_results(path)
+        rows = [_with_texts(_as_result_row(r, f"{path.name} record {n}"), read.columns)
+                for n, r in enumerate(read.rows, start=1)]
+        out.notes.extend(read.notes)
+        meta = read.meta
         metas.append((path, meta, len(rows)))
         out.rows.extend(rows)
     for r in out.rows:  # per-example files of the adapters may carry the signature on each row
@@ -151,10 +149,11 @@ def attach_texts(data: ReportInput, inputs: str | Path, columns: Sequence[Option
     response_col, knowledge_col, *rest = columns
     history_col = rest[0] if rest else None
     inputs_rows = list(read_rows(inputs, fmt))
-    done = 0
+    done = missed = 0
     for r in data.rows:
         n = r.get("row")
         if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < len(inputs_rows):
+            missed += not ("response" in r and "knowledge" in r)  # (rows of both engines carry their texts)
             continue
         src = inputs_rows[n]
         texts = {"response": src.get(response_col), "knowledge": src.get(knowledge_col),
@@ -162,39 +161,10 @@ def attach_texts(data: ReportInput, inputs: str | Path, columns: Sequence[Option
         added = {k: v for k, v in texts.items() if isinstance(v, str) and k not in r}
         r.update(added)
         done += bool(added)
-    if done < len(data.rows):
-        data.notes.append(f"{len(data.rows) - done} of {len(data.rows)} rows got no text from {inputs} (no 'row' "
-                          f"number within its {len(inputs_rows)} rows, or texts already present)")
+    if missed:
+        data.notes.append(f"{missed} of {len(data.rows)} rows got no text from {inputs} (no 'row' number within "
+                          f"its {len(inputs_rows)} rows)")
     return done
-
-
-def _read_rows(path: Path) -> Iterable[dict[str, Any]]:
-    with path.open(encoding="utf-8") as f:
-        first = f.read(1)
-        while first and first.isspace():
-            first = f.read(1)
-        f.seek(0)
-        if first == "{" and path.suffix.lower() == ".json":
-            try:
-                whole = json.load(f)
-            except ValueError as e:
-                yield {"status": ResponseStatus.ERROR, "error": f"{path.name}: not valid JSON: {e}"}
-                return
-            if isinstance(whole, dict) and isinstance(whole.get("responses"), list):
-                for i, r in enumerate(whole["responses"]):
-                    yield _as_result_row(r, f"{path.name} responses[{i}]")
-                return
-            yield _as_result_row(whole, path.name)
-            return
-        for n, line in enumerate(f, start=1):
-            if not line.strip():
-                continue
-            try:
-                obj = json.loads(line)
-            except ValueError as e:
-                yield {"status": ResponseStatus.ERROR, "error": f"{path.name} line {n}: not valid JSON: {e}"}
-                continue
-            yield _as_result_row(obj, f"{path.name} line {n}")
 
 
 def result_rows(result: Q2Result, responses: Optional[Sequence[str]] = None,

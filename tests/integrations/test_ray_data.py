@@ -24,6 +24,7 @@ import ray  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
 from q2_plugins.cli import main  # noqa: E402
 from q2_plugins.ray_data import Q2BatchScorer, dataset_stats, score_dataset, split_by_score  # noqa: E402
+from q2_plugins.results import EXPLANATION_FIELDS  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 Q2_FIELDS = ("score", "score_no_nli", "status", "num_questions", "error")
@@ -67,10 +68,11 @@ def check_rows(out: list[dict], rows: list[dict], reference: dict[int, dict], ex
     for r in out:
         assert {k: r[k] for k in by_uid[r["uid"]]} == by_uid[r["uid"]]
         ref = reference[r["uid"]]
-        assert {f: r["q2_" + f] for f in Q2_FIELDS} == {f: ref[f] for f in Q2_FIELDS}
+        assert {f: r[f] for f in Q2_FIELDS} == {f: ref[f] for f in Q2_FIELDS}
         if explain:
-            assert (r["q2_label"], r["q2_label3"]) == (ref["label"], ref["label3"])
-            assert json.loads(r["q2_explanation"]) == {k: v for k, v in ref.items() if k != "index"}
+            assert (r["label"], r["label3"]) == (ref["label"], ref["label3"])
+            assert {f: r[f] and json.loads(r[f]) for f in EXPLANATION_FIELDS} == {f: ref.get(f) for f in
+                                                                                  EXPLANATION_FIELDS}
 
 
 def test_one_block_one_actor_equals_core(config, rows, reference):
@@ -150,7 +152,7 @@ def test_restarted_run_reuses_the_cache(config, rows, reference, tmp_path):
 
 
 def test_split_by_score_puts_every_row_on_one_side():
-    items = [{"uid": i, "q2_score": s} for i, s in enumerate([0.0, 0.49, 0.5, 1.0, None, 0.7, None])]
+    items = [{"uid": i, "score": s} for i, s in enumerate([0.0, 0.49, 0.5, 1.0, None, 0.7, None])]
     ds = ray.data.from_items(items, override_num_blocks=3)
     for keep_unscored, kept_uids in ((False, {2, 3, 5}), (True, {2, 3, 4, 5, 6})):
         kept, dropped = split_by_score(ds, 0.5, keep_unscored=keep_unscored)
@@ -182,7 +184,7 @@ def test_cli_ray_engine_equals_local(tiny_models, rows, tmp_path, capsys):
     assert [r["uid"] for r in out] == [r["uid"] for r in rows]  # input order, each row once
     for row, r, loc in zip(rows, out, local):
         assert {k: r[k] for k in row} == row
-        assert {f: r["q2_" + f] for f in Q2_FIELDS} == {f: loc[f] for f in Q2_FIELDS}
+        assert {f: r[f] for f in Q2_FIELDS} == {f: loc[f] for f in Q2_FIELDS}
     kinds = ("errors", "n_error_kinds")  # row errors by kind, as docs/failures.md describes
     assert [ray_summary.pop(k) for k in kinds] == [local_summary.pop(k) for k in kinds]
     assert ray_summary == pytest.approx(local_summary)
@@ -213,7 +215,7 @@ def test_cli_filter_mode_directories_in_and_out_parquet_and_csv(tiny_models, row
     assert sorted([r["uid"] for r in kept_rows] + [int(r["uid"]) for r in dropped_rows]) == [r["uid"] for r in rows]
     want_kept = {u for u, ref in reference.items() if ref["score"] is not None and ref["score"] >= 0.5}
     assert {r["uid"] for r in kept_rows} == want_kept
-    assert {int(r["uid"]) for r in dropped_rows if r["q2_status"] == "error"} == \
+    assert {int(r["uid"]) for r in dropped_rows if r["status"] == "error"} == \
         {u for u, ref in reference.items() if ref["status"] == "error"}
     check_rows(kept_rows, [r for r in rows if r["uid"] in want_kept], reference)
     for path in (kept, dropped):

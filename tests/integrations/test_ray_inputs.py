@@ -68,7 +68,7 @@ def test_malformed_jsonl_records_are_row_errors(tiny_models, tiny_config, sample
     assert (summary["n"], summary["n_errors"]) == (10, 4)
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert len(rows) == len(lines) - 1  # one row per record, in input order; the empty line is no record
-    errors = {i: r["q2_error"] for i, r in enumerate(rows) if r["q2_status"] == "error"}
+    errors = {i: r["error"] for i, r in enumerate(rows) if r["status"] == "error"}
     assert list(errors) == [1, 3, 5, 6]
     assert errors[1].startswith("line 2 is not valid JSON")
     assert errors[3].startswith("line 4 is not valid UTF-8: byte 0xe9")
@@ -77,7 +77,7 @@ def test_malformed_jsonl_records_are_row_errors(tiny_models, tiny_config, sample
     scored = [r for i, r in enumerate(rows) if i not in errors]
     assert [r["id"] for r in scored] == [r["id"] for r in good]  # the good rows with their columns
     assert all({k: r[k] for k in g} == g for r, g in zip(scored, good))
-    assert [{f: r["q2_" + f] for f in Q2_FIELDS} for r in scored] == core_results(tiny_config, good)
+    assert [{f: r[f] for f in Q2_FIELDS} for r in scored] == core_results(tiny_config, good)
     # the row errors by kind, as the single-process run counts them, on the command line and in the sidecar
     local_out = tmp_path / "local.jsonl"
     local_flags = flags(tiny_models)[:flags(tiny_models).index("--engine")]
@@ -104,11 +104,11 @@ def test_csv_with_bom_huge_field_and_bad_rows(tiny_models, tiny_config, sample, 
     assert main(["score", *flags(tiny_models), "--no-progress", "--input", str(src), "--output", str(out)]) == 0
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r.get("id") for r in rows] == [good[0]["id"], None, good[1]["id"], good[2]["id"], None]
-    assert rows[1]["q2_error"] == "line 3 has 4 fields; the header names 3"
-    assert rows[4]["q2_error"] == "line 6 is not valid UTF-8: byte 0xe9"
+    assert rows[1]["error"] == "line 3 has 4 fields; the header names 3"
+    assert rows[4]["error"] == "line 6 is not valid UTF-8: byte 0xe9"
     scored = [rows[i] for i in (0, 2, 3)]
     assert [r["knowledge"] for r in scored] == [r["knowledge"] for r in good]
-    assert [{f: r["q2_" + f] for f in Q2_FIELDS} for r in scored] == core_results(tiny_config, good)
+    assert [{f: r[f] for f in Q2_FIELDS} for r in scored] == core_results(tiny_config, good)
 
 
 def forwarded_output(capfd) -> str:
@@ -168,7 +168,7 @@ def test_two_actors_share_one_cache_dir(tiny_config, sample, tmp_path):
     assert len({r["pid"] for r in out}) == 2  # both actors wrote to the one cache
     reference = core_results(tiny_config, rows)  # no cache
     for r in out:
-        assert {f: r["q2_" + f] for f in Q2_FIELDS} == reference[r["uid"]]
+        assert {f: r[f] for f in Q2_FIELDS} == reference[r["uid"]]
     third = Q2Scorer(cfg)
     result = third.score(responses=[r["response"] for r in rows], knowledge=[r["knowledge"] for r in rows])
     assert third.cache.misses == 0 and third.cache.hits > 0  # everything the two actors computed is there
@@ -177,7 +177,7 @@ def test_two_actors_share_one_cache_dir(tiny_config, sample, tmp_path):
 
 def test_rescoring_an_output_keeps_every_field_and_the_writers_keep_every_column(tiny_models, sample, tmp_path,
                                                                                   capsys):
-    """Issue cases 4, 5 and -1e999: records with fields named like Q² columns (a Ray output scored again) keep them
+    """Issue cases 4, 5 and -1e999: records with fields named like result fields (an output scored again) keep them
     as ``input_*``; Parquet and CSV outputs hold columns the first block lacks; a number stays a number; the
     sidecar has the local engine's keys."""
     import pyarrow.parquet as pq
@@ -185,7 +185,7 @@ def test_rescoring_an_output_keeps_every_field_and_the_writers_keep_every_column
     from tests.pipeline.test_no_data_lost import META_KEYS
 
     good = sample[:3]
-    records = [dict(good[0], q2_score=0.25), dict(good[1], extra=7, q2_status="old", input_q2_status="older"),
+    records = [dict(good[0], score=0.25), dict(good[1], extra=7, status="old", input_status="older"),
                {"id": "inf", "response": float("-inf"), "knowledge": "k"}]
     src = tmp_path / "again.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in records).replace("-Infinity", "-1e999"))
@@ -194,28 +194,29 @@ def test_rescoring_an_output_keeps_every_field_and_the_writers_keep_every_column
         assert main(["score", *run_flags, "--output", str(out)]) == 0
         rows = pq.read_table(out).to_pylist() if out.suffix == ".parquet" else list(csv.DictReader(out.open()))
         assert len(rows) == 3
-        assert str(rows[0]["input_q2_score"]) == "0.25" and rows[0]["q2_status"] != "old"
-        assert (str(rows[1]["extra"]), rows[1]["input_q2_status"], rows[1]["input_input_q2_status"]) == (
+        assert str(rows[0]["input_score"]) == "0.25" and rows[0]["status"] != "old"
+        assert (str(rows[1]["extra"]), rows[1]["input_status"], rows[1]["input_input_status"]) == (
             "7", "old", "older")
-        assert rows[2]["q2_error"] == "response must be a string, got float"
+        assert rows[2]["error"] == "response must be a string, got float"
+        assert list(rows[0])[:2] == ["row", "id"] and [r["row"] for r in rows] in ([0, 1, 2], ["0", "1", "2"])
         meta = json.loads(Path(f"{out}.meta.json").read_text())
         assert META_KEYS <= set(meta) and (meta["engine"], meta["rows"], meta["exit_code"]) == ("ray", 3, 0)
     capsys.readouterr()
 
 
-def test_the_q2_columns_are_the_explained_rows_fields():
-    """Ray keeps its layout (input columns + ``q2_*``), but every q2 value is the one serialiser's
-    (``results.explained_row``, as the local engine's result rows)."""
-    from q2_plugins.ray_data import _ALL_COLUMNS, _result_columns
-    from q2_plugins.results import ResponseResult, ResponseStatus, explained_row
+def test_the_result_columns_are_the_local_rows_fields():
+    """Every result column of a Ray row holds the local engine's value (``rows.result_fields``); the explanations
+    as JSON text."""
+    from q2_plugins.ray_data import EXPLANATION_COLUMNS, OUTPUT_COLUMNS, _result_columns
+    from q2_plugins.results import ResponseResult, ResponseStatus
+    from q2_plugins.rows import result_fields
 
     results = [ResponseResult(index=0, status=ResponseStatus.SCORED, score=0.5, score_no_nli=0.25, num_questions=2,
                               label="generic", label3="neutral", warning="truncated to 8 tokens", questions=[]),
                ResponseResult(index=1, status=ResponseStatus.ERROR, error="no field(s) ['response']")]
-    columns = _result_columns(results, labels=True, explain=True)
-    assert set(columns) == set(_ALL_COLUMNS)
+    columns = _result_columns(results, explain=True)
+    assert list(columns) == [*OUTPUT_COLUMNS, *EXPLANATION_COLUMNS]
     for i, res in enumerate(results):
-        row = {k: v for k, v in explained_row(res).items() if k != "index"}
-        assert json.loads(columns["explanation"][1][i]) == row
-        assert {name: values[i] for name, (_, values) in columns.items() if name != "explanation"} == \
-            {name: row.get(name) for name in _ALL_COLUMNS if name != "explanation"}
+        row = result_fields(res, explain=True)
+        assert {name: values[i] if name in OUTPUT_COLUMNS else values[i] and json.loads(values[i])
+                for name, (_, values) in columns.items()} == row

@@ -102,7 +102,7 @@ def test_killed_run_then_rerun_reuses_the_cache(tiny_models, wow_input, tmp_path
     assert rerun.returncode == 0, rerun.stderr[-3000:]
     rows = [json.loads(line) for line in out.read_text().splitlines()]
     assert [r["id"] for r in rows] == [r["id"] for r in local]  # every row once, in input order
-    assert [{f: r["q2_" + f] for f in Q2_FIELDS} for r in rows] == [{f: r[f] for f in Q2_FIELDS} for r in local]
+    assert [{f: r[f] for f in Q2_FIELDS} for r in rows] == [{f: r[f] for f in Q2_FIELDS} for r in local]
     cache = json.loads(rerun.stdout)["cache"]
     assert cache == json.loads(Path(f"{out}.meta.json").read_text())["cache"]
     assert cache["hits"] >= at_kill  # every entry the killed run committed was taken, not computed again

@@ -65,7 +65,8 @@ def test_unreadable_lines_become_error_rows_and_nested_results_are_found(tmp_pat
     statuses = [r["status"] for r in data.rows]
     assert statuses == ["scored", "error", "error", "error", "scored", "error", "error"]
     errors = [r.get("error", "") for r in data.rows]
-    assert "line 2: not valid JSON" in errors[1] and "line 3: a JSON list" in errors[2]
+    assert errors[1].startswith("mixed.jsonl: line 2 is not valid JSON")
+    assert errors[2] == "mixed.jsonl: line 3 is a JSON list, expected an object"
     assert "no 'status' field" in errors[3] and data.rows[3]["episode"] == 3
     assert data.rows[4]["episode_id"] == "e1" and data.rows[4]["turn"] == 2 and data.rows[4]["score"] == 0.75
     assert "without a numeric score" in errors[5] and "unknown status 'odd'" in errors[6]
@@ -123,8 +124,7 @@ def test_q2_report_takes_the_texts_from_the_scored_input(tmp_path, capsys):
     data = embedded(out.read_text(encoding="utf-8"))
     assert [(r.get("response"), r.get("knowledge")) for r in data["rows"]] == [
         ("second", "second knowledge"), ("first <i>response</i>", "first knowledge"), (None, None)]
-    assert data["notes"] == [f"1 of 3 rows got no text from {inp} (no 'row' number within its 2 rows, or texts "
-                             "already present)"]
+    assert data["notes"] == [f"1 of 3 rows got no text from {inp} (no 'row' number within its 2 rows)"]
 
 
 def test_docs_python_example_writes_a_report(tmp_path, monkeypatch):

@@ -1,0 +1,70 @@
+"""The result row is declared once (``RESULT_FIELDS`` / ``EXPLANATION_FIELDS``): the local writer, Ray's Arrow schema
+and the reader derive from it."""
+
+from __future__ import annotations
+
+import csv
+import dataclasses
+import json
+
+import pytest
+
+from q2_plugins.results import EXPLANATION_FIELDS, RESULT_FIELDS, DroppedQuestion, ResponseResult
+from q2_plugins.rows import kept_name, read_results, response_result, result_row
+
+
+def explained() -> ResponseResult:
+    return ResponseResult(index=0, status="scored", score=0.5, score_no_nli=0.25, num_questions=1,
+                          num_candidates=2, candidates=["a", "b"], questions=[],
+                          dropped=[DroppedQuestion("a", "what?", "personal")], label="consistent")
+
+
+def test_every_declared_field_is_a_field_of_the_result():
+    fields = {f.name: f for f in dataclasses.fields(ResponseResult)}
+    assert set(RESULT_FIELDS) | set(EXPLANATION_FIELDS) <= set(fields)
+    assert set(fields) - set(RESULT_FIELDS) - set(EXPLANATION_FIELDS) == {"index"}  # (a row has ``row``)
+
+
+def test_the_local_writer_derives_from_the_declaration():
+    record = {"id": "x", "response": "r", "knowledge": "k", "score": 3, "input_score": 4}
+    row = result_row(7, record, explained(), explain=True)
+    assert list(row) == ["row", "id", "response", "knowledge", "input_score", "input_input_score",
+                         *RESULT_FIELDS, *EXPLANATION_FIELDS]
+    assert (row["row"], row["input_score"], row["input_input_score"], row["score"]) == (7, 3, 4, 0.5)
+    assert list(result_row(0, {"__error__": "line 1 is not valid JSON"}, explained())) == ["row", *RESULT_FIELDS]
+
+
+def test_ray_schema_derives_from_the_declaration():
+    pa = pytest.importorskip("pyarrow")
+    ray_data = pytest.importorskip("q2_plugins.ray_data")
+    assert list(ray_data.OUTPUT_COLUMNS) == list(RESULT_FIELDS)
+    assert list(ray_data.EXPLANATION_COLUMNS) == list(EXPLANATION_FIELDS)
+    kinds = {str: pa.string(), float: pa.float64(), int: pa.int64(), bool: pa.bool_(), list: pa.string(),
+             dict: pa.string()}
+    assert {n: ray_data.arrow_type(t) for n, t in RESULT_FIELDS.items()} == ray_data.OUTPUT_COLUMNS
+    assert all(ray_data.OUTPUT_COLUMNS[n] == kinds[t] for n, t in RESULT_FIELDS.items())
+    assert set(ray_data.EXPLANATION_COLUMNS.values()) == {pa.string()}  # JSON text in Parquet / CSV
+
+
+def test_the_reader_types_csv_and_legacy_rows(tmp_path):
+    row = result_row(3, {"id": "x"}, explained(), explain=True)
+    csv_row = {k: "" if v is None else json.dumps(v) if isinstance(v, (list, dict)) else str(v)
+               for k, v in row.items()}
+    path = tmp_path / "out.csv"
+    with path.open("w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(csv_row))
+        writer.writeheader()
+        writer.writerow(csv_row)
+    legacy = tmp_path / "old.jsonl"  # the Ray engine's rows before the one layout
+    old = {"id": "x", "q2_score": 0.5, "q2_status": "scored", "q2_score_no_nli": 0.25, "q2_num_questions": 1,
+           "q2_error": None, "q2_explanation": json.dumps({k: v for k, v in explained().to_dict().items()})}
+    legacy.write_text(json.dumps(old) + "\n")
+    (read,), (was,) = read_results(path).rows, read_results(legacy).rows
+    assert read == {**row, "id": "x"}
+    assert response_result(read).to_dict() == {**explained().to_dict(), "index": 3}
+    assert response_result(was).to_dict() == explained().to_dict()
+
+
+def test_kept_name():
+    assert [kept_name(n) for n in ("text", "row", "label", "input_label", "input_x")] == [
+        "text", "input_row", "input_label", "input_input_label", "input_x"]
