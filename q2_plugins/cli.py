@@ -221,9 +221,6 @@ def _score_local(args: argparse.Namespace) -> int:
     spec = _row_spec(args)
     # the file and its columns are checked before anything else
     rows = read_rows(args.input, args.input_format, spec.required, spec.settings)
-    if not args.output and not args.html:  # said before the work, not after it
-        print("q2 score: no --output: the per-response results will not be saved, only the summary printed "
-              "(name a file, or - for standard output)", file=sys.stderr)
     scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
     progress = _run_progress(args)
     out = ResultFile(args.output) if args.output else None
@@ -253,6 +250,9 @@ def _score_local(args: argparse.Namespace) -> int:
     for line in (extra.get("html_error"), problem):
         if line:
             print(f"q2 score: {line}", file=sys.stderr)
+    if not args.output and not args.html:
+        print("q2 score: no --output: the per-response results were not saved, only the summary above "
+              "(name a file, or - for standard output)", file=sys.stderr)
     return code
 
 

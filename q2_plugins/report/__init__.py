@@ -23,7 +23,7 @@ import re
 from dataclasses import dataclass, field
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 from ..results import Q2Result, Q2Stats, ResponseResult, ResponseStatus, explained_row
 
@@ -47,13 +47,14 @@ class ReportInput:
     config: Optional[dict[str, Any]] = None
     version: Optional[str] = None
     notes: list[str] = field(default_factory=list)
+    shorts: dict[str, str] = field(default_factory=dict)  # a sidecar's full signature -> its short form
 
 
 #: the column of an input's human label (consistent / inconsistent), which the page splits its histogram by
 HUMAN_LABEL = "human_label"
 # the error of a row the reader made of something that is no result row (in an input file given by mistake, all)
-_NOT_READ = re.compile(r"^\S+( line \d+| responses\[\d+\])?: (not a Q² result row|not valid JSON|a JSON \w+, "
-                       r"expected an object)")
+_NOT_READ = re.compile(r"^\S+( line \d+| record \d+| responses\[\d+\])?: (.*?)(not a Q² result row|not valid "
+                       r"JSON|a JSON \w+, expected an object)")
 
 
 def _as_result_row(obj: Any, where: str) -> dict[str, Any]:
@@ -125,6 +126,8 @@ def load_results(paths: Sequence[str | Path]) -> ReportInput:
         sig = meta.get("signature")
         if isinstance(sig, str) and sig not in out.signatures:
             out.signatures.append(sig)
+        if isinstance(sig, str) and isinstance(meta.get("signature_short"), str):
+            out.shorts[sig] = meta["signature_short"]
         if out.config is None and isinstance(meta.get("config"), dict):
             out.config = meta["config"]
         if out.version is None and meta.get("version") is not None:
@@ -303,15 +306,5 @@ def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: O
     write_html(output, data.rows, signatures=data.signatures, summary=data.summary,
                title=title or "Q² report: " + ", ".join(Path(s).name for s in data.sources),
                sources=data.sources, config=data.config, version=data.version, notes=data.notes,
-               comparison=comparison, shorts=_short_signatures(inputs))
+               comparison=comparison, shorts=data.shorts)
     return data
-
-
-def _short_signatures(inputs: Sequence[str | Path]) -> dict[str, str]:
-    """Each input sidecar's full signature -> its short form."""
-    found: dict[str, str] = {}
-    for p in inputs:
-        meta = _read_meta(Path(p), ReportInput()) or {}
-        if isinstance(meta.get("signature"), str) and isinstance(meta.get("signature_short"), str):
-            found[meta["signature"]] = meta["signature_short"]
-    return found

@@ -124,7 +124,7 @@ def test_an_unknown_extension_names_the_format_setting(tmp_path, capsys):
     assert capsys.readouterr().err.startswith("q2 score: error: --input-format: Cannot tell the format")
     assert main(["compare", str(p), str(p)]) == 2  # compare has no format flag: its message names none
     err = capsys.readouterr().err
-    assert "--input-format" not in err and "name a .jsonl, .csv or .tsv results file" in err
+    assert "--input-format" not in err and "name a .jsonl, .parquet, .csv or .tsv results file" in err
 
 
 # -- model load failure through the command ----------------------------------------------------------------------
@@ -359,11 +359,11 @@ def test_score_labels_is_a_deprecated_spelling_of_begin_labels(capsys):
     assert build_parser().parse_args(["train", "--train-file", "f", "--output-dir", "d", "--labels", "5"]).labels == 5
 
 
-def test_score_without_output_says_up_front_that_nothing_is_saved(tmp_path, capsys, model_flags):
+def test_score_without_output_says_that_nothing_was_saved(tmp_path, capsys, model_flags):
     p = jsonl(tmp_path / "in.jsonl", [GOOD])
     assert main(["score", "--input", str(p), *model_flags]) == 0
     captured = capsys.readouterr()
-    first = captured.err.splitlines()[0]
-    assert first == ("q2 score: no --output: the per-response results will not be saved, only the summary printed "
-                     "(name a file, or - for standard output)")
+    last = captured.err.splitlines()[-1]
+    assert last == ("q2 score: no --output: the per-response results were not saved, only the summary above "
+                    "(name a file, or - for standard output)")
     assert "Q2" in captured.out and sorted(x.name for x in tmp_path.iterdir()) == ["in.jsonl"]
