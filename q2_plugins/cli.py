@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import json
 import sys
 from pathlib import Path
@@ -34,64 +35,156 @@ _GROUP_TITLES = {
     "per-role": "per-role model settings (each overrides the setting for all models; the dtype is in the signature)",
 }
 
+#: a short --help shows the groups of the score settings as one
+_BRIEF_TITLES = {g: "Q2 settings (each can change a score; in the signature)" for g in
+                 ("question generation", "question answering", "filters and comparison", "coreference", "budgets")}
+
+
+class Q2Parser(argparse.ArgumentParser):
+    """A parser whose ``--help`` can be short: when some of its flags are marked common (:func:`common`), ``--help``
+    shows only those (the groups of the Q2 settings as one) and ends by naming ``--help-all``, which shows every
+    flag."""
+
+    def format_help(self, everything: bool = False) -> str:
+        shown = [a for a in self._actions if getattr(a, "common", False)]
+        if everything or not shown:
+            return super().format_help()
+        shown += [a for a in self._actions if isinstance(a, argparse._HelpAction)]
+        formatter = self._get_formatter()
+        formatter.add_usage(" ".join(["%(prog)s", *map(_usage_part, filter(_required, self._actions)), "[options]"]),
+                            [], [])
+        formatter.add_text(self.description)
+        sections: dict[str, list[argparse.Action]] = {}
+        for group in self._action_groups:
+            title = getattr(group, "brief_title", group.title)
+            sections.setdefault(title, []).extend(_brief(a) for a in group._group_actions if a in shown)
+        for title, actions in sections.items():
+            if actions:
+                formatter.start_section(title)
+                formatter.add_arguments(actions)
+                formatter.end_section()
+        hidden = sum(a.help is not argparse.SUPPRESS and a not in shown and not isinstance(a, argparse._HelpAction)
+                     for a in self._actions)
+        formatter.add_text(f"{hidden} more flags ({getattr(self, 'more', '...')}): {self.prog} --help-all")
+        return formatter.format_help()
+
+
+def _brief(action: argparse.Action) -> argparse.Action:
+    """The flag as a short ``--help`` shows it: with its short help text when it has one."""
+    if getattr(action, "brief", None) is None:
+        return action
+    short = copy.copy(action)
+    short.help = action.brief  # type: ignore[attr-defined]
+    return short
+
+
+def _required(action: argparse.Action) -> bool:
+    return action.required or not action.option_strings
+
+
+def _usage_part(action: argparse.Action) -> str:
+    metavar = action.metavar or (action.dest if not action.option_strings else action.dest.upper())
+    return f"{action.option_strings[0]} {metavar}" if action.option_strings else str(metavar)
+
+
+class _HelpAll(argparse.Action):
+    """``--help-all``: every flag of the command, then exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show every flag of this command and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: Optional[str] = None) -> None:
+        text = parser.format_help(everything=True) if isinstance(parser, Q2Parser) else parser.format_help()
+        parser._print_message(text, sys.stdout)
+        parser.exit()
+
+
+def common(action: argparse.Action, brief: Optional[str] = None) -> argparse.Action:
+    """Mark a flag as one of the few a command's short ``--help`` shows (with ``brief`` as its text there, when
+    given; ``--help-all`` shows its full text)."""
+    action.common, action.brief = True, brief  # type: ignore[attr-defined]
+    return action
+
+
+def add_help_all(parser: argparse.ArgumentParser, more: str) -> None:
+    """Give ``parser`` the two help tiers: ``--help`` (its common flags, then a line naming the ``more`` there are)
+    and ``--help-all`` (every flag)."""
+    common(parser.add_argument("--help-all", action=_HelpAll))
+    parser.more = more  # type: ignore[attr-defined]
+
+
+#: the metavar of a setting's flag, by the last word of its name (the others: the name in capitals)
+_METAVARS = {"model": "MODEL", "revision": "REV", "dir": "DIR", "device": "DEVICE"}
+
 
 def _add_config_flags(parser: argparse.ArgumentParser, names: Optional[Sequence[str]] = None) -> None:
-    """One flag per :class:`Q2Config` field (or per field in ``names``), grouped by what the field means."""
+    """One flag per :class:`Q2Config` field (or per field in ``names``), grouped by what the field means; the
+    fields marked ``common`` are the ones a short ``--help`` shows."""
     groups: dict[str, Any] = {}
     for opt in config_options():
         if names is not None and opt.name not in names:
             continue
         if opt.group not in groups:
             groups[opt.group] = parser.add_argument_group(_GROUP_TITLES[opt.group])
+            groups[opt.group].brief_title = _BRIEF_TITLES.get(opt.group, _GROUP_TITLES[opt.group])
         flag = "--" + opt.name.replace("_", "-")
+        metavar = _METAVARS.get(opt.name.rsplit("_", 1)[-1])
         if opt.type is bool:
-            groups[opt.group].add_argument(flag, dest=opt.name, action=argparse.BooleanOptionalAction,
-                                           default=opt.default, help=opt.help)
+            action = groups[opt.group].add_argument(flag, dest=opt.name, action=argparse.BooleanOptionalAction,
+                                                    default=opt.default, help=opt.help)
         else:
             shown = "" if opt.default is None else " (default: %(default)s)"
-            groups[opt.group].add_argument(flag, dest=opt.name, type=opt.type, default=opt.default,
-                                           choices=opt.choices, help=opt.help + shown)
+            action = groups[opt.group].add_argument(flag, dest=opt.name, type=opt.type, default=opt.default,
+                                                    choices=opt.choices, metavar=metavar, help=opt.help + shown)
+        action.common = opt.common  # type: ignore[attr-defined]
 
 
 def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("input and output")
-    g.add_argument("--input", required=True, help="JSONL or CSV/TSV file, one response per row")
+    common(g.add_argument("--input", required=True, metavar="FILE", help="JSONL or CSV/TSV file, one response per row"))
     g.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
-    g.add_argument("--response-column", default="response", help="column of the responses")
-    g.add_argument("--knowledge-column", default="knowledge", help="column of the knowledge")
-    g.add_argument("--history-column", default=None, help="optional column with the dialogue history")
-    g.add_argument("--output", help="JSONL file of per-response results (in input order), '-' for standard output "
-                                    "(the summary then goes to standard error); its summary, signature and config "
-                                    "go to OUTPUT.meta.json")
-    g.add_argument("--explain", action="store_true", help="include every question, its answers, F1 and NLI label")
+    common(g.add_argument("--response-column", default="response", metavar="COLUMN", help="column of the responses"))
+    common(g.add_argument("--knowledge-column", default="knowledge", metavar="COLUMN", help="column of the knowledge"))
+    common(g.add_argument("--history-column", default=None, metavar="COLUMN", help="optional column with the dialogue history"))
+    common(g.add_argument("--output", metavar="FILE", help="JSONL results, one row per input row in order ('-': "
+                                                           "standard output); summary, signature and config in "
+                                                           "FILE.meta.json"))
+    common(g.add_argument("--explain", action="store_true",
+                          help="include every question, its answers, F1 and NLI label"))
     g.add_argument("--begin-labels", "--labels", dest="labels", action="store_true",
                    help="add each response's BEGIN-style label (label, label3, label_reason; docs/taxonomy_stress.md)")
     g.add_argument("--taxonomy-model", metavar="DIR",
                    help="label responses with a five-way model of q2 train --labels 5 instead of the text rules "
                         "(implies --begin-labels; the history column is its previous turn; docs/training.md)")
-    g.add_argument("--html", help="also write an HTML report of the results here (implies --explain and "
-                                  "--begin-labels)")
+    common(g.add_argument("--html", metavar="FILE", help="also write an HTML report of the results here (implies --explain and "
+                                         "--begin-labels)"))
     g.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
     g.add_argument("--fail-on-error", action="store_true",
                    help="exit 1 when any row gets an error (by default only when no row could be scored)")
     g.add_argument("--chunk-size", type=int, default=1000, help="rows per scoring call (results stream out)")
-    g.add_argument("--no-progress", action="store_true",
-                   help="no progress bars and no 'loading models' line (standard error stays quiet)")
+    common(g.add_argument("--no-progress", action="store_true",
+                          help="no progress bars and no 'loading models' line (standard error stays quiet)"))
 
 
 class _Help(argparse.ArgumentDefaultsHelpFormatter):
     """Help that shows every flag's default (a flag that is unset by default says so in its text)."""
 
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 30,
+                 width: Optional[int] = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width)
+
     def _get_help_string(self, action: argparse.Action) -> Optional[str]:
-        if action.default is None or action.required:
+        if action.default in (None, []) or action.required or _switch(action):
             return action.help
         return super()._get_help_string(action)
 
 
 def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("Ray engine (--engine ray; needs the ray extra; docs/ray.md)")
-    g.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="local: this process; ray: an actor pool on Ray Data (files or directories in and out)")
+    common(g.add_argument("--engine", choices=("local", "ray"), default="local",
+                          help="local: this process; ray: an actor pool on Ray Data (files or directories in and out)"))
     g.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
     g.add_argument("--concurrency", type=int, default=1, help="scoring actors, each loading the models once")
     g.add_argument("--num-cpus-per-worker", type=float, default=1, help="CPUs (torch threads) per actor")
@@ -105,11 +198,12 @@ def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="q2", description="Q2 factual consistency for knowledge-grounded dialogue")
+    parser = Q2Parser(prog="q2", description="Q2 factual consistency for knowledge-grounded dialogue")
     parser.add_argument("--version", action="version", version=f"q2_plugins {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("score", help="score a JSONL/CSV file of responses and knowledge", formatter_class=_Help)
+    add_help_all(p, "revisions, decoding, budgets, batching, per-role, Ray")
     _add_score_io_flags(p)
     _add_config_flags(p)
     _add_ray_flags(p)
@@ -157,7 +251,7 @@ def build_parser() -> argparse.ArgumentParser:
     from .metaeval.cli import add_parser as add_meta_eval_parser
     from .perturb import add_parser as add_perturb_parser
 
-    add_meta_eval_parser(sub, _add_config_flags)
+    add_meta_eval_parser(sub, _add_config_flags, _Help)
     add_perturb_parser(sub)
     from .train import add_parser as add_train_parser
 
@@ -255,6 +349,11 @@ def _html_files(path: str) -> list[Path]:
 
     html = Path(path)
     return [html, tmp_path(html), html.with_name(f".{html.name}.{os.getpid()}.tmp")]
+
+
+def _switch(action: argparse.Action) -> bool:
+    """A flag that takes no value and sets one (``store_true`` / ``store_false``): its default is its absence."""
+    return isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
 
 
 class Terminated(KeyboardInterrupt):

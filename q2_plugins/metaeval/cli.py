@@ -35,26 +35,28 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
-def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
+def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], None],
+               formatter: Any = argparse.HelpFormatter) -> argparse.ArgumentParser:
     """Add the ``meta-eval`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
+    from ..cli import add_help_all, common
     from .baselines import BASELINE_NAMES
     from .loaders import LOADERS
 
     m = sub.add_parser(
-        "meta-eval", help="agreement with human labels: the paper's experiments and baselines",
-        description="Meta-evaluate Q2 (and baselines) against human consistency labels: response-level accuracy / "
-                    "ROC AUC / precision-recall, mean score per subset, simulated systems, score robustness, "
-                    "random-knowledge and length controls. Markdown on stdout; JSON, markdown, HTML and PNG plots in "
-                    "--output-dir.")
+        "meta-eval", help="agreement with human labels: the paper's experiments and baselines", formatter_class=formatter,
+        description="Agreement of Q2 (and baselines) with human consistency labels: the paper's experiments, "
+                    "controls and baselines. Markdown on stdout; JSON, HTML and plots in --output-dir.")
+    add_help_all(m, "table columns, label maps, baselines, experiments, decoding, batching")
     d = m.add_argument_group("data")
-    d.add_argument("--dataset", required=True, choices=sorted(LOADERS),
+    common(d.add_argument("--dataset", required=True, choices=sorted(LOADERS), metavar="NAME",
                    help="wow: the Q2 paper's WoW annotation folder; begin: BEGIN v1 or v2 TSV; dialfact / dnli: "
                         "JSONL; faithdial: a FaithDial data-audit CSV (model or gold audit); usr: USR's Topical-Chat "
                         "tc_usr_data.json; stress: stress pairs written by q2 perturb; llm-aggrefact: a folder with "
                         "dev / test files (or one file); ragtruth: the folder with response.jsonl and "
                         "source_info.jsonl; halludial: a HalluDial JSON file; table: any CSV / TSV / JSONL with the "
-                        "columns named below")
-    d.add_argument("--data", required=True, help="data file, or folder for --dataset wow")
+                        "columns named below"),
+           brief=f"one of {', '.join(sorted(LOADERS))} (what each reads: --help-all)")
+    common(d.add_argument("--data", required=True, metavar="PATH", help="data file, or folder for --dataset wow"))
     d.add_argument("--label-map", metavar="FILE",
                    help="label values to read as others, e.g. annotators' typos: a JSON object "
                         "{\"entailmentt\": \"entailment\"} or CSV / TSV lines from,to (begin, dialfact, dnli, "
@@ -76,18 +78,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     t.add_argument("--score-column", action="append", default=[],
                    help="a metric's scores stored in the data file (repeatable; named after the column)")
     t.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
-    s = m.add_argument_group("scores")
-    s.add_argument("--scores", action="append", default=[], metavar="[NAME=]FILE",
-                   help="a q2 score output (JSONL with id and the result fields), or a CSV/JSONL with id (or row) "
-                        "and score; repeatable; NAME defaults to Q2")
-    s.add_argument("--replay", metavar="DIR", help="a recorded run of the original pipeline (e.g. "
-                   "shared/data/q2_original_run): Q2 = its recorded per-response Q2; Q2 w/o NLI, questions and "
-                   "no-answer rates from replaying its per-question outputs")
-    s.add_argument("--compute", action="store_true", help="score Q2 on the fly with the models of the Q2Config "
-                                                          "flags below")
-    s.add_argument("--save-scores", metavar="FILE", help="with --compute: write the results as q2 score JSONL")
-    s.add_argument("--export-inputs", metavar="FILE", help="write every input to score (with ids) as JSONL for "
-                                                           "q2 score, and stop")
+    _add_score_flags(m)
     b = m.add_argument_group("baselines")
     b.add_argument("--baselines", default="overlap,bleu",
                    help=f"comma-separated from {list(BASELINE_NAMES)}, 'all' or 'none' (default: overlap,bleu; "
@@ -108,13 +99,36 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
                         "--labels 5 (docs/training.md)")
     _add_experiment_flags(m)
     o = m.add_argument_group("output")
-    o.add_argument("--output-dir", help="write report.json, report.md, report.html (plots embedded) and the PNG "
-                                        "plots here")
+    common(o.add_argument("--output-dir", metavar="DIR", help="write report.json, report.md, report.html (plots "
+                                                              "embedded) and the PNG plots here"),
+           brief="write the report (JSON, markdown, HTML) and plots here")
     o.add_argument("--no-plots", action="store_true")
     o.add_argument("--format", choices=("markdown", "json"), default="markdown", help="what stdout shows")
     o.add_argument("--no-progress", action="store_true")
     add_config_flags(m)
     return m
+
+
+def _add_score_flags(m: argparse.ArgumentParser) -> None:
+    from ..cli import common
+
+    s = m.add_argument_group("scores")
+    common(s.add_argument("--scores", action="append", default=[], metavar="[NAME=]FILE",
+                   help="a q2 score output (JSONL with id and the result fields), or a CSV/JSONL with id (or row) "
+                        "and score; repeatable; NAME defaults to Q2"),
+           brief="a q2 score output, or a file of ids and scores; repeatable")
+    common(s.add_argument("--replay", metavar="DIR", help="a recorded run of the original pipeline (e.g. "
+                          "shared/data/q2_original_run): Q2 = its recorded per-response Q2; Q2 w/o NLI, questions "
+                          "and no-answer rates from replaying its per-question outputs"),
+           brief="a recorded run of the original pipeline")
+    common(s.add_argument("--compute", action="store_true", help="score Q2 on the fly with the models of the "
+                                                                 "Q2Config flags below"),
+           brief="score Q2 on the fly with the models below")
+    common(s.add_argument("--save-scores", metavar="FILE", help="with --compute: write the results as q2 score "
+                                                                "JSONL"), brief="with --compute: save them")
+    common(s.add_argument("--export-inputs", metavar="FILE", help="write every input to score (with ids) as JSONL "
+                                                                  "for q2 score, and stop"),
+           brief="write the inputs for q2 score, and stop")
 
 
 def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
