@@ -147,7 +147,8 @@ def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
     common(g.add_argument("--response-column", default="response", metavar="COLUMN", help="column of the responses"))
     common(g.add_argument("--knowledge-column", default="knowledge", metavar="COLUMN", help="column of the knowledge"))
-    common(g.add_argument("--history-column", default=None, metavar="COLUMN", help="optional column with the dialogue history"))
+    common(g.add_argument("--history-column", default=None, metavar="COLUMN",
+                          help="optional column with the dialogue history"))
     common(g.add_argument("--output", metavar="FILE", help="JSONL results, one row per input row in order ('-': "
                                                            "standard output); summary, signature and config in "
                                                            "FILE.meta.json"))
@@ -158,8 +159,8 @@ def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--taxonomy-model", metavar="DIR",
                    help="label responses with a five-way model of q2 train --labels 5 instead of the text rules "
                         "(implies --begin-labels; the history column is its previous turn; docs/training.md)")
-    common(g.add_argument("--html", metavar="FILE", help="also write an HTML report of the results here (implies --explain and "
-                                         "--begin-labels)"))
+    common(g.add_argument("--html", metavar="FILE",
+                          help="also write an HTML report of the results here (implies --explain and --begin-labels)"))
     g.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
     g.add_argument("--fail-on-error", action="store_true",
                    help="exit 1 when any row gets an error (by default only when no row could be scored)")

@@ -43,7 +43,8 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     from .loaders import LOADERS
 
     m = sub.add_parser(
-        "meta-eval", help="agreement with human labels: the paper's experiments and baselines", formatter_class=formatter,
+        "meta-eval", help="agreement with human labels: the paper's experiments and baselines",
+        formatter_class=formatter,
         description="Agreement of Q2 (and baselines) with human consistency labels: the paper's experiments, "
                     "controls and baselines. Markdown on stdout; JSON, HTML and plots in --output-dir.")
     add_help_all(m, "table columns, label maps, baselines, experiments, decoding, batching")
