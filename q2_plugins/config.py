@@ -168,8 +168,8 @@ class Q2Config:
     nli_stride: int = _score(128, "tokens shared by consecutive NLI premise windows", group=_CMP, stages=("nli",),
                              sig=Signed("nli-dec", "stride{}"))
     coref: bool = _score(False, "resolve the response's third-person pronouns over the dialogue history before "
-                                "extracting candidates: the paper's appendix A step (docs/coreference.md)", group="coreference",
-                         stages=("coref",),
+                                "extracting candidates: the paper's appendix A step (docs/coreference.md)",
+                         group="coreference", stages=("coref",),
                          sig=Signed("coref-dec", words={True: "pronouns-to-mention", False: None}), common=True)
     # -- per-row budgets: a row over one gets its own error (or, with over_budget=truncate, a warning) before the
     # work the budget bounds; 0 = no limit. Sized for dialogue: see docs/failures.md -----------------------------
