@@ -326,20 +326,30 @@ def _row_spec(args: argparse.Namespace) -> Any:
 
 def _check_outputs(args: argparse.Namespace) -> None:
     """Every file the run would write (``--output`` with its ``.partial``, ``.meta.json`` and temporaries, the
-    ``--html`` report, Ray's dropped rows) against the input, through links too: a clash stops the run here."""
-    from .io import check_outputs, files_written
+    ``--html`` report, Ray's dropped rows) against the input, through links too, and each one's folder for being
+    writable: a clash or a folder that cannot be made or written stops the run here."""
+    from .io import check_outputs, check_writable, files_written
 
     outputs: list[tuple[str, list[Any]]] = []
+    writable: list[tuple[str, str]] = []
     if args.output and args.output != "-":
         outputs.append((f"--output {args.output}", files_written(args.output)))
+        writable.append(("output", args.output))
     if args.html:
         outputs.append((f"--html {args.html}", _html_files(args.html)))
+        writable.append(("html", args.html))
     if args.engine == "ray" and args.keep_min_score is not None and args.output:
         from .rows import dropped_path
 
         dropped = args.dropped_output or dropped_path(args.output)
         outputs.append((f"--dropped-output {dropped}", files_written(dropped)))
+        writable.append(("dropped_output", str(dropped)))
     check_outputs([args.input], outputs)
+    for setting, path in writable:  # Ray writes a path without a file extension as a folder of part files
+        check_writable(path, setting, folder=args.engine == "ray" and setting != "html" and
+                       Path(path).suffix.lower() not in (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv"))
+    if args.cache_dir:
+        check_writable(args.cache_dir, "cache_dir", folder=True)
 
 
 def _html_files(path: str) -> list[Path]:
@@ -518,13 +528,15 @@ def _write_report(path: str, rows: list[dict[str, Any]], signature: str, summary
 def _replay(args: argparse.Namespace) -> int:
     import csv
 
-    from .io import check_outputs
+    from .io import check_outputs, check_writable
     from .replay import load_original_steps, replay
 
     if args.scores and len(args.scores) != len(args.steps):
         raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
-    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", _html_files(path)) for flag, path in
-                                                (("output", args.output), ("html", args.html)) if path])
+    written = [(flag, path) for flag, path in (("output", args.output), ("html", args.html)) if path]
+    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", _html_files(path)) for flag, path in written])
+    for flag, path in written:
+        check_writable(path, flag)
     records = []
     sources: list[str] = []
     for i, steps in enumerate(args.steps):
@@ -564,11 +576,12 @@ def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, An
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .io import check_outputs, meta_path
+    from .io import check_outputs, check_writable, meta_path
     from .report import report_from_files
 
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
     check_outputs(read, [(f"--output {args.output}", _html_files(args.output))])
+    check_writable(args.output, "output")
     data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
                              columns=(args.response_column, args.knowledge_column, args.history_column))
     errors = sum(r["status"] == "error" for r in data.rows)
@@ -583,11 +596,13 @@ _REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay g
 
 
 def _prefetch(args: argparse.Namespace) -> int:
+    from .io import check_writable
     from .prefetch import prefetch_model
     from .signature import model_id
     from .transformers_models import load_model
 
     config = config_from_args(args)
+    check_writable(args.output_dir, "output_dir", folder=True)
     out = Path(args.output_dir)
     for role, kind in MODEL_KINDS.items():
         name = getattr(config, f"{role}_model")
@@ -605,8 +620,10 @@ def _prefetch(args: argparse.Namespace) -> int:
 
 
 def _make_test_models(args: argparse.Namespace) -> int:
+    from .io import check_writable
     from .testing import build_all, build_examples
 
+    check_writable(args.examples or args.output_dir, "examples" if args.examples else "output_dir", folder=True)
     paths = build_examples(args.examples) if args.examples else build_all(args.output_dir)
     for role, path in paths.items():
         print(f"{role}: {path}" + ("" if role.startswith("metrics/") else "  (random weights)"))
@@ -620,8 +637,10 @@ def _meta_eval(args: argparse.Namespace) -> int:
 
 
 def _perturb(args: argparse.Namespace) -> int:
+    from .io import check_writable
     from .perturb import run
 
+    check_writable(args.output, "output")
     return run(args)
 
 
@@ -632,8 +651,10 @@ def _compare(args: argparse.Namespace) -> int:
 
 
 def _train(args: argparse.Namespace) -> int:
+    from .io import check_writable
     from .train import options_from_args, run
 
+    check_writable(args.output_dir, "output_dir", folder=True)
     try:
         return run(options_from_args(args), args.format)
     except ModuleNotFoundError as e:
@@ -641,8 +662,11 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _hooks(args: argparse.Namespace) -> int:
-    from .hooks import run
+    from .hooks import run, site_dir
+    from .io import check_writable
 
+    if args.action != "status":
+        check_writable(site_dir(args.target), "target", folder=True)
     return run(args)
 
 

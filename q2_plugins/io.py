@@ -22,7 +22,8 @@ from .errors import SettingError
 __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
            "blank_lines", "named_settings", "InputFormatError", "MissingColumnsError", "UnknownFormatError",
            "json_line", "ResultFile", "write_json_atomic",
-           "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "MAX_RECORD_BYTES"]
+           "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "check_writable",
+           "UnwritablePathError", "MAX_RECORD_BYTES"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -41,6 +42,10 @@ class MissingColumnsError(InputFormatError, SettingError):
 
 class UnknownFormatError(InputFormatError, SettingError):
     """The file's extension does not say its format and the ``input_format`` setting is not set."""
+
+
+class UnwritablePathError(SettingError):
+    """A path a run would write cannot be written (its folder cannot be created or written); ``setting`` names it."""
 
 
 def _format_of(path: Path, fmt: Optional[str]) -> str:
@@ -493,3 +498,33 @@ def same_file(a: str | Path, b: str | Path) -> bool:
     except OSError:
         return Path(a).resolve() == Path(b).resolve()
 
+
+
+def check_writable(path: str | Path, setting: str, *, folder: bool = False) -> None:
+    """Make sure, before any work, that a run can write ``path``: a file (its folder is made when missing) or, with
+    ``folder``, a folder to fill (made when missing). The folder is made and a file is created in it and removed
+    again, so a read-only folder is found whoever runs (root too). Raises :class:`UnwritablePathError` naming
+    ``setting`` in one line."""
+    import tempfile
+
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise UnwritablePathError(setting, f"{path} is a file, not a folder; name a folder")
+    if not folder and path.is_dir():
+        raise UnwritablePathError(setting, f"{path} is a folder; name a file")
+    where = path if folder else path.parent
+    blocker = next((p for p in (where, *where.parents) if p.exists() or p.is_symlink()), None)
+    if blocker is not None and not blocker.is_dir():
+        raise UnwritablePathError(setting, f"cannot write {path}: {blocker} is a file, not a folder")
+    try:
+        where.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise UnwritablePathError(setting, f"cannot write {path}: the folder {where} cannot be created "
+                                           f"({e.strerror or e})") from None
+    try:
+        fd, probe = tempfile.mkstemp(prefix=".q2-write-check-", dir=where)
+    except OSError as e:
+        raise UnwritablePathError(setting, f"cannot write {path}: the folder {where} cannot be written "
+                                           f"({e.strerror or e})") from None
+    os.close(fd)
+    os.unlink(probe)

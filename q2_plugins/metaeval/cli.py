@@ -241,6 +241,18 @@ def _variants(args: argparse.Namespace, settings: Any) -> Any:
     return dataclasses.replace(settings, experiments=tuple(e for e in settings.experiments if e != "variants"))
 
 
+def check_writable_outputs(settings: Any) -> None:
+    """Every path a meta-evaluation writes, checked before any data is read or model loaded."""
+    from ..io import check_writable
+
+    for setting in ("export_inputs", "save_scores", "output_dir"):
+        path = getattr(settings, setting)
+        if path:
+            check_writable(path, setting, folder=setting == "output_dir")
+    if settings.compute and settings.config.cache_dir:
+        check_writable(settings.config.cache_dir, "cache_dir", folder=True)
+
+
 def run(args: argparse.Namespace) -> int:
     """``q2 meta-eval``: map the flags to settings, run, print the report (and save it under --output-dir). A
     :class:`~q2_plugins.errors.SettingError` names its setting; ``q2``'s main names the flag (:data:`FLAGS`)."""
@@ -251,6 +263,7 @@ def run(args: argparse.Namespace) -> int:
     from .runner import evaluate, export, save_outputs
 
     settings = settings_from_args(args)
+    check_writable_outputs(settings)
     if settings.export_inputs:
         print(export(settings))
         return 0
