@@ -357,6 +357,6 @@ def config_options() -> list[ConfigOption]:
 
 
 def config_from_args(args: Any) -> Q2Config:
-    """The config of parsed command-line flags (an ``argparse.Namespace`` with an attribute per field it sets; a
+    """The config of parsed command-line flags (an object with an attribute per field it sets; a
     command that declares only some fields, such as ``q2 prefetch``, leaves the others at their defaults)."""
     return Q2Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Q2Config) if hasattr(args, f.name)})

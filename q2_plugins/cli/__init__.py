@@ -12,13 +12,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
 
-from . import __version__
-from . import metric_names as M
-from .config import MODEL_KINDS, config_from_args, config_options
-from .results import print_summary
+from .. import __version__
+from .. import metric_names as M
+from ..config import MODEL_KINDS, config_from_args, config_options
+from ..results import print_summary
 
 if TYPE_CHECKING:
-    from .progress import Progress
+    from ..progress import Progress
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
@@ -249,7 +249,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .compare import add_parser as add_compare_parser
     from .hooks import add_parser as add_hooks_parser
-    from .metaeval.cli import add_parser as add_meta_eval_parser
+    from .metaeval import add_parser as add_meta_eval_parser
     from .perturb import add_parser as add_perturb_parser
 
     add_meta_eval_parser(sub, _add_config_flags, _Help)
@@ -273,9 +273,9 @@ def _score(args: argparse.Namespace) -> int:
 
 
 def _score_local(args: argparse.Namespace) -> int:
-    from .io import ResultFile, read_rows
-    from .rows import cache_line, write_meta
-    from .scorer import Q2Scorer
+    from ..io import ResultFile, read_rows
+    from ..rows import cache_line, write_meta
+    from ..scorer import Q2Scorer
 
     if args.keep_min_score is not None:
         raise ValueError("--keep-min-score (filter mode) needs --engine ray")
@@ -318,7 +318,7 @@ def _score_local(args: argparse.Namespace) -> int:
 
 def _row_spec(args: argparse.Namespace) -> Any:
     """The flags that say which fields are scored and what each result carries (``--html`` implies both extras)."""
-    from .rows import RowSpec
+    from ..rows import RowSpec
 
     return RowSpec(args.response_column, args.knowledge_column, args.history_column,
                    explain=args.explain or bool(args.html), labels=args.labels or bool(args.html))
@@ -328,7 +328,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
     """Every file the run would write (``--output`` with its ``.partial``, ``.meta.json`` and temporaries, the
     ``--html`` report, Ray's dropped rows) against the input, through links too, and each one's folder for being
     writable: a clash or a folder that cannot be made or written stops the run here."""
-    from .io import check_outputs, check_writable, files_written
+    from ..io import check_outputs, check_writable, files_written
 
     outputs: list[tuple[str, list[Any]]] = []
     writable: list[tuple[str, str]] = []
@@ -339,7 +339,7 @@ def _check_outputs(args: argparse.Namespace) -> None:
         outputs.append((f"--html {args.html}", _html_files(args.html)))
         writable.append(("html", args.html))
     if args.engine == "ray" and args.keep_min_score is not None and args.output:
-        from .rows import dropped_path
+        from ..rows import dropped_path
 
         dropped = args.dropped_output or dropped_path(args.output)
         outputs.append((f"--dropped-output {dropped}", files_written(dropped)))
@@ -356,7 +356,7 @@ def _html_files(path: str) -> list[Path]:
     """An HTML report and the temporary files its writer may make beside it."""
     import os
 
-    from .io import tmp_path
+    from ..io import tmp_path
 
     html = Path(path)
     return [html, tmp_path(html), html.with_name(f".{html.name}.{os.getpid()}.tmp")]
@@ -403,8 +403,8 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], spec: Any, args: ar
                 labeller: Any = None) -> tuple[Any, Any, Any]:
     """Score the rows chunk by chunk, streaming result rows out; the output is committed once all are written. A
     run that stops (an interrupt, SIGTERM, a full disk) says where its rows so far are, then raises."""
-    from .results import Q2Stats, RowErrors
-    from .rows import result_row, score_records
+    from ..results import Q2Stats, RowErrors
+    from ..rows import result_row, score_records
 
     stats, errors, signature, offset = Q2Stats(), RowErrors(), "", 0
     try:
@@ -451,8 +451,8 @@ def _run_progress(args: argparse.Namespace) -> Optional[Progress]:
     when the input is not a regular file), and, on a terminal, one bar per stage across all chunks."""
     if args.no_progress:
         return None
-    from .io import count_records
-    from .progress import Progress
+    from ..io import count_records
+    from ..progress import Progress
 
     terminal = getattr(sys.stderr, "isatty", lambda: False)()
     return Progress(total=count_records(args.input, args.input_format), stage_bars=terminal)
@@ -464,8 +464,8 @@ def _close(progress: Optional[Progress]) -> None:
 
 
 def _taxonomy_model(path: str) -> Any:
-    from .train import TaxonomyModel
-    from .transformers_models import quiet_loading
+    from ..train import TaxonomyModel
+    from ..transformers_models import quiet_loading
 
     with quiet_loading():
         return TaxonomyModel(path)
@@ -481,7 +481,7 @@ def _score_with_ray(args: argparse.Namespace) -> int:
     if args.output == "-":
         raise ValueError("--output - (standard output) needs the local engine; name a file or directory")
     try:
-        from .ray_data import RayScoreOptions, run_score
+        from ..ray_data import RayScoreOptions, run_score
     except ModuleNotFoundError as e:
         raise SystemExit(f"q2 score: error: {e}") from None
     options = RayScoreOptions(
@@ -503,7 +503,7 @@ def _loaded(scorer: Any, progress: bool) -> Any:
 
 def _taxonomy_model_id(path: str) -> str:
     """The identity (content hash) of the five-way model that labelled the rows (``--taxonomy-model``)."""
-    from .signature import model_id
+    from ..signature import model_id
 
     return model_id(path, None)
 
@@ -518,7 +518,7 @@ def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[
 
 def _write_report(path: str, rows: list[dict[str, Any]], signature: str, summary: dict[str, Any],
                   sources: list[str]) -> None:
-    from .report import write_html
+    from ..report import write_html
 
     write_html(path, rows, signatures=[signature], summary=summary,
                title="Q² report: " + ", ".join(Path(s).name for s in sources), sources=sources, version=__version__)
@@ -528,8 +528,8 @@ def _write_report(path: str, rows: list[dict[str, Any]], signature: str, summary
 def _replay(args: argparse.Namespace) -> int:
     import csv
 
-    from .io import check_outputs, check_writable
-    from .replay import load_original_steps, replay
+    from ..io import check_outputs, check_writable
+    from ..replay import load_original_steps, replay
 
     if args.scores and len(args.scores) != len(args.steps):
         raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
@@ -568,7 +568,7 @@ def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, An
     """One replay output row: the response's id, source file and texts, its result and the signature. The original
     run's files are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets
     ``gold``."""
-    from .results import explained_row
+    from ..results import explained_row
 
     gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
     return explained_row(res, ids={"id": rec.id, "source": source, **({"gold": gold} if gold else {})},
@@ -576,8 +576,8 @@ def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, An
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .io import check_outputs, check_writable, meta_path
-    from .report import report_from_files
+    from ..io import check_outputs, check_writable, meta_path
+    from ..report import report_from_files
 
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
     check_outputs(read, [(f"--output {args.output}", _html_files(args.output))])
@@ -596,10 +596,10 @@ _REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay g
 
 
 def _prefetch(args: argparse.Namespace) -> int:
-    from .io import check_writable
-    from .prefetch import prefetch_model
-    from .signature import model_id
-    from .transformers_models import load_model
+    from ..io import check_writable
+    from ..prefetch import prefetch_model
+    from ..signature import model_id
+    from ..transformers_models import load_model
 
     config = config_from_args(args)
     check_writable(args.output_dir, "output_dir", folder=True)
@@ -609,7 +609,7 @@ def _prefetch(args: argparse.Namespace) -> int:
         target = prefetch_model(role, name, getattr(config, f"{role}_revision"), out / role)
         load_model(role, str(target), None, "cpu", "float32", kind, cpu_kernels="torch")  # it loads: fail here
         print(f"{role}: {name} -> {target}  (signs as {model_id(str(target))})")
-    from .coref import load_fcoref
+    from ..coref import load_fcoref
 
     target = prefetch_model("coref", config.coref_model, config.coref_revision, out / "coref")
     load_fcoref(str(target))  # it loads: fail here
@@ -620,8 +620,8 @@ def _prefetch(args: argparse.Namespace) -> int:
 
 
 def _make_test_models(args: argparse.Namespace) -> int:
-    from .io import check_writable
-    from .testing import build_all, build_examples
+    from ..io import check_writable
+    from ..testing import build_all, build_examples
 
     check_writable(args.examples or args.output_dir, "examples" if args.examples else "output_dir", folder=True)
     paths = build_examples(args.examples) if args.examples else build_all(args.output_dir)
@@ -631,13 +631,13 @@ def _make_test_models(args: argparse.Namespace) -> int:
 
 
 def _meta_eval(args: argparse.Namespace) -> int:
-    from .metaeval.cli import run
+    from .metaeval import run
 
     return run(args)
 
 
 def _perturb(args: argparse.Namespace) -> int:
-    from .io import check_writable
+    from ..io import check_writable
     from .perturb import run
 
     check_writable(args.output, "output")
@@ -645,13 +645,14 @@ def _perturb(args: argparse.Namespace) -> int:
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import options_from_args, run
+    from ..compare import run
+    from .compare import options_from_args
 
     return run(options_from_args(args))
 
 
 def _train(args: argparse.Namespace) -> int:
-    from .io import check_writable
+    from ..io import check_writable
     from .train import options_from_args, run
 
     check_writable(args.output_dir, "output_dir", folder=True)
@@ -662,8 +663,9 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _hooks(args: argparse.Namespace) -> int:
-    from .hooks import run, site_dir
-    from .io import check_writable
+    from ..hooks import site_dir
+    from ..io import check_writable
+    from .hooks import run
 
     if args.action != "status":
         check_writable(site_dir(args.target), "target", folder=True)
@@ -673,7 +675,7 @@ def _hooks(args: argparse.Namespace) -> int:
 def _flag_names(command: str) -> dict[str, str]:
     """Setting -> flag for the settings of ``command`` whose flag is not the setting's name with dashes."""
     if command == "meta-eval":
-        from .metaeval.cli import FLAGS
+        from .metaeval import FLAGS
 
         return FLAGS
     return {"score": {"batch_size": "--ray-batch-size"}, "perturb": {"inputs": "--input"}}.get(command, {})
@@ -682,8 +684,8 @@ def _flag_names(command: str) -> dict[str, str]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .errors import ModelLoadError, SettingError, flag_error
-    from .io import InputFormatError
+    from ..errors import ModelLoadError, SettingError, flag_error
+    from ..io import InputFormatError
 
     try:
         return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,

@@ -38,9 +38,9 @@ def _names(text: str) -> tuple[str, ...]:
 def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], None],
                formatter: Any = argparse.HelpFormatter) -> argparse.ArgumentParser:
     """Add the ``meta-eval`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
-    from ..cli import add_help_all, common
-    from .baselines import BASELINE_NAMES
-    from .loaders import LOADERS
+    from ..metaeval.baselines import BASELINE_NAMES
+    from ..metaeval.loaders import LOADERS
+    from . import add_help_all, common
 
     m = sub.add_parser(
         "meta-eval", help="agreement with human labels: the paper's experiments and baselines",
@@ -111,7 +111,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
 
 
 def _add_score_flags(m: argparse.ArgumentParser) -> None:
-    from ..cli import common
+    from . import common
 
     s = m.add_argument_group("scores")
     common(s.add_argument("--scores", action="append", default=[], metavar="[NAME=]FILE",
@@ -133,7 +133,7 @@ def _add_score_flags(m: argparse.ArgumentParser) -> None:
 
 
 def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
-    from .experiments import EXPERIMENTS, OPT_IN_EXPERIMENTS
+    from ..metaeval.experiments import EXPERIMENTS, OPT_IN_EXPERIMENTS
 
     e = m.add_argument_group("experiments")
     e.add_argument("--experiments", type=_names, default=None,
@@ -159,7 +159,7 @@ def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
 def _table_columns(args: argparse.Namespace) -> Any:
     """The ``--dataset table`` flags as :class:`~.runner.TableColumns` (None for the other data sets, which refuse
     them)."""
-    from .runner import TableColumns
+    from ..metaeval.runner import TableColumns
 
     if args.dataset == "table":
         return TableColumns(
@@ -176,7 +176,7 @@ def _table_columns(args: argparse.Namespace) -> Any:
 
 
 def _baseline_names(text: str) -> tuple[str, ...]:
-    from .baselines import BASELINE_NAMES
+    from ..metaeval.baselines import BASELINE_NAMES
 
     if text.strip() == "all":
         return BASELINE_NAMES
@@ -194,8 +194,8 @@ FLAGS = {"table": "--response-column / --knowledge-column / --label-column / --c
 def settings_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~.runner.MetaEvalSettings` of parsed ``q2 meta-eval`` flags."""
     from ..config import config_from_args
-    from .loaders import read_label_map
-    from .runner import MetaEvalSettings
+    from ..metaeval.loaders import read_label_map
+    from ..metaeval.runner import MetaEvalSettings
 
     scores = tuple((name or None, path) for name, _, path in (spec.rpartition("=") for spec in args.scores))
     return MetaEvalSettings(
@@ -216,7 +216,7 @@ def _experiment_options(args: argparse.Namespace) -> Any:
     """The experiment flags as :class:`~.experiments.MetaEvalOptions`; an error names the flag."""
     import dataclasses
 
-    from .experiments import MetaEvalOptions
+    from ..metaeval.experiments import MetaEvalOptions
 
     names = [f.name for f in dataclasses.fields(MetaEvalOptions) if f.name != "experiments"]
     try:
@@ -231,8 +231,8 @@ def _experiment_options(args: argparse.Namespace) -> Any:
 def _variants(args: argparse.Namespace, settings: Any) -> Any:
     """The ``variants`` experiment (the paper's Table 7): the data scored with each cumulative variant, the table
     printed (and saved under --output-dir). Returns the settings of the other experiments asked for."""
-    from .runner import save_variants, variants
-    from .variants import variants_markdown
+    from ..metaeval.runner import save_variants, variants
+    from ..metaeval.variants import variants_markdown
 
     table = variants(settings)
     if settings.output_dir:
@@ -259,8 +259,8 @@ def run(args: argparse.Namespace) -> int:
     import sys
 
     from .. import __version__
-    from .report import to_markdown
-    from .runner import evaluate, export, save_outputs
+    from ..metaeval.report import to_markdown
+    from ..metaeval.runner import evaluate, export, save_outputs
 
     settings = settings_from_args(args)
     check_writable_outputs(settings)
