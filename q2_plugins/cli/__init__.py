@@ -1,6 +1,7 @@
 """Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 compare``, ``q2 prefetch``, ``q2 meta-eval``,
-``q2 perturb``, ``q2 train``, ``q2 hooks``.
-Config flags map one-to-one onto :class:`Q2Config`."""
+``q2 perturb``, ``q2 train``, ``q2 hooks``. The only place that knows argparse: each command maps its flags onto
+the library's typed options (``q2 score`` onto a :class:`~q2_plugins.jobs.ScoreJob`); config flags map one-to-one
+onto :class:`Q2Config`."""
 
 from __future__ import annotations
 
@@ -10,15 +11,12 @@ import copy
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterator, Optional, Sequence
+from typing import Any, Iterator, Optional, Sequence
 
 from .. import __version__
 from .. import metric_names as M
 from ..config import MODEL_KINDS, config_from_args, config_options
 from ..results import print_summary
-
-if TYPE_CHECKING:
-    from ..progress import Progress
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
@@ -263,57 +261,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _score(args: argparse.Namespace) -> int:
-    _check_outputs(args)  # before any file is opened: no output may be an input
+    """``q2 score``: the flags mapped onto a :class:`~q2_plugins.jobs.ScoreJob`, run on the chosen engine."""
+    from ..jobs import RayEngine, ScoreJob, run_score_job
+
+    job = ScoreJob(
+        input=args.input, output=args.output, config=config_from_args(args), rows=_row_spec(args),
+        input_format=args.input_format, html=args.html, taxonomy_model=args.taxonomy_model,
+        keep_min_score=args.keep_min_score, keep_unscored=args.unscored == "keep", dropped_output=args.dropped_output,
+        fail_on_error=args.fail_on_error, summary_format=args.format, progress=not args.no_progress,
+        chunk_size=args.chunk_size, engine=args.engine,
+        ray=RayEngine(ray_address=args.ray_address, concurrency=args.concurrency,
+                      num_cpus_per_worker=args.num_cpus_per_worker, num_gpus_per_worker=args.num_gpus_per_worker,
+                      batch_size=args.ray_batch_size))
     with _terminate_as_interrupt():
-        if args.engine == "ray":
-            if args.taxonomy_model:
-                raise ValueError("--taxonomy-model labels with the local engine; drop --engine ray")
-            return _score_with_ray(args)
-        return _score_local(args)
-
-
-def _score_local(args: argparse.Namespace) -> int:
-    from ..io import ResultFile, read_rows
-    from ..rows import cache_line, write_meta
-    from ..scorer import Q2Scorer
-
-    if args.keep_min_score is not None:
-        raise ValueError("--keep-min-score (filter mode) needs --engine ray")
-    taxonomy = _taxonomy_model(args.taxonomy_model) if args.taxonomy_model else None
-    config = config_from_args(args)
-    spec = _row_spec(args)
-    # the file and its columns are checked before anything else
-    rows = read_rows(args.input, args.input_format, spec.required, spec.settings)
-    scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
-    progress = _run_progress(args)
-    out = ResultFile(args.output) if args.output else None
-    report_rows: Optional[list[dict[str, Any]]] = [] if args.html else None
-    try:
-        stats, errors, signature = _score_rows(scorer, rows, spec, args, out, report_rows, progress, taxonomy)
-    finally:
-        _close(progress)
-    summary = {**stats.summary(), **errors.summary()}
-    signature = signature or scorer.signature
-    code, problem = stats.exit_code(args.fail_on_error)
-    extra: dict[str, Any] = {} if scorer.cache is None else {"cache": scorer.cache.counts()}
-    if args.taxonomy_model:
-        extra["taxonomy_model"] = _taxonomy_model_id(args.taxonomy_model)
-    if report_rows is not None:
         try:
-            _write_report(args.html, report_rows, signature, summary, [args.input])
-        except OSError as e:  # the results are saved: the run failed only to write its report, and says so
-            code, extra["html_error"] = 2, f"--html {args.html} could not be written: {e}"
-    if out is not None and not out.stdout:
-        write_meta(out.target, engine="local", signature=signature, summary=summary, config=config, rows=out.rows,
-                   input=args.input, spec=spec, exit_code=code, **extra)
-    stream = sys.stderr if out is not None and out.stdout else sys.stdout
-    print_summary({**summary, **extra}, signature, args.format, stream)
-    if "cache" in extra and args.format == "text":
-        print(cache_line(extra["cache"], config.cache_dir), file=stream)
-    for line in (extra.get("html_error"), problem):
-        if line:
-            print(f"q2 score: {line}", file=sys.stderr)
-    return code
+            return run_score_job(job)
+        except ModuleNotFoundError as e:
+            if job.engine != "ray":
+                raise
+            raise SystemExit(f"q2 score: error: {e}") from None  # the ray extra is not installed
 
 
 def _row_spec(args: argparse.Namespace) -> Any:
@@ -322,44 +288,6 @@ def _row_spec(args: argparse.Namespace) -> Any:
 
     return RowSpec(args.response_column, args.knowledge_column, args.history_column,
                    explain=args.explain or bool(args.html), labels=args.labels or bool(args.html))
-
-
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Every file the run would write (``--output`` with its ``.partial``, ``.meta.json`` and temporaries, the
-    ``--html`` report, Ray's dropped rows) against the input, through links too, and each one's folder for being
-    writable: a clash or a folder that cannot be made or written stops the run here."""
-    from ..io import check_outputs, check_writable, files_written
-
-    outputs: list[tuple[str, list[Any]]] = []
-    writable: list[tuple[str, str]] = []
-    if args.output and args.output != "-":
-        outputs.append((f"--output {args.output}", files_written(args.output)))
-        writable.append(("output", args.output))
-    if args.html:
-        outputs.append((f"--html {args.html}", _html_files(args.html)))
-        writable.append(("html", args.html))
-    if args.engine == "ray" and args.keep_min_score is not None and args.output:
-        from ..rows import dropped_path
-
-        dropped = args.dropped_output or dropped_path(args.output)
-        outputs.append((f"--dropped-output {dropped}", files_written(dropped)))
-        writable.append(("dropped_output", str(dropped)))
-    check_outputs([args.input], outputs)
-    for setting, path in writable:  # Ray writes a path without a file extension as a folder of part files
-        check_writable(path, setting, folder=args.engine == "ray" and setting != "html" and
-                       Path(path).suffix.lower() not in (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv"))
-    if args.cache_dir:
-        check_writable(args.cache_dir, "cache_dir", folder=True)
-
-
-def _html_files(path: str) -> list[Path]:
-    """An HTML report and the temporary files its writer may make beside it."""
-    import os
-
-    from ..io import tmp_path
-
-    html = Path(path)
-    return [html, tmp_path(html), html.with_name(f".{html.name}.{os.getpid()}.tmp")]
 
 
 def _switch(action: argparse.Action) -> bool:
@@ -398,145 +326,19 @@ def _terminate_as_interrupt() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], spec: Any, args: argparse.Namespace, out: Any,
-                report_rows: Optional[list[dict[str, Any]]], progress: Optional[Progress],
-                labeller: Any = None) -> tuple[Any, Any, Any]:
-    """Score the rows chunk by chunk, streaming result rows out; the output is committed once all are written. A
-    run that stops (an interrupt, SIGTERM, a full disk) says where its rows so far are, then raises."""
-    from ..results import Q2Stats, RowErrors
-    from ..rows import result_row, score_records
-
-    stats, errors, signature, offset = Q2Stats(), RowErrors(), "", 0
-    try:
-        for chunk in _chunks(rows, args.chunk_size):
-            if progress is not None:  # a slow batch names its row by its place in the input and its id
-                progress.row_names = [f"row {offset + i}" + (f" (id {row['id']!r})" if "id" in row else "")
-                                      for i, row in enumerate(chunk)]
-            result = score_records(scorer, chunk, spec, progress=progress or False, labeller=labeller)
-            for i, (row, res) in enumerate(zip(chunk, result.responses)):
-                record = result_row(offset + i, row, res)
-                if res.error is not None:
-                    errors.add(res.error)
-                if out is not None:
-                    out.write(record)
-                if report_rows is not None:
-                    report_rows.append(_with_texts(record, row, spec))
-            if out is not None:
-                out.flush()
-            stats, signature, offset = stats + result.stats, result.signature, offset + len(chunk)
-        if out is not None:
-            out.commit()
-    except BaseException as e:
-        _close(progress)
-        partial = out.abandon() if out is not None else None
-        kept = f"; its {out.rows} rows so far are in {partial}, {args.output} is left as it was" if partial else ""
-        print(f"q2 score: the run stopped after {offset} rows{kept} ({type(e).__name__})", file=sys.stderr)
-        raise
-    return stats, errors, signature
-
-
-def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    chunk: list[dict[str, Any]] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-def _run_progress(args: argparse.Namespace) -> Optional[Progress]:
-    """The run's progress bars (None with ``--no-progress``): the rows against the input's record count (unknown
-    when the input is not a regular file), and, on a terminal, one bar per stage across all chunks."""
-    if args.no_progress:
-        return None
-    from ..io import count_records
-    from ..progress import Progress
-
-    terminal = getattr(sys.stderr, "isatty", lambda: False)()
-    return Progress(total=count_records(args.input, args.input_format), stage_bars=terminal)
-
-
-def _close(progress: Optional[Progress]) -> None:
-    if progress is not None:
-        progress.close()
-
-
-def _taxonomy_model(path: str) -> Any:
-    from ..train import TaxonomyModel
-    from ..transformers_models import quiet_loading
-
-    with quiet_loading():
-        return TaxonomyModel(path)
-
-
-def _score_with_ray(args: argparse.Namespace) -> int:
-    """``--engine ray``: the flags mapped onto :class:`~q2_plugins.ray_data.RayScoreOptions`."""
-    if args.html:
-        raise ValueError("--html needs the local engine; write the report from the Ray output with q2 report "
-                         "--texts INPUT")
-    if args.keep_min_score is not None and not args.output:
-        raise ValueError("--keep-min-score needs --output (the kept rows)")
-    if args.output == "-":
-        raise ValueError("--output - (standard output) needs the local engine; name a file or directory")
-    try:
-        from ..ray_data import RayScoreOptions, run_score
-    except ModuleNotFoundError as e:
-        raise SystemExit(f"q2 score: error: {e}") from None
-    options = RayScoreOptions(
-        input=args.input, output=args.output, input_format=args.input_format, rows=_row_spec(args),
-        concurrency=args.concurrency, num_cpus_per_worker=args.num_cpus_per_worker,
-        num_gpus_per_worker=args.num_gpus_per_worker, batch_size=args.ray_batch_size, ray_address=args.ray_address,
-        keep_min_score=args.keep_min_score, keep_unscored=args.unscored == "keep", dropped_output=args.dropped_output,
-        fail_on_error=args.fail_on_error, summary_format=args.format, progress=not args.no_progress)
-    return run_score(config_from_args(args), options)
-
-
-def _loaded(scorer: Any, progress: bool) -> Any:
-    """``scorer.load()`` with one "loading models" line on standard error (none without progress) in place of the
-    model libraries' own per-file loading bars."""
-    if progress:
-        print("q2: loading models", file=sys.stderr, flush=True)
-    return scorer.load(quiet=True)
-
-
-def _taxonomy_model_id(path: str) -> str:
-    """The identity (content hash) of the five-way model that labelled the rows (``--taxonomy-model``)."""
-    from ..signature import model_id
-
-    return model_id(path, None)
-
-
-def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[str, Any]:
-    """A result row plus the texts it scored, for the HTML report."""
-    texts = {"response": row.get(spec.response_column), "knowledge": row.get(spec.knowledge_column)}
-    if spec.history_column:
-        texts["history"] = row.get(spec.history_column)
-    return {**record, **{k: v for k, v in texts.items() if isinstance(v, str)}}
-
-
-def _write_report(path: str, rows: list[dict[str, Any]], signature: str, summary: dict[str, Any],
-                  sources: list[str]) -> None:
-    from ..report import write_html
-
-    write_html(path, rows, signatures=[signature], summary=summary,
-               title="Q² report: " + ", ".join(Path(s).name for s in sources), sources=sources, version=__version__)
-    print(f"HTML report: {path}", file=sys.stderr)
-
-
 def _replay(args: argparse.Namespace) -> int:
     import csv
 
-    from ..io import check_outputs, check_writable
+    from ..io import check_outputs, check_writable, html_files
+    from ..jobs.local import write_report
     from ..replay import load_original_steps, replay
 
     if args.scores and len(args.scores) != len(args.steps):
         raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
     written = [(flag, path) for flag, path in (("output", args.output), ("html", args.html)) if path]
-    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", _html_files(path)) for flag, path in written])
+    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", html_files(path)) for flag, path in written])
     for flag, path in written:
-        check_writable(path, flag)
+        check_writable(path, flag, make_parents=flag == "html")  # the report's writer makes its folder
     records = []
     sources: list[str] = []
     for i, steps in enumerate(args.steps):
@@ -560,7 +362,7 @@ def _replay(args: argparse.Namespace) -> int:
     if args.format == "text":
         print(f"note          {_REPLAY_NOTE}")
     if args.html:
-        _write_report(args.html, rows, result.signature, summary, list(args.steps))
+        write_report(args.html, rows, result.signature, summary, list(args.steps))
     return 0
 
 
@@ -576,12 +378,12 @@ def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, An
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ..io import check_outputs, check_writable, meta_path
+    from ..io import check_outputs, check_writable, html_files, meta_path
     from ..report import report_from_files
 
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
-    check_outputs(read, [(f"--output {args.output}", _html_files(args.output))])
-    check_writable(args.output, "output")
+    check_outputs(read, [(f"--output {args.output}", html_files(args.output))])
+    check_writable(args.output, "output", make_parents=True)  # the report's writer makes its folder
     data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
                              columns=(args.response_column, args.knowledge_column, args.history_column))
     errors = sum(r["status"] == "error" for r in data.rows)
