@@ -53,21 +53,22 @@ class Signed:
 
 
 def _f(default: Any, help: str, choices: Optional[tuple] = None, *, kind: str, group: str,
-       sig: Optional[Signed] = None, stages: tuple[str, ...] = ()) -> Any:
+       sig: Optional[Signed] = None, stages: tuple[str, ...] = (), common: bool = False) -> Any:
     if kind not in KINDS or not set(stages) <= set(STAGES):
         raise ValueError(f"kind must be one of {KINDS} and stages among {STAGES}, got {kind!r}, {stages!r}")
     if (sig is not None) != (kind == "score"):
         raise TypeError("a score setting says how the signature writes it (sig=Signed(...)), and only a score setting")
     return field(default=default, metadata={"help": help, "choices": choices, "kind": kind, "group": group,
-                                            "sig": sig, "stages": stages})
+                                            "sig": sig, "stages": stages, "common": common})
 
 
-def _model(default: Any, help: str, choices: Optional[tuple] = None) -> Any:
-    return _f(default, help, choices, kind="model", group="models")
+def _model(default: Any, help: str, choices: Optional[tuple] = None, *, common: bool = False) -> Any:
+    return _f(default, help, choices, kind="model", group="models", common=common)
 
 
-def _run(default: Any, help: str, choices: Optional[tuple] = None, group: str = "runtime") -> Any:
-    return _f(default, help, choices, kind="runtime", group=group)
+def _run(default: Any, help: str, choices: Optional[tuple] = None, group: str = "runtime", *,
+         common: bool = False) -> Any:
+    return _f(default, help, choices, kind="runtime", group=group, common=common)
 
 
 def _role(default: Any, help: str, choices: Optional[tuple] = None, kind: str = "runtime") -> Any:
@@ -79,11 +80,12 @@ _BUDGET = "budgets"
 
 
 def _score(default: Any, help: str, choices: Optional[tuple] = None, *, group: str, sig: Signed,
-           stages: tuple[str, ...] = ()) -> Any:
+           stages: tuple[str, ...] = (), common: bool = False) -> Any:
     """A setting that can change a score. ``sig``: how the signature writes it. ``stages``: the cached stages
     whose outputs it changes; it reaches each as a keyword of its component (the field name without the stage
-    prefix: ``qa_stride`` is ``stride``) and is part of each one's cache key."""
-    return _f(default, help, choices, kind="score", group=group, sig=sig, stages=stages)
+    prefix: ``qa_stride`` is ``stride``) and is part of each one's cache key. ``common``: one of the few settings
+    people change, shown by a command's short ``--help`` (the others by ``--help-all``)."""
+    return _f(default, help, choices, kind="score", group=group, sig=sig, stages=stages, common=common)
 
 
 _BEAM = {"qg_decoding": "beam"}  # the beam settings act with beam search only
@@ -94,17 +96,21 @@ class Q2Config:
     """Settings of a Q² scorer. Defaults reproduce the paper's pipeline (beam 5, single question per candidate)."""
 
     # -- models: named in the signature by their identity (repository and commit, or content) --------------------
-    qg_model: str = _model(DEFAULT_QG_MODEL, "question generation model: hub id or local directory (T5, answer-aware)")
+    qg_model: str = _model(DEFAULT_QG_MODEL, "question generation model (T5, answer-aware): hub id or folder",
+                           common=True)
     qg_revision: Optional[str] = _model(None, "hub revision (branch, tag or commit) of the QG model")
-    qa_model: str = _model(DEFAULT_QA_MODEL, "extractive QA model with a no-answer option: hub id or local directory")
+    qa_model: str = _model(DEFAULT_QA_MODEL, "extractive QA model with a no-answer option: hub id or folder",
+                           common=True)
     qa_revision: Optional[str] = _model(None, "hub revision of the QA model")
-    nli_model: str = _model(DEFAULT_NLI_MODEL, "NLI model (sequence classification, 3 labels named in its config)")
+    nli_model: str = _model(DEFAULT_NLI_MODEL, "NLI model (3 labels named in its config): hub id or folder",
+                            common=True)
     nli_revision: Optional[str] = _model(None, "hub revision of the NLI model")
     coref_model: str = _model(DEFAULT_COREF_MODEL, "coreference model of --coref (F-coref layout, see "
                                                    "docs/coreference.md): hub id or local directory")
     coref_revision: Optional[str] = _model(None, "hub revision of the coreference model")
     spacy_model: str = _model("en_core_web_sm", "spaCy pipeline for answer candidates and the personal-question filter")
-    dtype: str = _model("float32", "weights dtype for all models (part of each model's identity)", _DTYPES)
+    dtype: str = _model("float32", "weights dtype for all models (part of each model's identity)", _DTYPES,
+                        common=True)
     # -- Q² settings: each can change a score; ``sig`` says how the signature writes it, ``stages`` which cached ------
     # -- stages it changes (see docs/development.md, "Adding a setting") ------------------------------------------
     qg_decoding: str = _score("beam", "question decoding", ("beam", "greedy"), group=_QG, stages=("qg",),
@@ -126,7 +132,7 @@ class Q2Config:
     )
     question_mode: str = _score(
         "single", "single: first passing question per candidate; all: every passing question", ("single", "all"),
-        group=_QG, sig=Signed("questions"),
+        group=_QG, sig=Signed("questions"), common=True,
     )
     qa_decoding: str = _score(
         "original",
@@ -144,7 +150,7 @@ class Q2Config:
     normalization: str = _score("q2-original", "answer normalisation for the filter and F1", ("q2-original", "squad"),
                                 group=_CMP, sig=Signed("norm"))
     use_nli: bool = _score(True, "compare answers with NLI when F1 < 1 (off = the paper's 'Q2 w/o NLI')", group=_CMP,
-                           sig=Signed("cmp", words={True: "f1+nli", False: "f1"}))
+                           sig=Signed("cmp", words={True: "f1+nli", False: "f1"}), common=True)
     fallback: bool = _score(True, "score responses with no valid question by end-to-end NLI (1 / 0.5 / 0)",
                             group=_CMP, sig=Signed("fallback", words={True: "e2e-nli", False: "none"}))
     fallback_lowercase_knowledge: bool = _score(
@@ -161,10 +167,10 @@ class Q2Config:
                                  group=_CMP, stages=("nli",), sig=Signed("nli-dec", "win{}"))
     nli_stride: int = _score(128, "tokens shared by consecutive NLI premise windows", group=_CMP, stages=("nli",),
                              sig=Signed("nli-dec", "stride{}"))
-    coref: bool = _score(False, "resolve the response's third-person pronouns over the dialogue history "
-                                "(--history-column) before extracting candidates: the paper's appendix A step "
-                                "(docs/coreference.md)", group="coreference", stages=("coref",),
-                         sig=Signed("coref-dec", words={True: "pronouns-to-mention", False: None}))
+    coref: bool = _score(False, "resolve the response's third-person pronouns over the dialogue history before "
+                                "extracting candidates: the paper's appendix A step (docs/coreference.md)",
+                         group="coreference", stages=("coref",),
+                         sig=Signed("coref-dec", words={True: "pronouns-to-mention", False: None}), common=True)
     # -- per-row budgets: a row over one gets its own error (or, with over_budget=truncate, a warning) before the
     # work the budget bounds; 0 = no limit. Sized for dialogue: see docs/failures.md -----------------------------
     max_response_chars: int = _score(
@@ -183,7 +189,7 @@ class Q2Config:
                  "first characters / candidates / questions within the budget, with a warning in the row)",
         ("error", "truncate"), group=_BUDGET, sig=Signed("budget"))
     # -- runtime: how a run goes, never what it computes (not in the signature) ----------------------------------
-    device: str = _run("cpu", "torch device for all models (cpu, cuda, cuda:1, ...)")
+    device: str = _run("cpu", "torch device for all models (cpu, cuda, cuda:1, ...)", common=True)
     cpu_kernels: str = _run(
         "onednn", "matrix products of the models' Linear layers on the CPU: onednn (weights packed once at load, "
                   "float32/bfloat16, and tanh GELU in one pass; faster, see docs/performance.md) or torch "
@@ -334,6 +340,7 @@ class ConfigOption:
     kind: str = "score"  # model, score or runtime (see Q2Config.names)
     group: str = ""  # models, question generation, question answering, filters and comparison, budgets, runtime,
     # per-role
+    common: bool = False  # one of the few settings people change: a command's short --help shows it
 
 
 def config_options() -> list[ConfigOption]:
@@ -344,11 +351,12 @@ def config_options() -> list[ConfigOption]:
         hint = hints[f.name]
         args = [a for a in typing.get_args(hint) if a is not type(None)]
         options.append(ConfigOption(f.name, args[0] if args else hint, f.default, f.metadata.get("help", ""),
-                                    f.metadata.get("choices"), f.metadata["kind"], f.metadata["group"]))
+                                    f.metadata.get("choices"), f.metadata["kind"], f.metadata["group"],
+                                    f.metadata["common"]))
     return options
 
 
 def config_from_args(args: Any) -> Q2Config:
-    """The config of parsed command-line flags (an ``argparse.Namespace`` with an attribute per field it sets; a
+    """The config of parsed command-line flags (an object with an attribute per field it sets; a
     command that declares only some fields, such as ``q2 prefetch``, leaves the others at their defaults)."""
     return Q2Config(**{f.name: getattr(args, f.name) for f in dataclasses.fields(Q2Config) if hasattr(args, f.name)})

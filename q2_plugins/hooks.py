@@ -6,8 +6,6 @@ nothing; this module only writes, checks and removes its ``.pth`` file in site-p
 
 from __future__ import annotations
 
-import argparse
-import importlib.util
 import json
 import os
 import subprocess
@@ -16,8 +14,7 @@ import sysconfig
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["LEGACY_PTH_NAMES", "mechanism", "site_dir", "install", "uninstall", "installed", "live", "add_parser",
-           "run"]
+__all__ = ["LEGACY_PTH_NAMES", "mechanism", "site_dir", "install", "uninstall", "installed", "live"]
 
 # start-up files written by earlier versions (the ParlAI-only hook): replaced by install, removed by uninstall
 LEGACY_PTH_NAMES = ("q2_plugins_parlai.pth",)
@@ -109,44 +106,3 @@ def live(frameworks: list[str], target: Optional[str] = None) -> dict[str, objec
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-def add_parser(sub: argparse._SubParsersAction) -> None:
-    h = sub.add_parser("hooks", help="install / check / remove the start-up hook for evaluate.load('q2') and "
-                                     "ParlAI's --metrics q2",
-                       description="One start-up file (q2_plugins_hook.pth in site-packages) hooks Q² into the "
-                                   "frameworks that have no plugin entry point: evaluate (evaluate.load('q2')) and "
-                                   "ParlAI (--metrics q2, --q2-* options). It imports nothing until a program "
-                                   "imports one of them. Switches: Q2_PLUGINS_EVALUATE_HOOK=0, Q2_PARLAI_HOOK=0.")
-    h.add_argument("action", choices=("install", "status", "uninstall"))
-    h.add_argument("--target", help="site-packages directory (default: this interpreter's)")
-
-
-def run(args: argparse.Namespace) -> int:
-    if args.action == "install":
-        print(f"installed {install(args.target)}")
-    elif args.action == "uninstall":
-        removed = uninstall(args.target)
-        print("\n".join(f"removed {p}" for p in removed) if removed else "not installed")
-    else:
-        return _status(args.target)
-    return 0
-
-
-def _status(target: Optional[str]) -> int:
-    hook = _hook()
-    path = installed(target)
-    print(f"start-up file: {path or 'not installed (q2 hooks install)'}")
-    available = [f for f in hook.FRAMEWORKS if importlib.util.find_spec(f) is not None]
-    results = live(available, target) if path else {}
-    ok = path is not None
-    for framework, switch in hook.FRAMEWORKS.items():
-        if framework not in available:
-            print(f"{framework}: not installed in this interpreter")
-            continue
-        if hook.switched_off(framework):
-            print(f"{framework}: switched off by {switch}={os.environ[switch]}")
-            continue
-        state = results.get(framework, False)
-        print(f"{framework}: {'hooked' if state is True else 'NOT hooked'}"
-              + ("" if isinstance(state, bool) else f" ({state})"))
-        ok = ok and state is True
-    return 0 if ok else 1

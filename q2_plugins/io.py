@@ -24,7 +24,8 @@ from .errors import SettingError
 __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
            "blank_lines", "named_settings", "InputFormatError", "MissingColumnsError", "UnknownFormatError",
            "json_line", "ResultFile", "write_json_atomic",
-           "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "MAX_RECORD_BYTES"]
+           "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "check_writable",
+           "html_files", "UnwritablePathError", "MAX_RECORD_BYTES"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -43,6 +44,10 @@ class MissingColumnsError(InputFormatError, SettingError):
 
 class UnknownFormatError(InputFormatError, SettingError):
     """The file's extension does not say its format and the ``input_format`` setting is not set."""
+
+
+class UnwritablePathError(SettingError):
+    """A path a run would write cannot be written (its folder cannot be created or written); ``setting`` names it."""
 
 
 def _format_of(path: Path, fmt: Optional[str]) -> str:
@@ -490,6 +495,12 @@ def files_written(output: str | Path, *, sidecar: bool = True) -> list[Path]:
     return paths + ([meta_path(output), tmp_path(meta_path(output))] if sidecar else [])
 
 
+def html_files(path: str | Path) -> list[Path]:
+    """An HTML report and the temporary files its writer may make beside it."""
+    html = Path(path)
+    return [html, tmp_path(html), html.with_name(f".{html.name}.{os.getpid()}.tmp")]
+
+
 def _inside(a: Path, b: Path) -> bool:
     """Whether ``a`` is ``b`` or lies under the directory ``b`` (links resolved)."""
     a, b = a.resolve(), b.resolve()
@@ -531,3 +542,35 @@ def same_file(a: str | Path, b: str | Path) -> bool:
     except OSError:
         return Path(a).resolve() == Path(b).resolve()
 
+
+
+def check_writable(path: str | Path, setting: str, *, folder: bool = False, make_parents: bool = False) -> None:
+    """Make sure, before any work, that a run can write ``path``: a file in an existing folder (with
+    ``make_parents``: in a folder its writer makes) or, with ``folder``, a folder to fill (made by its writer when
+    missing). A file is created in the folder (or a folder in the nearest one that exists) and removed again, so a
+    read-only folder is found whoever runs (root too); nothing is left behind. Raises :class:`UnwritablePathError`
+    naming ``setting`` in one line."""
+    import tempfile
+
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise UnwritablePathError(setting, f"{path} is a file, not a folder; name a folder")
+    if not folder and path.is_dir():
+        raise UnwritablePathError(setting, f"{path} is a folder; name a file")
+    where = path if folder else path.parent
+    existing = next((p for p in (where, *where.parents) if p.exists() or p.is_symlink()), Path("."))
+    if not existing.is_dir():
+        raise UnwritablePathError(setting, f"cannot write {path}: {existing} is a file, not a folder")
+    if existing != where and not (folder or make_parents):
+        raise UnwritablePathError(setting, f"cannot write {path}: the folder {where} does not exist")
+    try:
+        if existing == where:
+            fd, probe = tempfile.mkstemp(prefix=".q2-write-check-", dir=where)
+            os.close(fd)
+            os.unlink(probe)
+        else:  # the folders to make: the nearest one that exists must take a new folder
+            os.rmdir(tempfile.mkdtemp(prefix=".q2-write-check-", dir=existing))
+    except OSError as e:
+        what = "written" if existing == where else f"made in {existing}"
+        raise UnwritablePathError(setting, f"cannot write {path}: the folder {where} cannot be {what} "
+                                           f"({e.strerror or e})") from None

@@ -156,11 +156,16 @@ def test_a_full_disk_names_the_partial_and_exits_2(tmp_path, capsys, model_flags
     assert "No space left on device" in err and not out.exists()
 
 
-def test_an_html_report_that_cannot_be_written_is_exit_2_in_the_sidecar_too(tmp_path, capsys, model_flags):
+def test_an_html_report_that_cannot_be_written_is_exit_2_in_the_sidecar_too(tmp_path, capsys, model_flags,
+                                                                           monkeypatch):
     out = tmp_path / "out.jsonl"
     p = jsonl(tmp_path / "in.jsonl", [GOOD, {"response": "", "knowledge": "k"}])
-    (tmp_path / "a file").write_text("")
-    html = tmp_path / "a file" / "r.html"  # its folder cannot be made
+    html = tmp_path / "r.html"  # its folder is writable when checked; the disk fills before the report is written
+
+    def full_disk(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr("q2_plugins.report.write_html", full_disk)
     assert main(["score", "--input", str(p), "--output", str(out), "--html", str(html), *model_flags]) == 2
     meta = json.loads(Path(f"{out}.meta.json").read_text())
     assert meta["exit_code"] == 2 and meta["html_error"].startswith(f"--html {html} could not be written")

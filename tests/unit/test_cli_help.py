@@ -1,4 +1,5 @@
-"""`q2 <command> --help`: grouped by meaning, every default shown, each command with only its own flags."""
+"""`q2 <command> --help`: grouped by meaning, every default shown, each command with only its own flags; `q2 score`
+and `q2 meta-eval` in two tiers (``--help`` a screen of the common flags, ``--help-all`` every flag)."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import argparse
 
 import pytest
 
-from q2_plugins.cli import build_parser
-from q2_plugins.config import Q2Config, config_from_args
+from q2_plugins.cli import build_parser, main
+from q2_plugins.config import Q2Config, config_from_args, config_options
 
 
 def _sub(name: str) -> argparse.ArgumentParser:
@@ -29,7 +30,7 @@ def test_prefetch_lists_only_what_it_reads():
 
 
 def test_score_help_groups_the_settings_by_meaning():
-    text = _sub("score").format_help()
+    text = _sub("score").format_help(everything=True)
     titles = ["input and output:", "models (", "Q2 settings: question generation", "Q2 settings: question answering",
               "Q2 settings: filters", "runtime (", "per-role model settings", "Ray engine"]
     at = [text.index("\n" + t) for t in titles]
@@ -40,11 +41,55 @@ def test_score_help_groups_the_settings_by_meaning():
             assert "--" + name.replace("_", "-") in runtime
 
 
-@pytest.mark.parametrize("command", ["score", "prefetch", "replay", "report"])
+@pytest.mark.parametrize("command", ["score", "prefetch", "replay", "report", "meta-eval"])
 def test_every_default_is_shown(command):
     parser = _sub(command)
     formatter = parser._get_formatter()
     for action in parser._actions:
-        if action.default in (None, argparse.SUPPRESS) or action.required or not action.option_strings:
+        if action.default in (None, argparse.SUPPRESS, []) or action.required or not action.option_strings:
             continue
+        if isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction)):
+            continue  # a switch: off unless given
         assert "default: " in formatter._expand_help(action), action.option_strings
+
+
+def _help(command: str, flag: str, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch) -> str:
+    monkeypatch.setenv("COLUMNS", "80")  # the width of a usual terminal: help wraps to it
+    with pytest.raises(SystemExit) as stop:
+        main([command, flag])
+    assert stop.value.code == 0
+    out, err = capsys.readouterr()
+    assert err == ""
+    return out
+
+
+@pytest.mark.parametrize("command", ["score", "meta-eval"])
+def test_help_is_a_screen_that_names_help_all(command, capsys, monkeypatch):
+    text = _help(command, "--help", capsys, monkeypatch)
+    lines = text.rstrip("\n").splitlines()
+    assert len(lines) <= 60, f"q2 {command} --help is {len(lines)} lines"
+    assert f"q2 {command} --help-all" in " ".join(lines[-2:])  # its last line (wrapped or not) names the full list
+    shown = {w.strip("[],|:") for w in text.split() if w.startswith("--")}
+    for opt in config_options():  # the common settings, declared once in config.py, and only those
+        flag = "--" + opt.name.replace("_", "-")
+        assert (flag in shown) == opt.common, flag
+    assert {"--no-use-nli", "--question-mode", "--coref", "--dtype", "--device", "--qg-model"} <= shown
+
+
+@pytest.mark.parametrize("command", ["score", "meta-eval"])
+def test_help_all_lists_every_flag_the_parser_accepts(command, capsys, monkeypatch):
+    text = _help(command, "--help-all", capsys, monkeypatch)
+    shown = {w.strip("[],|") for w in text.split()}
+    accepted = {s for a in _sub(command)._actions for s in a.option_strings}
+    assert accepted - shown == set()
+    assert len(text.splitlines()) > 60 and "--help-all" in text
+    brief = _help(command, "--help", capsys, monkeypatch)
+    hidden = int(brief.rsplit(" more flags", 1)[0].split()[-1])  # "N more flags (...): q2 CMD --help-all"
+    assert hidden == sum(1 for a in _sub(command)._actions
+                         if not getattr(a, "common", False) and not isinstance(a, argparse._HelpAction))
+
+
+def test_a_command_without_common_flags_has_one_help():
+    parser = _sub("report")
+    assert parser.format_help() == parser.format_help(everything=True)
+    assert "--help-all" not in parser.format_help()

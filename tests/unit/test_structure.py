@@ -135,3 +135,28 @@ def test_a_response_goes_forward_through_the_scorer():
     assert res.responses[0].score == 1.0 and res.responses[0].label is not None  # (the whole way was taken)
     assert back == []
     assert "stages" in called and called <= {"stages", "budgets", "config", "signature", "cache", "results"}
+
+
+def _argparse_uses(tree: ast.Module) -> list[str]:
+    """Where a module imports argparse, defines or calls ``add_parser``, or names a ``Namespace``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import) and any(a.name == "argparse" for a in node.names):
+            found.append(f"line {node.lineno}: import argparse")
+        elif isinstance(node, ast.ImportFrom) and node.module == "argparse":
+            found.append(f"line {node.lineno}: from argparse import")
+        elif isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == "add_parser":
+            found.append(f"line {node.lineno}: def add_parser")
+        elif isinstance(node, ast.Attribute) and node.attr in ("add_parser", "Namespace"):
+            found.append(f"line {node.lineno}: .{node.attr}")
+        elif isinstance(node, ast.Name) and node.id == "Namespace":
+            found.append(f"line {node.lineno}: Namespace")
+    return found
+
+
+def test_argparse_lives_only_under_the_cli_package():
+    """The library takes typed options; flags, sub-parsers and parsed namespaces belong to q2_plugins/cli/."""
+    outside = {path: uses for path, tree in _modules().items()
+               if not path.startswith("cli/") and (uses := _argparse_uses(tree))}
+    assert outside == {}
+    assert _argparse_uses(_modules()["cli/__init__.py"])  # the check sees argparse where it is

@@ -1,24 +1,23 @@
 """Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 compare``, ``q2 prefetch``, ``q2 meta-eval``,
-``q2 perturb``, ``q2 train``, ``q2 hooks``.
-Config flags map one-to-one onto :class:`Q2Config`."""
+``q2 perturb``, ``q2 train``, ``q2 hooks``. The only place that knows argparse: each command maps its flags onto
+the library's typed options (``q2 score`` onto a :class:`~q2_plugins.jobs.ScoreJob`); config flags map one-to-one
+onto :class:`Q2Config`."""
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import copy
 import difflib
 import json
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterator, Optional, Sequence
+from typing import Any, Callable, Iterator, Optional, Sequence
 
-from . import __version__
-from . import metric_names as M
-from .config import MODEL_KINDS, config_from_args, config_options
-from .results import print_summary
-
-if TYPE_CHECKING:
-    from .progress import Progress
+from .. import __version__
+from .. import metric_names as M
+from ..config import MODEL_KINDS, config_from_args, config_options
+from ..results import print_summary
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
@@ -35,80 +34,16 @@ _GROUP_TITLES = {
     "per-role": "per-role model settings (each overrides the setting for all models; the dtype is in the signature)",
 }
 
-
-def _add_config_flags(parser: argparse.ArgumentParser, names: Optional[Sequence[str]] = None) -> None:
-    """One flag per :class:`Q2Config` field (or per field in ``names``), grouped by what the field means."""
-    groups: dict[str, Any] = {}
-    for opt in config_options():
-        if names is not None and opt.name not in names:
-            continue
-        if opt.group not in groups:
-            groups[opt.group] = parser.add_argument_group(_GROUP_TITLES[opt.group])
-        flag = "--" + opt.name.replace("_", "-")
-        if opt.type is bool:
-            groups[opt.group].add_argument(flag, dest=opt.name, action=argparse.BooleanOptionalAction,
-                                           default=opt.default, help=opt.help)
-        else:
-            shown = "" if opt.default is None else " (default: %(default)s)"
-            groups[opt.group].add_argument(flag, dest=opt.name, type=opt.type, default=opt.default,
-                                           choices=opt.choices, help=opt.help + shown)
+#: a short --help shows the groups of the score settings as one
+_BRIEF_TITLES = {g: "Q2 settings (each can change a score; in the signature)" for g in
+                 ("question generation", "question answering", "filters and comparison", "coreference", "budgets")}
 
 
-def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
-    g = p.add_argument_group("input and output")
-    g.add_argument("--input", required=True, help="JSONL or CSV/TSV file, one response per row")
-    g.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
-    g.add_argument("--response-column", default="response", help="column of the responses")
-    g.add_argument("--knowledge-column", default="knowledge", help="column of the knowledge")
-    g.add_argument("--history-column", default=None, help="optional column with the dialogue history")
-    g.add_argument("--output", help="JSONL file of per-response results (in input order), '-' for standard output "
-                                    "(the summary then goes to standard error); its summary, signature and config "
-                                    "go to OUTPUT.meta.json")
-    g.add_argument("--explain", action="store_true", help="include every question, its answers, F1 and NLI label")
-    g.add_argument("--labels", dest="labels", action=_DeprecatedLabels, help=argparse.SUPPRESS)
-    g.add_argument("--begin-labels", dest="labels", action="store_true",
-                   help="add each response's BEGIN-style label (label, label3, label_reason; docs/taxonomy_stress.md)")
-    g.add_argument("--taxonomy-model", metavar="DIR",
-                   help="label responses with a five-way model of q2 train --labels 5 instead of the text rules "
-                        "(implies --begin-labels; the history column is its previous turn; docs/training.md)")
-    g.add_argument("--html", help="also write an HTML report of the results here (implies --explain and "
-                                  "--begin-labels)")
-    g.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
-    g.add_argument("--fail-on-error", action="store_true",
-                   help="exit 1 when any row gets an error (by default only when no row could be scored)")
-    g.add_argument("--chunk-size", type=int, default=1000, help="rows per scoring call (results stream out)")
-    g.add_argument("--no-progress", action="store_true",
-                   help="no progress bars and no 'loading models' line (standard error stays quiet)")
-
-
-class _Help(argparse.ArgumentDefaultsHelpFormatter):
-    """Help that shows every flag's default (a flag that is unset by default says so in its text)."""
-
-    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
-        if action.default is None or action.required:
-            return action.help
-        return super()._get_help_string(action)
-
-
-def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("Ray engine (--engine ray; needs the ray extra; docs/ray.md)")
-    g.add_argument("--engine", choices=("local", "ray"), default="local",
-                   help="local: this process; ray: an actor pool on Ray Data (files or directories in and out)")
-    g.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
-    g.add_argument("--concurrency", type=int, default=1, help="scoring actors, each loading the models once")
-    g.add_argument("--num-cpus-per-worker", type=float, default=1, help="CPUs (torch threads) per actor")
-    g.add_argument("--num-gpus-per-worker", type=float, default=None, help="GPUs per actor (with --device cuda)")
-    g.add_argument("--ray-batch-size", type=int, default=64, help="rows per scoring call of an actor")
-    g.add_argument("--keep-min-score", type=float, default=None,
-                   help="filter mode: --output gets rows with q2_score >= this, --dropped-output the others")
-    g.add_argument("--unscored", choices=("drop", "keep"), default="drop",
-                   help="filter mode: where rows without a score (errors, no valid question) go")
-    g.add_argument("--dropped-output", help="filter mode: the dropped rows (default: <output> with .dropped)")
-
-
-class _Parser(argparse.ArgumentParser):
-    """argparse's parser, except that a command's unknown flag is refused in the command's own usage, with the
-    closest flags it has (``q2 score --ouput``: did you mean --output?), before any other complaint."""
+class Q2Parser(argparse.ArgumentParser):
+    """A parser whose ``--help`` can be short: when some of its flags are marked common (:func:`common`), ``--help``
+    shows only those (the groups of the Q2 settings as one) and ends by naming ``--help-all``, which shows every
+    flag. A command's unknown flag is refused in the command's own usage, with the closest flags it has
+    (``q2 score --ouput``: did you mean --output?), before any other complaint."""
 
     def parse_known_args(self, args: Optional[Sequence[str]] = None, namespace: Any = None) -> Any:
         if self._subparsers is None and args is not None:  # a command's parser (the top level has subcommands)
@@ -121,6 +56,161 @@ class _Parser(argparse.ArgumentParser):
                     self.error(f"unrecognized argument {flag}"
                                + (f"; did you mean {' or '.join(close)}?" if close else ""))
         return super().parse_known_args(args, namespace)
+
+    def format_help(self, everything: bool = False) -> str:
+        shown = [a for a in self._actions if getattr(a, "common", False)]
+        if everything or not shown:
+            return super().format_help()
+        shown += [a for a in self._actions if isinstance(a, argparse._HelpAction)]
+        formatter = self._get_formatter()
+        formatter.add_usage(" ".join(["%(prog)s", *map(_usage_part, filter(_required, self._actions)), "[options]"]),
+                            [], [])
+        formatter.add_text(self.description)
+        sections: dict[str, list[argparse.Action]] = {}
+        for group in self._action_groups:
+            title = getattr(group, "brief_title", group.title)
+            sections.setdefault(title, []).extend(_brief(a) for a in group._group_actions if a in shown)
+        for title, actions in sections.items():
+            if actions:
+                formatter.start_section(title)
+                formatter.add_arguments(actions)
+                formatter.end_section()
+        hidden = sum(a.help is not argparse.SUPPRESS and a not in shown and not isinstance(a, argparse._HelpAction)
+                     for a in self._actions)
+        formatter.add_text(f"{hidden} more flags ({getattr(self, 'more', '...')}): {self.prog} --help-all")
+        return formatter.format_help()
+
+
+def _brief(action: argparse.Action) -> argparse.Action:
+    """The flag as a short ``--help`` shows it: with its short help text when it has one."""
+    if getattr(action, "brief", None) is None:
+        return action
+    short = copy.copy(action)
+    short.help = action.brief  # type: ignore[attr-defined]
+    return short
+
+
+def _required(action: argparse.Action) -> bool:
+    return action.required or not action.option_strings
+
+
+def _usage_part(action: argparse.Action) -> str:
+    metavar = action.metavar or (action.dest if not action.option_strings else action.dest.upper())
+    return f"{action.option_strings[0]} {metavar}" if action.option_strings else str(metavar)
+
+
+class _HelpAll(argparse.Action):
+    """``--help-all``: every flag of the command, then exit."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
+                         help="show every flag of this command and exit")
+
+    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
+                 option_string: Optional[str] = None) -> None:
+        text = parser.format_help(everything=True) if isinstance(parser, Q2Parser) else parser.format_help()
+        parser._print_message(text, sys.stdout)
+        parser.exit()
+
+
+def common(action: argparse.Action, brief: Optional[str] = None) -> argparse.Action:
+    """Mark a flag as one of the few a command's short ``--help`` shows (with ``brief`` as its text there, when
+    given; ``--help-all`` shows its full text)."""
+    action.common, action.brief = True, brief  # type: ignore[attr-defined]
+    return action
+
+
+def add_help_all(parser: argparse.ArgumentParser, more: str) -> None:
+    """Give ``parser`` the two help tiers: ``--help`` (its common flags, then a line naming the ``more`` there are)
+    and ``--help-all`` (every flag)."""
+    common(parser.add_argument("--help-all", action=_HelpAll))
+    parser.more = more  # type: ignore[attr-defined]
+
+
+#: the metavar of a setting's flag, by the last word of its name (the others: the name in capitals)
+_METAVARS = {"model": "MODEL", "revision": "REV", "dir": "DIR", "device": "DEVICE"}
+
+
+def _add_config_flags(parser: argparse.ArgumentParser, names: Optional[Sequence[str]] = None) -> None:
+    """One flag per :class:`Q2Config` field (or per field in ``names``), grouped by what the field means; the
+    fields marked ``common`` are the ones a short ``--help`` shows."""
+    groups: dict[str, Any] = {}
+    for opt in config_options():
+        if names is not None and opt.name not in names:
+            continue
+        if opt.group not in groups:
+            groups[opt.group] = parser.add_argument_group(_GROUP_TITLES[opt.group])
+            groups[opt.group].brief_title = _BRIEF_TITLES.get(opt.group, _GROUP_TITLES[opt.group])
+        flag = "--" + opt.name.replace("_", "-")
+        metavar = _METAVARS.get(opt.name.rsplit("_", 1)[-1])
+        if opt.type is bool:
+            action = groups[opt.group].add_argument(flag, dest=opt.name, action=argparse.BooleanOptionalAction,
+                                                    default=opt.default, help=opt.help)
+        else:
+            shown = "" if opt.default is None else " (default: %(default)s)"
+            action = groups[opt.group].add_argument(flag, dest=opt.name, type=opt.type, default=opt.default,
+                                                    choices=opt.choices, metavar=metavar, help=opt.help + shown)
+        action.common = opt.common  # type: ignore[attr-defined]
+
+
+def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("input and output")
+    common(g.add_argument("--input", required=True, metavar="FILE", help="JSONL or CSV/TSV file, one response per row"))
+    g.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
+    common(g.add_argument("--response-column", default="response", metavar="COLUMN", help="column of the responses"))
+    common(g.add_argument("--knowledge-column", default="knowledge", metavar="COLUMN", help="column of the knowledge"))
+    common(g.add_argument("--history-column", default=None, metavar="COLUMN",
+                          help="optional column with the dialogue history"))
+    common(g.add_argument("--output", metavar="FILE", help="JSONL results, one row per input row in order ('-': "
+                                                           "standard output); summary, signature and config in "
+                                                           "FILE.meta.json"))
+    common(g.add_argument("--explain", action="store_true",
+                          help="include every question, its answers, F1 and NLI label"))
+    g.add_argument("--labels", dest="labels", action=_DeprecatedLabels, help=argparse.SUPPRESS)
+    g.add_argument("--begin-labels", dest="labels", action="store_true",
+                   help="add each response's BEGIN-style label (label, label3, label_reason; docs/taxonomy_stress.md)")
+    g.add_argument("--taxonomy-model", metavar="DIR",
+                   help="label responses with a five-way model of q2 train --labels 5 instead of the text rules "
+                        "(implies --begin-labels; the history column is its previous turn; docs/training.md)")
+    common(g.add_argument("--html", metavar="FILE",
+                          help="also write an HTML report of the results here (implies --explain and --begin-labels)"))
+    g.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
+    g.add_argument("--fail-on-error", action="store_true",
+                   help="exit 1 when any row gets an error (by default only when no row could be scored)")
+    g.add_argument("--chunk-size", type=int, default=1000, help="rows per scoring call (results stream out)")
+    common(g.add_argument("--no-progress", action="store_true",
+                          help="no progress bars and no 'loading models' line (standard error stays quiet)"))
+
+
+class _Help(argparse.ArgumentDefaultsHelpFormatter):
+    """Help that shows every flag's default (a flag that is unset by default says so in its text)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 30,
+                 width: Optional[int] = None) -> None:
+        super().__init__(prog, indent_increment, max_help_position, width)
+
+    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
+        if action.default in (None, []) or action.required or _switch(action):
+            return action.help
+        return super()._get_help_string(action)
+
+
+def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("Ray engine (--engine ray; needs the ray extra; docs/ray.md)")
+    common(g.add_argument("--engine", choices=("local", "ray"), default="local",
+                          help="local: this process; ray: an actor pool on Ray Data (files or directories in and out)"))
+    g.add_argument("--ray-address", help="Ray cluster to join (default: start a local one)")
+    g.add_argument("--concurrency", type=int, default=1, help="scoring actors, each loading the models once")
+    g.add_argument("--num-cpus-per-worker", type=float, default=1, help="CPUs (torch threads) per actor")
+    g.add_argument("--num-gpus-per-worker", type=float, default=None, help="GPUs per actor (with --device cuda)")
+    g.add_argument("--ray-batch-size", type=int, default=64, help="rows per scoring call of an actor")
+    g.add_argument("--keep-min-score", type=float, default=None,
+                   help="filter mode: --output gets rows with q2_score >= this, --dropped-output the others")
+    g.add_argument("--unscored", choices=("drop", "keep"), default="drop",
+                   help="filter mode: where rows without a score (errors, no valid question) go")
+    g.add_argument("--dropped-output", help="filter mode: the dropped rows (default: <output> with .dropped)")
+
+
 
 
 class _DeprecatedLabels(argparse.Action):
@@ -137,11 +227,12 @@ class _DeprecatedLabels(argparse.Action):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = _Parser(prog="q2", description="Q2 factual consistency for knowledge-grounded dialogue")
+    parser = Q2Parser(prog="q2", description="Q2 factual consistency for knowledge-grounded dialogue")
     parser.add_argument("--version", action="version", version=f"q2_plugins {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     p = sub.add_parser("score", help="score a JSONL/CSV file of responses and knowledge", formatter_class=_Help)
+    add_help_all(p, "revisions, decoding, budgets, batching, per-role, Ray")
     _add_score_io_flags(p)
     _add_config_flags(p)
     _add_ray_flags(p)
@@ -186,10 +277,10 @@ def build_parser() -> argparse.ArgumentParser:
 
     from .compare import add_parser as add_compare_parser
     from .hooks import add_parser as add_hooks_parser
-    from .metaeval.cli import add_parser as add_meta_eval_parser
+    from .metaeval import add_parser as add_meta_eval_parser
     from .perturb import add_parser as add_perturb_parser
 
-    add_meta_eval_parser(sub, _add_config_flags)
+    add_meta_eval_parser(sub, _add_config_flags, _Help)
     add_perturb_parser(sub)
     from .train import add_parser as add_train_parser
 
@@ -200,56 +291,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _score(args: argparse.Namespace) -> int:
-    _check_outputs(args)  # before any file is opened: no output may be an input
+    """``q2 score``: the flags mapped onto a :class:`~q2_plugins.jobs.ScoreJob`, run on the chosen engine."""
+    from ..jobs import RayEngine, ScoreJob, run_score_job
+
+    job = ScoreJob(
+        input=args.input, output=args.output, config=config_from_args(args), rows=_row_spec(args),
+        input_format=args.input_format, html=args.html, taxonomy_model=args.taxonomy_model,
+        keep_min_score=args.keep_min_score, keep_unscored=args.unscored == "keep", dropped_output=args.dropped_output,
+        fail_on_error=args.fail_on_error, summary_format=args.format, progress=not args.no_progress,
+        chunk_size=args.chunk_size, engine=args.engine,
+        ray=RayEngine(ray_address=args.ray_address, concurrency=args.concurrency,
+                      num_cpus_per_worker=args.num_cpus_per_worker, num_gpus_per_worker=args.num_gpus_per_worker,
+                      batch_size=args.ray_batch_size))
     with _terminate_as_interrupt():
-        if args.engine == "ray":
-            if args.taxonomy_model:
-                raise ValueError("--taxonomy-model labels with the local engine; drop --engine ray")
-            return _score_with_ray(args)
-        return _score_local(args)
-
-
-def _score_local(args: argparse.Namespace) -> int:
-    from .io import ResultFile, read_rows
-    from .rows import cache_line, write_meta
-    from .scorer import Q2Scorer
-
-    if args.keep_min_score is not None:
-        raise ValueError("--keep-min-score (filter mode) needs --engine ray")
-    taxonomy = _taxonomy_model(args.taxonomy_model) if args.taxonomy_model else None
-    config = config_from_args(args)
-    spec = _row_spec(args)
-    # the file and its columns are checked before anything else
-    rows = read_rows(args.input, args.input_format, spec.required, spec.settings)
-    scorer = _loaded(Q2Scorer(config), progress=not args.no_progress)  # a model that cannot load stops here, once
-    progress = _run_progress(args)
-    out = ResultFile(args.output) if args.output else None
-    report_rows: Optional[list[dict[str, Any]]] = [] if args.html else None
-    try:
-        stats, errors, signature = _score_rows(scorer, rows, spec, args, out, report_rows, progress, taxonomy)
-    finally:
-        _close(progress)
-    summary = {**stats.summary(), **errors.summary()}
-    signature = signature or scorer.signature
-    code, problem = stats.exit_code(args.fail_on_error)
-    extra: dict[str, Any] = {} if scorer.cache is None else {"cache": scorer.cache.counts()}
-    if args.taxonomy_model:
-        extra["taxonomy_model"] = _taxonomy_model_id(args.taxonomy_model)
-    if report_rows is not None:
         try:
-            _write_report(args.html, report_rows, signature, summary, [args.input])
-        except OSError as e:  # the results are saved: the run failed only to write its report, and says so
-            code, extra["html_error"] = 2, f"--html {args.html} could not be written: {e}"
-    if out is not None and not out.stdout:
-        write_meta(out.target, engine="local", signature=signature, summary=summary, config=config, rows=out.rows,
-                   input=args.input, spec=spec, exit_code=code, **extra)
-    stream = sys.stderr if out is not None and out.stdout else sys.stdout
-    print_summary({**summary, **extra}, signature, args.format, stream)
-    if "cache" in extra and args.format == "text":
-        print(cache_line(extra["cache"], config.cache_dir), file=stream)
-    for line in (extra.get("html_error"), problem):
-        if line:
-            print(f"q2 score: {line}", file=sys.stderr)
+            code = run_score_job(job)
+        except ModuleNotFoundError as e:
+            if job.engine != "ray":
+                raise
+            raise SystemExit(f"q2 score: error: {e}") from None  # the ray extra is not installed
     if not args.output and not args.html:
         print("q2 score: no --output: the per-response results were not saved, only the summary above "
               "(name a file, or - for standard output)", file=sys.stderr)
@@ -258,38 +318,15 @@ def _score_local(args: argparse.Namespace) -> int:
 
 def _row_spec(args: argparse.Namespace) -> Any:
     """The flags that say which fields are scored and what each result carries (``--html`` implies both extras)."""
-    from .rows import RowSpec
+    from ..rows import RowSpec
 
     return RowSpec(args.response_column, args.knowledge_column, args.history_column,
                    explain=args.explain or bool(args.html), labels=args.labels or bool(args.html))
 
 
-def _check_outputs(args: argparse.Namespace) -> None:
-    """Every file the run would write (``--output`` with its ``.partial``, ``.meta.json`` and temporaries, the
-    ``--html`` report, Ray's dropped rows) against the input, through links too: a clash stops the run here."""
-    from .io import check_outputs, files_written
-
-    outputs: list[tuple[str, list[Any]]] = []
-    if args.output and args.output != "-":
-        outputs.append((f"--output {args.output}", files_written(args.output)))
-    if args.html:
-        outputs.append((f"--html {args.html}", _html_files(args.html)))
-    if args.engine == "ray" and args.keep_min_score is not None and args.output:
-        from .rows import dropped_path
-
-        dropped = args.dropped_output or dropped_path(args.output)
-        outputs.append((f"--dropped-output {dropped}", files_written(dropped)))
-    check_outputs([args.input], outputs)
-
-
-def _html_files(path: str) -> list[Path]:
-    """An HTML report and the temporary files its writer may make beside it."""
-    import os
-
-    from .io import tmp_path
-
-    html = Path(path)
-    return [html, tmp_path(html), html.with_name(f".{html.name}.{os.getpid()}.tmp")]
+def _switch(action: argparse.Action) -> bool:
+    """A flag that takes no value and sets one (``store_true`` / ``store_false``): its default is its absence."""
+    return isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
 
 
 class Terminated(KeyboardInterrupt):
@@ -323,147 +360,20 @@ def _terminate_as_interrupt() -> Iterator[None]:
             signal.signal(s, handler)
 
 
-def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], spec: Any, args: argparse.Namespace, out: Any,
-                report_rows: Optional[list[dict[str, Any]]], progress: Optional[Progress],
-                labeller: Any = None) -> tuple[Any, Any, Any]:
-    """Score the rows chunk by chunk, streaming result rows out; the output is committed once all are written. A
-    run that stops (an interrupt, SIGTERM, a full disk) says where its rows so far are, then raises."""
-    from .results import Q2Stats, RowErrors
-    from .rows import result_row, score_records
-
-    stats, errors, signature, offset = Q2Stats(), RowErrors(), "", 0
-    try:
-        for chunk in _chunks(rows, args.chunk_size):
-            if progress is not None:  # a slow batch names its row by its place in the input and its id
-                progress.row_names = [f"row {offset + i}" + (f" (id {row['id']!r})" if "id" in row else "")
-                                      for i, row in enumerate(chunk)]
-            result = score_records(scorer, chunk, spec, progress=progress or False, labeller=labeller)
-            for i, (row, res) in enumerate(zip(chunk, result.responses)):
-                record = result_row(offset + i, row, res, spec.explain)
-                if res.error is not None:
-                    errors.add(res.error)
-                if out is not None:
-                    out.write(record)
-                if report_rows is not None:
-                    report_rows.append(_with_texts(record, row, spec))
-            if out is not None:
-                out.flush()
-            stats, signature, offset = stats + result.stats, result.signature, offset + len(chunk)
-        if out is not None:
-            out.commit()
-    except BaseException as e:
-        _close(progress)
-        partial = out.abandon() if out is not None else None
-        kept = f"; its {out.rows} rows so far are in {partial}, {args.output} is left as it was" if partial else ""
-        print(f"q2 score: the run stopped after {offset} rows{kept} ({type(e).__name__})", file=sys.stderr)
-        raise
-    return stats, errors, signature
-
-
-def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
-    chunk: list[dict[str, Any]] = []
-    for row in rows:
-        chunk.append(row)
-        if len(chunk) >= size:
-            yield chunk
-            chunk = []
-    if chunk:
-        yield chunk
-
-
-def _run_progress(args: argparse.Namespace) -> Optional[Progress]:
-    """The run's progress bars (None with ``--no-progress``): the rows against the input's record count (unknown
-    when the input is not a regular file), and, on a terminal, one bar per stage across all chunks."""
-    if args.no_progress:
-        return None
-    from .io import count_records
-    from .progress import Progress
-
-    terminal = getattr(sys.stderr, "isatty", lambda: False)()
-    return Progress(total=count_records(args.input, args.input_format), stage_bars=terminal)
-
-
-def _close(progress: Optional[Progress]) -> None:
-    if progress is not None:
-        progress.close()
-
-
-def _taxonomy_model(path: str) -> Any:
-    from .train import TaxonomyModel
-    from .transformers_models import quiet_loading
-
-    with quiet_loading():
-        return TaxonomyModel(path)
-
-
-def _score_with_ray(args: argparse.Namespace) -> int:
-    """``--engine ray``: the flags mapped onto :class:`~q2_plugins.ray_data.RayScoreOptions`."""
-    if args.html:
-        raise ValueError("--html needs the local engine; write the report from the Ray output with q2 report "
-                         "--texts INPUT")
-    if args.keep_min_score is not None and not args.output:
-        raise ValueError("--keep-min-score needs --output (the kept rows)")
-    if args.output == "-":
-        raise ValueError("--output - (standard output) needs the local engine; name a file or directory")
-    try:
-        from .ray_data import RayScoreOptions, run_score
-    except ModuleNotFoundError as e:
-        raise SystemExit(f"q2 score: error: {e}") from None
-    options = RayScoreOptions(
-        input=args.input, output=args.output, input_format=args.input_format, rows=_row_spec(args),
-        concurrency=args.concurrency, num_cpus_per_worker=args.num_cpus_per_worker,
-        num_gpus_per_worker=args.num_gpus_per_worker, batch_size=args.ray_batch_size, ray_address=args.ray_address,
-        keep_min_score=args.keep_min_score, keep_unscored=args.unscored == "keep", dropped_output=args.dropped_output,
-        fail_on_error=args.fail_on_error, summary_format=args.format, progress=not args.no_progress)
-    return run_score(config_from_args(args), options)
-
-
-def _loaded(scorer: Any, progress: bool) -> Any:
-    """``scorer.load()`` with one "loading models" line on standard error (none without progress) in place of the
-    model libraries' own per-file loading bars."""
-    if progress:
-        print("q2: loading models", file=sys.stderr, flush=True)
-    return scorer.load(quiet=True)
-
-
-def _taxonomy_model_id(path: str) -> str:
-    """The identity (content hash) of the five-way model that labelled the rows (``--taxonomy-model``)."""
-    from .signature import model_id
-
-    return model_id(path, None)
-
-
-def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[str, Any]:
-    """A result row plus the texts it scored, for the HTML report."""
-    from .report import HUMAN_LABEL
-
-    texts = {"response": row.get(spec.response_column), "knowledge": row.get(spec.knowledge_column),
-             HUMAN_LABEL: row.get(HUMAN_LABEL)}
-    if spec.history_column:
-        texts["history"] = row.get(spec.history_column)
-    return {**record, **{k: v for k, v in texts.items() if isinstance(v, str)}}
-
-
-def _write_report(path: str, rows: list[dict[str, Any]], signature: str, summary: dict[str, Any],
-                  sources: list[str]) -> None:
-    from .report import write_html
-
-    write_html(path, rows, signatures=[signature], summary=summary,
-               title="Q² report: " + ", ".join(Path(s).name for s in sources), sources=sources, version=__version__)
-    print(f"HTML report: {path}", file=sys.stderr)
-
-
 def _replay(args: argparse.Namespace) -> int:
     import csv
 
-    from .io import check_outputs, files_written
-    from .replay import load_original_steps, replay
+    from ..io import check_outputs, check_writable, files_written, html_files
+    from ..jobs.local import write_report
+    from ..replay import load_original_steps, replay
 
     if args.scores and len(args.scores) != len(args.steps):
         raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
-    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", files(path)) for flag, path, files in
-                                                (("output", args.output, files_written),
-                                                 ("html", args.html, _html_files)) if path])
+    written = [(flag, path) for flag, path in (("output", args.output), ("html", args.html)) if path]
+    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", (files_written if flag == "output" else
+                                                                          html_files)(path)) for flag, path in written])
+    for flag, path in written:
+        check_writable(path, flag, make_parents=flag == "html")  # the report's writer makes its folder
     records = []
     sources: list[str] = []
     for i, steps in enumerate(args.steps):
@@ -480,7 +390,7 @@ def _replay(args: argparse.Namespace) -> int:
     # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
     summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
     if args.output:
-        from .rows import write_meta
+        from ..rows import write_meta
 
         with open(args.output, "w", encoding="utf-8") as f:
             for row in rows:
@@ -493,7 +403,7 @@ def _replay(args: argparse.Namespace) -> int:
     if args.format == "text":
         print(f"note          {_REPLAY_NOTE}")
     if args.html:
-        _write_report(args.html, rows, result.signature, summary, list(args.steps))
+        write_report(args.html, rows, result.signature, summary, list(args.steps))
     return 0
 
 
@@ -501,7 +411,7 @@ def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, An
     """One replay output row: the response's id, source file and texts, its result and the signature. The original
     run's files are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets
     ``gold``."""
-    from .results import explained_row
+    from ..results import explained_row
 
     gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
     return explained_row(res, ids={"id": rec.id, "source": source, **({"gold": gold} if gold else {})},
@@ -509,11 +419,12 @@ def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, An
 
 
 def _report(args: argparse.Namespace) -> int:
-    from .io import check_outputs, meta_path
-    from .report import report_from_files
+    from ..io import check_outputs, check_writable, html_files, meta_path
+    from ..report import report_from_files
 
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
-    check_outputs(read, [(f"--output {args.output}", _html_files(args.output))])
+    check_outputs(read, [(f"--output {args.output}", html_files(args.output))])
+    check_writable(args.output, "output", make_parents=True)  # the report's writer makes its folder
     data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
                              columns=(args.response_column, args.knowledge_column, args.history_column))
     errors = sum(r["status"] == "error" for r in data.rows)
@@ -528,18 +439,20 @@ _REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay g
 
 
 def _prefetch(args: argparse.Namespace) -> int:
-    from .prefetch import prefetch_model
-    from .signature import model_id
-    from .transformers_models import load_model
+    from ..io import check_writable
+    from ..prefetch import prefetch_model
+    from ..signature import model_id
+    from ..transformers_models import load_model
 
     config = config_from_args(args)
+    check_writable(args.output_dir, "output_dir", folder=True)
     out = Path(args.output_dir)
     for role, kind in MODEL_KINDS.items():
         name = getattr(config, f"{role}_model")
         target = prefetch_model(role, name, getattr(config, f"{role}_revision"), out / role)
         load_model(role, str(target), None, "cpu", "float32", kind, cpu_kernels="torch")  # it loads: fail here
         print(f"{role}: {name} -> {target}  (signs as {model_id(str(target))})")
-    from .coref import load_fcoref
+    from ..coref import load_fcoref
 
     target = prefetch_model("coref", config.coref_model, config.coref_revision, out / "coref")
     load_fcoref(str(target))  # it loads: fail here
@@ -550,8 +463,10 @@ def _prefetch(args: argparse.Namespace) -> int:
 
 
 def _make_test_models(args: argparse.Namespace) -> int:
-    from .testing import build_all, build_examples
+    from ..io import check_writable
+    from ..testing import build_all, build_examples
 
+    check_writable(args.examples or args.output_dir, "examples" if args.examples else "output_dir", folder=True)
     paths = build_examples(args.examples) if args.examples else build_all(args.output_dir)
     for role, path in paths.items():
         print(f"{role}: {path}" + ("" if role.startswith("metrics/") else "  (random weights)"))
@@ -559,26 +474,31 @@ def _make_test_models(args: argparse.Namespace) -> int:
 
 
 def _meta_eval(args: argparse.Namespace) -> int:
-    from .metaeval.cli import run
+    from .metaeval import run
 
     return run(args)
 
 
 def _perturb(args: argparse.Namespace) -> int:
+    from ..io import check_writable
     from .perturb import run
 
+    check_writable(args.output, "output")
     return run(args)
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from .compare import options_from_args, run
+    from ..compare import run
+    from .compare import options_from_args
 
     return run(options_from_args(args))
 
 
 def _train(args: argparse.Namespace) -> int:
+    from ..io import check_writable
     from .train import options_from_args, run
 
+    check_writable(args.output_dir, "output_dir", folder=True)
     try:
         return run(options_from_args(args), args.format)
     except ModuleNotFoundError as e:
@@ -586,15 +506,19 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _hooks(args: argparse.Namespace) -> int:
+    from ..hooks import site_dir
+    from ..io import check_writable
     from .hooks import run
 
+    if args.action != "status":
+        check_writable(site_dir(args.target), "target", folder=True)
     return run(args)
 
 
 def _flag_names(command: str) -> dict[str, str]:
     """Setting -> flag for the settings of ``command`` whose flag is not the setting's name with dashes."""
     if command == "meta-eval":
-        from .metaeval.cli import FLAGS
+        from .metaeval import FLAGS
 
         return FLAGS
     return {"score": {"batch_size": "--ray-batch-size"}, "perturb": {"inputs": "--input"}}.get(command, {})
@@ -609,8 +533,8 @@ def flag_of(command: str) -> Callable[[str], str]:
 def main(argv: Optional[Sequence[str]] = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    from .errors import ModelLoadError, NamesSetting
-    from .io import InputFormatError
+    from ..errors import ModelLoadError, NamesSetting
+    from ..io import InputFormatError
 
     try:
         return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,

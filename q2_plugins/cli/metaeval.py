@@ -35,23 +35,28 @@ def _names(text: str) -> tuple[str, ...]:
     return tuple(x.strip() for x in text.split(",") if x.strip())
 
 
-def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], None]) -> argparse.ArgumentParser:
+def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], None],
+               formatter: Any = argparse.HelpFormatter) -> argparse.ArgumentParser:
     """Add the ``meta-eval`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
     from ..datasets.bundled import DATA_DIR
     from ..datasets.registry import DATASETS, labelled
-    from .baselines import BASELINE_NAMES
+    from ..metaeval.baselines import BASELINE_NAMES
+    from . import add_help_all, common
 
     m = sub.add_parser(
         "meta-eval", help="agreement with human labels: the paper's experiments and baselines",
-        description="Meta-evaluate Q2 (and baselines) against human consistency labels: response-level accuracy / "
-                    "ROC AUC / precision-recall, mean score per subset, simulated systems, score robustness, "
-                    "random-knowledge and length controls. Markdown on stdout; JSON, markdown, HTML and PNG plots in "
-                    "--output-dir.")
+        formatter_class=formatter,
+        description="Agreement of Q2 (and baselines) with human consistency labels: the paper's experiments, "
+                    "controls and baselines. Markdown on stdout; JSON, HTML and plots in --output-dir.")
+    add_help_all(m, "table columns, label maps, baselines, experiments, decoding, batching")
     d = m.add_argument_group("data")
-    d.add_argument("--dataset", required=True, choices=sorted(DATASETS),
-                   help="; ".join(f"{name}: {entry.help}" for name, entry in DATASETS.items()))
-    d.add_argument("--data", help="the data file or folder (--dataset above); default: the bundled copy of the data "
-                                  f"set, for {', '.join(n for n, e in DATASETS.items() if e.bundled)}")
+    common(d.add_argument("--dataset", required=True, choices=sorted(DATASETS), metavar="NAME",
+                          help="; ".join(f"{name}: {entry.help}" for name, entry in DATASETS.items())),
+           brief=f"one of {', '.join(sorted(DATASETS))} (what each reads: --help-all)")
+    common(d.add_argument("--data", metavar="PATH",
+                          help="the data file or folder (--dataset above); default: the bundled copy of the data "
+                               f"set, for {', '.join(n for n, e in DATASETS.items() if e.bundled)}"),
+           brief="the data file or folder; default: the bundled copy (wow, begin, faithdial)")
     d.add_argument("--label-map", metavar="FILE",
                    help="label values to read as others, e.g. annotators' typos: a JSON object "
                         "{\"entailmentt\": \"entailment\"} or CSV / TSV lines from,to "
@@ -73,19 +78,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     t.add_argument("--score-column", action="append", default=[],
                    help="a metric's scores stored in the data file (repeatable; named after the column)")
     t.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
-    s = m.add_argument_group("scores")
-    s.add_argument("--scores", action="append", default=[], metavar="[NAME=]FILE",
-                   help="a q2 score output (JSONL with id and the result fields), or a CSV/JSONL with id (or row) "
-                        "and score; repeatable; NAME defaults to Q2")
-    s.add_argument("--replay", metavar="DIR", nargs="?", const=str(DATA_DIR / "q2_original_run"),
-                   help="a recorded run of the original pipeline (without DIR: the bundled run on the Q2 paper's "
-                        "WoW annotations): Q2 = its recorded per-response Q2; Q2 w/o NLI, questions and no-answer "
-                        "rates from replaying its per-question outputs")
-    s.add_argument("--compute", action="store_true", help="score Q2 on the fly with the models of the Q2Config "
-                                                          "flags below")
-    s.add_argument("--save-scores", metavar="FILE", help="with --compute: write the results as q2 score JSONL")
-    s.add_argument("--export-inputs", metavar="FILE", help="write every input to score (with ids) as JSONL for "
-                                                           "q2 score, and stop")
+    _add_score_flags(m, str(DATA_DIR / "q2_original_run"))
     b = m.add_argument_group("baselines")
     b.add_argument("--baselines", default="overlap,bleu",
                    help=f"comma-separated from {list(BASELINE_NAMES)}, 'all' or 'none' (default: overlap,bleu; "
@@ -106,8 +99,9 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
                         "--labels 5 (docs/training.md)")
     _add_experiment_flags(m)
     o = m.add_argument_group("output")
-    o.add_argument("--output-dir", help="write report.json, report.md, report.html (plots embedded) and the PNG "
-                                        "plots here")
+    common(o.add_argument("--output-dir", metavar="DIR", help="write report.json, report.md, report.html (plots "
+                                                              "embedded) and the PNG plots here"),
+           brief="write the report (JSON, markdown, HTML) and plots here")
     o.add_argument("--no-plots", action="store_true")
     o.add_argument("--format", choices=("markdown", "json"), default="markdown", help="what stdout shows")
     o.add_argument("--no-progress", action="store_true")
@@ -115,8 +109,31 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     return m
 
 
+def _add_score_flags(m: argparse.ArgumentParser, bundled_run: str) -> None:
+    from . import common
+
+    s = m.add_argument_group("scores")
+    common(s.add_argument("--scores", action="append", default=[], metavar="[NAME=]FILE",
+                   help="a q2 score output (JSONL with id and the result fields), or a CSV/JSONL with id (or row) "
+                        "and score; repeatable; NAME defaults to Q2"),
+           brief="a q2 score output, or a file of ids and scores; repeatable")
+    common(s.add_argument("--replay", metavar="DIR", nargs="?", const=bundled_run,
+                          help="a recorded run of the original pipeline (without DIR: the bundled run on the Q2 "
+                               "paper's WoW annotations): Q2 = its recorded per-response Q2; Q2 w/o NLI, questions "
+                               "and no-answer rates from replaying its per-question outputs"),
+           brief="a recorded run of the original pipeline (without DIR: the bundled one)")
+    common(s.add_argument("--compute", action="store_true", help="score Q2 on the fly with the models of the "
+                                                                 "Q2Config flags below"),
+           brief="score Q2 on the fly with the models below")
+    common(s.add_argument("--save-scores", metavar="FILE", help="with --compute: write the results as q2 score "
+                                                                "JSONL"), brief="with --compute: save them")
+    common(s.add_argument("--export-inputs", metavar="FILE", help="write every input to score (with ids) as JSONL "
+                                                                  "for q2 score, and stop"),
+           brief="write the inputs for q2 score, and stop")
+
+
 def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
-    from .experiments import EXPERIMENTS, OPT_IN_EXPERIMENTS
+    from ..metaeval.experiments import EXPERIMENTS, OPT_IN_EXPERIMENTS
 
     e = m.add_argument_group("experiments")
     e.add_argument("--experiments", type=_names, default=None,
@@ -142,7 +159,7 @@ def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
 def _table_columns(args: argparse.Namespace) -> Any:
     """The ``--dataset table`` flags as :class:`~.runner.TableColumns` (None for the other data sets, which refuse
     them)."""
-    from .runner import TableColumns
+    from ..metaeval.runner import TableColumns
 
     if args.dataset == "table":
         return TableColumns(
@@ -159,7 +176,7 @@ def _table_columns(args: argparse.Namespace) -> Any:
 
 
 def _baseline_names(text: str) -> tuple[str, ...]:
-    from .baselines import BASELINE_NAMES
+    from ..metaeval.baselines import BASELINE_NAMES
 
     if text.strip() == "all":
         return BASELINE_NAMES
@@ -177,8 +194,8 @@ FLAGS = {"table": "--response-column / --knowledge-column / --label-column / --c
 def settings_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~.runner.MetaEvalSettings` of parsed ``q2 meta-eval`` flags."""
     from ..config import config_from_args
-    from .loaders import read_label_map
-    from .runner import MetaEvalSettings
+    from ..metaeval.loaders import read_label_map
+    from ..metaeval.runner import MetaEvalSettings
 
     scores = tuple((name or None, path) for name, _, path in (spec.rpartition("=") for spec in args.scores))
     return MetaEvalSettings(
@@ -199,7 +216,7 @@ def _experiment_options(args: argparse.Namespace) -> Any:
     """The experiment flags as :class:`~.experiments.MetaEvalOptions`; an error names the flag."""
     import dataclasses
 
-    from .experiments import MetaEvalOptions
+    from ..metaeval.experiments import MetaEvalOptions
 
     names = [f.name for f in dataclasses.fields(MetaEvalOptions) if f.name != "experiments"]
     try:
@@ -214,8 +231,8 @@ def _experiment_options(args: argparse.Namespace) -> Any:
 def _variants(args: argparse.Namespace, settings: Any) -> Any:
     """The ``variants`` experiment (the paper's Table 7): the data scored with each cumulative variant, the table
     printed (and saved under --output-dir). Returns the settings of the other experiments asked for."""
-    from .runner import save_variants, variants
-    from .variants import variants_markdown
+    from ..metaeval.runner import save_variants, variants
+    from ..metaeval.variants import variants_markdown
 
     table = variants(settings)
     if settings.output_dir:
@@ -224,16 +241,29 @@ def _variants(args: argparse.Namespace, settings: Any) -> Any:
     return dataclasses.replace(settings, experiments=tuple(e for e in settings.experiments if e != "variants"))
 
 
+def check_writable_outputs(settings: Any) -> None:
+    """Every path a meta-evaluation writes, checked before any data is read or model loaded."""
+    from ..io import check_writable
+
+    for setting in ("export_inputs", "save_scores", "output_dir"):
+        path = getattr(settings, setting)
+        if path:
+            check_writable(path, setting, folder=setting == "output_dir")
+    if settings.compute and settings.config.cache_dir:
+        check_writable(settings.config.cache_dir, "cache_dir", folder=True)
+
+
 def run(args: argparse.Namespace) -> int:
     """``q2 meta-eval``: map the flags to settings, run, print the report (and save it under --output-dir). A
     :class:`~q2_plugins.errors.SettingError` names its setting; ``q2``'s main names the flag (:data:`FLAGS`)."""
     import sys
 
     from .. import __version__
-    from .report import to_markdown
-    from .runner import evaluate, export, save_outputs
+    from ..metaeval.report import to_markdown
+    from ..metaeval.runner import evaluate, export, save_outputs
 
     settings = settings_from_args(args)
+    check_writable_outputs(settings)
     if settings.export_inputs:
         written = export(settings)
         labels = " --begin-labels" if written.endswith("BEGIN labels") else ""

@@ -1,0 +1,123 @@
+"""Scoring jobs: files in, files out, on either engine. A :class:`ScoreJob` says everything about one run (what to
+read, what to write, the config, the engine); :func:`run_score_job` checks it and runs it on the local engine
+(:mod:`q2_plugins.jobs.local`) or on Ray (:mod:`q2_plugins.ray_data`). Front ends (the ``q2 score`` command) only
+build the job."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Optional
+
+from ..config import Q2Config
+from ..errors import SettingError
+from ..rows import RowSpec
+
+__all__ = ["ScoreJob", "RayEngine", "ENGINES", "check_engine", "check_job_outputs", "run_score_job"]
+
+#: the engines a job runs on
+ENGINES = ("local", "ray")
+#: what an engine lacks: setting -> why (a job that sets one stops before any work, naming the engine)
+_LACKS = {
+    "local": {"keep_min_score": "has no filter mode; use the ray engine"},
+    "ray": {"html": "writes no HTML report; write it from the Ray output with q2 report --texts INPUT",
+            "taxonomy_model": "has no five-way labeller; use the local engine"},
+}
+#: file extensions the Ray engine writes as one file; another output path is a folder of part files
+_RAY_FILES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv")
+
+
+@dataclass(frozen=True)
+class RayEngine:
+    """How the Ray engine runs a job (ignored by the local engine)."""
+
+    ray_address: Optional[str] = None
+    concurrency: int = 1
+    num_cpus_per_worker: float = 1
+    num_gpus_per_worker: Optional[float] = None
+    batch_size: int = 64
+
+
+@dataclass(frozen=True)
+class ScoreJob:
+    """One scoring run: read ``input``, score its rows with ``config``, write ``output`` (``-``: standard output,
+    local engine) with its ``.meta.json``, and optionally an ``html`` report; ``rows`` says which columns are scored
+    and what each result carries. Filter mode (``keep_min_score``): ``output`` gets the rows scoring at least that,
+    ``dropped_output`` the others (unscored rows go with the kept ones with ``keep_unscored``)."""
+
+    input: str
+    output: Optional[str] = None
+    config: Q2Config = field(default_factory=Q2Config)
+    rows: RowSpec = RowSpec()
+    input_format: Optional[str] = None
+    html: Optional[str] = None
+    taxonomy_model: Optional[str] = None
+    keep_min_score: Optional[float] = None
+    keep_unscored: bool = False
+    dropped_output: Optional[str] = None
+    fail_on_error: bool = False
+    summary_format: str = "text"
+    progress: bool = True
+    chunk_size: int = 1000
+    engine: str = "local"
+    ray: RayEngine = RayEngine()
+
+
+def check_engine(job: ScoreJob) -> None:
+    """Refuse, before any work, a job its engine cannot run; the :class:`SettingError` names the setting and the
+    engine that lacks it."""
+    if job.engine not in ENGINES:
+        raise SettingError("engine", f"unknown engine {job.engine!r}; expected one of {list(ENGINES)}")
+    for setting, why in _LACKS[job.engine].items():
+        if getattr(job, setting) is not None:
+            raise SettingError(setting, f"the {job.engine} engine {why}")
+    if job.engine == "ray" and job.output == "-":
+        raise SettingError("output", "the ray engine cannot write to standard output; name a file or folder")
+    if job.keep_min_score is not None and not job.output:
+        raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
+
+
+def check_job_outputs(job: ScoreJob) -> None:
+    """Every file the job would write (the output with its ``.partial``, ``.meta.json`` and temporaries, the HTML
+    report, the dropped rows) against the input, through links too, and each one's folder for being writable: a
+    clash or a folder that cannot be made or written stops the run here."""
+    from ..io import check_outputs, check_writable, files_written, html_files
+
+    written: list[tuple[str, str, list[Path]]] = []  # (setting, path, the files written for it)
+    if job.output and job.output != "-":
+        written.append(("output", job.output, files_written(job.output)))
+    if job.html:
+        written.append(("html", job.html, html_files(job.html)))
+    if job.keep_min_score is not None and job.output:
+        from ..rows import dropped_path
+
+        dropped = job.dropped_output or str(dropped_path(job.output))
+        written.append(("dropped_output", dropped, files_written(dropped)))
+    check_outputs([job.input], [(f"--{s.replace('_', '-')} {path}", files) for s, path, files in written])
+    for setting, path, _ in written:  # Ray writes a path without a file extension as a folder of part files
+        folder = job.engine == "ray" and setting != "html" and Path(path).suffix.lower() not in _RAY_FILES
+        # the report's writer and Ray's make the folders they need; the local result file needs its folder
+        check_writable(path, setting, folder=folder, make_parents=setting == "html" or job.engine == "ray")
+    if job.config.cache_dir:
+        check_writable(job.config.cache_dir, "cache_dir", folder=True)
+
+
+def run_score_job(job: ScoreJob) -> int:
+    """Check the job (its engine, then every path it writes), then run it; returns the exit code (0; 1 when no row
+    could be scored, or any row failed with ``fail_on_error``)."""
+    check_engine(job)
+    check_job_outputs(job)
+    if job.engine == "local":
+        from .local import score_local
+
+        return score_local(job)
+    from ..ray_data import RayScoreOptions, run_score
+
+    options = RayScoreOptions(
+        input=job.input, output=job.output, input_format=job.input_format, rows=job.rows,
+        concurrency=job.ray.concurrency, num_cpus_per_worker=job.ray.num_cpus_per_worker,
+        num_gpus_per_worker=job.ray.num_gpus_per_worker, batch_size=job.ray.batch_size,
+        ray_address=job.ray.ray_address, keep_min_score=job.keep_min_score, keep_unscored=job.keep_unscored,
+        dropped_output=job.dropped_output, fail_on_error=job.fail_on_error, summary_format=job.summary_format,
+        progress=job.progress)
+    return run_score(job.config, options)
