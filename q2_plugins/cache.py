@@ -18,7 +18,7 @@ import threading
 from pathlib import Path
 from typing import Any, Iterable, Optional, Sequence
 
-from .errors import NamesSetting, SETTING
+from .errors import SETTING, NamesSetting
 
 __all__ = ["Q2Cache", "CacheError"]
 

@@ -56,7 +56,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     common(d.add_argument("--data", metavar="PATH",
                           help="the data file or folder (--dataset above); default: the bundled copy of the data "
                                f"set, for {', '.join(n for n, e in DATASETS.items() if e.bundled)}"),
-           brief="the data file or folder; default: the bundled copy (wow, begin, faithdial)")
+           brief="data file or folder; default: the bundled copy")
     d.add_argument("--label-map", metavar="FILE",
                    help="label values to read as others, e.g. annotators' typos: a JSON object "
                         "{\"entailmentt\": \"entailment\"} or CSV / TSV lines from,to "
@@ -121,7 +121,7 @@ def _add_score_flags(m: argparse.ArgumentParser, bundled_run: str) -> None:
                           help="a recorded run of the original pipeline (without DIR: the bundled run on the Q2 "
                                "paper's WoW annotations): Q2 = its recorded per-response Q2; Q2 w/o NLI, questions "
                                "and no-answer rates from replaying its per-question outputs"),
-           brief="a recorded run of the original pipeline (without DIR: the bundled one)")
+           brief="a recorded run of the original Q2 (default: the bundled one)")
     common(s.add_argument("--compute", action="store_true", help="score Q2 on the fly with the models of the "
                                                                  "Q2Config flags below"),
            brief="score Q2 on the fly with the models below")
