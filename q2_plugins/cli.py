@@ -520,9 +520,20 @@ def _meta_eval(args: argparse.Namespace) -> int:
 
 
 def _perturb(args: argparse.Namespace) -> int:
-    from .perturb import run
+    """Stress pairs (:mod:`q2_plugins.perturb`) or, with ``--recipe``, a training set (:mod:`q2_plugins.recipes`,
+    which builds on perturb's edits: perturb never imports it)."""
+    from .perturb import options_from_args, print_summary, stress_lines, stress_pairs
 
-    return run(args)
+    options = options_from_args(args)
+    if options.recipe is not None:
+        from .recipes import run_recipe
+
+        summary, lines = run_recipe(options, preview=args.preview)
+    else:
+        summary = stress_pairs(options)
+        lines = stress_lines(summary, options)
+    print_summary(summary, lines, args.format)
+    return 0
 
 
 def _compare(args: argparse.Namespace) -> int:
