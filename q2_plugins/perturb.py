@@ -4,10 +4,11 @@ In the spirit of Santhanam et al., "Rome was built in 1776" (Conv-FEVER) and of 
 (response, knowledge) pair yields up to four labelled pairs, one per method:
 
 * ``negation`` — the response negated on an auxiliary or copular verb (:data:`NEGATABLE`): "is" -> "is not",
-  "can" -> "cannot", "didn't" -> "did". Expected: contradiction.
+  "can" -> "cannot", "didn't" -> "did"; a claim the knowledge supports, never a question, a quotation or title, the
+  speaker's hedge ("i do know") or a "may". Expected: contradiction.
 * ``entity_swap`` — a named entity (spaCy NER) that the response shares with the knowledge is replaced, in the
-  response, by another entity of the same type seen in the data (never one in this response or knowledge).
-  Expected: contradiction.
+  response, by another entity of the same type (and, for dates and numbers, shape) seen in the data (never one in
+  this response or knowledge), "a" / "an" agreeing. Expected: contradiction.
 * ``random_pairing`` — the response with another example's knowledge: of the same topic when the data has topics
   and one is available (expected: hallucination, topical but unverifiable), else of another topic (expected:
   off-topic).
@@ -15,9 +16,11 @@ In the spirit of Santhanam et al., "Rome was built in 1776" (Conv-FEVER) and of 
   passives through their agent), in the knowledge sentence the response draws on. Expected: contradiction.
 
 Sentences where a method does not apply are skipped, and the reason counted, never forced: no negatable verb, only a
-question's inverted verb, a clause negated elsewhere, no shared entity, no replacement of the type, no
-clause with a movable noun subject and object. Every random choice comes from ``random.Random`` seeded with
-``(seed, source id, method)``: the same input and seed give the same pairs, whatever the other rows or methods.
+question's inverted verb, a clause negated elsewhere, a hedge, title or unsupported clause, no shared entity, no
+replacement of the type and shape, no clause with a movable noun subject and object. The BEGIN and Conv-FEVER
+training recipes (:mod:`q2_plugins.recipes`) build on these edits; this module never imports them. Every random
+choice comes from ``random.Random`` seeded with ``(seed, source id, method)``: the same input and seed give the same
+pairs, whatever the other rows or methods.
 """
 
 from __future__ import annotations
