@@ -152,7 +152,10 @@ def _in_style(text: str, pretokenised: bool) -> str:
 
 def _generic(rng: random.Random, pretokenised: bool) -> str:
     """A stock reply (:data:`GENERIC_RESPONSES`, with an opener at random), in the input's tokenisation."""
-    return _in_style(rng.choice(_OPENERS) + rng.choice(GENERIC_RESPONSES), pretokenised)
+    opener, reply = rng.choice(_OPENERS), rng.choice(GENERIC_RESPONSES)
+    if reply.split()[0].strip(",!?") in ("oh", "wow", "yes", "how"):
+        opener = ""  # the reply opens with an interjection already ("wow, i didn't know that.")
+    return _in_style(opener + reply, pretokenised)
 
 
 class GeneratorLoadError(SettingError, ModelLoadError):
