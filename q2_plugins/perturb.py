@@ -4,10 +4,11 @@ In the spirit of Santhanam et al., "Rome was built in 1776" (Conv-FEVER) and of 
 (response, knowledge) pair yields up to four labelled pairs, one per method:
 
 * ``negation`` — the response negated on an auxiliary or copular verb (:data:`NEGATABLE`): "is" -> "is not",
-  "can" -> "cannot", "didn't" -> "did". Expected: contradiction.
+  "can" -> "cannot", "didn't" -> "did"; a claim the knowledge supports, never a question, a quotation or title, the
+  speaker's hedge ("i do know") or a "may". Expected: contradiction.
 * ``entity_swap`` — a named entity (spaCy NER) that the response shares with the knowledge is replaced, in the
-  response, by another entity of the same type seen in the data (never one in this response or knowledge).
-  Expected: contradiction.
+  response, by another entity of the same type (and, for dates and numbers, shape) seen in the data (never one in
+  this response or knowledge), "a" / "an" agreeing. Expected: contradiction.
 * ``random_pairing`` — the response with another example's knowledge: of the same topic when the data has topics
   and one is available (expected: hallucination, topical but unverifiable), else of another topic (expected:
   off-topic).
@@ -15,9 +16,11 @@ In the spirit of Santhanam et al., "Rome was built in 1776" (Conv-FEVER) and of 
   passives through their agent), in the knowledge sentence the response draws on. Expected: contradiction.
 
 Sentences where a method does not apply are skipped, and the reason counted, never forced: no negatable verb, only a
-question's inverted verb, a clause negated elsewhere, no shared entity, no replacement of the type, no
-clause with a movable noun subject and object. Every random choice comes from ``random.Random`` seeded with
-``(seed, source id, method)``: the same input and seed give the same pairs, whatever the other rows or methods.
+question's inverted verb, a clause negated elsewhere, a hedge, title or unsupported clause, no shared entity, no
+replacement of the type and shape, no clause with a movable noun subject and object. The BEGIN and Conv-FEVER
+training recipes (:mod:`q2_plugins.recipes`) build on these edits; this module never imports them. Every random
+choice comes from ``random.Random`` seeded with ``(seed, source id, method)``: the same input and seed give the same
+pairs, whatever the other rows or methods.
 """
 
 from __future__ import annotations
@@ -42,6 +45,8 @@ __all__ = [
     "StressPair",
     "PerturbReport",
     "negate",
+    "antonym",
+    "wordnet_antonyms",
     "swap_entity",
     "invert",
     "entity_pool",
@@ -110,23 +115,61 @@ def _negation_site(tok: Any) -> Union[Literal["insert", "remove"], Skip]:
     return "insert"
 
 
-def negate(response_doc: Any, knowledge_words: Optional[set[str]] = None) -> Union[Edit, Skip]:
+_SPEAKERS = frozenset({"i", "we", "you"})  # a clause whose subject is the speaker or the listener: a stance, no claim
+_HEDGES = frozenset({"may", "might", "could"})  # a possibility, not a claim: negating it contradicts nothing
+
+
+def _blocked(tok: Any, other_words: Optional[set[str]]) -> Optional[str]:
+    """Why the claim ``tok`` (a verb or adjective) belongs to should not be edited, or None: a question, a quotation
+    or title, the speaker's hedge or opinion, a hedged possibility, or (with ``other_words``) a clause sharing no
+    content word with the other text (a claim the evidence does not support)."""
+    sent = tok.sent
+    if sent.text.rstrip().endswith("?"):
+        return "a question"
+    before = tok.doc.text[sent.start_char:tok.idx]
+    if before.count('"') % 2 or before.count("\u201c") > before.count("\u201d") or (
+            tok.text[:1].isupper() and tok.i != sent.start and tok.text.lower() != "i"):
+        return "inside a quotation or title"
+    clause = tok.head if tok.dep_ in ("aux", "auxpass", "amod", "acomp") else tok
+    while clause.dep_ in ("xcomp", "ccomp", "conj", "advcl") and clause.head != clause:
+        if any(c.dep_ in _SUBJECTS for c in clause.children):
+            break
+        clause = clause.head  # a clause without its own subject speaks for its head's
+    if any(c.dep_ in _SUBJECTS and c.lower_ in _SPEAKERS for c in clause.children):
+        return "the speaker's hedge or opinion (i / we / you)"
+    if tok.lower_ in _HEDGES or any(c.lower_ in _HEDGES and c.dep_ == "aux" for c in clause.children):
+        return "a hedged possibility (may / might / could)"
+    if other_words is not None:
+        span = tok.doc[clause.left_edge.i: clause.right_edge.i + 1]
+        if not _content_forms(span) & other_words:
+            return "the clause shares no content word with the other text"
+    return None
+
+
+def negate(response_doc: Any, knowledge_words: Optional[set[str]] = None, *,
+           best_sentence_only: bool = False) -> Union[Edit, Skip]:
     """Negate one auxiliary or copular verb of the response (or remove its negation).
 
     The verb is the first negatable one of the sentence sharing most content words with the knowledge
-    (``knowledge_words``, lower-cased forms and lemmas), preferring verbs of the sentence's main clause. Only the
-    words of :data:`NEGATABLE`, used as auxiliaries (or any form of "be"), count; contracted forms ("'s") do not.
+    (``knowledge_words``, lower-cased forms and lemmas), preferring verbs of the sentence's main clause; with
+    ``best_sentence_only`` only that sentence is tried. Only the words of :data:`NEGATABLE`, used as auxiliaries (or
+    any form of "be"), count; contracted forms ("'s") do not. A verb is never negated in a question, a quotation or
+    title, a clause of the speaker ("i do know ...") or a hedged one ("may"), nor (given ``knowledge_words``) in a
+    clause that shares no content word with the knowledge: the negation must contradict a claim the knowledge
+    supports.
     """
     text = response_doc.text
     reasons: Counter[str] = Counter()
-    for _, sent in _by_overlap(response_doc, knowledge_words or set()):
+    ranked = _by_overlap(response_doc, knowledge_words or set())
+    for _, sent in ranked[:1] if best_sentence_only else ranked:
         verbs = [t for t in sent if t.lower_ in NEGATABLE and (t.pos_ == "AUX" or t.lemma_ == "be")]
         verbs.sort(key=lambda t: (0 if t == sent.root or (t.dep_.startswith("aux") and t.head == sent.root) else 1,
                                   t.i))
         for tok in verbs:
             site = _negation_site(tok)
-            if isinstance(site, Skip):
-                reasons[site.reason] += 1
+            blocked = _blocked(tok, knowledge_words)
+            if isinstance(site, Skip) or blocked:
+                reasons[site.reason if isinstance(site, Skip) else blocked] += 1  # type: ignore[index]
                 continue
             end = tok.idx + len(tok.text)
             if site == "remove":
@@ -139,28 +182,96 @@ def negate(response_doc: Any, knowledge_words: Optional[set[str]] = None) -> Uni
     return Skip("no auxiliary or copular verb to negate")
 
 
+# -- antonym ------------------------------------------------------------------------------------------------------
+def wordnet_antonyms() -> dict[str, tuple[str, ...]]:
+    """Open English WordNet's single-word adjective antonyms, both ways: word -> its antonyms (bundled in
+    ``q2_plugins/data/wordnet_antonyms``, with their licence and attribution)."""
+    from pathlib import Path
+
+    path = Path(__file__).parent / "data" / "wordnet_antonyms" / "adjectives.tsv"
+    pairs: dict[str, set[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines()[1:]:
+        word, other = line.split("\t")
+        pairs.setdefault(word, set()).add(other)
+        pairs.setdefault(other, set()).add(word)
+    return {w: tuple(sorted(o)) for w, o in pairs.items()}
+
+
+def antonym(response_doc: Any, knowledge_words: set[str], antonyms: Mapping[str, Sequence[str]],
+            rng: random.Random) -> Union[Edit, Skip]:
+    """Replace an adjective of the response that the knowledge also uses (a claim it supports) by its WordNet
+    antonym, fixing "a" / "an" before it; never in a question, a quotation or title, the speaker's hedge, or a
+    negated clause."""
+    text = response_doc.text
+    found = [t for t in response_doc if t.pos_ == "ADJ" and t.lower_ in antonyms]
+    if not found:
+        return Skip("no adjective with a WordNet antonym")
+    supported = [t for t in found if t.lower_ in knowledge_words]
+    if not supported:
+        return Skip("no adjective with an antonym that the knowledge uses")
+    reasons: Counter[str] = Counter()
+    for tok in supported:
+        blocked = _blocked(tok, knowledge_words)
+        clause = tok.head if tok.dep_ in ("amod", "acomp") else tok
+        if blocked is None and any(c.dep_ == "neg" for c in list(clause.children) + list(tok.children)):
+            blocked = "negated by another word (never, no, ...)"
+        if blocked:
+            reasons[blocked] += 1
+            continue
+        new = rng.choice(sorted(antonyms[tok.lower_]))
+        if tok.text[:1].isupper():
+            new = new.capitalize()
+        swapped = text[:tok.idx] + new + text[tok.idx + len(tok.text):]
+        return Edit(_with_article(swapped, new), f"{tok.text!r} -> {new!r} (WordNet antonym)")
+    return Skip(reasons.most_common(1)[0][0])
+
+
 # -- entity swap ----------------------------------------------------------------------------------------------------
 def _occurs(needle: str, haystack: str) -> bool:
     return re.search(rf"(?<!\w){re.escape(needle)}(?!\w)", haystack, flags=re.IGNORECASE) is not None
 
 
+_NAMES = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LANGUAGE"})
+
+
+def _shape(name: str) -> str:
+    """The form of an entity's text: letters runs "a", digit runs "0" (four or more "0000", a year's), the rest kept:
+    a swap keeps it, so a year stays a year and a count a count."""
+    return re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", lambda m: "0000" if len(m.group()) >= 4 else "0", name))
+
+
 def entity_pool(docs: Sequence[Any]) -> dict[str, list[str]]:
     """Named entities of ``docs`` by type: each distinct (case-insensitively) text once, in order of appearance, in
-    its first cased form if one was seen (lower-cased data sets mix with cased ones)."""
+    its first cased form if one was seen (lower-cased data sets mix with cased ones). A text goes under the type the
+    tagger gives it most often only, and a name (a person, a place, ...) only when it was seen capitalised: the
+    tagger's odd calls ("stevia" as a nationality) stay out."""
     pool: dict[str, dict[str, str]] = {}
+    votes: dict[str, Counter[str]] = {}
     for doc in docs:
         for ent in doc.ents:
             name = ent.text.strip()
             if name and "\n" not in name and any(ch.isalnum() for ch in name):
+                votes.setdefault(name.lower(), Counter())[ent.label_] += 1
                 forms = pool.setdefault(ent.label_, {})
                 if forms.get(name.lower(), name.lower()) == name.lower():  # prefer a cased form
                     forms[name.lower()] = name
-    return {label: list(names.values()) for label, names in pool.items()}
+    return {label: [n for key, n in names.items() if votes[key].most_common(1)[0][0] == label
+                    and (label not in _NAMES or n[:1].isupper())] for label, names in pool.items()}
+
+
+def _with_article(text: str, new: str) -> str:
+    """``text`` with "a" / "an" before each ``new`` agreeing with its first letter."""
+    def fix(m: re.Match) -> str:
+        art = "an" if new[:1].lower() in "aeiou" else "a"
+        return (art.capitalize() if m.group(1)[0].isupper() else art) + m.group(2)
+
+    return re.sub(rf"(?<!\w)(an?)(\s+)(?={re.escape(new)}(?!\w))", fix, text, flags=re.IGNORECASE)
 
 
 def swap_entity(response_doc: Any, knowledge: str, pool: Mapping[str, Sequence[str]],
                 rng: random.Random) -> Union[Edit, Skip]:
-    """Replace (every mention of) an entity the response shares with the knowledge by another of its type."""
+    """Replace (every mention of) an entity the response shares with the knowledge by another of its type (and, for
+    dates, times and quantities, of its shape, :func:`_shape`: a year by a year), fixing "a" / "an" before it."""
     text = response_doc.text
     shared: dict[tuple[str, str], str] = {}
     for ent in response_doc.ents:
@@ -173,16 +284,16 @@ def swap_entity(response_doc: Any, knowledge: str, pool: Mapping[str, Sequence[s
     for key in keys:
         name, label = shared[key], key[1]
         options = sorted({c for c in pool.get(label, ()) if c.lower() != name.lower() and not _occurs(c, knowledge)
-                          and not _occurs(c, text)})
+                          and not _occurs(c, text) and (label in _NAMES or _shape(c.lower()) == _shape(name.lower()))})
         if not options:
             continue
         new = rng.choice(options)
         if name == name.lower():
             new = new.lower()
         pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", flags=re.IGNORECASE)
-        swapped = pattern.sub(new.replace("\\", "\\\\"), text)  # a literal replacement
+        swapped = _with_article(pattern.sub(new.replace("\\", "\\\\"), text), new)  # a literal replacement
         return Edit(swapped, f"{name!r} -> {new!r} ({label})")
-    return Skip("no other entity of the shared entity's type in the data")
+    return Skip("no other entity of the shared entity's type and shape in the data")
 
 
 # -- subject / object inversion ---------------------------------------------------------------------------------

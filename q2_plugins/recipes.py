@@ -6,43 +6,55 @@ reads "evidence + previous turn" as premise and the response as hypothesis), ``l
 
 **BEGIN** (Dziri et al., §4; ``recipe="begin"``), five labels, balanced:
 
-* ``entailment`` (``original``): the grounded response.
-* ``hallucination``: a response grounded in *other, related* evidence: the evidence of the row whose evidence shares
-  most content words with this one (never the same evidence, never none shared) is the perturbed evidence. By
-  default (``neighbour_response``) the response written for that evidence is taken as is; with a generator
-  (``generated``, BEGIN's own way) a dialogue model writes a new response from the previous turn and the perturbed
-  evidence. Either is then paired with the *original* evidence: topical, unverifiable.
-* ``off-topic`` (``unrelated_response``): the response of a row whose evidence shares no content word with this
-  response's evidence, nor the response with it (another dialogue when dialogues are known).
-* ``generic`` (``generic_response``): one of :data:`GENERIC_RESPONSES`, chosen at random.
-* ``contradiction``: the response negated (``negation``, :func:`q2_plugins.perturb.negate`); the ``antonym`` method
-  (a WordNet antonym replacing a word) needs WordNet's data, which no PyPI package ships, so it
-  is skipped and counted for every row.
+* ``entailment`` (``original``): the grounded response, when it passes BEGIN's filter (:func:`begin_filter`: no
+  first-person pronoun, at least 25% of its words in the evidence); the others are skipped and counted.
+* ``hallucination``, on topic and unverifiable. By default (``neighbour_response``) the response written for the
+  *related* evidence (the other evidence sharing most content words with this one) whose response shares a content
+  word with this evidence beyond the topic's name and has one it lacks. With a generator (``generated``, BEGIN's own
+  way) the evidence is perturbed (subject and object swapped, else up to two entities swapped for others of their
+  type) and a dialogue model writes a response from the previous turn and the perturbed evidence. Either is paired
+  with the *original* evidence.
+* ``off-topic`` (``unrelated_response``): the response of a row of the *same topic* (another dialogue, other
+  evidence) using none of this evidence's content words beyond the topic's name, as BEGIN samples them; where the
+  data has no topics, or no such row, one of another dialogue sharing no content word with it (a fallback, counted
+  and said in the row's ``change``).
+* ``generic`` (``generic_response``): one of :data:`GENERIC_RESPONSES` with an opener, drawn at random, written in
+  the input's tokenisation ("that ' s great !" when the responses are pre-tokenised); with a generator, sampled from
+  the previous turn alone at temperature 0.4, as BEGIN does.
+* ``contradiction``: a claim of the response that the evidence supports, negated (``negation``,
+  :func:`q2_plugins.perturb.negate`: never a question, a quotation or title, the speaker's hedge or a "may"), or an
+  adjective the evidence uses replaced by its WordNet antonym (``antonym``, Open English WordNet's pairs bundled in
+  ``q2_plugins/data/wordnet_antonyms``); one of the two, drawn at random, when both apply.
 
 Each row gives at most one example per label; the set is then balanced by drawing, for every label, as many
 examples as the rarest label has (``balance=False`` keeps them all).
 
-**Conv-FEVER** (Santhanam et al., §4.1–4.2.3; ``recipe="conv-fever"``), labels ``consistent`` / ``inconsistent``
-(``label3``: entailment / contradiction, as FEVER's supports / refutes): the original pair; ``random_response`` and
-``random_knowledge`` (the response, or the knowledge, of another dialogue); ``negated_response`` and
-``negated_knowledge`` (an auxiliary or copular verb of :data:`q2_plugins.perturb.NEGATABLE` gets "not" / "n't" or
-loses it; in the knowledge, in the sentence the response draws on); ``entity_swap`` (a spaCy named entity of the
-response shared with the knowledge replaced by another of its type). No balancing: every method that applies.
+**Conv-FEVER** (Santhanam et al., §4.1–4.2.3; ``recipe="conv-fever"``), labels ``consistent`` / ``inconsistent``:
+the original pair; ``random_response`` and ``random_knowledge`` (the response, or the knowledge, of another
+dialogue: three-way ``neutral``, unrelated rather than refuted); ``negated_response`` and ``negated_knowledge`` (an
+auxiliary or copular verb of :data:`q2_plugins.perturb.NEGATABLE` gets "not" / "n't" or loses it, in a clause sharing
+a content word with the other text; in the knowledge, only in the sentence the response draws on); ``entity_swap``
+(a spaCy named entity of the response shared with the knowledge replaced by another of its type, and of its shape
+for dates and numbers, "a" / "an" agreeing). Three-way: entailment / contradiction as FEVER's supports / refutes.
+No balancing: every method that applies.
 
+Both recipes skip and count rows whose response or knowledge is not text, empty, or over ``q2 score``'s per-row
+budgets, and drop rows repeating an earlier row's evidence and response (counted under their method).
 Every random choice comes from ``random.Random`` seeded with ``(seed, source id, method)``.
 """
 
 from __future__ import annotations
 
 import random
+import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, Union
 
 from .errors import ModelLoadError, SettingError
 from .io import InputFormatError
-from .perturb import Skip, _content_forms, entity_pool, negate, swap_entity
+from .perturb import Edit, Skip, _content_forms, antonym, entity_pool, invert, negate, swap_entity, wordnet_antonyms
 from .taxonomy import LABELS
 
 if TYPE_CHECKING:
@@ -59,6 +71,8 @@ __all__ = [
     "ResponseGenerator",
     "HFResponseGenerator",
     "make_training_set",
+    "begin_filter",
+    "preview_lines",
     "label_table",
     "read_sources",
     "run_recipe",
@@ -78,7 +92,70 @@ GENERIC_RESPONSES = (
     "i would love to learn more about it.", "that is very nice.", "sounds good to me.", "how interesting!",
     "what else do you know about it?", "i like that a lot.",
 )
-WORDNET_SKIP = "WordNet is not installed: no PyPI package ships its data"
+_OPENERS = ("", "well, ", "haha, ", "hmm, ", "ok, ", "cool, ", "ah, ")
+FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
+#: the rule behind each method's label, as ``--preview`` prints it
+RULES = {
+    ("begin", "original"): "entailment: the grounded response, kept when it passes BEGIN's filter (no first-person "
+                           "pronoun, at least 25% of its words in the evidence)",
+    ("begin", "neighbour_response"): "hallucination: the response written for related evidence, sharing a content "
+                                     "word with this evidence and saying more than it: on topic, not verifiable",
+    ("begin", "generated"): "hallucination: generated from this evidence perturbed (subject / object swap, or up to "
+                            "two same-type entity swaps): on topic, not verifiable",
+    ("begin", "unrelated_response"): "off-topic: a response of the same topic (another dialogue and evidence) using "
+                                     "none of this evidence's content words beyond the topic's",
+    ("begin", "generic_response"): "generic: a stock reply, written in the input's tokenisation",
+    ("begin", "negation"): "contradiction: a claim of the response that the evidence supports, negated",
+    ("begin", "antonym"): "contradiction: an adjective the evidence uses, replaced by its WordNet antonym",
+    ("conv-fever", "original"): "consistent: the grounded response",
+    ("conv-fever", "random_response"): "inconsistent (three-way neutral): the response of another dialogue",
+    ("conv-fever", "random_knowledge"): "inconsistent (three-way neutral): the knowledge of another dialogue",
+    ("conv-fever", "negated_response"): "inconsistent: a claim of the response that the knowledge supports, negated",
+    ("conv-fever", "negated_knowledge"): "inconsistent: the clause of the knowledge sentence the response draws on, "
+                                         "negated",
+    ("conv-fever", "entity_swap"): "inconsistent: an entity shared with the knowledge, replaced by another of its "
+                                   "type and shape",
+}
+_REPLACED = {"neighbour_response", "generated", "unrelated_response", "generic_response", "random_response",
+             "random_knowledge"}  # methods that replace a whole text (the preview shows both, no marks)
+
+
+def _budget(name: str) -> int:
+    from dataclasses import fields
+
+    from .config import Q2Config
+
+    return next(f.default for f in fields(Q2Config) if f.name == name)  # type: ignore[return-value]
+
+
+def begin_filter(response: str, evidence: str) -> Optional[str]:
+    """Why ``response`` fails BEGIN's filter for entailed responses (§4: no first-person pronoun, at least 25% of its
+    words in the evidence), or None when it passes."""
+    words = re.findall(r"[a-z0-9]+", response.lower())
+    if FIRST_PERSON & set(words):
+        return "BEGIN's filter: a first-person pronoun"
+    in_evidence = set(re.findall(r"[a-z0-9]+", evidence.lower()))
+    if not words or sum(w in in_evidence for w in words) < 0.25 * len(words):
+        return "BEGIN's filter: under 25% of its words in the evidence"
+    return None
+
+
+def _pretokenised(texts: Sequence[str]) -> bool:
+    """Whether most ``texts`` are written with punctuation split off as tokens ("i ' m not sure .")."""
+    split = sum(bool(re.search(r"(?:^|\s)[^\w\s]+(?:\s|$)", t)) for t in texts)
+    return split * 2 > len(texts)
+
+
+def _in_style(text: str, pretokenised: bool) -> str:
+    return " ".join(re.sub(r"([^\w\s])", r" \1 ", text).split()) if pretokenised else text
+
+
+def _generic(rng: random.Random, pretokenised: bool) -> str:
+    """A stock reply (:data:`GENERIC_RESPONSES`, with an opener at random), in the input's tokenisation."""
+    opener, reply = rng.choice(_OPENERS), rng.choice(GENERIC_RESPONSES)
+    if reply.split()[0].strip(",!?") in ("oh", "wow", "yes", "how"):
+        opener = ""  # the reply opens with an interjection already ("wow, i didn't know that.")
+    return _in_style(opener + reply, pretokenised)
 
 
 class GeneratorLoadError(SettingError, ModelLoadError):
@@ -91,14 +168,17 @@ class DatasetError(InputFormatError, SettingError):
 
 @dataclass(frozen=True)
 class SourceRow:
-    """A grounded example a recipe starts from; ``dialogue`` (when known) keeps random pairs out of its dialogue."""
+    """A grounded example a recipe starts from; ``dialogue`` (when known) keeps random pairs out of its dialogue,
+    ``topic`` (when known) draws BEGIN's off-topic responses from the same topic. ``response``, ``knowledge`` and
+    ``previous`` hold what the input held: a value that is not text is skipped and counted, never converted."""
 
     id: str
-    response: str
-    knowledge: str
-    previous: Optional[str] = None
+    response: Any
+    knowledge: Any
+    previous: Any = None
     dialogue: Optional[str] = None
     source: str = ""
+    topic: Optional[str] = None
 
 
 @dataclass
@@ -123,13 +203,15 @@ class TrainingRow:
 
 @dataclass
 class RecipeReport:
-    """What each method made, what it skipped and why, and the label counts before and after balancing."""
+    """What each method made, what it skipped and why, where it fell back, and the label counts before and after
+    balancing."""
 
     recipe: str
     n_rows: int
     seed: int
     made: Counter = field(default_factory=Counter)
     skipped: dict[str, Counter] = field(default_factory=dict)
+    fallbacks: dict[str, Counter] = field(default_factory=dict)
     candidates: Counter = field(default_factory=Counter)  # per label, before balancing
     labels: Counter = field(default_factory=Counter)  # per label, written
     by_method: Counter = field(default_factory=Counter)  # per method, written
@@ -137,13 +219,20 @@ class RecipeReport:
     def skip(self, method: str, reason: str) -> None:
         self.skipped.setdefault(method, Counter())[reason] += 1
 
+    def fallback(self, method: str, reason: str) -> None:
+        self.fallbacks.setdefault(method, Counter())[reason] += 1
+
     def to_dict(self) -> dict[str, Any]:
         methods = sorted(set(self.made) | set(self.skipped), key=_method_order(self.recipe))
-        return {"recipe": self.recipe, "n_rows": self.n_rows, "seed": self.seed,
-                "labels": dict(self.labels), "candidates": dict(self.candidates),
-                "methods": {m: {"made": self.made[m], "written": self.by_method[m],
-                                "skipped": sum(self.skipped.get(m, Counter()).values()),
-                                "reasons": dict(self.skipped.get(m, Counter()).most_common())} for m in methods}}
+        out: dict[str, Any] = {"recipe": self.recipe, "n_rows": self.n_rows, "seed": self.seed,
+                               "labels": dict(self.labels), "candidates": dict(self.candidates), "methods": {}}
+        for m in methods:
+            out["methods"][m] = {"made": self.made[m], "written": self.by_method[m],
+                                 "skipped": sum(self.skipped.get(m, Counter()).values()),
+                                 "reasons": dict(self.skipped.get(m, Counter()).most_common())}
+            if m in self.fallbacks:
+                out["methods"][m]["fallbacks"] = dict(self.fallbacks[m].most_common())
+        return out
 
 
 def _method_order(recipe: str) -> Callable[[str], int]:
@@ -152,9 +241,10 @@ def _method_order(recipe: str) -> Callable[[str], int]:
 
 
 class ResponseGenerator(Protocol):
-    """Writes one response per (previous turn, evidence) prompt, batched (BEGIN's regenerated hallucinations)."""
+    """Writes one response per (previous turn, evidence) prompt, batched: greedy, or sampled at ``temperature``
+    (BEGIN's regenerated hallucinations, and its generic responses from the previous turn alone)."""
 
-    def generate(self, prompts: Sequence[tuple[str, str]]) -> list[str]: ...
+    def generate(self, prompts: Sequence[tuple[str, str]], temperature: Optional[float] = None) -> list[str]: ...
 
 
 def _row(src: SourceRow, recipe: str, method: str, label: str, label3: str, evidence: str, response: str,
@@ -171,67 +261,147 @@ class _Neighbours:
         self.rows = rows
         self.kwords = [_content_forms(kdocs[r.knowledge]) for r in rows]
         self.rwords = [_content_forms(d) for d in rdocs]
+        self.topic_words = {r.topic: set(re.findall(r"\w+", r.topic.lower())) for r in rows if r.topic}
 
-    def related(self, i: int) -> Optional[int]:
-        """The row whose knowledge shares most content words with row ``i``'s (other knowledge, >= 1 shared)."""
+    def related(self, i: int) -> Union[int, str]:
+        """The row whose knowledge shares most content words with row ``i``'s (other knowledge), among those whose
+        response shares a content word with row ``i``'s knowledge (beyond its topic's name: sharing only that is
+        :meth:`unrelated`'s off-topic) and has one it lacks (on topic, unverifiable); else why there is none."""
         own, best, best_n = self.rows[i].knowledge, None, 0
+        beyond = self.kwords[i] - self.topic_words.get(self.rows[i].topic, set())
         for j, words in enumerate(self.kwords):
             n = len(words & self.kwords[i])
-            if n > best_n and self.rows[j].knowledge != own and self.rows[j].response != self.rows[i].response:
+            if n > best_n and self.rows[j].knowledge != own and self.rows[j].response != self.rows[i].response \
+                    and self.rwords[j] & beyond and self.rwords[j] - self.kwords[i]:
                 best, best_n = j, n
-        return best
+        return "no related evidence whose response shares a content word with this one" if best is None else best
 
-    def unrelated(self, i: int, rng: random.Random) -> Optional[int]:
-        """A random row of another dialogue whose response and knowledge share no content word with row ``i``'s
-        knowledge."""
+    def unrelated(self, i: int, rng: random.Random) -> tuple[Optional[int], bool]:
+        """A random row of the same topic (another dialogue, other knowledge) whose response uses none of row ``i``'s
+        knowledge's content words beyond the topic's; when there is none (or no topic), one of another dialogue whose
+        response and knowledge share no content word with it (second value True: the fallback)."""
         row, words = self.rows[i], self.kwords[i]
+
+        def other(j: int) -> bool:
+            r = self.rows[j]
+            return r.knowledge != row.knowledge and r.response != row.response and (
+                row.dialogue is None or r.dialogue != row.dialogue)
+
+        if row.topic:
+            beyond = words - self.topic_words[row.topic]
+            same = [j for j in range(len(self.rows)) if self.rows[j].topic == row.topic and other(j)
+                    and not (self.rwords[j] & beyond)]
+            if same:
+                return rng.choice(same), False
         options = [j for j in range(len(self.rows)) if not (self.rwords[j] & words) and not (self.kwords[j] & words)
-                   and (row.dialogue is None or self.rows[j].dialogue != row.dialogue)]
-        return rng.choice(options) if options else None
+                   and other(j)]
+        return (rng.choice(options) if options else None), True
+
+
+def _perturbed_evidence(kdoc: Any, rwords: set[str], pool: dict[str, list[str]], nlp: Any,
+                        rng: random.Random) -> Union[Edit, Skip]:
+    """BEGIN's evidence perturbations: subject and object swapped, else up to two same-type entities swapped."""
+    inverted = invert(kdoc, rwords)
+    if isinstance(inverted, Edit):
+        return inverted
+    first = swap_entity(kdoc, kdoc.text, pool, rng)
+    if isinstance(first, Skip):
+        return Skip("no evidence perturbation applies (subject / object swap, entity swap)")
+    second = swap_entity(nlp(first.text), first.text, pool, rng)
+    return first if isinstance(second, Skip) else Edit(second.text, f"{first.change}; {second.change}")
+
+
+def _contradiction(src: SourceRow, rdoc: Any, words: set[str], antonyms: Any, seed: int,
+                   report: RecipeReport) -> Optional[TrainingRow]:
+    """BEGIN's contradiction of one row: negation or antonym, one drawn at random when both apply."""
+    rng = random.Random(f"{seed}|{src.id}|antonym")
+    edits = {"negation": negate(rdoc, words), "antonym": antonym(rdoc, words, antonyms, rng)}
+    for method, edit in edits.items():
+        if isinstance(edit, Skip):
+            report.skip(method, edit.reason)
+    usable = [m for m, e in edits.items() if isinstance(e, Edit)]
+    if not usable:
+        return None
+    method = random.Random(f"{seed}|{src.id}|contradiction").choice(usable)
+    for other in usable:
+        if other != method:
+            report.skip(other, "the row's contradiction was drawn from the other method")
+    edit = edits[method]
+    return _row(src, "begin", method, "contradiction", "contradiction", src.knowledge, edit.text,  # type: ignore
+                edit.change)  # type: ignore[union-attr]
 
 
 def _begin_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs: dict[str, Any],
-                    generator: Optional[ResponseGenerator], seed: int, report: RecipeReport) -> list[TrainingRow]:
+                    generator: Optional[ResponseGenerator], seed: int, report: RecipeReport, nlp: Any,
+                    antonyms: Any) -> list[TrainingRow]:
     near = _Neighbours(rows, kdocs, rdocs)
+    style = _pretokenised([r.response for r in rows])
+    pool = entity_pool(list(kdocs.values())) if generator is not None else {}
     out: list[TrainingRow] = []
-    wanted: list[tuple[int, int]] = []  # (row, neighbour) whose hallucination the generator writes
+    wanted: list[tuple[int, Edit]] = []  # (row, perturbed evidence) whose hallucination the generator writes
     for i, (src, rdoc) in enumerate(zip(rows, rdocs)):
-        out.append(_row(src, "begin", "original", "entailment", "entailment", src.knowledge, src.response,
-                        "none: the grounded response"))
-        j = near.related(i)
-        method = "generated" if generator is not None else "neighbour_response"
-        if j is None:
-            report.skip(method, "no other evidence shares a content word with this one")
-        elif generator is not None:
-            wanted.append((i, j))
+        failed = begin_filter(src.response, src.knowledge)
+        if failed:
+            report.skip("original", failed)
         else:
-            out.append(_row(src, "begin", method, "hallucination", "neutral", src.knowledge, rows[j].response,
-                            f"the response of row {rows[j].id}, whose evidence is related"))
-        rng = random.Random(f"{seed}|{src.id}|unrelated_response")
-        k = near.unrelated(i, rng)
+            out.append(_row(src, "begin", "original", "entailment", "entailment", src.knowledge, src.response,
+                            "none: the grounded response"))
+        if generator is not None:
+            edit = _perturbed_evidence(kdocs[src.knowledge], near.rwords[i], pool, nlp,
+                                       random.Random(f"{seed}|{src.id}|generated"))
+            if isinstance(edit, Skip):
+                report.skip("generated", edit.reason)
+            else:
+                wanted.append((i, edit))
+        else:
+            j = near.related(i)
+            if isinstance(j, str):
+                report.skip("neighbour_response", j)
+            else:
+                out.append(_row(src, "begin", "neighbour_response", "hallucination", "neutral", src.knowledge,
+                                rows[j].response, f"the response of row {rows[j].id}, whose evidence is related"))
+        k, fell_back = near.unrelated(i, random.Random(f"{seed}|{src.id}|unrelated_response"))
         if k is None:
             report.skip("unrelated_response", "no response unrelated to this evidence in the data")
         else:
+            why = "no topic" if not src.topic else "no response of the same topic unrelated to this evidence"
+            if fell_back:
+                report.fallback("unrelated_response", f"{why}: a response of another topic")
             out.append(_row(src, "begin", "unrelated_response", "off-topic", "neutral", src.knowledge,
-                            rows[k].response, f"the response of row {rows[k].id}, whose evidence is unrelated"))
-        rng = random.Random(f"{seed}|{src.id}|generic_response")
+                            rows[k].response, f"the response of row {rows[k].id}"
+                            + (f" (fallback, {why}: its evidence shares no content word)" if fell_back
+                               else ", of the same topic")))
+        if generator is None:
+            out.append(_row(src, "begin", "generic_response", "generic", "neutral", src.knowledge,
+                            _generic(random.Random(f"{seed}|{src.id}|generic_response"), style),
+                            "a generic response"))
+        row = _contradiction(src, rdoc, near.kwords[i], antonyms, seed, report)
+        if row is not None:
+            out.append(row)
+    if generator is not None:
+        out += _generated(rows, wanted, generator, style, report)
+    return out
+
+
+def _generated(rows: Sequence[SourceRow], wanted: Sequence[tuple[int, Edit]], generator: ResponseGenerator,
+               style: bool, report: RecipeReport) -> list[TrainingRow]:
+    """The generator's hallucinations (greedy, from the perturbed evidence) and generic replies (sampled at 0.4,
+    BEGIN's temperature, from the previous turn alone)."""
+    out: list[TrainingRow] = []
+    texts = generator.generate([(rows[i].previous or "", edit.text) for i, edit in wanted]) if wanted else []
+    for (i, edit), text in zip(wanted, texts):
+        if not text.strip():
+            report.skip("generated", "the generator wrote an empty response")
+            continue
+        out.append(_row(rows[i], "begin", "generated", "hallucination", "neutral", rows[i].knowledge,
+                        _in_style(text.strip(), style), f"generated from the evidence perturbed: {edit.change}"))
+    generic = generator.generate([(r.previous or "", "") for r in rows], temperature=0.4)
+    for src, text in zip(rows, generic):
+        if not text.strip():
+            report.skip("generic_response", "the generator wrote an empty response")
+            continue
         out.append(_row(src, "begin", "generic_response", "generic", "neutral", src.knowledge,
-                        rng.choice(GENERIC_RESPONSES), "a generic response"))
-        neg = negate(rdoc, near.kwords[i])
-        if isinstance(neg, Skip):
-            report.skip("negation", neg.reason)
-        else:
-            out.append(_row(src, "begin", "negation", "contradiction", "contradiction", src.knowledge, neg.text,
-                            neg.change))
-        report.skip("antonym", WORDNET_SKIP)
-    if generator is not None and wanted:
-        texts = generator.generate([(rows[i].previous or "", rows[j].knowledge) for i, j in wanted])
-        for (i, j), text in zip(wanted, texts):
-            if not text.strip():
-                report.skip("generated", "the generator wrote an empty response")
-                continue
-            out.append(_row(rows[i], "begin", "generated", "hallucination", "neutral", rows[i].knowledge,
-                            text.strip(), f"generated from the evidence of row {rows[j].id}"))
+                        _in_style(text.strip(), style), "generated from the previous turn alone, temperature 0.4"))
     return out
 
 
@@ -249,8 +419,10 @@ def _conv_fever_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs:
     for i, (src, rdoc) in enumerate(zip(rows, rdocs)):
         kdoc = kdocs[src.knowledge]
 
-        def add(method: str, label: str, evidence: str, response: str, change: str, src: SourceRow = src) -> None:
-            out.append(_row(src, "conv-fever", method, label, CONV_FEVER_LABEL3[label], evidence, response, change))
+        def add(method: str, label: str, evidence: str, response: str, change: str, src: SourceRow = src,
+                label3: Optional[str] = None) -> None:
+            out.append(_row(src, "conv-fever", method, label, label3 or CONV_FEVER_LABEL3[label], evidence, response,
+                            change))
 
         add("original", "consistent", src.knowledge, src.response, "none: the grounded response")
         for method, what in (("random_response", "response"), ("random_knowledge", "knowledge")):
@@ -258,12 +430,14 @@ def _conv_fever_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs:
             if j is None:
                 report.skip(method, "no other dialogue in the data")
             elif what == "response":
-                add(method, "inconsistent", src.knowledge, rows[j].response, f"the response of row {rows[j].id}")
+                add(method, "inconsistent", src.knowledge, rows[j].response, f"the response of row {rows[j].id}",
+                    label3="neutral")
             else:
-                add(method, "inconsistent", rows[j].knowledge, src.response, f"the knowledge of row {rows[j].id}")
+                add(method, "inconsistent", rows[j].knowledge, src.response, f"the knowledge of row {rows[j].id}",
+                    label3="neutral")
         edits: list[tuple[str, Any]] = [
             ("negated_response", negate(rdoc, _content_forms(kdoc))),
-            ("negated_knowledge", negate(kdoc, _content_forms(rdoc))),
+            ("negated_knowledge", negate(kdoc, _content_forms(rdoc), best_sentence_only=True)),
             ("entity_swap", swap_entity(rdoc, kdoc.text, pool, random.Random(f"{seed}|{src.id}|entity_swap"))),
         ]
         for method, edit in edits:
@@ -288,13 +462,58 @@ def _balance(made: list[TrainingRow], seed: int) -> list[TrainingRow]:
     return [row for n, row in enumerate(made) if n in keep]
 
 
+def _unique(made: list[TrainingRow], report: RecipeReport) -> list[TrainingRow]:
+    """The rows whose (evidence, response) no earlier row has (whitespace and case aside): a repeat is counted
+    under its method, as a duplicate (same label) or a conflict (another label)."""
+    seen: dict[tuple[str, str], TrainingRow] = {}
+    out = []
+    for row in made:
+        key = (" ".join(row.evidence.lower().split()), " ".join(row.response.lower().split()))
+        first = seen.setdefault(key, row)
+        if first is row:
+            out.append(row)
+        elif first.label == row.label:
+            report.skip(row.method, "repeats an earlier row's evidence, response and label")
+        else:
+            report.skip(row.method, f"same evidence and response as an earlier row labelled {first.label}")
+    return out
+
+
+def _checked(rows: Sequence[SourceRow], report: RecipeReport, budgets: dict[str, int]) -> list[SourceRow]:
+    """The rows whose response and knowledge are non-empty text within ``budgets`` (and whose previous turn is text
+    or absent); each other row is skipped and counted under ``original`` with its reason, never converted."""
+    usable = []
+    for r in rows:
+        why = None
+        for what in ("response", "knowledge", "previous"):
+            value = getattr(r, what)
+            if what == "previous" and value is None:
+                continue
+            if not isinstance(value, str):
+                why = f"{what} is not text ({type(value).__name__})"
+            elif what != "previous" and not value.strip():
+                why = "empty response or knowledge"
+            elif what != "previous" and budgets[what] and len(value) > budgets[what]:
+                why = (f"{what} over the budget max_{what}_chars={budgets[what]} (q2 score's per-row budget)")
+            if why:
+                break
+        if why:
+            report.skip("original", why)
+        else:
+            usable.append(r)
+    return usable
+
+
 def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, balance: bool = True,
                       generator: Optional[ResponseGenerator] = None, nlp: Any = None,
-                      spacy_model: str = "en_core_web_sm") -> tuple[list[TrainingRow], RecipeReport]:
+                      spacy_model: str = "en_core_web_sm", max_response_chars: Optional[int] = None,
+                      max_knowledge_chars: Optional[int] = None) -> tuple[list[TrainingRow], RecipeReport]:
     """Make ``recipe``'s training examples (``"begin"`` or ``"conv-fever"``) from grounded ``rows``.
 
-    Rows with an empty response or knowledge are skipped and counted; ids must be unique. ``balance`` applies to
-    BEGIN only (Conv-FEVER keeps every example), ``generator`` to BEGIN's hallucinations only.
+    Rows whose response or knowledge is empty, not text, or over its budget (default: ``q2 score``'s
+    ``max_response_chars`` / ``max_knowledge_chars``; 0 = no limit) are skipped and counted; ids must be unique.
+    Rows repeating an earlier row's evidence and response are dropped and counted. ``balance`` applies to BEGIN only
+    (Conv-FEVER keeps every example), ``generator`` to BEGIN's hallucinations and generic replies only.
     """
     if recipe not in RECIPES:
         raise ValueError(f"Unknown recipe {recipe!r}; expected one of {list(RECIPES)}")
@@ -304,9 +523,9 @@ def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, 
     if repeated:
         raise ValueError(f"source row ids must be unique; repeated: {repeated[:5]}")
     report = RecipeReport(recipe, len(rows), seed)
-    usable = [r for r in rows if r.response.strip() and r.knowledge.strip()]
-    for _ in range(len(rows) - len(usable)):
-        report.skip("original", "empty response or knowledge")
+    budgets = {"response": _budget("max_response_chars") if max_response_chars is None else max_response_chars,
+               "knowledge": _budget("max_knowledge_chars") if max_knowledge_chars is None else max_knowledge_chars}
+    usable = _checked(rows, report, budgets)
     if nlp is None:
         from .spacy_parts import load_spacy
 
@@ -315,12 +534,13 @@ def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, 
     unique_k = list(dict.fromkeys(r.knowledge for r in usable))
     kdocs = dict(zip(unique_k, nlp.pipe(unique_k)))
     if recipe == "begin":
-        made = _begin_examples(usable, rdocs, kdocs, generator, seed, report)
+        made = _begin_examples(usable, rdocs, kdocs, generator, seed, report, nlp, wordnet_antonyms())
     else:
         made = _conv_fever_examples(usable, rdocs, kdocs, seed, report)
     order = {r.id: n for n, r in enumerate(usable)}
     methods = _method_order(recipe)
     made.sort(key=lambda t: (order[t.source_id], methods(t.method)))
+    made = _unique(made, report)
     report.made.update(t.method for t in made)
     report.candidates.update(t.label for t in made)
     if recipe == "begin" and balance and made:
@@ -352,9 +572,11 @@ def label_table(report: RecipeReport) -> list[str]:
 
 class HFResponseGenerator:
     """A Hugging Face causal or sequence-to-sequence LM writing responses from "evidence + previous turn" prompts:
-    greedy decoding, ``batch_size`` prompts a call (left padding for causal models). Loaded on construction."""
+    greedy decoding, or sampling at ``temperature`` (seeded by ``seed``), ``batch_size`` prompts a call (left padding
+    for causal models). Loaded on construction."""
 
-    def __init__(self, model: str, *, batch_size: int = 16, max_new_tokens: int = 40, device: str = "cpu") -> None:
+    def __init__(self, model: str, *, batch_size: int = 16, max_new_tokens: int = 40, device: str = "cpu",
+                 seed: int = 0) -> None:
         from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
 
         try:
@@ -368,18 +590,22 @@ class HFResponseGenerator:
                                                   f"local folder or hub name of a causal or seq2seq LM") from None
         if self.tokenizer.pad_token is None:
             self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.batch_size, self.max_new_tokens, self.device = batch_size, max_new_tokens, device
+        self.batch_size, self.max_new_tokens, self.device, self.seed = batch_size, max_new_tokens, device, seed
 
-    def generate(self, prompts: Sequence[tuple[str, str]]) -> list[str]:
+    def generate(self, prompts: Sequence[tuple[str, str]], temperature: Optional[float] = None) -> list[str]:
         import torch
 
-        texts = [f"knowledge: {evidence} previous turn: {previous} response:" for previous, evidence in prompts]
+        texts = [f"knowledge: {evidence} previous turn: {previous} response:" if evidence else
+                 f"previous turn: {previous} response:" for previous, evidence in prompts]
+        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature else {"do_sample": False}
+        if temperature:
+            torch.manual_seed(self.seed)
         out: list[str] = []
         for start in range(0, len(texts), self.batch_size):
             batch = self.tokenizer(texts[start:start + self.batch_size], return_tensors="pt", padding=True,
                                    truncation=True, max_length=512).to(self.device)
             with torch.no_grad():
-                ids = self.model.generate(**batch, do_sample=False, max_new_tokens=self.max_new_tokens,
+                ids = self.model.generate(**batch, **sampling, max_new_tokens=self.max_new_tokens,
                                           pad_token_id=self.tokenizer.pad_token_id)
             if not self.seq2seq:
                 ids = ids[:, batch["input_ids"].shape[1]:]
@@ -421,10 +647,14 @@ def _table_rows(path: Path, options: "PerturbOptions") -> list[SourceRow]:
     first = rows[0][1] if rows else {}
     previous = options.previous_column or next((c for c in _PREVIOUS if c in first), None)
     topic = options.topic_column or ("topic" if "topic" in first else None)
+    def value(v: Any) -> Any:
+        return "" if v is None else v  # a missing cell is empty; any other value is kept as read, for the checks
+
     return [SourceRow(id=str(r[options.id_column]) if options.id_column else str(n),
-                      response=str(r[options.response_column] or ""), knowledge=str(r[options.knowledge_column] or ""),
-                      previous=str(r[previous] or "") if previous else None,
-                      dialogue=str(r[topic]) if topic and r.get(topic) not in (None, "") else None)
+                      response=value(r[options.response_column]), knowledge=value(r[options.knowledge_column]),
+                      previous=value(r[previous]) if previous else None,
+                      dialogue=str(r[topic]) if topic and r.get(topic) not in (None, "") else None,
+                      topic=str(r[topic]) if topic and r.get(topic) not in (None, "") else None)
             for n, r in rows]
 
 
@@ -455,7 +685,7 @@ def _wow_json_rows(path: Path) -> list[SourceRow]:
             if "Wizard" in str(turn["speaker"]):
                 chosen = turn.get("checked_sentence") or {}
                 sentence = str(next(iter(chosen.values()), "")) if isinstance(chosen, dict) else ""
-                rows.append(SourceRow(id=f"{d}:{t}", response=str(turn["text"]), previous=previous, dialogue=str(d),
+                rows.append(SourceRow(id=f"{d}:{t}", response=turn["text"], previous=previous, dialogue=str(d),
                                       knowledge="" if sentence == _NO_KNOWLEDGE else sentence))
             previous = str(turn["text"])
     return rows
@@ -475,17 +705,89 @@ def read_sources(path: str, options: "PerturbOptions") -> list[SourceRow]:
         from .datasets.registry import DATASETS
 
         data = DATASETS[kind].recipe_input(where)  # type: ignore[misc]
+        topics = _wow_topics(where) if kind == "wow" else {}
         rows = [SourceRow(id=ex.id, response=ex.response, knowledge=ex.knowledge, previous=ex.history,
-                          dialogue=ex.dialogue) for ex in data.examples if ex.consistent]
+                          dialogue=ex.dialogue, topic=topics.get((ex.response, ex.knowledge)))
+                for ex in data.examples if ex.consistent]
     name = where.name
     return [SourceRow(f"{name}/{r.id}", r.response, r.knowledge, r.previous, r.dialogue and f"{name}/{r.dialogue}",
-                      f"{name} ({kind})") for r in rows]
+                      f"{name} ({kind})", r.topic) for r in rows]
 
 
-def run_recipe(options: "PerturbOptions") -> tuple[dict[str, Any], list[str]]:
-    """Read every input, make the recipe's training set, write it to ``options.output``; returns the summary and
-    its printed lines (the label counts in the paper's table form)."""
+def _wow_topics(folder: Path) -> dict[tuple[str, str], str]:
+    """The ``topic`` of each (response, knowledge) of a Q² WoW folder's CSV files."""
+    import csv
+
+    out: dict[tuple[str, str], str] = {}
+    for path in sorted(folder.glob("*.csv")):
+        with path.open(newline="", encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                if row.get("topic"):
+                    out.setdefault((row.get("response", ""), row.get("knowledge", "")), row["topic"])
+    return out
+
+
+def _marked(before: str, after: str) -> str:
+    """``after`` with its words changed from ``before`` marked: ``[-removed-]`` and ``{+added+}``."""
+    import difflib
+
+    old, new = before.split(), after.split()
+    out: list[str] = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(a=old, b=new, autojunk=False).get_opcodes():
+        if op == "equal":
+            out += new[j1:j2]
+            continue
+        if i2 > i1:
+            out.append("[-" + " ".join(old[i1:i2]) + "-]")
+        if j2 > j1:
+            out.append("{+" + " ".join(new[j1:j2]) + "+}")
+    return " ".join(out)
+
+
+def preview_lines(made: Sequence[TrainingRow], sources: Sequence[SourceRow], n: int, seed: int = 0,
+                  width: int = 300) -> list[str]:
+    """``n`` examples of each method drawn at random (seeded), each with its label, the rule that gave it, what
+    changed and the texts, edits marked against the grounded row (``[-removed-]``, ``{+added+}``)."""
+    by_id = {s.id: s for s in sources}
+    by_method: dict[str, list[TrainingRow]] = {}
+    for row in made:
+        by_method.setdefault(row.method, []).append(row)
+    if not made or n <= 0:
+        return []
+
+    def cut(text: str) -> str:
+        return text if len(text) <= width else text[:width] + " ..."
+
+    recipe = made[0].recipe
+    lines: list[str] = []
+    for method in sorted(by_method, key=_method_order(recipe)):
+        rows = by_method[method]
+        picked = random.Random(f"{seed}|preview|{method}").sample(rows, min(n, len(rows)))
+        lines += ["", f"== {method}: {len(picked)} of {len(rows)} written; label {rows[0].label} / "
+                      f"{rows[0].label3}: {RULES[(recipe, method)]}"]
+        for row in picked:
+            src = by_id[row.source_id]
+            lines.append(f"- {row.id}  change: {row.change}")
+            if method in _REPLACED:
+                lines += [f"  evidence: {cut(row.evidence)}", f"  grounded response: {cut(src.response)}",
+                          f"  response: {cut(row.response)}"]
+            elif row.evidence != src.knowledge:
+                lines += [f"  evidence: {cut(_marked(src.knowledge, row.evidence))}",
+                          f"  response: {cut(row.response)}"]
+            else:
+                lines += [f"  evidence: {cut(row.evidence)}",
+                          f"  response: {cut(_marked(src.response, row.response))}"]
+    return lines
+
+
+def run_recipe(options: "PerturbOptions", preview: int = 0) -> tuple[dict[str, Any], list[str]]:
+    """Read every input, make the recipe's training set, write it to ``options.output`` and its summary (with every
+    method's skip counts and reasons) to the sidecar ``OUTPUT.meta.json``; returns the summary and its printed lines
+    (the label counts in the paper's table form, then ``preview`` examples per method)."""
     import json
+
+    from . import __version__
+    from .io import meta_path, write_json_atomic
 
     sources: list[SourceRow] = []
     per_input: dict[str, int] = {}
@@ -496,7 +798,7 @@ def run_recipe(options: "PerturbOptions") -> tuple[dict[str, Any], list[str]]:
     if not sources:
         raise SettingError("dataset / keep", f"no grounded rows in {', '.join(options.inputs)}: check these and the "
                                              f"column settings")
-    generator = HFResponseGenerator(options.generator) if options.generator else None
+    generator = HFResponseGenerator(options.generator, seed=options.seed) if options.generator else None
     made, report = make_training_set(sources, recipe=options.recipe or "", seed=options.seed,
                                      balance=options.balance, generator=generator, spacy_model=options.spacy_model)
     with open(options.output, "w", encoding="utf-8") as f:
@@ -504,12 +806,17 @@ def run_recipe(options: "PerturbOptions") -> tuple[dict[str, Any], list[str]]:
             f.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
     summary = {"inputs": per_input, "output": options.output, "generator": options.generator,
                "balance": options.balance, "n_examples": len(made), **report.to_dict()}
+    settings = {k: getattr(options, k) for k in ("recipe", "dataset", "seed", "spacy_model", "generator", "balance")}
+    write_json_atomic(meta_path(options.output), {"format": "q2-perturb-recipe/1", "version": __version__,
+                                                  "settings": settings, "summary": summary})
     read = ", ".join(f"{p}: {n}" for p, n in per_input.items())
     lines = [f"q2 perturb --recipe {options.recipe}: grounded rows {read}; seed {options.seed}"
              + (f"; hallucinations by {options.generator}" if options.generator else ""), *label_table(report),
              "| method | made | written | skipped | why skipped |", "|---|---|---|---|---|"]
     for method, m in summary["methods"].items():
         why = "; ".join(f"{reason}: {count}" for reason, count in m["reasons"].items())
+        fell = "; ".join(f"fallback, {reason}: {count}" for reason, count in m.get("fallbacks", {}).items())
+        why = "; ".join(filter(None, (why, fell)))
         lines.append(f"| {method} | {m['made']} | {m['written']} | {m['skipped']} | {why} |")
-    lines.append(f"wrote {len(made)} examples to {options.output}")
-    return summary, lines
+    lines.append(f"wrote {len(made)} examples to {options.output} (summary in {meta_path(options.output)})")
+    return summary, lines + preview_lines(made, sources, preview, options.seed)

@@ -40,6 +40,9 @@ def add_parser(sub: Any) -> Any:
     p.add_argument("--methods", default=",".join(METHODS),
                    help=f"stress pairs: comma-separated from {list(METHODS)} (default: all)")
     p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--preview", type=int, default=0, metavar="N",
+                   help="--recipe: print N random examples of each method, the change marked and the rule behind "
+                        "its label")
     p.add_argument("--spacy-model", default="en_core_web_sm")
     p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
     return p
@@ -65,7 +68,7 @@ def run(args: Any) -> int:
     if options.recipe is not None:
         from ..recipes import run_recipe
 
-        summary, lines = run_recipe(options)
+        summary, lines = run_recipe(options, preview=args.preview)
     else:
         summary = stress_pairs(options)
         lines = _stress_lines(summary, options)

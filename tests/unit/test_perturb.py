@@ -67,7 +67,8 @@ def test_negation_picks_the_sentence_drawn_from_the_knowledge(nlp):
     response = "I would love to go. Rome was built in 753 BC."
     out = negate(nlp(response), words(nlp, "Rome was founded in 753 BC by Romulus."))
     assert out == Edit("I would love to go. Rome was not built in 753 BC.", "'was' -> 'was not'")
-    assert negate(nlp(response)).text == "I would not love to go. Rome was built in 753 BC."  # no knowledge: first
+    # without knowledge the first sentence comes first, but "I would love" is the speaker's stance, not a claim
+    assert negate(nlp(response)).text == "I would love to go. Rome was not built in 753 BC."
 
 
 # -- entity swap ------------------------------------------------------------------------------------------------
@@ -105,7 +106,7 @@ def test_entity_swap_skips(nlp, pool):
     assert swap_entity(nlp("Kobe Bryant was great."), "Michael Jordan played in Chicago.", pool,
                        random.Random(0)) == Skip("no named entity shared by response and knowledge")
     assert swap_entity(nlp("Paris is nice."), "Paris is the capital.", {"GPE": ["Paris"]},
-                       random.Random(0)) == Skip("no other entity of the shared entity's type in the data")
+                       random.Random(0)) == Skip("no other entity of the shared entity's type and shape in the data")
 
 
 # -- inversion -----------------------------------------------------------------------------------------------------

@@ -4,12 +4,14 @@ spaCy model, reproducibility, the generator path on a tiny LM, and the command l
 from __future__ import annotations
 
 import json
+import random
+import re
 from collections import Counter
 
 import pytest
 
 from q2_plugins.cli import main
-from q2_plugins.perturb import PerturbOptions
+from q2_plugins.perturb import PerturbOptions, Skip
 from q2_plugins.recipes import (
     GENERIC_RESPONSES,
     HFResponseGenerator,
@@ -41,11 +43,11 @@ def nlp():
 def test_begin_labels_and_counts_on_fixed_rows(nlp):
     made, report = make_training_set(ROWS, recipe="begin", seed=0, balance=False, nlp=nlp)
     by = {(t.source_id, t.method): t for t in made}
-    assert Counter(t.method for t in made) == {"original": 5, "neighbour_response": 4, "unrelated_response": 5,
+    assert Counter(t.method for t in made) == {"original": 5, "neighbour_response": 2, "unrelated_response": 5,
                                               "generic_response": 5, "negation": 5}
-    # the Pacific's evidence shares no content word with any other: no related evidence, counted
-    assert report.skipped["neighbour_response"] == Counter({"no other evidence shares a content word with this "
-                                                            "one": 1})
+    # only a and b have related evidence whose response shares a content word with theirs: the rest are counted
+    assert report.skipped["neighbour_response"] == Counter({"no related evidence whose response shares a content "
+                                                            "word with this one": 3})
     assert ("c", "neighbour_response") not in by
     assert {t.method: t.label for t in made} == {"original": "entailment", "neighbour_response": "hallucination",
                                                  "unrelated_response": "off-topic", "generic_response": "generic",
@@ -53,39 +55,47 @@ def test_begin_labels_and_counts_on_fixed_rows(nlp):
     # the related evidence of "a" (Rome / Romulus) is "b"'s; its unrelated response is from another dialogue
     assert by[("a", "neighbour_response")].response == ROWS[1].response
     assert by[("a", "unrelated_response")].response in {r.response for r in ROWS[2:]}
+    # no topics here: every off-topic response is the fallback (another topic), counted and said in the change
+    assert report.fallbacks["unrelated_response"] == Counter({"no topic: a response of another topic": 5})
+    assert "fallback" in by[("a", "unrelated_response")].change
     assert by[("a", "negation")].response == "rome was not built by romulus in rome ."
     assert by[("e", "negation")].change  # a negated copula or auxiliary
-    assert by[("c", "generic_response")].response in GENERIC_RESPONSES
     a = by[("a", "original")]
     assert (a.evidence, a.previous_turn, a.label3) == (ROWS[0].knowledge, "who built rome?", "entailment")
     assert all(t.evidence == ROWS[ord(t.source_id) - ord("a")].knowledge for t in made)  # evidence never changes
-    assert report.skipped["antonym"] == Counter({"WordNet is not installed: no PyPI package ships its data": 5})
-    assert report.labels == Counter({"entailment": 5, "hallucination": 4, "off-topic": 5, "generic": 5,
+    assert report.skipped["antonym"] == Counter({"no adjective with a WordNet antonym": 5})
+    assert report.labels == Counter({"entailment": 5, "hallucination": 2, "off-topic": 5, "generic": 5,
                                      "contradiction": 5})
 
 
 def test_begin_balances_to_the_rarest_label(nlp):
-    rows = ROWS + [SourceRow("f", "good question , i love it", "Tea is a drink.", None, "d5")]  # no verb to negate
+    rows = ROWS + [SourceRow("f", "tea is a drink , a hot drink .", "Tea is a drink.", None, "d5")]
     made, report = make_training_set(rows, recipe="begin", seed=3, nlp=nlp)
-    assert report.candidates["contradiction"] == 5 and report.candidates["entailment"] == 6
-    assert report.candidates["hallucination"] == 4  # "c" and "f" have no related evidence
-    assert report.labels == Counter({label: 4 for label in ("entailment", "hallucination", "off-topic", "generic",
+    assert report.candidates["contradiction"] == 6 and report.candidates["entailment"] == 6
+    assert report.candidates["hallucination"] == 2  # only "a" and "b" have related evidence
+    assert report.labels == Counter({label: 2 for label in ("entailment", "hallucination", "off-topic", "generic",
                                                             "contradiction")})
     again, _ = make_training_set(rows, recipe="begin", seed=3, nlp=nlp)
     assert [t.to_dict() for t in again] == [t.to_dict() for t in made]
     table = label_table(report)
-    assert table[2] == "| entailment | 4 | 6 | original |"
-    assert table[-1] == "| total | 20 | 27 | |"
+    assert table[2] == "| entailment | 2 | 6 | original |"
+    assert table[-1] == "| total | 10 | 26 | |"
 
 
 def test_conv_fever_methods_and_labels(nlp):
     made, report = make_training_set(ROWS, recipe="conv-fever", seed=0, nlp=nlp)
     counts = Counter(t.method for t in made)
-    assert counts["original"] == 5 and counts["random_response"] == 5 and counts["random_knowledge"] == 5
+    # d's random response is b's, which b's random knowledge (d's) already pairs with: dropped as a repeat
+    assert counts["original"] == 5 and counts["random_response"] == 4 and counts["random_knowledge"] == 5
+    assert report.skipped["random_response"] == Counter({"repeats an earlier row's evidence, response and label": 1})
     assert counts["negated_response"] == 5 and counts["negated_knowledge"] == 3  # "founded", "originated": no aux
     assert report.skipped["negated_knowledge"] == Counter({"no auxiliary or copular verb to negate": 2})
     assert {t.label for t in made if t.method == "original"} == {"consistent"}
-    assert {(t.label, t.label3) for t in made if t.method != "original"} == {("inconsistent", "contradiction")}
+    # unrelated pairs are neutral in the three-way form (NLI's reading); the edits contradict
+    assert {(t.label, t.label3) for t in made if t.method.startswith("random_")} == {("inconsistent", "neutral")}
+    assert {(t.label, t.label3) for t in made if t.method not in ("original", "random_response",
+                                                                   "random_knowledge")} == {("inconsistent",
+                                                                                             "contradiction")}
     by = {(t.source_id, t.method): t for t in made}
     assert by[("a", "negated_knowledge")].evidence == "Rome was not built by Romulus in 753 BC."
     assert by[("a", "negated_knowledge")].response == ROWS[0].response
@@ -142,7 +152,7 @@ def test_cli_recipe_table_input_and_missing_column(tmp_path, capsys):
     assert main(["perturb", "--recipe", "conv-fever", "--input", str(table), "--output",
                  str(tmp_path / "o.jsonl")]) == 0
     out = capsys.readouterr().out
-    assert "| original | consistent | 5 |" in out and "| random_response | inconsistent | 5 |" in out
+    assert "| original | consistent | 5 |" in out and "| random_response | inconsistent | 4 |" in out
     assert main(["perturb", "--recipe", "begin", "--input", str(table), "--output", str(tmp_path / "o.jsonl"),
                  "--knowledge-column", "evidence"]) == 2
     assert "evidence" in capsys.readouterr().err
@@ -192,7 +202,8 @@ def test_wow_json_rows_and_recipes(nlp, tmp_path, capsys):
     made, report = make_training_set(rows, recipe="conv-fever", seed=0, nlp=nlp)
     assert report.skipped["original"] == Counter({"empty response or knowledge": 1})  # the no_passages_used turn
     counts = Counter(t.method for t in made)
-    assert (counts["original"], counts["random_response"], counts["random_knowledge"]) == (4, 4, 4)
+    assert (counts["original"], counts["random_response"], counts["random_knowledge"]) == (4, 4, 3)
+    assert report.skipped["random_knowledge"] == Counter({"repeats an earlier row's evidence, response and label": 1})
     assert counts["negated_knowledge"] == 2  # "founded", "originated": no auxiliary
     begin, begin_report = make_training_set(rows, recipe="begin", seed=5, balance=False, nlp=nlp)
     assert begin_report.candidates["entailment"] == 4 and begin_report.candidates["generic"] == 4
@@ -201,7 +212,175 @@ def test_wow_json_rows_and_recipes(nlp, tmp_path, capsys):
         assert main(["perturb", "--recipe", "begin", "--input", str(path), "--output", str(out), "--seed", "5",
                      "--dataset", "wow-json"]) == 0
     assert out1.read_bytes() == out2.read_bytes() and out1.read_text()
-    assert "| original | 4 | 4 | 1 | empty response or knowledge: 1 |" in capsys.readouterr().out
+    assert "| original | 4 | 2 | 1 | empty response or knowledge: 1 |" in capsys.readouterr().out
     path.write_text(json.dumps([{"chosen_topic": "Rome"}]))
     assert main(["perturb", "--recipe", "begin", "--input", str(path), "--output", str(out1)]) == 2
     assert "not a list of dialogues" in capsys.readouterr().err
+
+
+# -- each rule on small fixed rows: the bad cases found reading the recipes' output on the Q² WoW folder ----------
+def test_entailment_rows_pass_begins_filter(nlp):
+    from q2_plugins.recipes import begin_filter
+
+    knowledge = "Gardening is considered by many people to be a relaxing activity."
+    assert begin_filter("i love gardening as well .", knowledge) == "BEGIN's filter: a first-person pronoun"
+    assert begin_filter("that sounds like fun , what else do they grow there ?", knowledge) == (
+        "BEGIN's filter: under 25% of its words in the evidence")
+    assert begin_filter("gardening is considered to be relaxing .", knowledge) is None
+    rows = ROWS + [SourceRow("g", "i love gardening as well .", knowledge, None, "d6")]
+    made, report = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
+    assert ("g", "original") not in {(t.source_id, t.method) for t in made}
+    assert report.skipped["original"] == Counter({"BEGIN's filter: a first-person pronoun": 1})
+
+
+def test_negation_never_lands_on_the_speakers_hedge(nlp):
+    from q2_plugins.perturb import negate
+
+    response = "i don ' t know any flavors , but i do know that tea is a drink made from leaves ."
+    knowledge = "Tea is an aromatic drink made from the leaves of the tea plant."
+    out = negate(nlp(response), {t.lower_ for t in nlp(knowledge)} | {t.lemma_ for t in nlp(knowledge)})
+    assert out.text == "i don ' t know any flavors , but i do know that tea is not a drink made from leaves ."
+    assert negate(nlp("i do know that , i think .")).reason == "the speaker's hedge or opinion (i / we / you)"
+
+
+def test_negated_knowledge_only_where_the_response_draws_on_it(nlp):
+    from q2_plugins.perturb import _content_forms, negate
+
+    hedged = nlp("Halloween originated from Celtic harvest festivals. Such festivals may not have had pagan roots.")
+    response = nlp("it originated from celtic harvest festivals .")
+    out = negate(hedged, _content_forms(response), best_sentence_only=True)
+    assert out.reason == "no auxiliary or copular verb to negate"  # the first sentence has none; the hedge untouched
+    titled = nlp('Their first single was "Love Me Do". It was released in 1962.')
+    out = negate(titled, _content_forms(nlp("love me do was their first single")), best_sentence_only=True)
+    assert out.text == 'Their first single was not "Love Me Do". It was released in 1962.'
+    quoted = nlp('The song "Love Me Do" was a hit.')
+    assert negate(quoted, _content_forms(nlp("love me do was a hit"))).text == 'The song "Love Me Do" was not a hit.'
+    for title in ('Their hit single "Love Me Do" reached number 17.', "Love Me Do reached number 17 in 1962."):
+        assert negate(nlp(title), _content_forms(nlp("love me do reached number 17"))) == Skip(
+            "inside a quotation or title")  # "Do" is the verb the tagger offers: never "Love Me Do not"
+
+
+def test_antonyms_from_the_bundled_wordnet_pairs(nlp):
+    import random
+
+    from q2_plugins.perturb import _content_forms, antonym, wordnet_antonyms
+
+    pairs = wordnet_antonyms()
+    assert "cold" in pairs["hot"] and "hot" in pairs["cold"] and len(pairs) > 3000
+    knowledge = _content_forms(nlp("Tea is usually served as a hot drink."))
+    out = antonym(nlp("tea is a hot drink ."), knowledge, pairs, random.Random(0))
+    assert out.text.startswith("tea is a ") and out.text.split()[3] in pairs["hot"] and "WordNet" in out.change
+    assert antonym(nlp("tea is a hot drink ."), _content_forms(nlp("Tea is a drink.")), pairs,
+                   random.Random(0)).reason == "no adjective with an antonym that the knowledge uses"
+    made, report = make_training_set(ROWS + [SourceRow("t", "tea is a hot drink .", "Tea is served as a hot drink.",
+                                                       None, "d7")], recipe="begin", balance=False, nlp=nlp, seed=1)
+    contradiction = [t for t in made if t.source_id == "t" and t.label == "contradiction"]
+    assert len(contradiction) == 1  # one contradiction per row, from negation or antonym
+    assert report.made["antonym"] + report.made["negation"] == 6
+
+
+def test_hallucinations_stay_on_topic(nlp):
+    rows = [SourceRow("w", "you can lose weight by eating less sugar .", "Weight loss can be achieved by eating "
+                      "less and exercising more.", None, "d1"),
+            SourceRow("r", "red hair only occurs in 1 - 2 percent of the population .", "Red hair occurs naturally "
+                      "in 1-2% of the human population; weight is unrelated.", None, "d2"),
+            SourceRow("x", "sugar makes you gain weight fast .", "Eating too much sugar makes weight go up, "
+                      "studies say.", None, "d3")]
+    made, report = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
+    by = {(t.source_id, t.method): t for t in made}
+    # w's evidence shares "weight" with r's and x's; only x's response shares a content word with w's evidence
+    assert by[("w", "neighbour_response")].response == rows[2].response
+    for t in made:
+        if t.label == "hallucination":
+            assert {w.lemma_ for w in nlp(t.response) if not w.is_stop and w.is_alpha} & {
+                w.lemma_.lower() for w in nlp(t.evidence) if not w.is_stop and w.is_alpha}
+
+
+def test_off_topic_from_the_same_topic_and_the_fallback_said(nlp):
+    rows = [SourceRow("a", "yoga started in india long ago .", "Yoga originated in ancient India.", None, "e1",
+                      topic="Yoga"),
+            SourceRow("b", "yoga mats are made of rubber .", "Yoga mats are commonly made of PVC or rubber.", None,
+                      "e2", topic="Yoga"),
+            SourceRow("c", "pizza is from naples .", "Pizza comes from Naples.", None, "e3", topic="Pizza")]
+    made, report = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
+    by = {(t.source_id, t.method): t for t in made}
+    # b's response shares only the topic's name with a's evidence: off-topic for a, not a hallucination
+    assert by[("a", "unrelated_response")].response == rows[1].response  # same topic, other evidence
+    assert ("a", "neighbour_response") not in by
+    assert by[("a", "unrelated_response")].change.endswith("of the same topic")
+    assert "fallback" in by[("c", "unrelated_response")].change  # no other Pizza row
+    assert report.fallbacks["unrelated_response"] == Counter(
+        {"no response of the same topic unrelated to this evidence: a response of another topic": 1})
+
+
+def test_generic_replies_follow_the_inputs_tokenisation_and_vary(nlp):
+    made, _ = make_training_set(ROWS, recipe="begin", balance=False, nlp=nlp)  # ROWS are pre-tokenised
+    generic = [t.response for t in made if t.method == "generic_response"]
+    assert generic and not any(re.search(r"\w[^\w\s]", g.split()[-1]) for g in generic)
+    cased = [SourceRow(r.id, r.response.replace(" .", ".").replace(" ,", ","), r.knowledge, r.previous, r.dialogue)
+             for r in ROWS]
+    made, _ = make_training_set(cased, recipe="begin", balance=False, nlp=nlp)
+    generic = [t.response for t in made if t.method == "generic_response"]
+    assert all(g in GENERIC_RESPONSES or g.split(", ", 1)[1] in GENERIC_RESPONSES for g in generic)
+    from q2_plugins.recipes import _generic
+
+    assert len({_generic(random.Random(n), True) for n in range(200)}) > 50
+
+
+def test_entity_swaps_keep_type_shape_and_article(nlp):
+    from types import SimpleNamespace
+
+    from q2_plugins.perturb import entity_pool, swap_entity
+
+    def doc(*ents):
+        return SimpleNamespace(ents=[SimpleNamespace(text=t, label_=label) for t, label in ents])
+
+    pool = entity_pool([doc(("stevia", "NORP")), doc(("Stevia", "PRODUCT"), ("Stevia", "PRODUCT")),
+                        doc(("Cuban", "NORP"), ("Sheeran", "PERSON"), ("Sheeran", "PERSON"), ("Sheeran", "GPE"))])
+    assert pool["NORP"] == ["Cuban"] and pool["PERSON"] == ["Sheeran"] and "Sheeran" not in pool.get("GPE", [])
+    out = swap_entity(nlp("he was a jazz critic in 1971 ."), "He was a jazz critic in 1971.",
+                      {"DATE": ["weeks", "1984"]}, random.Random(0))
+    assert out.text == "he was a jazz critic in 1984 ."
+    assert swap_entity(nlp("it was built in 1971 ."), "It was built in 1971.", {"DATE": ["weeks"]},
+                       random.Random(0)).reason == "no other entity of the shared entity's type and shape in the data"
+    out = swap_entity(nlp("i like an italian restaurant ."), "An Italian restaurant serves food.",
+                      {"NORP": ["Cuban"]}, random.Random(0))
+    assert out.text == "i like a cuban restaurant ."
+
+
+def test_no_duplicate_rows(nlp):
+    rows = ROWS + [SourceRow("a2", ROWS[0].response, ROWS[0].knowledge, None, "d9")]  # the same pair again
+    for recipe in ("begin", "conv-fever"):
+        made, report = make_training_set(rows, recipe=recipe, balance=False, nlp=nlp)
+        keys = [(" ".join(t.evidence.lower().split()), " ".join(t.response.lower().split())) for t in made]
+        assert len(keys) == len(set(keys))
+        assert report.skipped["original"]["repeats an earlier row's evidence, response and label"] == 1
+
+
+def test_bad_fields_are_skipped_and_counted_never_coerced(nlp, tmp_path, capsys):
+    table = tmp_path / "bad.jsonl"
+    good = [{"response": r.response, "knowledge": r.knowledge, "topic": r.dialogue} for r in ROWS]
+    bad = [{"response": 12345, "knowledge": "Paris is the capital of France.", "topic": "x1"},
+           {"response": "paris is the capital .", "knowledge": ["Paris is the capital of France."], "topic": "x2"},
+           {"response": "paris " * 60000, "knowledge": "Paris is the capital of France.", "topic": "x3"}]
+    table.write_text("".join(json.dumps(r) + "\n" for r in good + bad))
+    out = tmp_path / "o.jsonl"
+    assert main(["perturb", "--recipe", "begin", "--input", str(table), "--output", str(out), "--no-balance"]) == 0
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    assert not any("12345" in r["response"] or "[" in r["evidence"] or len(r["response"]) > 2000 for r in rows)
+    meta = json.loads((tmp_path / "o.jsonl.meta.json").read_text())
+    assert meta["summary"]["methods"]["original"]["reasons"] == {
+        "response is not text (int)": 1, "knowledge is not text (list)": 1,
+        "response over the budget max_response_chars=2000 (q2 score's per-row budget)": 1}
+    assert meta["settings"]["recipe"] == "begin"
+    assert "response is not text (int): 1" in capsys.readouterr().out
+
+
+def test_preview_marks_the_change_and_names_the_rule(tmp_path, capsys):
+    table = tmp_path / "t.jsonl"
+    table.write_text("".join(json.dumps({"response": r.response, "knowledge": r.knowledge}) + "\n" for r in ROWS))
+    assert main(["perturb", "--recipe", "begin", "--input", str(table), "--output", str(tmp_path / "o.jsonl"),
+                 "--preview", "1", "--no-balance"]) == 0
+    out = capsys.readouterr().out
+    assert "== negation: 1 of 5 written; label contradiction / contradiction: contradiction: a claim" in out
+    assert "{+not+}" in out and out.count("\n- ") == 5  # one example of each of the five methods made

@@ -41,12 +41,32 @@ def _module_name(path: str) -> str:
     return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
 
 
+def _type_checking(node: ast.AST) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"))
+
+
+def _run_nodes(node: ast.AST) -> list[ast.AST]:
+    """Every node under ``node`` but those of an ``if TYPE_CHECKING:`` body (its ``else`` runs, and is kept)."""
+    out = []
+    for child in ast.iter_child_nodes(node):
+        if _type_checking(child):
+            for part in child.orelse:  # type: ignore[attr-defined]
+                out += [part, *_run_nodes(part)]
+            continue
+        out += [child, *_run_nodes(child)]
+    return out
+
+
 def _imports(path: str, tree: ast.Module) -> set[str]:
-    """The package modules ``path`` imports at module level (not inside functions, not under TYPE_CHECKING)."""
+    """The package modules ``path`` imports, at module level or inside functions (an import a function makes when it
+    runs closes a loop as surely as one at the top), except under ``if TYPE_CHECKING:`` (never run)."""
     me = _module_name(path)
     package = me if path.endswith("__init__.py") else me.rsplit(".", 1)[0]
     out = set()
-    for node in tree.body:
+    for node in _run_nodes(tree):
         if isinstance(node, ast.Import):
             out |= {a.name for a in node.names if a.name.startswith("q2_plugins")}
         elif isinstance(node, ast.ImportFrom):
@@ -160,3 +180,12 @@ def test_argparse_lives_only_under_the_cli_package():
                if not path.startswith("cli/") and (uses := _argparse_uses(tree))}
     assert outside == {}
     assert _argparse_uses(_modules()["cli/__init__.py"])  # the check sees argparse where it is
+
+
+def test_imports_made_inside_functions_count_and_type_checking_ones_do_not():
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .config import Q2Config\n"
+                     "else:\n    from .io import meta_path\n"
+                     "def run():\n    if True:\n        from .recipes import run_recipe\n    import q2_plugins.cache\n")
+    found = _imports("perturb.py", tree)
+    assert {"q2_plugins.recipes", "q2_plugins.cache", "q2_plugins.io"} <= found
+    assert "q2_plugins.config" not in found
