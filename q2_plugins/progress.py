@@ -23,7 +23,8 @@ class Progress:
     takes over ``slow_seconds`` names its largest row on ``file`` (``row_names``, set by the caller per call, say how:
     the CLI gives the row's place in the input and its id), once per row.
 
-    ``plain=True`` (the default when ``file`` is no terminal and not a notebook's) writes no bars: the row count goes
+    ``plain=True`` (the default when standard error, the default ``file``, is no terminal and not a notebook's)
+    writes no bars: the row count goes
     on ``file`` as whole lines, one at most every ``every`` seconds and one when the run ends, with no ``\r``
     redraws or cursor codes for a log file to keep; there are no stage bars.
 
@@ -41,8 +42,8 @@ class Progress:
         from tqdm.auto import tqdm
 
         if plain is None:
-            plain = not tqdm.__module__.startswith("tqdm.notebook") and not getattr(
-                file or sys.stderr, "isatty", lambda: False)()
+            plain = file is None and not tqdm.__module__.startswith("tqdm.notebook") and not getattr(
+                sys.stderr, "isatty", lambda: False)()
         self._tqdm, self._file = tqdm, file
         self._stages: dict[str, Any] = {}
         self._stage_bars = stage_bars and not plain

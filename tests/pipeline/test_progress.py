@@ -112,7 +112,7 @@ def test_standard_error_that_is_no_terminal_gets_plain_lines(runs):
 
 def test_plain_lines_come_at_most_every_so_many_seconds_and_name_the_stage():
     err = io.StringIO()
-    with Progress(total=4, file=err, every=0) as progress:  # (every=0: a line for each batch of rows)
+    with Progress(total=4, file=err, every=0, plain=True) as progress:  # (every=0: a line per batch of rows)
         progress.stage("qg")
         progress.rows_done(1)
         progress.rows_done(3)
@@ -120,7 +120,7 @@ def test_plain_lines_come_at_most_every_so_many_seconds_and_name_the_stage():
     assert [line.split(" after ")[0] for line in lines[:2]] == ["q2 rows: 1/4 rows (25%)", "q2 rows: 4/4 rows (100%)"]
     assert lines[0].endswith(", stage: qg") and lines[2].startswith("q2 rows: 4/4 rows (100%) in ") and len(lines) == 3
     err = io.StringIO()
-    with Progress(total=None, file=err) as progress:  # the default: at most one line every 30 s, and the last
+    with Progress(total=None, file=err, plain=True) as progress:  # at most one line every 30 s, and the last
         progress.rows_done(5)
     assert err.getvalue().startswith("q2 rows: 5 rows in ") and err.getvalue().count("\n") == 1
 
