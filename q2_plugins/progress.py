@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import sys
+import time
 from typing import IO, Any, Optional
 
 __all__ = ["Progress"]
@@ -22,6 +23,11 @@ class Progress:
     takes over ``slow_seconds`` names its largest row on ``file`` (``row_names``, set by the caller per call, say how:
     the CLI gives the row's place in the input and its id), once per row.
 
+    ``plain=True`` (the default when standard error, the default ``file``, is no terminal and not a notebook's)
+    writes no bars: the row count goes
+    on ``file`` as whole lines, one at most every ``every`` seconds and one when the run ends, with no ``\r``
+    redraws or cursor codes for a log file to keep; there are no stage bars.
+
     >>> with Progress(total=len(responses)) as progress:  # doctest: +SKIP
     ...     for start in range(0, len(responses), 1000):
     ...         scorer.score(responses=responses[start : start + 1000],
@@ -29,15 +35,24 @@ class Progress:
     """
 
     def __init__(self, total: Optional[int] = None, *, rows: bool = True, stage_bars: bool = True,
-                 file: Optional[IO[str]] = None, slow_seconds: Optional[float] = 60.0) -> None:
+                 file: Optional[IO[str]] = None, slow_seconds: Optional[float] = 60.0, plain: Optional[bool] = None,
+                 every: float = 30.0) -> None:
         if total is not None and (not isinstance(total, int) or total < 0):
             raise ValueError(f"Expected total to be a row count (an int >= 0) or None, but got {total!r}")
         from tqdm.auto import tqdm
 
+        if plain is None:
+            plain = file is None and not tqdm.__module__.startswith("tqdm.notebook") and not getattr(
+                sys.stderr, "isatty", lambda: False)()
         self._tqdm, self._file = tqdm, file
         self._stages: dict[str, Any] = {}
-        self._stage_bars = stage_bars
-        self._rows = self._bar("q2 rows", total, "row", position=0, leave=True) if rows else None
+        self._stage_bars = stage_bars and not plain
+        if not rows:
+            self._rows: Any = None
+        elif plain:
+            self._rows = _Lines("q2 rows", total, "row", file, every)
+        else:
+            self._rows = self._bar("q2 rows", total, "row", position=0, leave=True)
         self.closed = False
         #: a batch that takes longer than this names its largest row on ``file`` (None: never)
         self.slow_seconds = slow_seconds
@@ -79,8 +94,11 @@ class Progress:
         if name in self._named:
             return
         self._named.add(name)
-        self._tqdm.write(f"q2: slow: a {stage} batch took {seconds:.0f} s; its largest row is {name} ({size})",
-                         file=self._file or sys.stderr)
+        line = f"q2: slow: a {stage} batch took {seconds:.0f} s; its largest row is {name} ({size})"
+        if isinstance(self._rows, _Lines):
+            print(line, file=self._file or sys.stderr, flush=True)
+        else:
+            self._tqdm.write(line, file=self._file or sys.stderr)
 
     def rows_done(self, rows: int) -> None:
         """``rows`` more rows are scored (the row bar, if any, moves on)."""
@@ -102,3 +120,43 @@ class Progress:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+class _Lines:
+    """The row count as whole lines on ``file`` (standard error by default): one at most every ``every`` seconds
+    while rows come in, and one at :meth:`close` with the count, the time and the rate."""
+
+    def __init__(self, desc: str, total: Optional[int], unit: str, file: Optional[IO[str]], every: float) -> None:
+        self.desc, self.total, self.unit, self.n = desc, total, unit, 0
+        self._file, self._every = file, every
+        self._start = self._last = time.monotonic()
+        self._postfix = ""
+        self._closed = False
+
+    def _write(self, line: str) -> None:
+        print(line, file=self._file or sys.stderr, flush=True)
+
+    def _count(self) -> str:
+        if self.total is None:
+            return f"{self.desc}: {self.n} {self.unit}s"
+        share = f" ({100 * self.n / self.total:.0f}%)" if self.total else ""
+        return f"{self.desc}: {self.n}/{self.total} {self.unit}s{share}"
+
+    def set_postfix_str(self, text: str) -> None:
+        self._postfix = text
+
+    def update(self, n: int) -> None:
+        self.n += n
+        now = time.monotonic()
+        if now - self._last >= self._every:
+            self._last = now
+            self._write(f"{self._count()} after {now - self._start:.0f} s" + (f", {self._postfix}" if self._postfix
+                                                                                  else ""))
+
+    def close(self) -> None:
+        if self._closed:
+            return
+        self._closed = True
+        seconds = time.monotonic() - self._start
+        rate = f", {self.n / seconds:.2f} {self.unit}s/s" if seconds > 0 else ""
+        self._write(f"{self._count()} in {seconds:.1f} s{rate}")

@@ -40,6 +40,7 @@ from .config import Q2Config
 from .errors import SettingError
 from .results import EXPLANATION_FIELDS, RESULT_FIELDS, Q2Stats, ResponseResult, ResponseStatus, RowErrors
 from .rows import INPUT_PREFIX, ROW_FIELD, RowSpec, cache_line, kept_name, result_fields, score_records
+from .stderr_filter import stderr_without
 
 __all__ = ["Q2BatchScorer", "score_dataset", "dataset_stats", "dataset_summary", "split_by_score", "check_models",
            "read_dataset", "write_dataset", "OUTPUT_COLUMNS", "EXPLANATION_COLUMNS", "INPUT_PREFIX", "RayScoreOptions",
@@ -568,6 +569,14 @@ class _CacheCounter:
         return dict(self.counts)
 
 
+# Ray Data (2.60) hands every actor of its pool its context and map function as object-store references and
+# lets actors restart; Ray's C++ core worker then logs, as an error, on this process's file descriptor 2 (out of
+# Python logging's reach), that such an actor cannot restart once those objects are gone. They live as long as the
+# run's dataset does, so the line is a harmless fact here; only that line is left out, every other line of the
+# core worker (real errors among them) passes.
+_HARMLESS_CORE_LINE = ("core_worker.cc", "has constructor arguments in the object store and max_restarts > 0")
+
+
 def _start(options: RayScoreOptions) -> None:
     """A local Ray instance (or the cluster at ``ray_address``) set up for one ``q2 score`` run."""
     if not ray.is_initialized():
@@ -614,12 +623,18 @@ def run_score(config: Q2Config, options: RayScoreOptions) -> int:
     """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode) with each output's
     ``.meta.json`` (:func:`q2_plugins.rows.write_meta`, as the local engine), print the summary; returns the exit
     code. With ``config.cache_dir``, the run's cache hits and misses go in the summary and the sidecar."""
-    from .results import print_summary
-    from .rows import write_meta
-
     if options.keep_min_score is not None and not options.output:
         raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
     _start(options)
+    with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
+        return _run_started(config, options)
+
+
+def _run_started(config: Q2Config, options: RayScoreOptions) -> int:
+    """:func:`run_score` once Ray is started."""
+    from .results import print_summary
+    from .rows import write_meta
+
     counter = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.cache_dir else None
     scored, signature = _scored(options, config, counter)
     stats, errors = dataset_summary(scored)

@@ -584,7 +584,10 @@ class HFResponseGenerator:
             self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
             self.tokenizer = AutoTokenizer.from_pretrained(model, padding_side="left" if not self.seq2seq else "right")
             cls = AutoModelForSeq2SeqLM if self.seq2seq else AutoModelForCausalLM
-            self.model = cls.from_pretrained(model).to(device).eval()
+            from .transformers_models import quiet_loading
+
+            with quiet_loading():  # (no per-file loading bars)
+                self.model = cls.from_pretrained(model).to(device).eval()
         except (OSError, ValueError) as e:
             raise GeneratorLoadError("generator", f"{model} could not be loaded ({str(e).splitlines()[0]}); name a "
                                                   f"local folder or hub name of a causal or seq2seq LM") from None

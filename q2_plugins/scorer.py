@@ -267,7 +267,9 @@ class Q2Scorer:
         run.rows = rows
         try:
             active = st.usable(rows)
-            if active:  # (models load only when there is a row to score)
+            if active:  # (models load only when there is a row to score; without progress, with no loading bars)
+                if progress is False:
+                    self.load(quiet=True)
                 p = self.parts()                                                          # the loaded components
                 run.keys = self.stage_keys(self._stages(label)) if self.cache is not None else {}
                 if p.coref is not None:  # the paper's appendix A: pronouns resolved over the history

@@ -195,7 +195,7 @@ class StageRunner:
     def __init__(self, config: Q2Config, cache: Optional[Q2Cache], keys: Optional[dict[str, str]] = None,
                  progress: Union[bool, Progress] = False) -> None:
         self.config, self.cache, self.keys = config, cache, keys or {}
-        self.progress: Optional[Progress] = Progress(rows=False) if progress is True else progress or None
+        self.progress: Optional[Progress] = Progress(rows=False, plain=False) if progress is True else progress or None
         self._own_progress = progress is True
         self.timings: dict[str, float] = {}
         self._memo: dict[str, dict[Hashable, Any]] = {}  # stage -> item -> output, within one score() call

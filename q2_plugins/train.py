@@ -455,9 +455,12 @@ class TaxonomyModel:
     def __init__(self, path: str, *, batch_size: int = 32, max_length: int = 256, device: str = "cpu") -> None:
         from transformers import AutoModelForSequenceClassification, AutoTokenizer
 
+        from .transformers_models import quiet_loading
+
         try:
-            self.tokenizer = AutoTokenizer.from_pretrained(path)
-            self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
+            with quiet_loading():  # (no per-file loading bars)
+                self.tokenizer = AutoTokenizer.from_pretrained(path)
+                self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
         except (OSError, ValueError) as e:
             raise TaxonomyModelError("taxonomy_model", f"{path} could not be loaded ({str(e).splitlines()[0]})") \
                 from None

@@ -167,9 +167,23 @@ def details_row(result: ResponseResult, response: Any, knowledge: Any, signature
 
 
 def details_aggregation(rows: list[Any]) -> int:
-    """What the results show for ``q2_details``: how many documents carry their Q² result in the logged samples
-    (the signature is in the task's metadata)."""
+    """``q2_details`` aggregated, for an lm-eval that has no ``_compute_task_aggregations`` to leave it out of the
+    results (see :func:`install`): how many documents carry their Q² result in the logged samples."""
     return len(rows)
+
+
+def _without_details(original: Any) -> Any:
+    """lm-eval's ``_compute_task_aggregations`` for a Q² task without ``q2_details``: the details are each sample's
+    Q² result, kept in the logged samples, not a metric (their count would show as a row of the results table)."""
+    @functools.wraps(original)
+    def compute(task: Any, raw_metrics: Any, *args: Any, **kwargs: Any) -> Any:
+        process_results = getattr(getattr(task, "config", None), "process_results", None)
+        if isinstance(getattr(process_results, "__q2_plugins__", None), Spec):
+            raw_metrics = {key: values for key, values in raw_metrics.items() if key[0] != DETAILS_METRIC}
+        return original(task, raw_metrics, *args, **kwargs)
+
+    compute.__q2_plugins__ = True  # type: ignore[attr-defined]
+    return compute
 
 
 def stash_results(config: Q2Config, inputs: list[tuple[Any, Any, Any]], results: list[ResponseResult],
@@ -292,3 +306,10 @@ def install() -> None:
         original = cls.__dict__.get("apply_filters")
         if original is not None and not getattr(original, "__q2_plugins__", False):
             cls.apply_filters = _wrap(original)  # type: ignore[method-assign]
+    try:
+        from lm_eval import evaluator_utils
+    except ImportError:  # pragma: no cover - an lm-eval without it: q2_details shows as a count (details_aggregation)
+        return
+    aggregate = getattr(evaluator_utils, "_compute_task_aggregations", None)
+    if aggregate is not None and not getattr(aggregate, "__q2_plugins__", False):
+        evaluator_utils._compute_task_aggregations = _without_details(aggregate)

@@ -7,6 +7,8 @@ import contextlib
 import io
 import json
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,7 +85,7 @@ def runs(seven_rows, model_config, tmp_path_factory) -> dict:
 def stages_with_work(rows_file: Path, model_config: dict) -> set[str]:
     """The bar names of the stages that compute something when all rows are scored in one call."""
     rows = list(read_rows(rows_file))
-    with contextlib.redirect_stderr(io.StringIO()):
+    with contextlib.redirect_stderr(Terminal()):  # (bars on a terminal; a log gets plain lines)
         scorer = Q2Scorer(Q2Config(**model_config)).load()  # (the model library's own loading bars: not counted)
         with recorded_bars() as bars:
             scorer.score(responses=[r["response"] for r in rows], knowledge=[r["knowledge"] for r in rows],
@@ -99,12 +101,47 @@ def test_a_run_of_several_chunks_has_one_row_bar_and_one_bar_per_stage(runs, sev
     assert sorted(made) == sorted(stages | {"q2 rows"})  # each made once, not once per chunk
 
 
-def test_standard_error_that_is_no_terminal_gets_the_row_bar_only(runs):
-    assert [b.desc for b in runs["log"]["bars"]] == ["q2 rows"]
+def test_standard_error_that_is_no_terminal_gets_plain_lines(runs):
+    assert runs["log"]["bars"] == []  # no bar: whole lines, with no redraws or cursor movements for a log to keep
     err = runs["log"]["stderr"]
-    assert "\x1b[" not in err and "stage: " in err  # no cursor movements in a log; the row bar names the stage
-    assert "\x1b[" in runs["on"]["stderr"]  # (the stage bars on a terminal move the cursor)
+    assert "\r" not in err and "\x1b[" not in err
+    assert err.splitlines()[-1].startswith("q2 rows: 7/7 rows (100%) in ")
+    assert "\x1b[" in runs["on"]["stderr"] and "\r" in runs["on"]["stderr"]  # (bars on a terminal redraw in place)
     assert runs["log"]["rows"] == runs["on"]["rows"]
+
+
+def test_plain_lines_come_at_most_every_so_many_seconds_and_name_the_stage():
+    err = io.StringIO()
+    with Progress(total=4, file=err, every=0, plain=True) as progress:  # (every=0: a line per batch of rows)
+        progress.stage("qg")
+        progress.rows_done(1)
+        progress.rows_done(3)
+    lines = err.getvalue().splitlines()
+    assert [line.split(" after ")[0] for line in lines[:2]] == ["q2 rows: 1/4 rows (25%)", "q2 rows: 4/4 rows (100%)"]
+    assert lines[0].endswith(", stage: qg") and lines[2].startswith("q2 rows: 4/4 rows (100%) in ") and len(lines) == 3
+    err = io.StringIO()
+    with Progress(total=None, file=err, plain=True) as progress:  # at most one line every 30 s, and the last
+        progress.rows_done(5)
+    assert err.getvalue().startswith("q2 rows: 5 rows in ") and err.getvalue().count("\n") == 1
+
+
+@pytest.mark.parametrize("extra", [[], ["--no-progress"]])
+def test_a_log_of_a_q2_score_run_holds_only_our_lines(model_config, seven_rows, tmp_path, extra):
+    """``q2 score`` with standard error to a file (as a log): no "\\r" redraws and no escape codes, and nothing of
+    the libraries' own (loading bars, INFO logs); with ``--no-progress`` nothing at all."""
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in model_config.items()]
+    with open(tmp_path / "err.log", "w") as err:
+        proc = subprocess.run([sys.executable, "-m", "q2_plugins.cli", "score", "--input", str(seven_rows),
+                               "--output", str(tmp_path / "out.jsonl"), *flags, *extra], stderr=err,
+                              stdout=subprocess.DEVNULL, timeout=600)
+    assert proc.returncode == 0
+    log = (tmp_path / "err.log").read_text()
+    if extra:
+        assert log == ""
+    else:
+        assert "\r" not in log and "\x1b[" not in log, log
+        assert log.splitlines() == ["q2: loading models", log.splitlines()[1]], log
+        assert log.splitlines()[1].startswith("q2 rows: 7/7 rows (100%) in ")
 
 
 def test_the_row_bar_counts_to_the_runs_total_from_the_start(runs):
@@ -150,7 +187,7 @@ def scorer_and_qa() -> tuple[Q2Scorer, FakeQA]:
 
 def test_one_progress_over_several_calls_keeps_its_bars_and_counts_every_row():
     scorer, qa = scorer_and_qa()
-    out = io.StringIO()
+    out = Terminal()  # (bars: on a terminal)
     with recorded_bars() as bars:
         with Progress(total=3, file=out) as progress:
             scorer.score(responses=["Elvis sang .", "he was born in Tupelo ."], knowledge=[KNOW] * 2,

@@ -1,0 +1,58 @@
+"""Quiet Ray runs: the core worker's error-level line about actor restarts (a harmless fact for Ray Data's actor
+pools) is left out of standard error, and only it; a ``q2 score --engine ray --no-progress`` run writes nothing
+there (no Ray INFO logs, no bars)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.conftest import optional_import
+
+HARMLESS = (b"[2026-01-01 00:00:00,000 E 1 1] core_worker.cc:2465: Actor with class name: 'MapWorker(MapBatches(X))' "
+            b"and ID: 'ab' has constructor arguments in the object store and max_restarts > 0. If the arguments ...\n")
+
+WRITER = r"""
+import os, sys, time
+from q2_plugins.ray_data import _HARMLESS_CORE_LINE
+from q2_plugins.stderr_filter import stderr_without
+print("before", file=sys.stderr, flush=True)
+with stderr_without(_HARMLESS_CORE_LINE):
+    os.write(2, sys.argv[1].encode().decode("unicode_escape").encode("latin-1"))
+    os.write(2, b"[2026-01-01 00:00:00,000 E 1 1] core_worker.cc:100: a real error\n")
+    print("ours", file=sys.stderr, flush=True)
+    os.write(2, b"bar 1/2\r")
+    time.sleep(0.5)
+    os.write(2, b"bar 2/2\n")
+    os.write(2, b"no newline at the end")
+print("after", file=sys.stderr, flush=True)
+os.write(2, sys.argv[1].encode().decode("unicode_escape").encode("latin-1"))
+"""
+
+
+def test_only_the_harmless_core_worker_line_is_left_out(tmp_path):
+    with open(tmp_path / "err", "wb") as err:
+        subprocess.run([sys.executable, "-c", WRITER, HARMLESS.decode("latin-1").encode("unicode_escape").decode()],
+                       stderr=err, check=True, timeout=60)
+    got = (tmp_path / "err").read_bytes()
+    assert got == (b"before\n[2026-01-01 00:00:00,000 E 1 1] core_worker.cc:100: a real error\nours\n"
+                   b"bar 1/2\rbar 2/2\nno newline at the endafter\n" + HARMLESS)  # (after the block: not filtered)
+
+
+def test_ray_run_without_progress_writes_nothing_to_standard_error(tiny_models, tmp_path):
+    optional_import("ray", "ray")
+    data = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
+    rows = data.read_text(encoding="utf-8").splitlines()[:4]
+    (tmp_path / "in.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    argv = [sys.executable, "-m", "q2_plugins.cli", "score", "--engine", "ray", "--no-progress",
+            "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out.jsonl"),
+            "--qg-model", str(tiny_models["qg_short"]), "--qa-model", str(tiny_models["qa"]),
+            "--nli-model", str(tiny_models["nli"]), "--qg-max-length", "12"]
+    with open(tmp_path / "err", "w") as err:
+        proc = subprocess.run(argv, stderr=err, stdout=subprocess.DEVNULL, timeout=900)
+    log = (tmp_path / "err").read_text()
+    assert proc.returncode == 0, log
+    assert log == "", log  # no "core_worker.cc ... max_restarts > 0" line, no INFO logs, no bars
+    assert len([json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]) == 4
