@@ -201,3 +201,22 @@ def test_pickle_checkpoints_load_as_tensors_only(tiny_models, tmp_path):
     shutil.copy(tiny_models["qa"] / "model.safetensors", both / "model.safetensors")
     _, model = load_model("qa", str(both), None, "cpu", "float32", "qa", cpu_kernels="torch")
     assert not marker.exists() and model.config.model_type == "albert"
+
+
+def test_the_readmes_first_example_runs_on_the_hubs_files(hub_cache, tmp_path):
+    """The README's first screen (``<!-- test: first-screen -->``): ``Q2Scorer()`` with the default models, run as
+    printed in a fresh process whose Hugging Face cache holds the published repositories' files (tiny weights)."""
+    from tests.conftest import _doc_blocks
+
+    (lang, code), = _doc_blocks(REPO / "README.md", "first-screen")
+    assert lang == "python" and "Q2Scorer()" in code
+    cache, _ = hub_cache
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("HF_", "TRANSFORMERS_", "Q2_"))}
+    env.update(HF_HOME=str(tmp_path / "home"), HF_HUB_CACHE=str(cache), HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO),
+               TOKENIZERS_PARALLELISM="false")
+    proc = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env=env, capture_output=True, text=True,
+                          timeout=600)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    score, short = proc.stdout.strip().splitlines()[-1].split(" ", 1)
+    assert score == "None" or 0.0 <= float(score) <= 1.0
+    assert short.startswith("q2:") and "qg:" in short and "qa:" in short and "nli:" in short
