@@ -15,7 +15,7 @@ from typing import Any, Optional
 
 from q2_plugins import backends
 from q2_plugins.components import NLILabel
-from q2_plugins.errors import ModelLoadError
+from q2_plugins.errors import SETTING, ModelLoadError
 from tests.fakes import FakeNLI, FakeQA, FakeQG
 
 __all__ = ["ScriptedBackend", "BACKEND", "parts"]
@@ -70,8 +70,8 @@ class ScriptedBackend:
 
     def load(self, role: str, name: str, config: Any) -> Any:
         if name == "missing" or role not in ("qg", "qa", "nli"):
-            raise ModelLoadError(f"Cannot load the {role.upper()} model 'scripted:{name}' (setting: {role}_model): "
-                                 f"the scripted backend has no such script")
+            raise ModelLoadError(f"Cannot load the {role.upper()} model 'scripted:{name}' (setting {SETTING}): "
+                                 f"the scripted backend has no such script", setting=f"{role}_model")
         return parts(name)[role]
 
 

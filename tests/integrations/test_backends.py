@@ -136,5 +136,6 @@ def test_cli_stops_before_scoring_when_a_backend_cannot_load(tmp_path):
     proc = q2(score_args(tmp_path, qa_model="scripted:missing"), tmp_path,
               **{backends.MODULES_ENV: "tests.scripted_backend"})
     assert proc.returncode == 2
-    assert "q2 score: error: Cannot load the QA model 'scripted:missing' (setting: qa_model)" in proc.stderr
+    # the plug-in's error names the setting; the command line writes it as its flag
+    assert "q2 score: error: Cannot load the QA model 'scripted:missing' (setting --qa-model)" in proc.stderr
     assert not (tmp_path / "out.jsonl").exists()
