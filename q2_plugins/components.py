@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import enum
 from dataclasses import dataclass
-from typing import Optional, Protocol, Sequence, runtime_checkable
+from typing import Any, Optional, Protocol, Sequence, runtime_checkable
 
 __all__ = [
     "AnswerKind",
@@ -22,6 +22,7 @@ __all__ = [
     "Replacement",
     "Resolution",
     "Coreference",
+    "ResponseLabeller",
 ]
 
 
@@ -148,3 +149,17 @@ class Coreference(Protocol):
     response alone."""
 
     def resolve(self, pairs: Sequence[tuple[str, str]]) -> list[Resolution]: ...
+
+
+@runtime_checkable
+class ResponseLabeller(Protocol):
+    """Labels responses with BEGIN's five labels (:mod:`q2_plugins.taxonomy`): ``predict`` gives one label per
+    (evidence, previous turn or None, response); ``label`` writes them into a
+    :class:`~q2_plugins.results.Q2Result`'s ``label``, ``label3`` and ``label_reason`` (rows with an error are left
+    alone)."""
+
+    def predict(self, evidence: Sequence[str], previous: Optional[Sequence[Optional[str]]],
+                responses: Sequence[str]) -> list[str]: ...
+
+    def label(self, result: Any, *, responses: Sequence[Any], knowledge: Sequence[Any],
+              history: Optional[Sequence[Any]] = None) -> Any: ...

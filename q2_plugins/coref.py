@@ -255,15 +255,18 @@ _FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tok
 
 
 def _folder(name: str, revision: Optional[str]) -> Path:
-    """The model's files: a local directory as it is, a hub id through the Hugging Face cache."""
-    path = Path(os.path.expanduser(name))
-    if name.startswith((".", "/", "~")) or path.is_dir():
-        if not path.is_dir():
-            raise FileNotFoundError(f"no directory {name!r}")
-        return path
-    from huggingface_hub import snapshot_download
+    """The model's files under the one load policy (:func:`q2_plugins.backends.loading.fetch`): a local directory
+    as it is, a hub id through the Hugging Face cache."""
+    from .backends.loading import fetch
 
-    return Path(snapshot_download(name, revision=revision, allow_patterns=list(_FILES)))
+    def files(path: str, local: dict[str, Any]) -> Path:
+        if os.path.isdir(path):
+            return Path(path)
+        from huggingface_hub import snapshot_download
+
+        return Path(snapshot_download(path, revision=revision, allow_patterns=list(_FILES), **local))
+
+    return fetch("coref", name, files)
 
 
 def _state_dict(folder: Path) -> dict[str, torch.Tensor]:

@@ -381,7 +381,8 @@ def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
     read_records`, so the same limits and messages): one row per record, holding the record (columns
     ``__q2_record__``, its fields as JSON text, CSV cells as text) or why it cannot be read (``__q2_read_error__``,
     naming its line, and its file when ``path`` is a directory), with its position in its file (``__q2_row__``,
-    the result row's ``row``); the scoring step turns these rows back into columns and an unreadable record into its row's error. A file is read by one task, in blocks of up to
+    the result row's ``row``); the scoring step turns these rows back into columns and an unreadable record into
+    its row's error. A file is read by one task, in blocks of up to
     ``rows_per_block`` records (Ray may merge or split them), so that one file's rows spread over the actors."""
     path = Path(path)
     if not path.exists():

@@ -17,10 +17,10 @@ from .components import (
     QuestionAnswerer,
     QuestionGenerator,
 )
-from .config import MODEL_KINDS, STAGES, Q2Config
+from .config import STAGES, Q2Config
 from .progress import Progress
 from .results import Q2Result
-from .signature import Signature, model_id, scorer_signature, spacy_id, stage_key
+from .signature import Signature, scorer_signature, spacy_id, stage_key
 
 __all__ = ["Q2Scorer", "score"]
 
@@ -28,9 +28,10 @@ __all__ = ["Q2Scorer", "score"]
 class Q2Scorer:
     """Scores responses against knowledge with Q².
 
-    Models load lazily on first use, once per scorer. Any component can be replaced by an object implementing the
-    matching protocol in :mod:`q2_plugins.components` (its ``signature`` attribute, if any, names it in the
-    signature).
+    Models load lazily on first use, once per scorer, through the backend each model setting names
+    (:mod:`q2_plugins.backends`: ``hf`` by default, ``SCHEME:...`` for another). Any component can also be replaced
+    by an object implementing the matching protocol in :mod:`q2_plugins.components` (its ``signature`` attribute,
+    if any, names it in the signature); a backend reaches every front end, an object only this scorer.
 
     >>> scorer = Q2Scorer(Q2Config(use_nli=False))            # doctest: +SKIP
     >>> result = scorer.score(responses=["..."], knowledge=["..."], explain=True)  # doctest: +SKIP
@@ -102,73 +103,38 @@ class Q2Scorer:
             self._signals = SpacyTextSignals(self._nlp())
         return self._signals
 
-    def _load(self, role: str) -> tuple[Any, Any]:
-        from .transformers_models import load_model
+    def _component(self, role: str) -> Any:
+        """The component of ``role``, loaded by the backend its model setting names (:mod:`q2_plugins.backends`)."""
+        from . import backends
 
-        c = self.config
-        loaded = load_model(role, getattr(c, f"{role}_model"), getattr(c, f"{role}_revision"), c.role_device(role),
-                            c.role_dtype(role), MODEL_KINDS[role], c.cpu_kernels)
-        if self._part_ids.get(role, "").startswith("hub:"):  # loading can fill the Hugging Face cache: resolve again
-            self._part_ids.pop(role)
+        component = backends.load(role, self.config)
+        if self._part_ids.pop(role, None) is not None:  # loading can fill the cache an identity reads: ask again
             self._signature = None
-        return loaded
-
-    def _batching(self, role: str) -> dict[str, Any]:
-        """The batching keyword arguments of a model wrapper of ``role``."""
-        rt = self.config.role_runtime(role)
-        return {"batch_size": rt.batch_size, "batch_tokens": rt.batch_tokens, "sort_by_length": rt.sort_by_length}
-
-    def _fast_paths(self, role: str) -> dict[str, Any]:
-        """The wrapper's fast-path settings: ``search`` of QG, ``pack_windows`` of QA and NLI."""
-        c = self.config
-        return {"search": c.qg_search} if role == "qg" else {"pack_windows": c.pack_windows}
+        return component
 
     @property
     def question_generator(self) -> QuestionGenerator:
         if self._qg is None:
-            from .transformers_models import HFQuestionGenerator
-
-            c = self.config
-            tok, model = self._load("qg")
-            self._qg = HFQuestionGenerator(tok, model, **c.stage_settings("qg"), **self._batching("qg"),
-                                           **self._fast_paths("qg"))
+            self._qg = self._component("qg")
         return self._qg
 
     @property
     def question_answerer(self) -> QuestionAnswerer:
         if self._qa is None:
-            from .transformers_models import HFQuestionAnswerer
-
-            c = self.config
-            tok, model = self._load("qa")
-            self._qa = HFQuestionAnswerer(tok, model, **c.stage_settings("qa"), **self._batching("qa"),
-                                          **self._fast_paths("qa"))
+            self._qa = self._component("qa")
         return self._qa
 
     @property
     def nli(self) -> NLIModel:
         if self._nli is None:
-            from .transformers_models import HFNLI
-
-            c = self.config
-            tok, model = self._load("nli")
-            self._nli = HFNLI(tok, model, **c.stage_settings("nli"), model_name=c.nli_model, **self._batching("nli"),
-                              **self._fast_paths("nli"))
+            self._nli = self._component("nli")
         return self._nli
 
     @property
     def coreference(self) -> Coreference:
         """The coreference of ``--coref`` (:mod:`q2_plugins.coref`), loaded on first use."""
         if self._coref is None:
-            from .coref import FCoref, load_fcoref
-
-            c = self.config
-            tok, model = load_fcoref(c.coref_model, c.coref_revision, c.device)
-            if self._part_ids.get("coref", "").startswith("hub:"):  # loading can fill the Hugging Face cache
-                self._part_ids.pop("coref")
-                self._signature = None
-            self._coref = FCoref(tok, model, batch_size=1 if c.per_item else c.batch_size,
-                                 sort_by_length=not c.per_item)
+            self._coref = self._component("coref")
         return self._coref
 
     def load(self, *, quiet: bool = False) -> "Q2Scorer":
@@ -176,7 +142,7 @@ class Q2Scorer:
         :class:`~q2_plugins.errors.ModelLoadError` here, once. ``score()`` calls it before its first stage.
         ``quiet`` silences the model library's per-file loading bars while it runs."""
         if quiet:
-            from .transformers_models import quiet_loading
+            from .backends.loading import quiet_loading
 
             with quiet_loading():
                 return self.load()
@@ -208,12 +174,9 @@ class Q2Scorer:
             return str(getattr(custom, "signature", f"custom:{type(custom).__name__}"))
         if stage in ("candidates", "personal", "signals"):
             return spacy_id(self._nlp())
-        c = self.config
-        if stage == "coref":
-            from .coref import COREF_IMPL
+        from . import backends
 
-            return f"{COREF_IMPL}:{model_id(c.coref_model, c.coref_revision)}[float32]"
-        return f"{model_id(getattr(c, f'{stage}_model'), getattr(c, f'{stage}_revision'))}[{c.role_dtype(stage)}]"
+        return backends.identity(stage, self.config)
 
     @property
     def signature(self) -> Signature:

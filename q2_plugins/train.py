@@ -453,16 +453,15 @@ class TaxonomyModel:
     """
 
     def __init__(self, path: str, *, batch_size: int = 32, max_length: int = 256, device: str = "cpu") -> None:
-        from transformers import AutoModelForSequenceClassification, AutoTokenizer
+        from .transformers_models import load_model, quiet_loading
 
-        from .transformers_models import quiet_loading
-
-        try:
-            with quiet_loading():  # (no per-file loading bars)
-                self.tokenizer = AutoTokenizer.from_pretrained(path)
-                self.model = AutoModelForSequenceClassification.from_pretrained(path).to(device).eval()
-        except (OSError, ValueError) as e:
-            raise TaxonomyModelError("taxonomy_model", f"{path} could not be loaded ({str(e).splitlines()[0]})") \
+        try:  # the one load policy of every model (q2_plugins.backends.loading), without per-file loading bars
+            with quiet_loading():
+                self.tokenizer, self.model = load_model("taxonomy", path, None, device, "float32", "classification",
+                                                        cpu_kernels="torch")
+        except ModelLoadError as e:
+            why = e.__cause__ if e.__cause__ is not None else e
+            raise TaxonomyModelError("taxonomy_model", f"{path} could not be loaded ({str(why).splitlines()[0]})") \
                 from None
         names = [str(self.model.config.id2label[i]).lower() for i in range(self.model.config.num_labels)]
         if sorted(names) != sorted(LABELS):

@@ -2,35 +2,21 @@
 
 Each component takes a whole list of inputs, turns it into model inputs (QG prompts; QA and NLI windows), has
 :mod:`q2_plugins.accel` run them in batches and decodes the outputs (questions, answer spans, labels) in input
-order; how the models run never changes a result. Models are loaded by :func:`load_model`.
+order; how the models run never changes a result. Models are loaded by :func:`load_model`; the default backend
+(:mod:`q2_plugins.backends.hf`) builds these components from the settings.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-from typing import Any, Iterator, Mapping, Optional, Sequence
+from typing import Any, Mapping, Optional, Sequence
 
 from . import accel
+from .backends.loading import fetch, hub_unreachable, quiet_loading
 from .components import Answer, AnswerKind, NLILabel
-from .errors import SETTING, ModelLoadError, model_load_error
+from .errors import SETTING, ModelLoadError
 
 __all__ = ["load_model", "hub_unreachable", "quiet_loading", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI",
            "nli_label_map"]
-
-
-@contextlib.contextmanager
-def quiet_loading() -> Iterator[None]:
-    """transformers' own per-file progress bars (loading weights, writing shards) off while it runs."""
-    from transformers.utils import logging as hf_logging
-
-    was_on = hf_logging.is_progress_bar_enabled()
-    hf_logging.disable_progress_bar()
-    try:
-        yield
-    finally:
-        if was_on:
-            hf_logging.enable_progress_bar()
 
 
 _DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
@@ -44,8 +30,9 @@ def _torch() -> Any:
 
 def load_model(role: str, name: str, revision: Optional[str], device: str, dtype: str, kind: str,
                cpu_kernels: str = "onednn") -> tuple[Any, Any]:
-    """Load tokenizer + model for a role through the Auto classes; errors say what to change. ``cpu_kernels``:
-    see :func:`q2_plugins.accel.prepare_model`."""
+    """Load tokenizer + model for a role through the Auto classes, under the one load policy
+    (:func:`q2_plugins.backends.loading.fetch`); errors say what to change. ``cpu_kernels``: see
+    :func:`q2_plugins.accel.prepare_model`."""
     if cpu_kernels not in accel.CPU_KERNELS:
         raise ValueError(f"cpu_kernels must be 'onednn' or 'torch', got {cpu_kernels!r}")
     try:
@@ -57,35 +44,16 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
         "qa": transformers.AutoModelForQuestionAnswering,
         "classification": transformers.AutoModelForSequenceClassification,
     }[kind]
-    looks_local = name.startswith((".", "/", "~")) or os.path.isdir(os.path.expanduser(name))
-    if looks_local and not os.path.isdir(os.path.expanduser(name)):
-        raise model_load_error(role, name, FileNotFoundError(f"no directory {name!r}"))
-    path = os.path.expanduser(name) if looks_local else name
     torch = _torch()
-    unreachable = None if looks_local else hub_unreachable()
-    try:
-        # an unreachable hub: the local cache only, at once (the hub client would wait and retry for each file)
-        local = {"local_files_only": True} if unreachable else {}
-        with _hub_offline(bool(unreachable)):
-            tokenizer = transformers.AutoTokenizer.from_pretrained(path, revision=revision, **local)
-            # model.safetensors when the repository has it; a pickle checkpoint (pytorch_model.bin) only as tensors
-            model = auto.from_pretrained(path, revision=revision, dtype=getattr(torch, _DTYPES[dtype]),
-                                         weights_only=True, **local)
-    except ModelLoadError:
-        raise
-    except Exception as e:  # transformers raises OSError, ValueError, HF hub errors...
-        if unreachable:
-            raise model_load_error(role, name, OSError(
-                f"the Hugging Face hub ({unreachable}) cannot be reached and the model is not in the local cache"
-            )) from e
-        if _unpickling_refused(e):
-            raise ModelLoadError(
-                f"Refused to load the {role.upper()} model {name!r} (setting {SETTING}): its pickle checkpoint "
-                f"holds objects other than tensors, and Q2 loads pickle checkpoints only with torch.load("
-                f"weights_only=True), which runs no code. Use a copy with model.safetensors, or convert a checkpoint "
-                f"you trust to safetensors. ({_refusal_reason(e)})", setting=f"{role}_model"
-            ) from e
-        raise model_load_error(role, name, e) from e
+
+    def from_files(path: str, local: dict[str, Any]) -> tuple[Any, Any]:
+        tokenizer = transformers.AutoTokenizer.from_pretrained(path, revision=revision, **local)
+        # model.safetensors when the repository has it; a pickle checkpoint (pytorch_model.bin) only as tensors
+        model = auto.from_pretrained(path, revision=revision, dtype=getattr(torch, _DTYPES[dtype]),
+                                     weights_only=True, **local)
+        return tokenizer, model
+
+    tokenizer, model = fetch(role, name, from_files)
     if not getattr(tokenizer, "is_fast", False):
         raise ModelLoadError(
             f"The {role.upper()} model {name!r} has no fast tokenizer (setting {SETTING}); Q2 needs one for "
@@ -95,82 +63,6 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
     model.eval()
     accel.prepare_model(model, cpu_kernels)
     return tokenizer, model
-
-
-_HUB_PROBE: dict[str, Optional[str]] = {}  # endpoint -> why it cannot be reached (None: reachable), once a process
-
-
-def hub_unreachable(timeout: float = 3.0) -> Optional[str]:
-    """Why the Hugging Face hub cannot be reached (``"<endpoint>: <reason>"``), or None when it answers or when the
-    hub client is offline anyway (``HF_HUB_OFFLINE``). Asked once per process and endpoint, with one request through
-    the environment's proxies that gets at most ``timeout`` seconds, name lookup included: any HTTP answer, an error
-    status too, means reachable."""
-    try:
-        from huggingface_hub import constants
-    except ModuleNotFoundError:  # pragma: no cover - a dependency of transformers
-        return None
-    if constants.HF_HUB_OFFLINE:
-        return None
-    endpoint = constants.ENDPOINT
-    if endpoint not in _HUB_PROBE:
-        import threading
-
-        found: list[Optional[str]] = []
-        asking = threading.Thread(target=lambda: found.append(_ask_hub(endpoint, timeout)), daemon=True)
-        asking.start()
-        asking.join(timeout + 0.5)  # a name lookup is not bound by the socket's timeout: the thread is
-        _HUB_PROBE[endpoint] = found[0] if found else f"{endpoint}: no answer within {timeout:.0f} s"
-    return _HUB_PROBE[endpoint]
-
-
-@contextlib.contextmanager
-def _hub_offline(on: bool) -> Iterator[None]:
-    """While loading from the cache because the hub cannot be reached, the hub client is offline too (it makes no
-    request of its own, such as the one it makes when it first builds its request headers)."""
-    if not on:
-        yield
-        return
-    from huggingface_hub import constants
-
-    was = constants.HF_HUB_OFFLINE
-    constants.HF_HUB_OFFLINE = True
-    try:
-        yield
-    finally:
-        constants.HF_HUB_OFFLINE = was
-
-
-def _ask_hub(endpoint: str, timeout: float) -> Optional[str]:
-    import urllib.error
-    import urllib.request
-
-    try:
-        urllib.request.urlopen(urllib.request.Request(endpoint + "/api/models", method="HEAD"), timeout=timeout).close()
-    except urllib.error.HTTPError:  # it answered
-        pass
-    except (OSError, ValueError) as e:  # refused, no route, no name, timed out, a malformed endpoint
-        reason = getattr(e, "reason", e)
-        return f"{endpoint}: {type(reason).__name__}: {' '.join(str(reason).split())}"
-    return None
-
-
-def _unpickling_refused(error: BaseException) -> bool:
-    """Whether ``error`` (or an error it came from) is torch.load refusing a pickle with ``weights_only=True``."""
-    import pickle
-
-    seen = set()
-    while error is not None and id(error) not in seen:
-        seen.add(id(error))
-        if isinstance(error, pickle.UnpicklingError):
-            return True
-        error = error.__cause__ or error.__context__  # type: ignore[assignment]
-    return False
-
-
-def _refusal_reason(error: BaseException) -> str:
-    lines = [line.strip() for line in str(error).splitlines() if line.strip()]
-    named = [line for line in lines if "GLOBAL" in line]
-    return (named or lines or [type(error).__name__])[0]
 
 
 def highlight(answer: str, context: str, mark: str = "<hl>") -> str:
@@ -319,7 +211,7 @@ class HFQuestionGenerator(_HFComponent):
 
     def _too_long(self, n: int) -> str:
         return (f"QG input is {n} tokens, over qg_max_input_tokens={self.max_input_tokens}: "
-                f"the response is too long to generate questions from (raise qg_max_input_tokens)")
+                f"the response is too long to generate questions from (raise it with --qg-max-input-tokens)")
 
     def unfit(self, pairs: Sequence[tuple[str, str]]) -> list[Optional[str]]:
         """Why each (answer, context) cannot be asked about (its input is over ``max_input_tokens``), or None.
@@ -337,8 +229,8 @@ class HFQuestionGenerator(_HFComponent):
             rest = [i for i in rest if context_len[pairs[i][1]] <= self.max_input_tokens + 4]
             for i in set(range(len(pairs))) - set(rest):
                 out[i] = (f"the response is {context_len[pairs[i][1]]} tokens, over qg_max_input_tokens="
-                          f"{self.max_input_tokens}: too long to generate questions from (raise "
-                          f"qg_max_input_tokens)")
+                          f"{self.max_input_tokens}: too long to generate questions from (raise it with "
+                          f"--qg-max-input-tokens)")
         lengths = [len(ids) for ids in self.tokenizer(self._texts([pairs[i] for i in rest]), add_special_tokens=True,
                                                       verbose=False)["input_ids"]] if rest else []
         for i, n in zip(rest, lengths):
@@ -450,9 +342,8 @@ def nli_label_map(id2label: dict[int, str], model_name: str) -> dict[int, NLILab
                 mapping[int(idx)] = label
     if sorted(mapping.values(), key=lambda x: x.value) != sorted(NLILabel, key=lambda x: x.value):
         raise ModelLoadError(
-            f"The NLI model {model_name!r} (setting {SETTING}) names its labels {dict(id2label)}; Q2 needs "
-            f"exactly entailment / neutral / contradiction in config.id2label. Fix the model's config.json.",
-            setting="nli_model"
+            f"The NLI model {model_name!r} (setting: nli_model) names its labels {dict(id2label)}; Q2 needs "
+            f"exactly entailment / neutral / contradiction in config.id2label. Fix the model's config.json."
         )
     return mapping
 

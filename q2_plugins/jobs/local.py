@@ -127,11 +127,11 @@ def _close(progress: Optional[Progress]) -> None:
 
 
 def _taxonomy_model(path: str) -> Any:
-    from ..train import TaxonomyModel
-    from ..transformers_models import quiet_loading
+    from .. import backends
+    from ..backends.loading import quiet_loading
 
     with quiet_loading():
-        return TaxonomyModel(path)
+        return backends.load("taxonomy", model=path)
 
 
 def _loaded(scorer: Any, progress: bool) -> Any:
@@ -144,9 +144,9 @@ def _loaded(scorer: Any, progress: bool) -> Any:
 
 def _taxonomy_model_id(path: str) -> str:
     """The identity (content hash) of the five-way model that labelled the rows (``taxonomy_model``)."""
-    from ..signature import model_id
+    from .. import backends
 
-    return model_id(path, None)
+    return backends.identity("taxonomy", model=path)
 
 
 def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[str, Any]:

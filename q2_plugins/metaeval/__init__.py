@@ -3,7 +3,8 @@
 The paper's experiments (Honovich et al. 2021, Sections 4 and 5) as a library and as ``q2 meta-eval``:
 
 * :mod:`q2_plugins.datasets` (re-exported by :mod:`.loaders`) reads annotated data (the paper's WoW sets, BEGIN,
-  DialFact-, Dialogue-NLI-style files, FaithDial's audits, LLM-AggreFact, RAGTruth, HalluDial and any table with response / knowledge / label columns) into
+  DialFact-, Dialogue-NLI-style files, FaithDial's audits, LLM-AggreFact, RAGTruth, HalluDial and any table with
+  response / knowledge / label columns) into
   :class:`.data.MetaEvalData`; a row that cannot be an example is listed with its line and reason.
 * :mod:`.runner` is the library entry point: :class:`.runner.MetaEvalSettings` (typed) to a run.
 * :mod:`.scores` brings metric scores in: a ``q2 score`` output file, a replay of recorded per-question outputs, or

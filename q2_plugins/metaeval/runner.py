@@ -228,12 +228,11 @@ def evaluate(settings: MetaEvalSettings) -> Any:
     metrics = _score_sources(settings, data, options, to_score, get_scorer)
 
     def nli_baseline() -> NLIBaseline:
-        from ..signature import model_id
+        from .. import backends
 
         return NLIBaseline(get_scorer().nli, lowercase_knowledge=config.fallback_lowercase_knowledge,
                            lowercase_response=config.fallback_lowercase_response,
-                           model_id=f"{model_id(config.nli_model, config.nli_revision)}"
-                                    f"[{config.role_dtype('nli')}]")
+                           model_id=backends.identity("nli", config))
 
     bertscore = dict(model_type=settings.bertscore_model, num_layers=settings.bertscore_num_layers,
                      rescale_with_baseline=settings.bertscore_rescale, batch_size=settings.bertscore_batch_size,

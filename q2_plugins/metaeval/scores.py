@@ -315,15 +315,14 @@ def text_rule_labels(examples: Sequence[Example], *, nlp: Any = None, spacy_mode
 def taxonomy_model_labels(examples: Sequence[Example], path: str, *, name: Optional[str] = None) -> MetricScores:
     """BEGIN labels from a five-way classifier ``q2 train --labels 5`` wrote (premise: evidence + previous turn):
     a label source without scores, beside the text rules."""
-    from ..signature import model_id
-    from ..train import TaxonomyModel
+    from .. import backends
 
-    model = TaxonomyModel(path)
+    model = backends.load("taxonomy", model=path)
     usable = [ex for ex in examples if ex.response.strip() and ex.knowledge.strip()]
     labels = model.predict([ex.knowledge for ex in usable], [ex.history for ex in usable],
                            [ex.response for ex in usable])
     metric = MetricScores(name or f"Model {Path(path).name}", {}, f"five-way classifier {path} (q2 train)",
-                          signature=f"taxonomy-model|{model_id(path, None)}")
+                          signature=f"taxonomy-model|{backends.identity('taxonomy', model=path)}")
     metric.labels = {ex.id: label for ex, label in zip(usable, labels)}
     metric.missing = {ex.id: "empty response or knowledge" for ex in examples
                       if not (ex.response.strip() and ex.knowledge.strip())}

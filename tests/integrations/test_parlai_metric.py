@@ -213,3 +213,26 @@ def test_no_scored_response_reports_nan(datapath, scorer):
 def test_bad_options_fail_at_the_first_example(datapath, options, message):
     with pytest.raises(ValueError, match=message):
         evaluate(datapath, metrics="q2", **options)
+
+
+def test_a_backend_named_in_the_model_options_scores_the_eval(datapath, tmp_path):
+    """``--q2-qg-model scripted:x ...``: no scorer registered, so the metric builds its scorer from the options and
+    the registry loads the scripted backend (tests/scripted_backend.py); the report is the offline scoring of the same
+    pairs with those components, and the report file is signed with the backend's identity."""
+    from q2_plugins import Q2Scorer
+    from tests import scripted_backend  # registers "scripted", as Q2_BACKEND_MODULES or an entry point would
+
+    rows_file = tmp_path / "rows.jsonl"
+    models = {f"q2_{role}_model": "scripted:x" for role in ("qg", "qa", "nli")}
+    report = evaluate(datapath, metrics="q2", batchsize=3, q2_per_example_file=str(rows_file),
+                      report_filename=str(tmp_path / "r.json"), **models)
+    rows = [json.loads(line) for line in rows_file.read_text().splitlines()]
+    assert len(rows) == 9
+    parts = scripted_backend.parts("x")
+    offline = Q2Scorer(config_from_opt(models), question_generator=parts["qg"], question_answerer=parts["qa"],
+                       nli=parts["nli"]).score(responses=[r["response"] for r in rows],
+                                               knowledge=[r["knowledge"] for r in rows])
+    assert [row["score"] for row in rows] == [r.score for r in offline.responses]
+    assert report["q2"] == pytest.approx(offline.stats.score) and report["q2_errors"] == 0
+    saved = json.loads((tmp_path / "r.json").read_text())["report"]["q2_signature"]
+    assert saved == offline.signature and dict(offline.signature.parts)["qa"] == "scripted:x"

@@ -201,7 +201,7 @@ def test_fcoref_in_the_scorer_batched_equals_per_item(tiny_coref, tiny_config):
 def test_not_an_fcoref_model_says_so(tiny_models):
     from q2_plugins.coref import load_fcoref
 
-    with pytest.raises(ModelLoadError, match=r"COREF model .*--coref-model.*no 'coref_head'"):
+    with pytest.raises(ModelLoadError, match=r"COREF model .*coref_model.*no 'coref_head'"):
         load_fcoref(str(tiny_models["nli"]))
 
 

@@ -1,0 +1,65 @@
+"""The default backend, ``hf``: transformers models from the Hugging Face hub or a directory.
+
+QG is an answer-aware seq2seq model, QA an extractive model with a no-answer option, NLI a three-way sequence
+classifier (:mod:`q2_plugins.transformers_models`); coreference an F-coref checkpoint (:mod:`q2_plugins.coref`); the
+labeller a five-way classifier of ``q2 train`` (:class:`q2_plugins.train.TaxonomyModel`). All load under the one
+load policy (:mod:`q2_plugins.backends.loading`) and are named by content or hub commit
+(:func:`q2_plugins.signature.model_id`), with the dtype they run in.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any, Optional
+
+if TYPE_CHECKING:
+    from ..config import Q2Config
+
+__all__ = ["HFBackend", "BACKEND"]
+
+
+def _revision(role: str, config: "Q2Config") -> Optional[str]:
+    return None if role == "taxonomy" else getattr(config, f"{role}_revision")
+
+
+class HFBackend:
+    """Components of transformers models (see the module docstring)."""
+
+    def identity(self, role: str, name: str, config: "Q2Config") -> str:
+        from ..signature import model_id
+
+        ident = model_id(name, _revision(role, config))
+        if role == "taxonomy":
+            return ident
+        if role == "coref":
+            from ..coref import COREF_IMPL
+
+            return f"{COREF_IMPL}:{ident}[float32]"
+        return f"{ident}[{config.role_dtype(role)}]"
+
+    def load(self, role: str, name: str, config: "Q2Config") -> Any:
+        c = config
+        if role == "coref":
+            from ..coref import FCoref, load_fcoref
+
+            tok, model = load_fcoref(name, c.coref_revision, c.device)
+            return FCoref(tok, model, batch_size=1 if c.per_item else c.batch_size, sort_by_length=not c.per_item)
+        if role == "taxonomy":
+            from ..train import TaxonomyModel
+
+            return TaxonomyModel(name, device=c.device)
+        from .. import transformers_models as tm
+        from ..config import MODEL_KINDS
+
+        tok, model = tm.load_model(role, name, _revision(role, c), c.role_device(role), c.role_dtype(role),
+                                   MODEL_KINDS[role], c.cpu_kernels)
+        rt = c.role_runtime(role)
+        batching = {"batch_size": rt.batch_size, "batch_tokens": rt.batch_tokens, "sort_by_length": rt.sort_by_length}
+        if role == "qg":
+            return tm.HFQuestionGenerator(tok, model, **c.stage_settings("qg"), **batching, search=c.qg_search)
+        if role == "qa":
+            return tm.HFQuestionAnswerer(tok, model, **c.stage_settings("qa"), **batching, pack_windows=c.pack_windows)
+        return tm.HFNLI(tok, model, **c.stage_settings("nli"), model_name=name, **batching,
+                        pack_windows=c.pack_windows)
+
+
+BACKEND = HFBackend()
