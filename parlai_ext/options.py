@@ -91,11 +91,6 @@ def config_from_opt(opt: Mapping[str, Any]) -> Q2Config:
         return Q2Config.from_dict({o.name: opt.get(f"q2_{o.name}", o.default) for o in config_options()})
     except SettingError as e:  # the core names the setting; in ParlAI it is the option --q2-<setting>
         raise e.named(parlai_option) from None
-    except ValueError as e:  # Q2Config names the field; in ParlAI it is the option --q2-<field>
-        import re
-
-        flags = [f"--q2-{name.replace('_', '-')}" for name in re.findall(r"Q2Config\.(\w+)", str(e))]
-        raise ValueError(f"{e} (ParlAI option {' / '.join(flags) or '--q2-*'})") from e
 
 
 def parlai_option(setting: str) -> str:

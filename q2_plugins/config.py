@@ -7,6 +7,8 @@ import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
 
+from .errors import SettingError
+
 __all__ = ["Q2Config", "ConfigOption", "RoleRuntime", "Signed", "config_options", "config_from_args", "MODEL_KINDS",
            "STAGES", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL"]
 
@@ -223,7 +225,7 @@ class Q2Config:
             value = getattr(self, f.name)
             choices = f.metadata.get("choices")
             if choices and value is not None and value not in choices:
-                raise ValueError(f"Q2Config.{f.name} must be one of {list(choices)}, got {value!r}")
+                raise SettingError(f.name, f"must be one of {list(choices)}, got {value!r}")
         for name in ("batch_size", "qg_batch_size", "qa_batch_size", "nli_batch_size", "batch_tokens",
                      "qg_batch_tokens", "qa_batch_tokens", "nli_batch_tokens", "qg_num_beams",
                      "qg_num_return", "qg_max_length", "qg_max_input_tokens", "qa_max_length",
@@ -232,25 +234,24 @@ class Q2Config:
             lowest = 0 if name == "batch_tokens" else 1  # batch_tokens=0: no token cap
             if value is not None and (not isinstance(value, int) or isinstance(value, bool) or value < lowest):
                 kind = "a positive integer" if lowest else "a non-negative integer or None"
-                raise ValueError(f"Q2Config.{name} must be {kind}, got {value!r}")
+                raise SettingError(name, f"must be {kind}, got {value!r}")
         for name in self.names("score"):
             value = getattr(self, name)
             if name.startswith("max_") and (not isinstance(value, int) or isinstance(value, bool) or value < 0):
-                raise ValueError(f"Q2Config.{name} must be a non-negative integer (0 = no limit), got {value!r}")
+                raise SettingError(name, f"must be a non-negative integer (0 = no limit), got {value!r}")
         if self.qg_no_repeat_ngram < 0:
-            raise ValueError(f"Q2Config.qg_no_repeat_ngram must be >= 0, got {self.qg_no_repeat_ngram!r}")
+            raise SettingError("qg_no_repeat_ngram", f"must be >= 0, got {self.qg_no_repeat_ngram!r}")
         if self.qg_decoding == "beam" and self.qg_num_return > self.qg_num_beams:
-            raise ValueError(
-                f"Q2Config.qg_num_return ({self.qg_num_return}) cannot exceed qg_num_beams ({self.qg_num_beams})"
-            )
+            raise SettingError("qg_num_return / qg_num_beams", f"the number of questions returned "
+                               f"({self.qg_num_return}) cannot exceed the number of beams ({self.qg_num_beams})")
         for prefix in ("qa", "nli"):
             length, stride = getattr(self, f"{prefix}_max_length"), getattr(self, f"{prefix}_stride")
             if not 0 <= stride < length // 2:
-                raise ValueError(f"Q2Config.{prefix}_stride must be in [0, {prefix}_max_length / 2), got {stride!r}")
+                raise SettingError(f"{prefix}_stride", f"must be in [0, {prefix}_max_length / 2), got {stride!r}")
         tpl = self.qg_input_template
         if not ("{answer}" in tpl and "{context}" in tpl) and "{highlighted}" not in tpl:
-            raise ValueError("Q2Config.qg_input_template must contain {answer} and {context}, or {highlighted} "
-                             "(the response with the candidate wrapped in <hl> marks)")
+            raise SettingError("qg_input_template", "must contain {answer} and {context}, or {highlighted} (the "
+                                                    "response with the candidate wrapped in <hl> marks)")
 
     # -- derived settings ---------------------------------------------------------------------------------------
     def role_device(self, role: str) -> str:

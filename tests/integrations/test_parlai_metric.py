@@ -209,7 +209,7 @@ def test_no_scored_response_reports_nan(datapath, scorer):
 
 
 @pytest.mark.parametrize("options, message", [({"q2_score_every": 0}, "--q2-score-every"),
-                                              ({"q2_batch_size": 0}, "ParlAI option --q2-batch-size")])
+                                              ({"q2_batch_size": 0}, "^--q2-batch-size: must be a positive integer")])
 def test_bad_options_fail_at_the_first_example(datapath, options, message):
     with pytest.raises(ValueError, match=message):
         evaluate(datapath, metrics="q2", **options)

@@ -271,9 +271,9 @@ def test_call_errors(kwargs, exc, msg):
 
 
 def test_config_errors():
-    with pytest.raises(ValueError, match="question_mode must be one of"):
+    with pytest.raises(ValueError, match="question_mode: must be one of"):
         Q2Config(question_mode="multi")
-    with pytest.raises(ValueError, match="qg_num_return .* cannot exceed"):
+    with pytest.raises(ValueError, match="qg_num_return / qg_num_beams: .* cannot exceed"):
         Q2Config(qg_num_beams=2, qg_num_return=5)
     with pytest.raises(TypeError, match="Unknown Q2Config option"):
         Q2Config.from_dict({"qg_modle": "x"})

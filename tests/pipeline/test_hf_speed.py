@@ -166,9 +166,9 @@ def test_token_cap_settings():
     assert Q2Config(batch_tokens=0).role_batch_tokens("qa") is None  # 0: no cap
     assert Q2Config(batch_tokens=None, nli_batch_tokens=512).role_batch_tokens("nli") == 512
     assert Q2Config(per_item=True).role_batch_tokens("qg") is None
-    with pytest.raises(ValueError, match="batch_tokens must be a non-negative integer or None"):
+    with pytest.raises(ValueError, match="batch_tokens: must be a non-negative integer or None"):
         Q2Config(batch_tokens=-1)
-    with pytest.raises(ValueError, match="qa_batch_tokens must be a positive integer"):
+    with pytest.raises(ValueError, match="qa_batch_tokens: must be a positive integer"):
         Q2Config(qa_batch_tokens=0)
 
 
