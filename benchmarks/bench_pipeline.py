@@ -36,6 +36,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from benchmarks.bench_derive import derive, efficiency  # noqa: E402
+from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer, accel  # noqa: E402
 from q2_plugins.accel.onednn import PackedLinear, available, bf16_supported, flop_formulas  # noqa: E402
 from q2_plugins.components import Answer  # noqa: E402
@@ -397,7 +398,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     batch_sizes = {role: Q2Config().role_batch_size(role) for role in ("qg", "qa", "nli")}
     batch_sizes |= {k: int(v) for k, v in (kv.split("=") for kv in args.batch_sizes.split(",") if kv)}
     report: dict[str, Any] = {
-        "machine": {"cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+        "machine": {"cpu": cpu_name(), "cpu_count": os.cpu_count(), "torch_threads": torch.get_num_threads(),
                     "torch": torch.__version__, "python": platform.python_version(), "processor": platform.machine()},
         "settings": vars(args) | {"batch_sizes": batch_sizes},
     }

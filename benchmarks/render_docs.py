@@ -1,17 +1,13 @@
 #!/usr/bin/env python
-"""Render the measured figures of ``docs/performance.md`` from ``benchmarks/results/``.
+"""Write ``docs/results.md``, the one page of measured figures, from ``benchmarks/results/``.
 
-Every figure of a benchmark run in that page comes from one results file: the pipeline runs' JSON
+Every figure of a benchmark run that the docs show comes from one results file: the pipeline runs' JSON
 (``bench_n16_<commit>.json``, with the ceilings and targets derived by ``bench_derive.py``, as
-``bench_pipeline.py --from-json`` prints them) and ``bench_linear.txt``. The page holds them between markers
-
-    <!-- generated: NAME (...) -->
-    ...
-    <!-- end generated -->
-
-and this script rewrites what lies between (the prose around them is the page's own; the prose inside is the
-templates below). ``--check`` rewrites nothing and exits 1 with a diff when the page is not what the results render,
-or when a results file is not rendered anywhere.
+``bench_pipeline.py --from-json`` prints them), ``bench_linear.txt``, the Ray, lm-eval, significance, report and
+training benchmarks' files. The page is generated whole (the user pages link to it and quote no figure); each
+section names its results files with the CPU / GPU they ran on and the commit they measured. ``--check`` rewrites
+nothing and exits 1 with a diff when the page is not what the results render, or when a results file is rendered
+nowhere (and not listed in ``NOT_RENDERED`` with the reason).
 
     python benchmarks/render_docs.py [--check]
 """
@@ -34,16 +30,31 @@ if str(REPO) not in sys.path:
 from benchmarks.bench_derive import derive  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
-DOC = REPO / "docs" / "performance.md"
+DOC = REPO / "docs" / "results.md"
+COMMAND = "python benchmarks/render_docs.py"
 # The run whose table the page shows, and the repeat of the same command it is compared with.
 MAIN_RUN = "bench_n16_6f96214.json"
 SECOND_RUN = "bench_n16_6806de3.json"
 LINEAR = "bench_linear.txt"
 WIDTH = 118  # the page's line width
-# Results files the page does not render, each with the reason (none today).
-NOT_RENDERED: dict[str, str] = {}
-
-_SECTION = re.compile(r"(<!-- generated: (?P<name>[\w-]+)[^\n]*-->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
+# Results files the page does not render, each with the reason.
+NOT_RENDERED: dict[str, str] = {
+    "bench_train_recipes.md": "a generated page itself (benchmarks/train_table.py); the page links it",
+    "bench_train_recipes_before_1517e70.json": "rendered into bench_train_recipes.md by benchmarks/train_table.py",
+    "bench_train_recipes_after_afd2be9.json": "rendered into bench_train_recipes.md by benchmarks/train_table.py",
+}
+# Files written before the benchmarks recorded the CPU's model: the CPU stated with the run when it was committed.
+CPU_STATED: dict[str, str] = {
+    "bench_n16_6f96214.json": "2-core AMD EPYC with AVX-512 BF16",
+    "bench_n16_6806de3.json": "2-core AMD EPYC with AVX-512 BF16",
+    "bench_linear.txt": "2-core AMD EPYC with AVX-512 BF16",
+    "bench_n16_fp32_r1_6806de3.json": "2-core Intel Xeon with AMX",
+    "bench_n16_fp32_r1_87ff5ac.json": "2-core Intel Xeon with AMX",
+    "bench_n16_fp32_r2_6806de3.json": "2-core Intel Xeon with AMX",
+    "bench_n16_fp32_r2_a814593.json": "2-core Intel Xeon with AMX",
+    "bench_ray_startup_tiny.json": "2-core Intel(R) Xeon(R) Processor",
+}
+NOT_RECORDED = "not recorded"
 
 
 class Results:
@@ -53,15 +64,21 @@ class Results:
         self.root = root
         self.read: set[str] = set()
 
-    def run(self, name: str) -> dict[str, Any]:
+    def raw(self, name: str) -> dict[str, Any]:
         self.read.add(name)
-        return derive(json.loads((self.root / name).read_text()))
+        return json.loads((self.root / name).read_text())
+
+    def run(self, name: str) -> dict[str, Any]:
+        return derive(self.raw(name))
+
+    def text(self, name: str) -> str:
+        self.read.add(name)
+        return (self.root / name).read_text()
 
     def linear(self) -> list[dict[str, Any]]:
         """``bench_linear.txt``'s table rows: model, layer, rows, F.linear and oneDNN GFLOP/s, speed-up."""
-        self.read.add(LINEAR)
         out = []
-        for line in (self.root / LINEAR).read_text().splitlines():
+        for line in self.text(LINEAR).splitlines():
             cells = [c.strip() for c in line.strip().strip("|").split("|")]
             if len(cells) == 7 and cells[3].isdigit():
                 out.append({"model": cells[0], "layer": cells[1], "rows": int(cells[3]), "torch": float(cells[4]),
@@ -69,6 +86,48 @@ class Results:
         if not out:
             raise ValueError(f"{self.root / LINEAR}: no table rows found; re-run benchmarks/bench_linear.py into it")
         return out
+
+
+# ---- where a figure comes from: the CPU / GPU and the commit, as the results file records them
+def cpu_of(name: str, data: Any = None, text: str = "") -> str:
+    """The device a results file's figures were measured on: a GPU when its command ran on one, else the CPU."""
+    record = data if isinstance(data, dict) else {}
+    machine = record.get("machine", {}) if isinstance(record.get("machine"), dict) else {}
+    gpu = machine.get("gpu") or record.get("gpu")
+    if gpu:
+        return f"GPU {gpu}"
+    cpu = machine.get("cpu") or record.get("cpu")
+    if not cpu and text:
+        found = re.findall(r"^# CPU: ([^;\n]+)", text, flags=re.M)
+        cpu = "; ".join(dict.fromkeys(found)) if found else None
+    cpu = cpu or CPU_STATED.get(name)
+    if not cpu:
+        return f"CPU {NOT_RECORDED}"
+    cores = machine.get("cpu_count") or record.get("cores")
+    return f"{cores}-core {cpu}" if cores and "core" not in cpu else cpu
+
+
+def commit_of(name: str, data: Any = None) -> str:
+    """The commit a results file measured: its name's ``_<7 hex>`` suffix, else what the file records."""
+    found = re.search(r"_([0-9a-f]{7})\.\w+$", name)
+    if found:
+        return found[1]
+    record = data if isinstance(data, dict) else {}
+    if record.get("commit"):
+        return str(record["commit"])
+    if record.get("before") and record.get("after"):
+        return f"before {record['before']}, after {record['after']}"
+    keyed = sorted({c for key in record.get("cli_s", {}) for c in re.findall(r"\(([0-9a-f]{7})\)", key)})
+    return ", ".join(keyed) if keyed else NOT_RECORDED
+
+
+def source(res: Results, name: str) -> str:
+    """One line naming a results file, its CPU / GPU and its commit."""
+    path = res.root / name
+    data = json.loads(path.read_text()) if name.endswith(".json") else None
+    text = "" if data is not None else path.read_text()
+    res.read.add(name)
+    return f"`benchmarks/results/{name}`: {cpu_of(name, data, text)}; commit {commit_of(name, data)}."
 
 
 # ---- number formats: one place, so the same figure reads the same everywhere
@@ -132,10 +191,9 @@ def run_tables(res: Results) -> str:
     r = res.run(name)
     m, tk, s = r["modes"], r["torch_kernels"], r["settings"]
     flags = " ".join(f"--{k.replace('_', '-')}" for k in ("bf16", "int8", "torch_kernels") if s.get(k))
-    # the CPU's model is not in the JSON (only its core count): named here
-    head = (f"Figures from one run (`--n {s['n']} --scale {s['scale']} {flags}`, {r['machine']['cpu_count']}-core AMD "
-            f"EPYC with AVX-512 BF16, torch {r['machine']['torch'].split('+')[0].rsplit('.', 1)[0]} CPU, at commit "
-            f"{commit(name)}; its JSON is `benchmarks/results/{name}`, and `--from-json` on it re-prints the figures "
+    head = (f"Figures from one run (`--n {s['n']} --scale {s['scale']} {flags}`, {cpu_of(name, r)}, torch "
+            f"{r['machine']['torch'].split('+')[0].rsplit('.', 1)[0]} CPU, at commit "
+            f"{commit_of(name, r)}; its JSON is `benchmarks/results/{name}`, and `--from-json` on it re-prints the figures "
             f"with the derived ceilings). The N={s['n']} responses are every {s['scale']}th of the "
             f"{r['scaling']['n_big']} of the scaling run, spread over the four annotated subsets.")
     rows = [("per-item, PyTorch's matmul (how the original runs)", tk["per_item"], False),
@@ -308,8 +366,7 @@ def restructure_check(res: Results) -> str:
     rows = ["| run | commit | per-item s | batched s | batched / per-item | identical results | QG = `generate` |",
             "|---|---|---:|---:|---:|---|---|"]
     for name in RESTRUCTURE_RUNS:
-        res.read.add(name)
-        r = json.loads((res.root / name).read_text())
+        r = res.raw(name)
         m, same = r["modes"], r["identical_per_item_vs_batched"]
         rows.append(f"| {name.split('_')[3]} | {commit(name)} | {m['per_item']['wall_s']:.1f} | "
                     f"{m['batched']['wall_s']:.1f} | {x(r['speedup_batched_vs_per_item'])} | "
@@ -318,32 +375,221 @@ def restructure_check(res: Results) -> str:
     return "\n".join(rows) + "\n"
 
 
-SECTIONS: dict[str, Callable[[Results], str]] = {"run-tables": run_tables, "where-time-goes": where_time_goes,
-                                                 "restructure-check": restructure_check}
 
 
-def render(text: str, res: Results) -> str:
-    """``text`` with every generated section re-rendered; raises ValueError for an unknown or missing section."""
-    found: list[str] = []
+def per_response(res: Results) -> str:
+    """What one response costs in the batched default and in bf16, over the two paper-size runs (capacity planning)."""
+    runs = [(name, res.run(name)) for name in (MAIN_RUN, SECOND_RUN)]
+    rows = ["| run | cores | fp32 batched s / response | bf16 batched s / response | QA / QG / NLI s / response |",
+            "|---|---:|---:|---:|---|"]
+    for name, r in runs:
+        n, b = r["settings"]["n"], r["modes"]["batched"]
+        st = b["stage_s"]
+        rows.append(f"| {commit_of(name)} | {r['machine']['cpu_count']} | {b['wall_s'] / n:.2f} | "
+                    f"{r['bf16']['wall_s'] / n:.2f} | {st['qa'] / n:.2f} / {st['qg'] / n:.2f} / {st['nli'] / n:.2f} |")
+    return "\n".join(rows) + "\n"
 
-    def one(match: re.Match) -> str:
-        name = match["name"]
-        if name not in SECTIONS:
-            raise ValueError(f"{DOC}: unknown generated section {name!r}; known: {', '.join(SECTIONS)}")
-        found.append(name)
-        return match[1] + SECTIONS[name](res) + match[4]
 
-    out = _SECTION.sub(one, text)
-    missing = [n for n in SECTIONS if n not in found]
-    if missing:
-        raise ValueError(f"{DOC}: no '<!-- generated: {missing[0]} -->' ... '<!-- end generated -->' section")
-    return out
+def before_after(res: Results) -> str:
+    name = "bench_paper_before_after_27.json"
+    d = res.raw(name)
+    rows = [f"`{d['command']}`; before = {d['before']}, after = {d['after']}.", "",
+            "| tree | run | per-item s | batched s | batched / per-item | identical results |",
+            "|---|---:|---:|---:|---:|---|"]
+    for run in d["runs"]:
+        same = run["identical"]["results"] and run["identical"]["raw_model_outputs"]
+        rows.append(f"| {run['tree']} | {run['run']} | {run['per_item_s']:.1f} | {run['batched_s']:.1f} | "
+                    f"{x(run['batched_over_per_item'])} | {same} |")
+    return "\n".join(rows) + "\n"
+
+
+RAY_RUNS = ["bench_ray_tiny_f79d892.json", "bench_ray_tiny.json", "bench_ray_tiny_quiet.json",
+            "bench_ray_paper_n16_f79d892.json", "bench_ray_paper_n48_da79d21.json"]
+RAY_KINDS = [("single_process", "`q2 score` (one process)"), ("ray_1_actor", "`--engine ray --concurrency 1`"),
+             ("ray_2_actors", "`--engine ray --concurrency 2`")]
+
+
+def ray_runs(res: Results) -> str:
+    out = []
+    for name in RAY_RUNS:
+        d = res.raw(name)
+        s, sm = d["settings"], d["summary"]
+        out.append(f"**{s['sizes']} models, {s['n']} and {s['n_small']} rows, {s['ray_batch_size']} rows per scoring "
+                   f"call** ({source(res, name)})")
+        out.append("")
+        out.append(f"| run | rows/s, {s['n']} rows | marginal rows/s | fixed s | CPU s per row | fixed CPU s |")
+        out.append("|---|---:|---:|---:|---:|---:|")
+        for key, label in RAY_KINDS:
+            r = d["runs"][key]
+            marginal = "-" if r["marginal_rows_per_s"] is None else f"{r['marginal_rows_per_s']:.2f}"
+            fixed = "-" if r["fixed_s"] is None else f"{r['fixed_s']:.1f}"
+            out.append(f"| {label} | {r['rows_per_s']:.2f} | {marginal} | {fixed} | "
+                       f"{r['marginal_cpu_s_per_row']:.4f} | {r['fixed_cpu_s']:.1f} |")
+        same = sm["results_identical_to_single_process"]
+        out.append("")
+        out.append(wrap(
+            f"One actor over one process: {sm['ray_overhead_end_to_end']:+.0%} end to end, "
+            f"{sm['ray_overhead_marginal']:+.0%} marginally, {sm['ray_overhead_cpu_per_row']:+.0%} CPU per row; "
+            f"1 -> 2 actors: {x(sm['scaling_1_to_2_marginal'])} marginal, {x(sm['scaling_1_to_2_end_to_end'])} end "
+            f"to end; results identical to the single process's: "
+            f"{'yes' if all(same.values()) else 'NO (' + ', '.join(k for k, v in same.items() if not v) + ')'}."))
+        out.append("")
+    return "\n".join(out)
+
+
+def ray_startup(res: Results) -> str:
+    name = "bench_ray_startup_tiny.json"
+    d = res.raw(name)
+    rows = [source(res, name), "", "| command (commit) | runs s | median s |", "|---|---|---:|"]
+    for key, runs in d["cli_s"].items():
+        rows.append(f"| `{key}` | {', '.join(f'{v:.1f}' for v in runs)} | {d['cli_median_s'][key]:.1f} |")
+    steps = d["steps_median_s"]
+    rows += ["", "Steps of one `--engine ray` run, medians (s): " +
+             ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in steps.items()) + "."]
+    return "\n".join(rows) + "\n"
+
+
+RAY_ACTOR = ["bench_ray_actor_paper_8d6f2ec.json", "bench_ray_actor_tiny_8d6f2ec.json"]
+
+
+def ray_actor(res: Results) -> str:
+    rows = ["| models | rows, rows per call | one process s | Ray actor s | actor / process | without the first "
+            "batch | outside the batches s | scores identical | source |",
+            "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    for name in RAY_ACTOR:
+        d = res.raw(name)
+        s = d["settings"]
+        rows.append(f"| {s['sizes']} | {s['n']}, {s['batch_size']} | {d['batches_s']['in_process']:.1f} | "
+                    f"{d['batches_s']['ray_actor']:.1f} | {d['actor_over_in_process'] - 1:+.0%} | "
+                    f"{d['actor_over_in_process_after_first_batch'] - 1:+.0%} | {d['ray_wall_outside_batches_s']:.1f} | "
+                    f"{d['scores_identical']} | {source(res, name)} |")
+    return "\n".join(rows) + "\n"
+
+
+def lm_eval(res: Results) -> str:
+    name = "bench_lm_eval.json"
+    d = res.raw(name)
+    return wrap(
+        f"`{d['command']}` ({source(res, name)[:-1]}): {d['documents']} documents, {d['core_calls_in_metric']} core "
+        f"call(s) inside the metric; time inside the metric during `lm_eval.simple_evaluate` "
+        f"{', '.join(f'{v:.2f}' for v in d['in_metric_s'])} s against one offline core call "
+        f"{', '.join(f'{v:.2f}' for v in d['offline_core_s'])} s; wall-time ratio of the fastest {d['ratio']:.2f}, "
+        f"CPU-time ratio {d['cpu_ratio']:.2f}; the same system score: {d['same_score']}.") + "\n"
+
+
+def verbatim(res: Results, name: str) -> str:
+    return f"{source(res, name)}\n\n```text\n{res.text(name).rstrip()}\n```\n"
+
+
+AUDITS = ["audit_recipes_before.json", "audit_recipes_after.json"]
+
+
+def audit(res: Results) -> str:
+    before, after = (res.raw(name) for name in AUDITS)
+    rows = [f"Before: {source(res, AUDITS[0])} After: {source(res, AUDITS[1])}", "",
+            "| cue | before | after |", "|---|---:|---:|"]
+
+    def cell(v: Any) -> str:
+        if isinstance(v, list) and len(v) == 2:
+            return f"{v[0]} of {v[1]}"
+        if isinstance(v, dict):
+            return ", ".join(f"{k} {n}" for k, n in v.items())
+        return str(v)
+
+    for key, value in after.items():
+        if key != "commit":
+            rows.append(f"| {key.replace('_', ' ')} | {cell(before.get(key, '-'))} | {cell(value)} |")
+    return "\n".join(rows) + "\n"
+
+
+TRAIN = "bench_train_850b27a.json"
+
+
+def train(res: Results) -> str:
+    d = res.raw(TRAIN)
+    rows = [source(res, TRAIN), "", "| evaluated on | view | n | accuracy | macro-F1 | majority label (accuracy) |",
+            "|---|---|---:|---:|---:|---|"]
+    for split, label in (("held_out_silver", "held-out silver"), ("begin_v1_dev", "BEGIN v1 dev")):
+        for view in ("5way", "3way"):
+            v = d[split][view]
+            rows.append(f"| {label} | {view[0]}-way | {d[split]['n']} | {v['accuracy']:.2%} | {100 * v['macro_f1']:.1f} | "
+                        f"{v['majority_label']} {v['majority_accuracy']:.2%} |")
+    b = d.get("bert_base_throughput")
+    rows += ["", wrap(f"Training: {d['small_train_seconds']:.0f} s, {d['small_examples_per_s']:.1f} examples/s "
+                      f"({d['threads']} torch thread(s))." +
+                      (f" bert-base-sized classifier: {b['examples_per_s']:.2f} examples/s, {b['gflop_per_s']:.1f} "
+                       f"GFLOP/s, {pct(b['share_of_peak'])} of the matmul peak." if b else ""))]
+    return "\n".join(rows) + "\n"
+
+
+def index(res: Results) -> str:
+    rows = ["| results file | CPU / GPU | commit |", "|---|---|---|"]
+    for path in sorted(res.root.iterdir()):
+        if path.suffix == ".md":
+            continue
+        data = json.loads(path.read_text()) if path.suffix == ".json" else None
+        text = "" if data is not None else path.read_text()
+        rows.append(f"| `{path.name}` | {cpu_of(path.name, data, text)} | {commit_of(path.name, data)} |")
+    return "\n".join(rows) + "\n"
+
+
+def page(res: Results) -> str:
+    """The whole of ``docs/results.md``."""
+    parts = [
+        "# Measured results\n",
+        wrap(f"Generated by `{COMMAND}` from the files in `benchmarks/results/`; do not edit by hand "
+             f"(`{COMMAND} --check`, run by the test suite, fails when this page is not what those files render). "
+             "Every figure below comes from one results file, named with the CPU / GPU it ran on and the commit it "
+             "measured; timings compare only within one file, or between files of one machine. What each benchmark "
+             "measures and how to run it is on the user pages: [performance.md](performance.md#benchmarks), "
+             "[ray.md](ray.md#measuring-rays-overhead), [integrations.md](integrations.md#lm-eval), "
+             "[compare.md](compare.md#calibration-of-the-tests), [report.md](report.md#scale), "
+             "[training.md](training.md#does-it-learn-benchmarksbench_trainpy).") + "\n",
+        index(res),
+        "## Scoring pipeline: `benchmarks/bench_pipeline.py`\n",
+        run_tables(res),
+        "### Where the time goes\n",
+        where_time_goes(res),
+        "### Per response (capacity planning)\n",
+        wrap("The batched default's wall time per response, and per stage, of the two paper-size runs above (random "
+             "weights of the real sizes, real WoW responses and knowledge); multiply by the number of responses and "
+             "divide by the number of such machines. Ray's cost per batch is in the Ray section below.") + "\n",
+        per_response(res),
+        "### Same speed after a restructure\n",
+        wrap("The same fp32 command at the commit before a restructure and after it, alternating on one machine "
+             "(`python benchmarks/bench_pipeline.py --n 16 --no-flops`); a run that shared the CPU with other work "
+             "shows as an outlier:") + "\n",
+        "\n".join(source(res, name) for name in RESTRUCTURE_RUNS) + "\n",
+        restructure_check(res),
+        before_after(res),
+        "## Ray engine: `benchmarks/bench_ray_startup.py`, `bench_ray.py`, `bench_ray_actor.py`\n",
+        "### Start-up (2 rows)\n",
+        ray_startup(res),
+        "### Whole commands at two row counts\n",
+        ray_runs(res),
+        "### The same `score()` calls in one process and inside a Ray actor\n",
+        ray_actor(res),
+        "## lm-eval: time inside the metric against offline scoring (`benchmarks/bench_lm_eval.py`)\n",
+        lm_eval(res),
+        "## Significance tests: calibration and speed (`benchmarks/bench_significance.py`)\n",
+        verbatim(res, "bench_significance.txt"),
+        "## HTML report at 10,000 rows (`benchmarks/bench_report.py`)\n",
+        verbatim(res, "bench_report.txt"),
+        "## Training recipes (`benchmarks/audit_recipes.py`, `benchmarks/bench_train.py`)\n",
+        "### Cues a classifier could learn besides the labels\n",
+        audit(res),
+        "### A small BERT trained from scratch on the silver set\n",
+        train(res),
+        wrap("The before / after page of the recipes' change, with its confusion matrices, is "
+             "[benchmarks/results/bench_train_recipes.md](../benchmarks/results/bench_train_recipes.md) "
+             "(`benchmarks/train_table.py`).") + "\n",
+    ]
+    return "\n".join(parts)
 
 
 def unrendered(res: Results) -> list[str]:
-    """Results files that no section read (call after :func:`render`)."""
-    return [p.name for p in sorted(res.root.iterdir()) if p.name.startswith(("bench_n16_", "bench_linear"))
-            and p.name not in res.read and p.name not in NOT_RENDERED]
+    """Results files that no section read (call after :func:`page`)."""
+    return [p.name for p in sorted(res.root.iterdir()) if p.name not in res.read and p.name not in NOT_RENDERED]
 
 
 def main(argv: Optional[Sequence[str]] = None, doc: Path = DOC, results: Path = RESULTS) -> int:
@@ -352,19 +598,19 @@ def main(argv: Optional[Sequence[str]] = None, doc: Path = DOC, results: Path = 
                     help="write nothing; exit 1 with a diff if the page is not what the results render")
     args = ap.parse_args(argv)
     res = Results(results)
-    old = doc.read_text()
-    new = render(old, res)
+    new = page(res)
     left = unrendered(res)
     if left:
         print(f"{results}/{left[0]} is not rendered in {doc.name}: add it to a section of benchmarks/render_docs.py "
               f"(or to NOT_RENDERED, with the reason)", file=sys.stderr)
         return 1
+    old = doc.read_text() if doc.exists() else ""
     if new == old:
         return 0
     if args.check:
         sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(doc),
                                                    "rendered from " + str(results)))
-        print(f"{doc} is stale: run python benchmarks/render_docs.py", file=sys.stderr)
+        print(f"{doc} is stale: run {COMMAND}", file=sys.stderr)
         return 1
     doc.write_text(new)
     print(f"rewrote {doc}")
