@@ -15,8 +15,9 @@ reads "evidence + previous turn" as premise and the response as hypothesis), ``l
   type) and a dialogue model writes a response from the previous turn and the perturbed evidence. Either is paired
   with the *original* evidence.
 * ``off-topic`` (``unrelated_response``): the response of a row of the *same topic* (another dialogue, other
-  evidence) using none of this evidence's content words beyond the topic's name, as BEGIN samples them; where the
-  data has no topics, or no such row, one of another dialogue sharing no content word with it (a fallback, counted
+  evidence) using none of this evidence's content words beyond the topic's name, as BEGIN samples them (topics: a
+  WoW folder's ``topic`` column, a table's topic column, a BEGIN file's knowledge source); where the data has no
+  topics, or no such row, one of another dialogue sharing no content word with it (a fallback, counted
   and said in the row's ``change``).
 * ``generic`` (``generic_response``): one of :data:`GENERIC_RESPONSES` with an opener, drawn at random, written in
   the input's tokenisation ("that ' s great !" when the responses are pre-tokenised); with a generator, sampled from
@@ -709,12 +710,27 @@ def read_sources(path: str, options: "PerturbOptions") -> list[SourceRow]:
 
         data = DATASETS[kind].recipe_input(where)  # type: ignore[misc]
         topics = _wow_topics(where) if kind == "wow" else {}
+        source = _begin_source(where) if kind == "begin" else None
         rows = [SourceRow(id=ex.id, response=ex.response, knowledge=ex.knowledge, previous=ex.history,
-                          dialogue=ex.dialogue, topic=topics.get((ex.response, ex.knowledge)))
+                          dialogue=ex.dialogue, topic=topics.get((ex.response, ex.knowledge), source))
                 for ex in data.examples if ex.consistent]
     name = where.name
     return [SourceRow(f"{name}/{r.id}", r.response, r.knowledge, r.previous, r.dialogue and f"{name}/{r.dialogue}",
                       f"{name} ({kind})", r.topic) for r in rows]
+
+
+#: BEGIN's knowledge sources, by the name of a BEGIN file (v2: begin_dev_<source>.tsv in a folder of that source)
+_BEGIN_SOURCES = {"wow": "Wizard of Wikipedia", "cmu": "CMU-DoG", "cmu-dog": "CMU-DoG", "tc": "Topical-Chat",
+                  "topicalchat": "Topical-Chat"}
+
+
+def _begin_source(path: Path) -> str:
+    """The knowledge source of a BEGIN file, BEGIN's topic for its off-topic responses: v2 names it in the file
+    (``begin_dev_tc.tsv``) and its folder; v1's responses are all Wizard of Wikipedia's."""
+    for name in (path.stem.rsplit("_", 1)[-1], path.parent.name):
+        if name.lower() in _BEGIN_SOURCES:
+            return f"{_BEGIN_SOURCES[name.lower()]} (BEGIN's knowledge source)"
+    return "Wizard of Wikipedia (BEGIN's knowledge source)"
 
 
 def _wow_topics(folder: Path) -> dict[tuple[str, str], str]:

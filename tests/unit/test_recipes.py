@@ -384,3 +384,13 @@ def test_preview_marks_the_change_and_names_the_rule(tmp_path, capsys):
     out = capsys.readouterr().out
     assert "== negation: 1 of 5 written; label contradiction / contradiction: contradiction: a claim" in out
     assert "{+not+}" in out and out.count("\n- ") == 5  # one example of each of the five methods made
+
+
+def test_a_begin_files_knowledge_source_is_its_rows_topic(tmp_path):
+    """BEGIN draws off-topic responses from the same topic; in a BEGIN file that is its knowledge source (v2 names it
+    in the file name and folder; v1 is Wizard of Wikipedia throughout)."""
+    from q2_plugins.recipes import _begin_source
+
+    assert _begin_source(tmp_path / "cmu-dog" / "begin_dev_cmu.tsv").startswith("CMU-DoG")
+    assert _begin_source(tmp_path / "topicalchat" / "begin_dev_tc.tsv").startswith("Topical-Chat")
+    assert _begin_source(tmp_path / "dev_05_24_21.tsv").startswith("Wizard of Wikipedia")
