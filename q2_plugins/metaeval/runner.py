@@ -123,10 +123,25 @@ def load_data(settings: MetaEvalSettings) -> Any:
 
 
 def _options(settings: MetaEvalSettings, data: Any) -> MetaEvalOptions:
+    """The experiments to run on ``data``; the taxonomy experiment asked for on data without BEGIN's five-way labels
+    is refused here, before any score is read or model loaded."""
+    from .experiments import has_begin_labels
+
     try:
-        return replace(settings.options, experiments=settings.experiments or data.experiments or EXPERIMENTS)
+        options = replace(settings.options, experiments=settings.experiments or data.experiments or EXPERIMENTS)
     except ValueError as e:
         raise SettingError("experiments", str(e)) from None
+    if settings.experiments and "taxonomy" in settings.experiments and not has_begin_labels(data):
+        from ..taxonomy import LABELS
+
+        found = sorted({ex.label for ex in data.examples})
+        raise SettingError("experiments", f"the taxonomy experiment needs BEGIN's five-way labels ({', '.join(LABELS)})"
+                                          f" and {Path(data.source).name} has none (its labels: "
+                                          f"{', '.join(found[:6])}{', ...' if len(found) > 6 else ''}); BEGIN v1 has "
+                                          f"them (its dev split is bundled, q2_plugins/data/begin_dev: dataset begin "
+                                          f"with no data given reads it), and so do FaithDial's audits (dataset "
+                                          f"faithdial)")
+    return options
 
 
 def _with_extra(options: MetaEvalOptions) -> bool:
