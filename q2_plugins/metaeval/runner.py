@@ -209,10 +209,12 @@ def _score_sources(settings: MetaEvalSettings, data: Any, options: Any, to_score
         metrics.add(read_scores_file(path, known, name=name or "Q2"), Path(path).stem)
     metrics.add(column_scores(data.examples), "column")
     if settings.compute:
-        computed, results = compute_q2(to_score, get_scorer(), progress=settings.progress)
+        scorer = get_scorer()
+        computed, results = compute_q2(to_score, scorer, progress=settings.progress)
         metrics.add(computed, "computed")
         if settings.save_scores:
-            write_scores_file(settings.save_scores, [ex.id for ex in to_score], results)
+            write_scores_file(settings.save_scores, [ex.id for ex in to_score], results, signature=scorer.signature,
+                              config=scorer.config, source=data.source)
     if "dnli" in options.experiments:  # Q²* from the recorded questions of each Q² source that has them
         metrics.add([star for m in list(metrics) if not m.name.endswith("w/o NLI")
                      and (star := q2_star_metric(m)) is not None], "Q2*")
