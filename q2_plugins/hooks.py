@@ -14,7 +14,7 @@ import sysconfig
 from pathlib import Path
 from typing import Any, Optional
 
-__all__ = ["LEGACY_PTH_NAMES", "mechanism", "site_dir", "install", "uninstall", "installed", "live"]
+__all__ = ["LEGACY_PTH_NAMES", "mechanism", "site_dir", "install", "uninstall", "installed", "live", "armed"]
 
 # start-up files written by earlier versions (the ParlAI-only hook): replaced by install, removed by uninstall
 LEGACY_PTH_NAMES = ("q2_plugins_parlai.pth",)
@@ -93,16 +93,56 @@ for framework in sys.argv[2:]:
 print(json.dumps(out))
 """
 
+_ARMED = r"""
+import importlib.util, json, site, sys
+if sys.path and sys.path[0] == "":  # the working folder, which start-up did not search
+    del sys.path[0]
+if sys.argv[1]:
+    site.addsitedir(sys.argv[1])
+hook = sys.modules.get("_q2_plugins_hook")  # imported by the start-up file only: never here
+out = {}
+for framework in sys.argv[2:]:
+    if hook is None:
+        out[framework] = ("the start-up file did not run in a fresh interpreter"
+                          if importlib.util.find_spec("_q2_plugins_hook") else
+                          "the start-up file cannot import _q2_plugins_hook: reinstall q2-plugins")
+        continue
+    first = any(f is hook.FINDER for f in sys.meta_path)
+    problems = []
+    for name, (owner, where) in hook.TARGETS.items():
+        if owner != framework:
+            continue
+        if name in sys.modules and not hook.patched(name):
+            problems.append(f"{name} was imported at start-up, unpatched")
+        elif name not in sys.modules and not (first and name in hook.FINDER.watched):
+            problems.append(f"the hook's finder does not watch {name}")
+        elif importlib.util.find_spec(where.split(":")[0]) is None:
+            problems.append(f"{where.split(':')[0]}, which patches {name}, is not importable")
+    out[framework] = "; ".join(problems) or True
+print(json.dumps(out))
+"""
 
-def live(frameworks: list[str], target: Optional[str] = None) -> dict[str, object]:
-    """In a fresh interpreter (this one's start-up, plus ``target``'s start-up files): for each framework, True when
-    its modules are patched after import, False when not, or the import error."""
+
+def _fresh(check: str, frameworks: list[str], target: Optional[str]) -> dict[str, object]:
+    """``check``'s answer per framework from a fresh interpreter (this one's start-up, plus ``target``'s start-up
+    files); a check that fails gives each framework its last line of standard error."""
     if not frameworks:
         return {}
-    proc = subprocess.run([sys.executable, "-c", _CHECK, str(target or ""), *frameworks], capture_output=True,
+    proc = subprocess.run([sys.executable, "-c", check, str(target or ""), *frameworks], capture_output=True,
                           text=True, env={**os.environ, "PYTHONWARNINGS": "ignore"}, timeout=600)
     if proc.returncode != 0:
         return {f: (proc.stderr.strip().splitlines() or ["failed"])[-1] for f in frameworks}
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def live(frameworks: list[str], target: Optional[str] = None) -> dict[str, object]:
+    """In a fresh interpreter, for each framework: True when its modules are patched after import, False when not,
+    or the import error. Importing the frameworks takes seconds; :func:`armed` checks without."""
+    return _fresh(_CHECK, frameworks, target)
+
+
+def armed(frameworks: list[str], target: Optional[str] = None) -> dict[str, object]:
+    """In a fresh interpreter, without importing the frameworks: for each framework, True when the start-up file
+    ran and the hook's finder is on ``sys.meta_path`` watching each of its target modules (or the module is
+    imported already, patched), and the module holding each patch can be found; else what is wrong."""
+    return _fresh(_ARMED, frameworks, target)

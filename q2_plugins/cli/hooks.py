@@ -7,7 +7,7 @@ import importlib.util
 import os
 from typing import Optional
 
-from ..hooks import _hook, install, installed, live, uninstall
+from ..hooks import _hook, armed, install, installed, live, uninstall
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -19,6 +19,10 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
                                    "imports one of them. Switches: Q2_PLUGINS_EVALUATE_HOOK=0, Q2_PARLAI_HOOK=0.")
     h.add_argument("action", choices=("install", "status", "uninstall"))
     h.add_argument("--target", help="site-packages directory (default: this interpreter's)")
+    h.add_argument("--import", dest="import_check", action="store_true",
+                   help="status: import each framework in a fresh interpreter and check that it is patched (seconds); "
+                        "by default a fresh interpreter checks, without importing them, that the start-up file ran "
+                        "and the hook watches their modules")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -28,16 +32,16 @@ def run(args: argparse.Namespace) -> int:
         removed = uninstall(args.target)
         print("\n".join(f"removed {p}" for p in removed) if removed else "not installed")
     else:
-        return _status(args.target)
+        return _status(args.target, args.import_check)
     return 0
 
 
-def _status(target: Optional[str]) -> int:
+def _status(target: Optional[str], import_check: bool = False) -> int:
     hook = _hook()
     path = installed(target)
     print(f"start-up file: {path or 'not installed (q2 hooks install)'}")
     available = [f for f in hook.FRAMEWORKS if importlib.util.find_spec(f) is not None]
-    results = live(available, target) if path else {}
+    results = (live if import_check else armed)(available, target) if path else {}
     ok = path is not None
     for framework, switch in hook.FRAMEWORKS.items():
         if framework not in available:

@@ -49,7 +49,7 @@ def load_begin(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> Me
             continue
         label = known.get(_label_key(labels.mapped(r[label_column])))
         if label is None:
-            log.skip(where, "unknown label", r[label_column])
+            log.unknown_label(where, r[label_column])
             continue
         if not log.texts(where, r["response"], r[knowledge_column]):
             continue

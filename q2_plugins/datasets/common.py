@@ -27,6 +27,11 @@ def _label_key(value: str) -> str:
     return " ".join(str(value).strip().lower().split())
 
 
+def _cell(value: Any) -> str:
+    """A label cell or field as text: JSON ``null`` is an empty cell, not the label ``None``."""
+    return "" if value is None else str(value)
+
+
 @dataclass(frozen=True)
 
 
@@ -88,6 +93,15 @@ class _Rows:
 
     def skip(self, where: str, reason: str, detail: str = "") -> None:
         self.skipped.append(SkippedRow(where, reason, detail))
+
+    def unknown_label(self, where: str, value: Any) -> None:
+        """Leave out a row whose label the loader does not know: an empty cell (or none) is an ``empty label``, a
+        value is an ``unknown label`` (listed with the value, for a label map)."""
+        text = _cell(value)
+        if text.strip():
+            self.skip(where, "unknown label", text)
+        else:
+            self.skip(where, "empty label")
 
     def guarded(self, where: str, read: Callable[..., Optional[Example]], *args: Any) -> Optional[Example]:
         """``read(*args, self)``'s example; a :class:`DataFormatError` (a missing field, a wrong type) leaves the

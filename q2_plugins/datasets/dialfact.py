@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..metaeval.data import Example, MetaEvalData
-from .common import DataFormatError, LabelOptions, _field, _json_objects, _label_key, _Rows, _text
+from .common import DataFormatError, LabelOptions, _cell, _field, _json_objects, _label_key, _Rows, _text
 
 DIALFACT_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 
@@ -29,10 +29,10 @@ def _evidence_text(item: Any, where: str) -> str:
 
 def _dialfact_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
     where = f"{log.path} line {n}"
-    raw = str(_field(obj, ("response_label", "label"), where))
+    raw = _cell(_field(obj, ("response_label", "label"), where))
     label = _label_key(log.labels.mapped(raw)).upper()
     if label not in DIALFACT_LABELS:
-        log.skip(f"line {n}", "unknown label", raw)
+        log.unknown_label(f"line {n}", raw)
         return None
     evidence = _field(obj, ("evidence_list", "evidence"), where)
     if isinstance(evidence, str):

@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..metaeval.data import Example, MetaEvalData
-from .common import LabelOptions, _field, _json_objects, _label_key, _Rows, _text
+from .common import LabelOptions, _cell, _field, _json_objects, _label_key, _Rows, _text
 
 _DNLI_LABELS = {"entailment": "entailment", "positive": "entailment", "neutral": "neutral",
                 "contradiction": "contradiction", "negative": "contradiction"}
@@ -14,10 +14,10 @@ _DNLI_LABELS = {"entailment": "entailment", "positive": "entailment", "neutral":
 
 def _dnli_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
     where = f"{log.path} record {n}"
-    raw = str(_field(obj, ("label", "gold_label"), where))
+    raw = _cell(_field(obj, ("label", "gold_label"), where))
     label = _DNLI_LABELS.get(_label_key(log.labels.mapped(raw)))
     if label is None:
-        log.skip(f"record {n}", "unknown label", raw)
+        log.unknown_label(f"record {n}", raw)
         return None
     return Example(
         id=str(obj.get("id", f"dnli:{n}")), response=_text(_field(obj, ("hypothesis", "sentence2"), where), where),

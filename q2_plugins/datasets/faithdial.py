@@ -79,7 +79,7 @@ def load_faithdial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -
             continue
         found = _faithdial_labels(r[label_column] or "", labels)
         if found is None:
-            log.skip(where, "unknown label", r[label_column] or "")
+            log.unknown_label(where, r[label_column])
             continue
         if not log.texts(where, r[response_column] or "", r[knowledge_column] or ""):
             continue

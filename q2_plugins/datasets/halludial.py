@@ -6,7 +6,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 from ..metaeval.data import Example, MetaEvalData
-from .common import LabelOptions, _field, _json_objects, _label_key, _Rows, _text
+from .common import LabelOptions, _cell, _field, _json_objects, _label_key, _Rows, _text
 
 #: the published benchmark its data is (``MetaEvalData.benchmark``)
 BENCHMARK = "HalluDial"
@@ -14,11 +14,11 @@ BENCHMARK = "HalluDial"
 
 def _halludial_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
     where = f"record {n}"
-    target = str(_field(obj, ("target",), f"{log.path} {where}"))
+    target = _cell(_field(obj, ("target",), f"{log.path} {where}"))
     first = target.strip().split(maxsplit=1)[0].strip(".,:;!").lower() if target.strip() else ""
     verdict = {"yes": False, "no": True}.get(_label_key(log.labels.mapped(first)))
     if verdict is None:
-        log.skip(where, "unknown label", target[:60])
+        log.unknown_label(where, target[:60])
         return None
     response = _text(_field(obj, ("response",), f"{log.path} {where}"), where)
     knowledge = _text(_field(obj, ("knowledge",), f"{log.path} {where}"), where)

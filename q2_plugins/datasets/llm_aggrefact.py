@@ -7,7 +7,7 @@ from typing import Optional
 
 from ..io import read_rows
 from ..metaeval.data import Example, MetaEvalData, SkippedRow
-from .common import DataFormatError, LabelOptions, _blank, _label_key, _Rows, _skip_blank_lines
+from .common import DataFormatError, LabelOptions, _blank, _cell, _label_key, _Rows, _skip_blank_lines
 
 #: the published benchmark its data is (``MetaEvalData.benchmark``)
 BENCHMARK = "LLM-AggreFact"
@@ -61,9 +61,9 @@ def load_llm_aggrefact(path: str | Path, *, labels: LabelOptions = LabelOptions(
                 log.skip(where, "malformed row", f"no field(s) {missing}; LLM-AggreFact rows have "
                                                  f"{list(_AGGREFACT_COLUMNS)}")
                 continue
-            consistent = _BINARY.get(_label_key(labels.mapped(str(row["label"]))))
+            consistent = _BINARY.get(_label_key(labels.mapped(_cell(row["label"]))))
             if consistent is None:
-                log.skip(where, "unknown label", str(row["label"]))
+                log.unknown_label(where, row["label"])
                 continue
             if not log.texts(where, str(row["claim"] or ""), str(row["doc"] or "")):
                 continue

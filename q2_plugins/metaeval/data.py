@@ -66,8 +66,8 @@ class PerturbedPair:
 @dataclass(frozen=True)
 class SkippedRow:
     """A row of the data file that is not an example, and why: ``where`` names it (``line 12``, ``record 3``),
-    ``reason`` is the kind (``blank row``, ``unknown label``, ``empty response``, ``empty knowledge``), ``detail``
-    what was found (the unknown label)."""
+    ``reason`` is the kind (``blank row``, ``unknown label``, ``empty label``, ``empty response``,
+    ``empty knowledge``), ``detail`` what was found (the unknown label)."""
 
     where: str
     reason: str

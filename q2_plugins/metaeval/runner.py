@@ -123,10 +123,25 @@ def load_data(settings: MetaEvalSettings) -> Any:
 
 
 def _options(settings: MetaEvalSettings, data: Any) -> MetaEvalOptions:
+    """The experiments to run on ``data``; the taxonomy experiment asked for on data without BEGIN's five-way labels
+    is refused here, before any score is read or model loaded."""
+    from .experiments import has_begin_labels
+
     try:
-        return replace(settings.options, experiments=settings.experiments or data.experiments or EXPERIMENTS)
+        options = replace(settings.options, experiments=settings.experiments or data.experiments or EXPERIMENTS)
     except ValueError as e:
         raise SettingError("experiments", str(e)) from None
+    if settings.experiments and "taxonomy" in settings.experiments and not has_begin_labels(data):
+        from ..taxonomy import LABELS
+
+        found = sorted({ex.label for ex in data.examples})
+        raise SettingError("experiments", f"the taxonomy experiment needs BEGIN's five-way labels ({', '.join(LABELS)})"
+                                          f" and {Path(data.source).name} has none (its labels: "
+                                          f"{', '.join(found[:6])}{', ...' if len(found) > 6 else ''}); BEGIN v1 has "
+                                          f"them (its dev split is bundled, q2_plugins/data/begin_dev: dataset begin "
+                                          f"with no data given reads it), and so do FaithDial's audits (dataset "
+                                          f"faithdial)")
+    return options
 
 
 def _with_extra(options: MetaEvalOptions) -> bool:
@@ -194,10 +209,12 @@ def _score_sources(settings: MetaEvalSettings, data: Any, options: Any, to_score
         metrics.add(read_scores_file(path, known, name=name or "Q2"), Path(path).stem)
     metrics.add(column_scores(data.examples), "column")
     if settings.compute:
-        computed, results = compute_q2(to_score, get_scorer(), progress=settings.progress)
+        scorer = get_scorer()
+        computed, results = compute_q2(to_score, scorer, progress=settings.progress)
         metrics.add(computed, "computed")
         if settings.save_scores:
-            write_scores_file(settings.save_scores, [ex.id for ex in to_score], results)
+            write_scores_file(settings.save_scores, [ex.id for ex in to_score], results, signature=scorer.signature,
+                              config=scorer.config, source=data.source)
     if "dnli" in options.experiments:  # Q²* from the recorded questions of each Q² source that has them
         metrics.add([star for m in list(metrics) if not m.name.endswith("w/o NLI")
                      and (star := q2_star_metric(m)) is not None], "Q2*")

@@ -329,11 +329,23 @@ def taxonomy_model_labels(examples: Sequence[Example], path: str, *, name: Optio
     return metric
 
 
-def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[ResponseResult]) -> None:
-    """Write per-response results in the ``q2 score --output`` format (readable by :func:`read_scores_file`)."""
+def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[ResponseResult], *, signature: Any,
+                      config: Any, source: str | Path) -> Path:
+    """Write per-response results in the ``q2 score --output`` format (readable by :func:`read_scores_file`) with
+    the sidecar ``q2 score`` writes (``PATH.meta.json``: ``signature`` of the scorer, its ``config``, the summary,
+    ``source`` as the input, library versions), so that ``q2 compare`` and ``q2 report`` know what scored them.
+    Returns the sidecar's path."""
+    from ..results import Q2Stats, RowErrors
+    from ..rows import write_meta
+
+    errors = RowErrors()
     with open(path, "w", encoding="utf-8") as f:
         for row, (i, res) in enumerate(zip(ids, results)):
             f.write(json.dumps(explained_row(res, ids={"row": row, "id": i}), ensure_ascii=False) + "\n")
+            if res.error is not None:
+                errors.add(res.error)
+    return write_meta(path, engine="meta-eval", signature=signature, config=config, rows=len(results), input=source,
+                      summary={**Q2Stats.of(results).summary(), **errors.summary()}, spec=None, exit_code=0)
 
 
 def export_inputs(path: str | Path, examples: Sequence[Example]) -> int:

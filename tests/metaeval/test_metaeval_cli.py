@@ -152,6 +152,35 @@ def test_compute_on_the_fly_with_nli_baseline(tiny, small_table, tmp_path, capsy
 
 
 @pytest.mark.slow
+def test_saved_scores_carry_their_signature_to_compare_and_report(tiny, small_table, tmp_path, capsys):
+    models = ["--qg-model", str(tiny["qg"]), "--qa-model", str(tiny["qa"]), "--nli-model", str(tiny["nli"]),
+              "--qg-max-length", "12"]
+    data = ["--dataset", "table", "--data", str(small_table), "--label-column", "human", "--consistent-labels", "ok",
+            "--experiments", "response", "--baselines", "none", "--no-progress"]
+    saved = [tmp_path / "first.jsonl", tmp_path / "second.jsonl"]
+    signatures, shorts = [], []
+    for path in saved:
+        report = run_json(capsys, *data, "--compute", "--save-scores", str(path), *models)
+        meta = json.loads((tmp_path / f"{path.name}.meta.json").read_text())
+        assert (meta["signature"], meta["rows"], meta["input"]) == (report["metrics"][0]["signature"], 6,
+                                                                   str(small_table))
+        assert meta["summary"]["n"] == 6 and meta["config"]["qg_max_length"] == 12 and meta["libraries"]
+        signatures.append(meta["signature"])
+        shorts.append(meta["signature_short"])
+    assert signatures[0] == signatures[1] and "qg:local:sha256:" in signatures[0]
+    assert main(["compare", *map(str, saved)]) == 0
+    out = capsys.readouterr().out
+    assert f"scores      {signatures[0]}\n" in out and "unknown" not in out
+    page = tmp_path / "report.html"
+    assert main(["report", str(saved[0]), "--output", str(page)]) == 0
+    assert shorts[0] in page.read_text()
+    from q2_plugins.report import load_results
+
+    read = load_results([saved[0]])
+    assert read.signatures == [signatures[0]] and read.summary is not None and read.summary["n"] == 6
+
+
+@pytest.mark.slow
 def test_bertscore_baseline_with_a_tiny_model(tiny):
     optional_import("bert_score", "bertscore")
     from q2_plugins.metaeval.baselines import BERTScoreBaseline

@@ -129,6 +129,39 @@ def test_begin_v1_typo_is_per_row(tmp_path):
     assert [r.describe() for r in data.skipped] == ["line 4: unknown label 'entailmnet'", "line 5: blank row"]
 
 
+@pytest.mark.parametrize("kind, name, text, where", [
+    ("begin", "b.tsv", "evidence\tresponse\tgold label\nk\tr\tentailment\nk\tr2\t \n", "line 3"),
+    ("begin", "b2.tsv", "knowledge\tresponse\tbegin_label\nk\tr\tGeneric\nk\tr2\t\n", "line 3"),
+    ("faithdial", "f.csv", "knowledge,history,ctrl,begin_label,vrm_label\nk,h,r,entailment,ack\nk,h,r2,,ack\n",
+     "line 3"),
+    ("dialfact", "d.jsonl", '{"response": "r", "evidence": ["k"], "label": "SUPPORTS"}\n'
+                            '{"response": "r2", "evidence": ["k"], "label": null}\n', "line 2"),
+    ("dnli", "n.jsonl", '{"premise": "k", "hypothesis": "r", "label": "neutral"}\n'
+                        '{"premise": "k", "hypothesis": "r2", "label": ""}\n', "record 2"),
+    ("halludial", "h.json", '[{"knowledge": "k", "response": "r", "target": "No."}, '
+                            '{"knowledge": "k", "response": "r2", "target": ""}]', "record 1"),
+])
+def test_an_empty_label_cell_is_an_empty_label_not_an_unknown_one(tmp_path, kind, name, text, where):
+    path = tmp_path / name
+    path.write_text(text)
+    data = load_dataset(kind, path)
+    assert len(data.examples) == 1
+    assert [r.describe() for r in data.skipped] == [f"{where}: empty label"]
+    notes = "\n".join(data.notes)
+    assert "1 empty label" in notes and "unknown label" not in notes  # no label map can fix an empty cell
+    path.write_text(text.replace("entailment", "").replace("SUPPORTS", "").replace("neutral", "")
+                    .replace("Generic", "").replace("No.", ""))
+    with pytest.raises(DataFormatError, match=r"all 2 left out \{'empty label': 2\}") as e:
+        load_dataset(kind, path)
+    assert "unknown" not in str(e.value)
+
+
+def test_aggrefact_empty_label_is_an_empty_label(tmp_path):
+    (tmp_path / "dev.csv").write_text("dataset,doc,claim,label\nA,d1,c1,1\nA,d2,c2,\n")
+    data = load_dataset("llm-aggrefact", tmp_path)
+    assert [r.describe() for r in data.skipped] == ["dev.csv row 1: empty label"]
+
+
 def test_table_blank_rows_are_not_inconsistent_examples(tmp_path):
     path = tmp_path / "gold.csv"
     path.write_text("response,knowledge,label\nr1,k1,1\nr2,k2,0\n,,\n,,\nr3,,1\n")

@@ -82,6 +82,30 @@ def test_labels_come_with_q2_results():
     assert only.name == "Q2 w/o NLI" and only.labels == full.labels
 
 
+def test_taxonomy_asked_on_data_without_five_way_labels_stops_before_any_model(shared_data, begin_tsv, tmp_path,
+                                                                               capsys):
+    v2 = shared_data / "begin_v2_dev" / "wow" / "begin_dev_wow.tsv"
+    no_model = str(tmp_path / "no-such-model")  # loading it would fail differently: no model is loaded
+    code = main(["meta-eval", "--dataset", "begin", "--data", str(v2), "--experiments", "response,taxonomy",
+                 "--compute", "--qg-model", no_model, "--qa-model", no_model, "--nli-model", no_model])
+    err = capsys.readouterr().err
+    assert code == 2 and err.count("\n") == 1
+    assert err.startswith("q2 meta-eval: error: --experiments: the taxonomy experiment needs BEGIN's five-way labels "
+                          "(entailment, hallucination, generic, off-topic, contradiction) and begin_dev_wow.tsv has "
+                          "none (its labels: Fully attributable, Not fully attributable); BEGIN v1 has them")
+    assert "q2_plugins/data/begin_dev" in err and "FaithDial" in err
+    # the inputs it would export say the taxonomy reads their BEGIN labels: refused too
+    assert main(["meta-eval", "--dataset", "begin", "--data", str(v2), "--experiments", "taxonomy",
+                 "--export-inputs", str(tmp_path / "inputs.jsonl")]) == 2
+    assert "five-way" in capsys.readouterr().err and not (tmp_path / "inputs.jsonl").exists()
+    # data with the five labels: exported; BEGIN v2 without taxonomy asked for: taxonomy skipped as before
+    assert main(["meta-eval", "--dataset", "begin", "--data", str(begin_tsv), "--experiments", "taxonomy",
+                 "--export-inputs", str(tmp_path / "inputs.jsonl")]) == 0
+    assert "the taxonomy experiment reads their BEGIN labels" in capsys.readouterr().out
+    report = run_json(capsys, "--dataset", "begin", "--data", str(v2), "--baselines", "overlap", "--reps", "10")
+    assert "five-way" in report["skipped"]["taxonomy"]
+
+
 # -- stress pairs ----------------------------------------------------------------------------------------------
 def pair(source, method, response, knowledge, new_response=None, new_knowledge=None, expected="contradiction"):
     return {"id": f"{source}:{method}", "source_id": source, "method": method, "expected_label": expected,
