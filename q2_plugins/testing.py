@@ -489,14 +489,29 @@ def build_fcoref(path: str | os.PathLike, seed: int = 0, *, ffnn_size: int = 16,
 
 def build_all(root: str | os.PathLike) -> dict[str, Path]:
     """Build the QG (T5), QA (ALBERT), NLI (RoBERTa) and coreference (F-coref) models under ``root``; return
-    ``{name: dir}``."""
+    ``{name: dir}``. Each folder's model card says that its weights are random (the report page says so too)."""
     base = _prepare_dir(root)
-    return {
+    built = {
         "qg": build_t5_qg(base / "qg"),
         "qa": build_albert_qa(base / "qa"),
         "nli": build_roberta_nli(base / "nli"),
         "coref": build_fcoref(base / "coref"),
     }
+    for path in built.values():
+        mark_random_weights(path)
+    return built
+
+
+def mark_random_weights(path: str | os.PathLike) -> Path:
+    """Write the model card of a random-weight test model into ``path`` (README.md: not a model file, so the
+    model's identity stays the same)."""
+    from .report import RANDOM_WEIGHTS_MARK
+
+    card = Path(path) / "README.md"
+    card.write_text(f"# Random-weight test model\n\n{RANDOM_WEIGHTS_MARK}. Built by q2_plugins.testing (`q2 "
+                    "make-test-models`) to exercise the real loading and scoring code without model weights.\n",
+                    encoding="utf-8")
+    return card
 
 
 def build_causal_lm(tokenizer_dir: str | os.PathLike, path: str | os.PathLike, seed: int = 0) -> Path:
@@ -555,6 +570,7 @@ def build_examples(root: str | os.PathLike) -> dict[str, Path]:
         "my-dialogue-model": build_causal_lm(built["nli"], base / "my-dialogue-model"),
         "my-seq2seq-model": qg_full.rename(base / "my-seq2seq-model"),
     }
+    mark_random_weights(paths["my-dialogue-model"])
     metric = _prepare_dir(base / "metrics" / "response_length") / "response_length.py"
     metric.write_text(_RESPONSE_LENGTH_METRIC, encoding="utf-8")
     paths["metrics/response_length"] = metric.parent

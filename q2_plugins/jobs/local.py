@@ -44,7 +44,7 @@ def score_local(job: ScoreJob) -> int:
         extra["taxonomy_model"] = _taxonomy_model_id(job.taxonomy_model)
     if report_rows is not None and job.html:
         try:
-            write_report(job.html, report_rows, signature, summary, [job.input])
+            write_report(job.html, report_rows, signature, summary, [job.input], config.to_dict())
         except OSError as e:  # the results are saved: the run failed only to write its report, and says so
             code, extra["html_error"] = 2, f"--html {job.html} could not be written: {e}"
     if out is not None and not out.stdout:
@@ -161,10 +161,11 @@ def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[
 
 
 def write_report(path: str, rows: list[dict[str, Any]], signature: str, summary: dict[str, Any],
-                 sources: list[str]) -> None:
+                 sources: list[str], config: Optional[dict[str, Any]] = None) -> None:
     """Write the HTML report of result rows (with their texts) to ``path``, and say so on standard error."""
     from ..report import write_html
 
     write_html(path, rows, signatures=[signature], summary=summary,
-               title="Q² report: " + ", ".join(Path(s).name for s in sources), sources=sources, version=__version__)
+               title="Q² report: " + ", ".join(Path(s).name for s in sources), sources=sources, version=__version__,
+               config=config)
     print(f"HTML report: {path}", file=sys.stderr)

@@ -215,6 +215,25 @@ def _script_json(payload: dict[str, Any]) -> str:
     return text
 
 
+#: the line a model card (README.md) of a tiny random-weight test model holds (``q2 make-test-models``); cards are
+#: no model files, so the mark leaves the model's identity as it is
+RANDOM_WEIGHTS_MARK = "q2-plugins test model: random weights, its outputs mean nothing"
+
+
+def random_weight_models(config: Optional[dict[str, Any]]) -> list[str]:
+    """The ``*_model`` settings of ``config`` that name a folder whose model card carries :data:`RANDOM_WEIGHTS_MARK`."""
+    found = []
+    for key, value in sorted((config or {}).items()):
+        if key.endswith("_model") and isinstance(value, str):
+            card = Path(os.path.expanduser(value)) / "README.md"
+            try:
+                if card.is_file() and RANDOM_WEIGHTS_MARK in card.read_text(encoding="utf-8", errors="replace"):
+                    found.append(key)
+            except OSError:
+                continue
+    return found
+
+
 def render_html(
     rows: Sequence[dict[str, Any]],
     *,
@@ -237,6 +256,10 @@ def render_html(
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, got {page_size}")
     checked = [_as_result_row(r, f"row {i}") for i, r in enumerate(rows)]
+    random = random_weight_models(config)
+    if random:
+        notes = [f"random-weight test models ({', '.join(random)}: q2 make-test-models): every score and label on "
+                 f"this page is meaningless; score with real models for real figures", *notes]
     payload = {
         "title": title, "sources": list(sources), "signatures": list(signatures),
         "signatures_short": [getattr(sig, "short", None) or shorts.get(sig) for sig in signatures],

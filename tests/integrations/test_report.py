@@ -7,6 +7,7 @@ import base64
 import csv
 import json
 import re
+import shutil
 from pathlib import Path
 
 import pytest
@@ -295,3 +296,21 @@ def test_the_page_splits_by_human_labels_and_shows_short_signatures_and_why_na(t
     res.write_text(json.dumps(row(0)) + "\n")
     assert main(["report", str(res), "--texts", str(inp), "--output", str(out)]) == 0
     assert embedded(out.read_text(encoding="utf-8"))["rows"][0]["human_label"] == "consistent"
+
+
+def test_a_page_of_random_weight_models_says_its_scores_mean_nothing(tiny_models, tmp_path):
+    """The tiny models' cards carry the random-weights mark, which the page turns into a note; a real model's folder
+    (no such card) gets none, and the card leaves the model's identity alone."""
+    from q2_plugins.report import RANDOM_WEIGHTS_MARK, random_weight_models, render_html
+    from q2_plugins.signature import model_id
+
+    config = {"qg_model": str(tiny_models["qg_short"]), "qa_model": str(tiny_models["qa"]),
+              "nli_model": str(tiny_models["nli"]), "coref_model": None}
+    assert random_weight_models(config) == ["nli_model", "qa_model", "qg_model"]
+    assert "random-weight test models (nli_model, qa_model, qg_model" in render_html([], config=config)
+    real = tmp_path / "real"
+    shutil.copytree(tiny_models["nli"], real)
+    (real / "README.md").write_text("# a fine-tuned NLI model\n")
+    assert random_weight_models({"nli_model": str(real)}) == []
+    assert RANDOM_WEIGHTS_MARK not in render_html([], config={"nli_model": str(real)})
+    assert model_id(str(real)) == model_id(str(tiny_models["nli"]))
