@@ -221,7 +221,7 @@ RANDOM_WEIGHTS_MARK = "q2-plugins test model: random weights, its outputs mean n
 
 
 def random_weight_models(config: Optional[dict[str, Any]]) -> list[str]:
-    """The ``*_model`` settings of ``config`` that name a folder whose model card carries :data:`RANDOM_WEIGHTS_MARK`."""
+    """The ``*_model`` settings of ``config`` naming a folder whose model card carries :data:`RANDOM_WEIGHTS_MARK`."""
     found = []
     for key, value in sorted((config or {}).items()):
         if key.endswith("_model") and isinstance(value, str):
