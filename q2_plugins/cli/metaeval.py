@@ -52,7 +52,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     d = m.add_argument_group("data")
     common(d.add_argument("--dataset", required=True, choices=sorted(DATASETS), metavar="NAME",
                           help="; ".join(f"{name}: {entry.help}" for name, entry in DATASETS.items())),
-           brief=f"one of {', '.join(sorted(DATASETS))} (what each reads: --help-all)")
+           brief=f"the data set's name ({len(DATASETS)} of them: --help-all lists each one)")
     common(d.add_argument("--data", metavar="PATH",
                           help="the data file or folder (--dataset above); default: the bundled copy of the data "
                                f"set, for {', '.join(n for n, e in DATASETS.items() if e.bundled)}"),

@@ -38,11 +38,12 @@ def toy():
 def test_a_registered_data_set_is_a_meta_eval_choice_and_loads(toy, tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["meta-eval", "--help"])
-    text = " ".join(capsys.readouterr().out.split())
-    assert "toy-set" in text.split("--dataset NAME one of ", 1)[1].split(" (", 1)[0].split(", ")
+    text = " ".join(capsys.readouterr().out.split())  # the short help counts them, whatever their number
+    assert f"--dataset NAME the data set's name ({len(DATASETS)} of them: --help-all lists each one)" in text
     with pytest.raises(SystemExit):
         main(["meta-eval", "--help-all"])
-    assert "toy-set: JSONL of said / known / verdict" in " ".join(capsys.readouterr().out.split())
+    text = " ".join(capsys.readouterr().out.split())
+    assert "toy-set: JSONL of said / known / verdict" in text  # and `--dataset toy-set` is a choice: below
     assert "toy-set" in LOADERS and LOADERS["toy-set"] is load_toy
 
     rows = [{"said": "paris is in france", "known": "paris is the capital of france", "verdict": "ok"},
