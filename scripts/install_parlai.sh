@@ -11,7 +11,8 @@ PY=${PYTHON:-python3}
 VENV=${Q2_VENV:-.venv}
 PINS=${Q2_CONSTRAINTS:-requirements.lock}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-PIP=("$VENV/bin/python" -m pip --disable-pip-version-check -q)
+# PYTHONWARNINGS: no build-backend warnings (setuptools' "Editable installation" banner) among the set-up lines
+PIP=(env PYTHONWARNINGS=ignore "$VENV/bin/python" -m pip --disable-pip-version-check -q)
 "${PIP[@]}" install -c "$PINS" torch==2.13.0
 "${PIP[@]}" install -c "$PINS" -e ".[parlai]"
 "${PIP[@]}" install -c "$PINS" --no-deps parlai==1.7.2
