@@ -211,7 +211,7 @@ class HFQuestionGenerator(_HFComponent):
 
     def _too_long(self, n: int) -> str:
         return (f"QG input is {n} tokens, over qg_max_input_tokens={self.max_input_tokens}: "
-                f"the response is too long to generate questions from (raise it with --qg-max-input-tokens)")
+                f"the response is too long to generate questions from (raise qg_max_input_tokens)")
 
     def unfit(self, pairs: Sequence[tuple[str, str]]) -> list[Optional[str]]:
         """Why each (answer, context) cannot be asked about (its input is over ``max_input_tokens``), or None.
@@ -229,8 +229,8 @@ class HFQuestionGenerator(_HFComponent):
             rest = [i for i in rest if context_len[pairs[i][1]] <= self.max_input_tokens + 4]
             for i in set(range(len(pairs))) - set(rest):
                 out[i] = (f"the response is {context_len[pairs[i][1]]} tokens, over qg_max_input_tokens="
-                          f"{self.max_input_tokens}: too long to generate questions from (raise it with "
-                          f"--qg-max-input-tokens)")
+                          f"{self.max_input_tokens}: too long to generate questions from (raise "
+                          f"qg_max_input_tokens)")
         lengths = [len(ids) for ids in self.tokenizer(self._texts([pairs[i] for i in rest]), add_special_tokens=True,
                                                       verbose=False)["input_ids"]] if rest else []
         for i, n in zip(rest, lengths):
@@ -342,8 +342,9 @@ def nli_label_map(id2label: dict[int, str], model_name: str) -> dict[int, NLILab
                 mapping[int(idx)] = label
     if sorted(mapping.values(), key=lambda x: x.value) != sorted(NLILabel, key=lambda x: x.value):
         raise ModelLoadError(
-            f"The NLI model {model_name!r} (setting: nli_model) names its labels {dict(id2label)}; Q2 needs "
-            f"exactly entailment / neutral / contradiction in config.id2label. Fix the model's config.json."
+            f"The NLI model {model_name!r} (setting {SETTING}) names its labels {dict(id2label)}; Q2 needs "
+            f"exactly entailment / neutral / contradiction in config.id2label. Fix the model's config.json.",
+            setting="nli_model"
         )
     return mapping
 

@@ -517,8 +517,7 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
         if not has_begin_labels(data):
             report["skipped"]["taxonomy"] = "the data has no BEGIN five-way labels (entailment, hallucination, ...)"
         elif not any(m.labels for m in labelled):
-            report["skipped"]["taxonomy"] = ("no metric gives labels (q2 score results, computed scores, or the text "
-                                             "rules)")
+            report["skipped"]["taxonomy"] = "no metric gives labels (q2 score results, computed scores, text rules)"
         else:
             report["taxonomy"] = taxonomy(data, labelled)
     if "stress" in todo:

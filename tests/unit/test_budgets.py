@@ -94,7 +94,7 @@ def test_budgets_are_settings_in_the_signature_and_flags():
                                       "--over-budget", "truncate"])
     assert (args.max_knowledge_chars, args.over_budget) == (0, "truncate")
     for bad in (-1, True, 2.5):
-        with pytest.raises(ValueError, match="max_candidates must be a non-negative integer"):
+        with pytest.raises(ValueError, match="max_candidates: must be a non-negative integer"):
             Q2Config(max_candidates=bad)
 
 

@@ -19,8 +19,10 @@ LIBRARY = REPO / "q2_plugins"
 # the command line's own modules: argparse and its flags belong there
 FRONT_ENDS = set((LIBRARY / "cli").rglob("*.py"))  # the command line: the one place that knows its flags
 FLAG = re.compile(r"(?<![\w-])--[a-z]")
-# modules whose strings are error texts throughout: the message builders and the rows' budget errors
-ERROR_TEXT_MODULES = {LIBRARY / "errors.py", LIBRARY / "budgets.py"}
+# modules whose strings are error texts throughout: the message builders, the rows' budget errors and the
+# models' row errors (a QG input over its limit)
+ERROR_TEXT_MODULES = {LIBRARY / "errors.py", LIBRARY / "budgets.py", LIBRARY / "transformers_models.py",
+                      LIBRARY / "backends" / "loading.py"}
 
 
 def _strings(node: ast.AST) -> list[ast.Constant]:

@@ -7,8 +7,6 @@ import csv
 import dataclasses
 import json
 
-import pytest
-
 from q2_plugins.results import EXPLANATION_FIELDS, RESULT_FIELDS, DroppedQuestion, ResponseResult
 from q2_plugins.rows import kept_name, read_results, response_result, result_row
 
@@ -35,8 +33,10 @@ def test_the_local_writer_derives_from_the_declaration():
 
 
 def test_ray_schema_derives_from_the_declaration():
-    pa = pytest.importorskip("pyarrow")
-    ray_data = pytest.importorskip("q2_plugins.ray_data")
+    from tests.conftest import optional_import
+
+    pa = optional_import("pyarrow", "ray")
+    ray_data = optional_import("ray", "ray") and optional_import("q2_plugins.ray_data", "ray")
     assert list(ray_data.OUTPUT_COLUMNS) == list(RESULT_FIELDS)
     assert list(ray_data.EXPLANATION_COLUMNS) == list(EXPLANATION_FIELDS)
     kinds = {str: pa.string(), float: pa.float64(), int: pa.int64(), bool: pa.bool_(), list: pa.string(),
