@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from pathlib import Path
 
@@ -12,8 +13,11 @@ MARKER = re.compile(r"^(<<<<<<< |>>>>>>> )", flags=re.M)
 
 
 def _files() -> list[Path]:
-    return [p for p in REPO.rglob("*") if p.is_file() and p.suffix in SUFFIXES
-            and not SKIP & set(p.relative_to(REPO).parts)]
+    out = []
+    for root, dirs, files in os.walk(REPO):
+        dirs[:] = [d for d in dirs if d not in SKIP]  # environments and outputs are not the repository's files
+        out += [Path(root) / f for f in files if Path(f).suffix in SUFFIXES]
+    return out
 
 
 def test_no_file_keeps_conflict_markers():
