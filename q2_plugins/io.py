@@ -264,8 +264,9 @@ def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, 
         if missing:
             shown = columns[:30] + (["..."] if len(columns) > 30 else [])
             message = f"{path} has no column(s) {missing}; its columns are {shown}."
-            if not columns:
-                raise InputFormatError(f"{message} {_why_no_columns(path, kind)}")
+            if not columns:  # the cause first: why the file shows no column at all
+                raise InputFormatError(f"{path}: {_why_no_columns(path, kind)} So it has no column(s) {missing}; "
+                                       f"its columns are [].")
             if settings is None:
                 raise InputFormatError(f"{message} Name the right ones.")
             raise MissingColumnsError(named_settings(required, settings, missing), f"{message} Name the right ones.")
