@@ -128,10 +128,8 @@ def _close(progress: Optional[Progress]) -> None:
 
 def _taxonomy_model(path: str) -> Any:
     from .. import backends
-    from ..backends.loading import quiet_loading
 
-    with quiet_loading():
-        return backends.load("taxonomy", model=path)
+    return backends.load("taxonomy", model=path)  # TaxonomyModel loads without the libraries' loading bars
 
 
 def _loaded(scorer: Any, progress: bool) -> Any:
