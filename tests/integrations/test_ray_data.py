@@ -243,14 +243,16 @@ def test_missing_ray_names_the_extra():
 
 
 def test_doc_commands_parse():
-    """docs/ray.md's command lines use flags that exist, with values they accept."""
+    """docs/ray.md's command lines (the cluster one, which needs a cluster, and those the examples run) use flags
+    that exist, with values they accept."""
     import shlex
 
     from q2_plugins.cli import build_parser
     from tests.conftest import _doc_blocks
 
-    blocks = _doc_blocks(Path(__file__).resolve().parents[2] / "docs" / "ray.md", "ray-cli")
-    commands = [c for c in blocks[0][1].replace("\\\n", " ").splitlines() if c.startswith("q2 ")]
+    doc = Path(__file__).resolve().parents[2] / "docs" / "ray.md"
+    code = "".join(c for tag in ("ray-cli", "example") for lang, c in _doc_blocks(doc, tag) if lang == "bash")
+    commands = [c for c in code.replace("\\\n", " ").splitlines() if c.startswith("q2 ")]
     assert len(commands) == 3
     for command in commands:
         args = build_parser().parse_args(shlex.split(command)[1:])
