@@ -1,6 +1,6 @@
 """Scoring jobs: files in, files out, on either engine. A :class:`ScoreJob` says everything about one run (what to
 read, what to write, the config, the engine); :func:`run_score_job` checks it and runs it on the local engine
-(:mod:`q2_plugins.jobs.local`) or on Ray (:mod:`q2_plugins.ray_data`). Front ends (the ``q2 score`` command) only
+(:mod:`q2_plugins.jobs.local`) or on Ray (:mod:`q2_plugins.jobs.ray`). Front ends (the ``q2 score`` command) only
 build the job."""
 
 from __future__ import annotations
@@ -111,13 +111,6 @@ def run_score_job(job: ScoreJob) -> int:
         from .local import score_local
 
         return score_local(job)
-    from ..ray_data import RayScoreOptions, run_score
+    from .ray import run_score
 
-    options = RayScoreOptions(
-        input=job.input, output=job.output, input_format=job.input_format, rows=job.rows,
-        concurrency=job.ray.concurrency, num_cpus_per_worker=job.ray.num_cpus_per_worker,
-        num_gpus_per_worker=job.ray.num_gpus_per_worker, batch_size=job.ray.batch_size,
-        ray_address=job.ray.ray_address, keep_min_score=job.keep_min_score, keep_unscored=job.keep_unscored,
-        dropped_output=job.dropped_output, fail_on_error=job.fail_on_error, summary_format=job.summary_format,
-        progress=job.progress)
-    return run_score(job.config, options)
+    return run_score(job)
