@@ -9,15 +9,12 @@ import argparse
 import contextlib
 import copy
 import difflib
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .. import __version__
-from .. import metric_names as M
 from ..config import MODEL_KINDS, config_from_args, config_options
-from ..results import print_summary
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
@@ -361,61 +358,12 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    import csv
+    """``q2 replay``: the flags mapped onto a :class:`~q2_plugins.jobs.replay.ReplayJob`."""
+    from ..jobs.replay import ReplayJob, run_replay
 
-    from ..io import check_outputs, check_writable, files_written, html_files
-    from ..jobs.local import write_report
-    from ..replay import load_original_steps, replay
-
-    if args.scores and len(args.scores) != len(args.steps):
-        raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
-    written = [(flag, path) for flag, path in (("output", args.output), ("html", args.html)) if path]
-    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", (files_written if flag == "output" else
-                                                                          html_files)(path)) for flag, path in written])
-    for flag, path in written:
-        check_writable(path, flag, make_parents=flag == "html")  # the report's writer makes its folder
-    records = []
-    sources: list[str] = []
-    for i, steps in enumerate(args.steps):
-        fallback = None
-        if args.scores:
-            with open(args.scores[i], newline="", encoding="utf-8") as f:
-                fallback = {row["id"]: float(row["Q2_no_nli"]) for row in csv.DictReader(f)}
-        loaded = load_original_steps(steps, fallback)
-        records.extend(loaded)
-        sources.extend([Path(steps).name.removesuffix("_out.steps.csv")] * len(loaded))
-    result = replay(records, normalization=args.normalization, explain=args.explain or bool(args.html),
-                    discard_unanswerable=args.discard_unanswerable)
-    rows = [_replay_row(rec, res, src, result.signature) for rec, res, src in zip(records, result.responses, sources)]
-    # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
-    summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
-    if args.output:
-        from ..rows import write_meta
-
-        with open(args.output, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        write_meta(args.output, engine="replay", signature=result.signature, summary=summary, rows=len(rows),
-                   config={"use_nli": False, "normalization": args.normalization,
-                           "discard_unanswerable": args.discard_unanswerable},
-                   input=list(args.steps) + list(args.scores), spec=None, exit_code=0)
-    print_summary(summary, result.signature, args.format)
-    if args.format == "text":
-        print(f"note          {_REPLAY_NOTE}")
-    if args.html:
-        write_report(args.html, rows, result.signature, summary, list(args.steps))
-    return 0
-
-
-def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, Any]:
-    """One replay output row: the response's id, source file and texts, its result and the signature. The original
-    run's files are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets
-    ``gold``."""
-    from ..results import explained_row
-
-    gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
-    return explained_row(res, ids={"id": rec.id, "source": source, **({"gold": gold} if gold else {})},
-                         texts={"response": rec.response, "knowledge": rec.knowledge}, signature=signature)
+    return run_replay(ReplayJob(
+        steps=list(args.steps), scores=list(args.scores), output=args.output, html=args.html, explain=args.explain,
+        normalization=args.normalization, discard_unanswerable=args.discard_unanswerable, summary_format=args.format))
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -430,12 +378,6 @@ def _report(args: argparse.Namespace) -> int:
     errors = sum(r["status"] == "error" for r in data.rows)
     print(f"{args.output}: {len(data.rows)} responses ({errors} errors) from {len(data.sources)} file(s)")
     return 0
-
-
-# a replay has no Q2 with NLI, hence no interval of it (its interval is q2 compare's, on Q2 w/o NLI)
-_NO_Q2 = {m.key: None for m in (M.Q2, M.Q2_STDERR, M.Q2_CI_LOW, M.Q2_CI_HIGH)}
-_REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay gives only Q2 w/o NLI (token F1; "
-                "responses without questions take their recorded fallback value)")
 
 
 def _prefetch(args: argparse.Namespace) -> int:
