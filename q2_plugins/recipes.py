@@ -585,7 +585,7 @@ class HFResponseGenerator:
             self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
             self.tokenizer = AutoTokenizer.from_pretrained(model, padding_side="left" if not self.seq2seq else "right")
             cls = AutoModelForSeq2SeqLM if self.seq2seq else AutoModelForCausalLM
-            from .transformers_models import quiet_loading
+            from .backends.loading import quiet_loading
 
             with quiet_loading():  # (no per-file loading bars)
                 self.model = cls.from_pretrained(model).to(device).eval()

@@ -132,7 +132,7 @@ class Q2Scorer:
 
     @property
     def coreference(self) -> Coreference:
-        """The coreference of ``--coref`` (:mod:`q2_plugins.coref`), loaded on first use."""
+        """The coreference of ``--coref`` (:mod:`q2_plugins.backends.hf.coref`), loaded on first use."""
         if self._coref is None:
             self._coref = self._component("coref")
         return self._coref
@@ -215,7 +215,7 @@ class Q2Scorer:
         """Score ``responses[i]`` against ``knowledge[i]``; the steps are those of :mod:`q2_plugins.stages`.
 
         Each knowledge item is a string or a list of strings (joined by spaces). ``history`` (the dialogue before
-        each response) is read only with ``coref`` (the paper's appendix A step, :mod:`q2_plugins.coref`).
+        each response) is read only with ``coref`` (the paper's appendix A step, :mod:`q2_plugins.backends.hf.coref`).
         Bad rows get ``status="error"`` and a message; they never stop the other rows. ``label`` adds the
         BEGIN-style label of each response (:mod:`q2_plugins.taxonomy`). ``progress``: True for a bar per stage of
         this call, or a :class:`~q2_plugins.progress.Progress` to keep one set of bars (rows with an ETA, and

@@ -381,24 +381,17 @@ def _report(args: argparse.Namespace) -> int:
 
 
 def _prefetch(args: argparse.Namespace) -> int:
+    """``q2 prefetch``: each role's model copied by the backend its model string names, then loaded once."""
+    from .. import backends
     from ..io import check_writable
-    from ..prefetch import prefetch_model
     from ..signature import model_id
-    from ..transformers_models import load_model
 
     config = config_from_args(args)
     check_writable(args.output_dir, "output_dir", folder=True)
     out = Path(args.output_dir)
-    for role, kind in MODEL_KINDS.items():
-        name = getattr(config, f"{role}_model")
-        target = prefetch_model(role, name, getattr(config, f"{role}_revision"), out / role)
-        load_model(role, str(target), None, "cpu", "float32", kind, cpu_kernels="torch")  # it loads: fail here
-        print(f"{role}: {name} -> {target}  (signs as {model_id(str(target))})")
-    from ..coref import load_fcoref
-
-    target = prefetch_model("coref", config.coref_model, config.coref_revision, out / "coref")
-    load_fcoref(str(target))  # it loads: fail here
-    print(f"coref: {config.coref_model} -> {target}  (signs as {model_id(str(target))})")
+    for role in (*MODEL_KINDS, "coref"):
+        target = backends.prefetch(role, out / role, config)  # it loads: a model that cannot fails here
+        print(f"{role}: {getattr(config, f'{role}_model')} -> {target}  (signs as {model_id(str(target))})")
     print(f"On the offline machine: --qg-model {out / 'qg'} --qa-model {out / 'qa'} --nli-model {out / 'nli'}"
           f" (with --coref: --coref-model {out / 'coref'})")
     return 0
