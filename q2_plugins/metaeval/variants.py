@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ..config import Q2Config
+from ..datasets.types import Example
 from ..results import Q2Stats
-from .data import Example
 
 __all__ = ["VARIANTS", "variant_configs", "variants_table", "variants_markdown"]
 
