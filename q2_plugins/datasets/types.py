@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any, Iterator, Mapping, Optional
 
-__all__ = ["Example", "PairedContext", "PerturbedPair", "SkippedRow", "MetaEvalData"]
+__all__ = ["Example", "PairedContext", "PerturbedPair", "SkippedRow", "MetaEvalData", "SourceRow"]
 
 
 @dataclass(frozen=True)
@@ -165,3 +165,18 @@ class MetaEvalData:
         if self.benchmark:
             out["benchmark"] = self.benchmark
         return out
+
+
+@dataclass(frozen=True)
+class SourceRow:
+    """A grounded example a recipe starts from; ``dialogue`` (when known) keeps random pairs out of its dialogue,
+    ``topic`` (when known) draws BEGIN's off-topic responses from the same topic. ``response``, ``knowledge`` and
+    ``previous`` hold what the input held: a value that is not text is skipped and counted, never converted."""
+
+    id: str
+    response: Any
+    knowledge: Any
+    previous: Any = None
+    dialogue: Optional[str] = None
+    source: str = ""
+    topic: Optional[str] = None
