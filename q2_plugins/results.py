@@ -12,7 +12,7 @@ from typing import Any, Iterable, Mapping, Optional
 from . import metric_names as M
 
 __all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "RowErrors", "Q2Result", "ResponseStatus",
-           "print_summary", "explained_row", "RESULT_FIELDS", "EXPLANATION_FIELDS"]
+           "print_summary", "cache_line", "explained_row", "RESULT_FIELDS", "EXPLANATION_FIELDS"]
 
 
 class ResponseStatus:
@@ -312,6 +312,13 @@ class Q2Result:
         s = self.stats
         return (f"Q2Result(q2={s.score:.4f}, coverage={s.coverage:.3f}, fallback_rate={s.fallback_rate:.3f}, "
                 f"n={s.n}, errors={s.n_errors}, signature={self.signature!r})")
+
+
+def cache_line(counts: dict[str, int], cache_dir: Any) -> str:
+    """The summary's cache line; entries that failed their check (recomputed, never used) are named."""
+    failed = counts.get("failed_checks", 0)
+    note = f"  failed checks {failed} (damaged or edited entries: computed again)" if failed else ""
+    return f"cache         hits {counts['hits']}  misses {counts['misses']}{note}  ({cache_dir})"
 
 
 def print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = None) -> None:

@@ -29,7 +29,7 @@ from ..ray_data import (
     start_model_check,
     write_dataset,
 )
-from ..rows import cache_line
+from ..results import cache_line
 from ..stderr_filter import stderr_without
 from . import ScoreJob
 
