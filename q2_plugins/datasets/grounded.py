@@ -6,16 +6,42 @@ responses, BEGIN's entailed (v1) or fully attributable (v2) ones, the wizard tur
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import Any, Optional, Protocol
 
 from ..errors import SettingError
 from ..io import InputFormatError
 from .types import SourceRow
 
-if TYPE_CHECKING:
-    from ..perturb import PerturbOptions
 
-__all__ = ["DatasetError", "SourceRow", "input_kind", "keep_filter", "read_sources"]
+class SourceOptions(Protocol):
+    """How an input is read (:class:`q2_plugins.perturb.PerturbOptions` is one): its reader (``dataset``), and for
+    a table its format, the columns that hold each text and the ``keep`` filter."""
+
+    @property
+    def dataset(self) -> str: ...
+
+    @property
+    def input_format(self) -> Optional[str]: ...
+
+    @property
+    def response_column(self) -> str: ...
+
+    @property
+    def knowledge_column(self) -> str: ...
+
+    @property
+    def id_column(self) -> Optional[str]: ...
+
+    @property
+    def topic_column(self) -> Optional[str]: ...
+
+    @property
+    def previous_column(self) -> Optional[str]: ...
+
+    @property
+    def keep(self) -> Optional[str]: ...
+
+__all__ = ["DatasetError", "SourceRow", "SourceOptions", "input_kind", "keep_filter", "read_sources"]
 
 
 class DatasetError(InputFormatError, SettingError):
@@ -54,7 +80,7 @@ def input_kind(path: Path, dataset: str) -> str:
     return "table"
 
 
-def _table_rows(path: Path, options: "PerturbOptions") -> list[SourceRow]:
+def _table_rows(path: Path, options: SourceOptions) -> list[SourceRow]:
     from ..io import read_checked_rows
 
     keep = keep_filter(options.keep)
@@ -110,7 +136,7 @@ def _wow_json_rows(path: Path) -> list[SourceRow]:
     return rows
 
 
-def read_sources(path: str, options: "PerturbOptions") -> list[SourceRow]:
+def read_sources(path: str, options: SourceOptions) -> list[SourceRow]:
     """The grounded rows of one input: a Q² WoW folder's consistent responses, BEGIN's entailed (v1) or fully
     attributable (v2) ones, the wizard turns of ParlAI's ``wizard_of_wikipedia`` JSON, or every row of a table
     (``options.keep`` filters)."""
