@@ -52,8 +52,9 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, Union
 
+from .backends.hf.generator import HFResponseGenerator
 from .datasets.grounded import DatasetError, SourceRow, read_sources
-from .errors import ModelLoadError, SettingError
+from .errors import SettingError
 from .perturb import Edit, Skip, antonym, content_forms, entity_pool, invert, negate, swap_entity, wordnet_antonyms
 from .taxonomy import LABELS
 
@@ -157,10 +158,6 @@ def _generic(rng: random.Random, pretokenised: bool) -> str:
     if reply.split()[0].strip(",!?") in ("oh", "wow", "yes", "how"):
         opener = ""  # the reply opens with an interjection already ("wow, i didn't know that.")
     return _in_style(opener + reply, pretokenised)
-
-
-class GeneratorLoadError(SettingError, ModelLoadError):
-    """The ``generator`` model cannot be loaded."""
 
 
 @dataclass
@@ -550,52 +547,6 @@ def label_table(report: RecipeReport) -> list[str]:
     lines.append(f"| total | consistent {report.labels['consistent']} / inconsistent "
                  f"{report.labels['inconsistent']} | {sum(report.labels.values())} |")
     return lines
-
-
-class HFResponseGenerator:
-    """A Hugging Face causal or sequence-to-sequence LM writing responses from "evidence + previous turn" prompts:
-    greedy decoding, or sampling at ``temperature`` (seeded by ``seed``), ``batch_size`` prompts a call (left padding
-    for causal models). Loaded on construction."""
-
-    def __init__(self, model: str, *, batch_size: int = 16, max_new_tokens: int = 40, device: str = "cpu",
-                 seed: int = 0) -> None:
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
-
-        try:
-            config = AutoConfig.from_pretrained(model)
-            self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
-            self.tokenizer = AutoTokenizer.from_pretrained(model, padding_side="left" if not self.seq2seq else "right")
-            cls = AutoModelForSeq2SeqLM if self.seq2seq else AutoModelForCausalLM
-            from .backends.loading import quiet_loading
-
-            with quiet_loading():  # (no per-file loading bars)
-                self.model = cls.from_pretrained(model).to(device).eval()
-        except (OSError, ValueError) as e:
-            raise GeneratorLoadError("generator", f"{model} could not be loaded ({str(e).splitlines()[0]}); name a "
-                                                  f"local folder or hub name of a causal or seq2seq LM") from None
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.batch_size, self.max_new_tokens, self.device, self.seed = batch_size, max_new_tokens, device, seed
-
-    def generate(self, prompts: Sequence[tuple[str, str]], temperature: Optional[float] = None) -> list[str]:
-        import torch
-
-        texts = [f"knowledge: {evidence} previous turn: {previous} response:" if evidence else
-                 f"previous turn: {previous} response:" for previous, evidence in prompts]
-        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature else {"do_sample": False}
-        if temperature:
-            torch.manual_seed(self.seed)
-        out: list[str] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = self.tokenizer(texts[start:start + self.batch_size], return_tensors="pt", padding=True,
-                                   truncation=True, max_length=512).to(self.device)
-            with torch.no_grad():
-                ids = self.model.generate(**batch, **sampling, max_new_tokens=self.max_new_tokens,
-                                          pad_token_id=self.tokenizer.pad_token_id)
-            if not self.seq2seq:
-                ids = ids[:, batch["input_ids"].shape[1]:]
-            out += [t.strip() for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
-        return out
 
 
 def _marked(before: str, after: str) -> str:

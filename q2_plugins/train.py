@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from .backends.hf.labeller import TaxonomyModel, TaxonomyModelError  # noqa: F401 (public here too)
-from .errors import ModelLoadError, SettingError
+from .errors import SettingError
 from .io import InputFormatError
 from .taxonomy import COARSE, LABELS, LABELS3
 
@@ -52,10 +52,6 @@ class TrainDataError(InputFormatError):
 
 class ColumnError(TrainDataError, SettingError):
     """A training or evaluation file without the column a :class:`TrainOptions` setting names (or finds)."""
-
-
-class _StartModelError(SettingError, ModelLoadError):
-    """The model a run starts from (``base`` or ``init_from``) cannot be loaded."""
 
 
 def label_names(n_labels: int) -> tuple[str, ...]:
@@ -225,36 +221,14 @@ def evaluate_labels(gold: Sequence[str], predicted: Sequence[str]) -> dict[str, 
     return out
 
 
-def _premise_order(model_labels: dict[int, str], wanted: Sequence[str]) -> tuple[str, ...]:
-    """``wanted`` in the order of a starting checkpoint's labels when they are the same labels (its head is kept)."""
-    have = [str(model_labels[i]).lower() for i in sorted(model_labels)]
-    return tuple(have) if sorted(have) == sorted(wanted) else tuple(wanted)
-
-
 def _load_for_training(options: TrainOptions) -> tuple[Any, Any, tuple[str, ...]]:
     """The starting model with a head for the run's labels, its tokenizer and the label order. A head of another size
     is re-initialised, as expected: one line says so (transformers' load report of the mismatch is not shown)."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+    from .backends.hf.labeller import load_for_training
 
     start = options.init_from or options.base
     setting = "init_from" if options.init_from else "base"
-    try:
-        config = AutoConfig.from_pretrained(start)
-        have = len(getattr(config, "id2label", None) or {})
-        order = _premise_order(getattr(config, "id2label", None) or {}, label_names(options.labels))
-        verbosity = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()  # the load report lists the re-initialised head as a MISMATCH
-        try:
-            model = AutoModelForSequenceClassification.from_pretrained(
-                start, id2label=dict(enumerate(order)), label2id={name: i for i, name in enumerate(order)},
-                ignore_mismatched_sizes=True)
-        finally:
-            hf_logging.set_verbosity(verbosity)
-        tokenizer = AutoTokenizer.from_pretrained(start)
-    except (OSError, ValueError) as e:
-        raise _StartModelError(setting, f"{start} could not be loaded as a sequence classifier "
-                                        f"({str(e).splitlines()[0]}); name a local folder or a hub model") from None
+    model, tokenizer, order, have = load_for_training(start, setting, label_names(options.labels))
     if have != len(order):
         print(f"q2 train: {start} has {have} labels: its classifier head is re-initialised for {len(order)} labels "
               f"({', '.join(order)}), as expected", file=sys.stderr)

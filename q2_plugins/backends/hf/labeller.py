@@ -9,7 +9,7 @@ from typing import Any, Optional, Sequence
 from ...errors import ModelLoadError, SettingError
 from ...taxonomy import COARSE, LABELS
 
-__all__ = ["TaxonomyModel", "TaxonomyModelError"]
+__all__ = ["TaxonomyModel", "TaxonomyModelError", "StartModelError", "load_for_training"]
 
 
 class TaxonomyModelError(SettingError, ModelLoadError):
@@ -70,3 +70,44 @@ class TaxonomyModel:
             res = result.responses[i]
             res.label, res.label3, res.label_reason = label, COARSE[label], f"{label}: {Path(self.path).name} model"
         return result
+
+
+class StartModelError(SettingError, ModelLoadError):
+    """The model a training run starts from (setting ``base`` or ``init_from``) cannot be loaded."""
+
+
+def _premise_order(model_labels: dict[int, str], wanted: Sequence[str]) -> tuple[str, ...]:
+    """``wanted`` in the order of a starting checkpoint's labels when they are the same labels (its head is kept)."""
+    have = [str(model_labels[i]).lower() for i in sorted(model_labels)]
+    return tuple(have) if sorted(have) == sorted(wanted) else tuple(wanted)
+
+
+def load_for_training(start: str, setting: str, labels: Sequence[str]) -> tuple[Any, Any, tuple[str, ...], int]:
+    """The sequence classifier a training run starts from (``start``, named by ``setting``), under the one load
+    policy, with a head for ``labels`` (in the order of the checkpoint's own labels when they are the same labels):
+    the model, its tokenizer, the label order and how many labels the checkpoint had."""
+    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
+    from transformers.utils import logging as hf_logging
+
+    from ..loading import fetch
+
+    def load(path: str, local: dict[str, Any]) -> tuple[Any, Any, tuple[str, ...], int]:
+        config = AutoConfig.from_pretrained(path, **local)
+        have = len(getattr(config, "id2label", None) or {})
+        order = _premise_order(getattr(config, "id2label", None) or {}, labels)
+        verbosity = hf_logging.get_verbosity()
+        hf_logging.set_verbosity_error()  # the load report lists the re-initialised head as a MISMATCH
+        try:
+            model = AutoModelForSequenceClassification.from_pretrained(
+                path, id2label=dict(enumerate(order)), label2id={name: i for i, name in enumerate(order)},
+                ignore_mismatched_sizes=True, **local)
+        finally:
+            hf_logging.set_verbosity(verbosity)
+        return model, AutoTokenizer.from_pretrained(path, **local), order, have
+
+    try:
+        return fetch("base", start, load)
+    except ModelLoadError as e:
+        why = e.__cause__ if e.__cause__ is not None else e
+        raise StartModelError(setting, f"{start} could not be loaded as a sequence classifier "
+                                       f"({str(why).splitlines()[0]}); name a local folder or a hub model") from None
