@@ -265,7 +265,7 @@ def _report(args: argparse.Namespace) -> int:
     from ..report import report_from_files
 
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
-    check_outputs(read, [(f"--output {args.output}", html_files(args.output))])
+    check_outputs(read, [("output", args.output, html_files(args.output))])
     check_writable(args.output, "output", make_parents=True)  # the report's writer makes its folder
     data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
                              columns=(args.response_column, args.knowledge_column, args.history_column))

@@ -93,7 +93,7 @@ def check_job_outputs(job: ScoreJob) -> None:
 
         dropped = job.dropped_output or str(dropped_path(job.output))
         written.append(("dropped_output", dropped, files_written(dropped)))
-    check_outputs([job.input], [(f"--{s.replace('_', '-')} {path}", files) for s, path, files in written])
+    check_outputs([job.input], written)
     for setting, path, _ in written:  # Ray writes a path without a file extension as a folder of part files
         folder = job.engine == "ray" and setting != "html" and Path(path).suffix.lower() not in _RAY_FILES
         # the report's writer and Ray's make the folders they need; the local result file needs its folder

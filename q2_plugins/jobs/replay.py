@@ -46,11 +46,11 @@ def run_replay(job: ReplayJob) -> int:
 
     if job.scores and len(job.scores) != len(job.steps):
         raise SettingError("scores", "give one scores file per steps file, in the same order")
-    written = [(flag, path) for flag, path in (("output", job.output), ("html", job.html)) if path]
-    check_outputs([*job.steps, *job.scores], [(f"--{flag} {path}", (files_written if flag == "output" else
-                                                                        html_files)(path)) for flag, path in written])
-    for flag, path in written:
-        check_writable(path, flag, make_parents=flag == "html")  # the report's writer makes its folder
+    written = [(setting, path) for setting, path in (("output", job.output), ("html", job.html)) if path]
+    check_outputs([*job.steps, *job.scores], [(setting, path, (files_written if setting == "output" else
+                                                                    html_files)(path)) for setting, path in written])
+    for setting, path in written:
+        check_writable(path, setting, make_parents=setting == "html")  # the report's writer makes its folder
     records = []
     sources: list[str] = []
     for i, steps in enumerate(job.steps):
