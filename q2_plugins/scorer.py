@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from . import __version__
+from . import metric_names as M
 from . import stages as st
 from .budgets import check_candidates, check_lengths
 from .cache import Q2Cache
@@ -36,6 +37,11 @@ class Q2Scorer:
     >>> scorer = Q2Scorer(Q2Config(use_nli=False))            # doctest: +SKIP
     >>> result = scorer.score(responses=["..."], knowledge=["..."], explain=True)  # doctest: +SKIP
     """
+
+    #: torchmetrics-style metadata, from the one declaration (:data:`q2_plugins.metric_names.METRIC_INFO`)
+    higher_is_better: bool = bool(M.METRIC_INFO.higher_is_better)
+    plot_lower_bound: float = M.METRIC_INFO.bounds[0]  # type: ignore[index]
+    plot_upper_bound: float = M.METRIC_INFO.bounds[1]  # type: ignore[index]
 
     def __init__(
         self,
