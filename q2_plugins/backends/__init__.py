@@ -37,7 +37,7 @@ if TYPE_CHECKING:
     from ..config import Q2Config
 
 __all__ = ["Backend", "BackendError", "ROLES", "DEFAULT", "ENTRY_POINT_GROUP", "MODULES_ENV", "register",
-           "unregister", "registered", "resolve", "identity", "load", "prefetch"]
+           "unregister", "registered", "resolve", "scheme_of", "identity", "load", "prefetch"]
 
 #: the roles a backend can fill: role -> its model setting
 ROLES = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model", "coref": "coref_model",
@@ -108,6 +108,12 @@ def _split(model: str) -> tuple[str, str]:
     if found is None or os.path.exists(os.path.expanduser(model)):
         return DEFAULT, model
     return found.group(1), found.group(2)
+
+
+def scheme_of(model: str) -> str:
+    """The scheme of the backend a model string names (:data:`DEFAULT` for one without a scheme), without looking
+    the backend up."""
+    return _split(model)[0]
 
 
 def resolve(role: str, model: str) -> tuple[Backend, str]:
