@@ -25,7 +25,7 @@ __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "
            "blank_lines", "named_settings", "InputFormatError", "MissingColumnsError", "UnknownFormatError",
            "OutputClashError", "json_line", "ResultFile", "write_json_atomic",
            "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "check_writable",
-           "html_files", "UnwritablePathError", "MAX_RECORD_BYTES"]
+           "html_files", "UnwritablePathError", "MAX_RECORD_BYTES", "FORMATS", "suffixes"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -57,14 +57,22 @@ class UnwritablePathError(SettingError):
     """A path a run would write cannot be written (its folder cannot be created or written); ``setting`` names it."""
 
 
+#: the one table of file formats by file suffix: what every reader, writer and engine takes a path's format to be
+FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".csv": "csv",
+           ".tsv": "tsv"}
+
+
+def suffixes(fmt: str) -> list[str]:
+    """The suffixes of format ``fmt`` in :data:`FORMATS` (``jsonl``: ``.jsonl``, ``.json``, ``.ndjson``)."""
+    return [suffix for suffix, kind in FORMATS.items() if kind == fmt]
+
+
 def _format_of(path: Path, fmt: Optional[str]) -> str:
     if fmt:
         return fmt
-    suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        return "jsonl"
-    if suffix in (".csv", ".tsv"):
-        return suffix[1:]
+    kind = FORMATS.get(path.suffix.lower())
+    if kind in ("jsonl", "csv", "tsv"):
+        return kind
     raise UnknownFormatError("input_format", f"Cannot tell the format of {path} from its extension; set it to jsonl, "
                                              f"csv or tsv")
 

@@ -35,6 +35,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by test_imports
 
 from .config import Q2Config
 from .errors import SettingError
+from .io import FORMATS, suffixes
 from .results import EXPLANATION_FIELDS, RESULT_FIELDS, Q2Stats, ResponseResult, ResponseStatus, RowErrors
 from .rows import INPUT_PREFIX, ROW_FIELD, RowSpec, kept_name, result_fields, score_records
 
@@ -56,9 +57,6 @@ EXPLANATION_COLUMNS: dict[str, pa.DataType] = {name: arrow_type(kind) for name, 
 # the rows read_dataset makes of a JSONL / CSV / TSV record: its fields as JSON text, or why it cannot be read, and
 # its position in its file (the result row's ``row``)
 _RECORD, _READ_ERROR, _POSITION = "__q2_record__", "__q2_read_error__", "__q2_row__"
-_EXTENSIONS = {"jsonl": ["jsonl", "json", "ndjson"], "csv": ["csv"], "tsv": ["tsv"]}
-_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".csv": "csv",
-            ".tsv": "tsv"}
 
 
 def _config(config: Union[Q2Config, Mapping[str, Any], None]) -> Q2Config:
@@ -356,10 +354,10 @@ def format_of(path: Path, fmt: Optional[str], setting: str) -> str:
     naming ``setting`` when it cannot tell."""
     if fmt:
         return fmt
-    if path.suffix.lower() in _FORMATS:
-        return _FORMATS[path.suffix.lower()]
+    if path.suffix.lower() in FORMATS:
+        return FORMATS[path.suffix.lower()]
     if path.is_dir():
-        found = {_FORMATS[p.suffix.lower()] for p in path.rglob("*") if p.is_file() and p.suffix.lower() in _FORMATS}
+        found = {FORMATS[p.suffix.lower()] for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS}
         if len(found) == 1:
             return found.pop()
         raise SettingError(setting, f"Cannot tell the format of directory {path} (files of format(s) "
@@ -388,7 +386,7 @@ def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
     if kind == "parquet":
         return ray.data.read_parquet(str(path), num_cpus=0)
     source = _RecordsDatasource(str(path), kind=kind, name_files=path.is_dir(), rows_per_block=rows_per_block,
-                                file_extensions=None if path.is_file() else _EXTENSIONS[kind])
+                                file_extensions=None if path.is_file() else [x[1:] for x in suffixes(kind)])
     return ray.data.read_datasource(source, num_cpus=0)
 
 
@@ -435,7 +433,7 @@ def check_record_columns(path: Path, kind: str, required: tuple[str, ...], setti
     from .io import read_rows
 
     first = path if path.is_file() else min(p for p in path.rglob("*") if p.is_file() and
-                                            p.suffix.lower()[1:] in _EXTENSIONS[kind])
+                                            p.suffix.lower() in suffixes(kind))
     read_rows(first, kind, required, settings)  # raises InputFormatError naming the columns found
 
 
@@ -445,7 +443,7 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
     format ``fmt``. A single file holds the union of the columns of every block (a column of several types across
     blocks is written as text). Returns the number of rows written."""
     path = Path(path)
-    if path.suffix.lower() not in _FORMATS:
+    if path.suffix.lower() not in FORMATS:
         kind = format_of(path, fmt, "fmt")
         path.mkdir(parents=True, exist_ok=True)
         if kind in ("csv", "tsv"):
@@ -458,7 +456,7 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
         return ds.count()
     from .io import partial_path
 
-    kind = _FORMATS[path.suffix.lower()]
+    kind = FORMATS[path.suffix.lower()]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = partial_path(path)
     schema = _union_schema(ds) if kind != "jsonl" else None

@@ -23,8 +23,6 @@ _LACKS = {
     "ray": {"html": "writes no HTML report; write it from the Ray output with q2 report --texts INPUT",
             "taxonomy_model": "has no five-way labeller; use the local engine"},
 }
-#: file extensions the Ray engine writes as one file; another output path is a folder of part files
-_RAY_FILES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv")
 
 
 @dataclass(frozen=True)
@@ -81,7 +79,7 @@ def check_job_outputs(job: ScoreJob) -> None:
     """Every file the job would write (the output with its ``.partial``, ``.meta.json`` and temporaries, the HTML
     report, the dropped rows) against the input, through links too, and each one's folder for being writable: a
     clash or a folder that cannot be made or written stops the run here."""
-    from ..io import check_outputs, check_writable, files_written, html_files
+    from ..io import FORMATS, check_outputs, check_writable, files_written, html_files
 
     written: list[tuple[str, str, list[Path]]] = []  # (setting, path, the files written for it)
     if job.output and job.output != "-":
@@ -94,8 +92,8 @@ def check_job_outputs(job: ScoreJob) -> None:
         dropped = job.dropped_output or str(dropped_path(job.output))
         written.append(("dropped_output", dropped, files_written(dropped)))
     check_outputs([job.input], written)
-    for setting, path, _ in written:  # Ray writes a path without a file extension as a folder of part files
-        folder = job.engine == "ray" and setting != "html" and Path(path).suffix.lower() not in _RAY_FILES
+    for setting, path, _ in written:  # Ray writes a path of no known file format as a folder of part files
+        folder = job.engine == "ray" and setting != "html" and Path(path).suffix.lower() not in FORMATS
         # the report's writer and Ray's make the folders they need; the local result file needs its folder
         check_writable(path, setting, folder=folder, make_parents=setting == "html" or job.engine == "ray")
     if job.config.cache_dir:

@@ -55,10 +55,10 @@ def read_results(path: str | Path) -> ResultRows:
     of such part files (read in name order), with its sidecar ``PATH.meta.json``. Also read: a JSON
     ``Q2Result.to_dict()``, per-example files of the framework adapters (the result nested one level down) and result
     files of the Ray engine before the one layout (``q2_`` before each result field)."""
-    from ..io import meta_path
+    from ..io import FORMATS, meta_path
 
     path = Path(path)
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in _RESULT_SUFFIXES) \
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS) \
         if path.is_dir() else [path]
     out = ResultRows(path, [])
     for f in files:
@@ -74,9 +74,6 @@ def read_results(path: str | Path) -> ResultRows:
                 out.notes.append(f"{meta.name} is not a JSON object; ignored")
                 out.meta = None
     return out
-
-
-_RESULT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv")
 
 
 def _raw_rows(path: Path) -> Iterable[Any]:
