@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from .config import Q2Config
+from .config import Q2Config, split_model
 
 __all__ = ["Signature", "model_id", "spacy_id", "content_hashes", "directory_digest", "hub_snapshot_of",
            "SOURCE_RECORD", "read_source_record", "write_source_record", "short_model_id", "replay_signature",
@@ -313,9 +313,7 @@ class Part:
 
     def read_by_backend(self, config: Q2Config) -> bool:
         """Whether the component of this part's stage reads its settings (always, for a part of no backend)."""
-        from .backends import scheme_of
-
-        return self.backend is None or scheme_of(getattr(config, f"{self.stage}_model")) == self.backend
+        return self.backend is None or split_model(getattr(config, f"{self.stage}_model"))[0] == self.backend
 
 
 #: The parts of a scorer's signature, in order (``q2`` is the package version).

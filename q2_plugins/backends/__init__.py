@@ -31,23 +31,23 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
+from ..config import DEFAULT_BACKEND, split_model
 from ..errors import ModelLoadError, SettingError
 
 if TYPE_CHECKING:
     from ..config import Q2Config
 
 __all__ = ["Backend", "BackendError", "ROLES", "DEFAULT", "ENTRY_POINT_GROUP", "MODULES_ENV", "register",
-           "unregister", "registered", "resolve", "scheme_of", "identity", "load", "prefetch"]
+           "unregister", "registered", "resolve", "identity", "load", "prefetch"]
 
 #: the roles a backend can fill: role -> its model setting
 ROLES = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model", "coref": "coref_model",
          "taxonomy": "taxonomy_model"}
 #: the backend of a model string without a scheme
-DEFAULT = "hf"
+DEFAULT = DEFAULT_BACKEND
 ENTRY_POINT_GROUP = "q2_plugins.backends"
 MODULES_ENV = "Q2_BACKEND_MODULES"
 
-_SCHEME = re.compile(r"^([a-z][a-z0-9_+.-]+):(.*)$", re.S)  # two characters at least: C:\... is a path
 
 
 class Backend(Protocol):
@@ -102,25 +102,11 @@ def _discover() -> None:
         importlib.import_module(module)
 
 
-def _split(model: str) -> tuple[str, str]:
-    """``(scheme, name)`` of a model string; an existing path is the default backend's, whatever it contains."""
-    found = _SCHEME.match(model)
-    if found is None or os.path.exists(os.path.expanduser(model)):
-        return DEFAULT, model
-    return found.group(1), found.group(2)
-
-
-def scheme_of(model: str) -> str:
-    """The scheme of the backend a model string names (:data:`DEFAULT` for one without a scheme), without looking
-    the backend up."""
-    return _split(model)[0]
-
-
 def resolve(role: str, model: str) -> tuple[Backend, str]:
     """The backend a model string of ``role`` names, and the name it is given (the string without its scheme)."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {list(ROLES)}, got {role!r}")
-    scheme, name = _split(model)
+    scheme, name = split_model(model)
     if scheme not in _REGISTRY and not _discovered:
         _discover()
     if scheme not in _REGISTRY:
