@@ -42,6 +42,8 @@ def score_local(job: ScoreJob) -> int:
     extra: dict[str, Any] = {} if scorer.cache is None else {"cache": scorer.cache.counts()}
     if job.taxonomy_model:
         extra["taxonomy_model"] = _taxonomy_model_id(job.taxonomy_model)
+    if getattr(scorer, "precision_agreement", None) is not None:  # a setting the tests cannot run, checked
+        extra["precision_check"] = scorer.precision_agreement.to_dict()
     if report_rows is not None and job.html:
         try:
             write_report(job.html, report_rows, signature, summary, [job.input], config.to_dict())
@@ -54,6 +56,11 @@ def score_local(job: ScoreJob) -> int:
     print_summary({**summary, **extra}, signature, job.summary_format, stream)
     if "cache" in extra and job.summary_format == "text":
         print(cache_line(extra["cache"], config.cache_dir), file=stream)
+    if "precision_check" in extra and job.summary_format == "text":
+        pc = extra["precision_check"]
+        print(f"precision     first {pc['rows']} rows vs {pc['reference']}: {pc['moved_share']:.1%} moved > "
+              f"{pc['moved_by']}, {pc['filter_flip_share']:.1%} filter and {pc['nli_flip_share']:.1%} NLI decisions "
+              f"flipped", file=stream)
     for line in (extra.get("html_error"), problem):
         if line:
             print(f"q2 score: {line}", file=sys.stderr)
