@@ -201,10 +201,10 @@ def _roles(config: Q2Config) -> tuple[str, ...]:
 def reference_model(model: str) -> Optional[str]:
     """The model string whose float32 transformers model a backend's model string stands for (``ct2:NAME`` ->
     ``NAME``), or None when it is a transformers model already."""
-    from .backends import DEFAULT, _split
+    from .config import DEFAULT_BACKEND, split_model
 
-    scheme, name = _split(model)
-    if scheme == DEFAULT:
+    scheme, name = split_model(model)
+    if scheme == DEFAULT_BACKEND:
         return None
     if scheme == "ct2":  # (q2_plugins.backends.ct2.source_model, without importing the backend)
         return name.partition("#")[0]

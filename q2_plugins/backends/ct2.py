@@ -196,14 +196,14 @@ def _end_tokens(tokenizer: Any, source: str) -> Optional[list[str]]:
 
 
 def _hf() -> Any:
-    from .. import transformers_models
+    from .hf import transformers_models
 
     return transformers_models
 
 
 class CT2QuestionGenerator(_hf().HFQuestionGenerator):  # type: ignore[misc]
     """T5 question generation by a CTranslate2 translator: the inputs, limits and decoding of
-    :class:`~q2_plugins.transformers_models.HFQuestionGenerator`, CTranslate2's beam search."""
+    :class:`~q2_plugins.backends.hf.transformers_models.HFQuestionGenerator`, CTranslate2's beam search."""
 
     def __init__(self, tokenizer: Any, translator: Any, *, batch_size: int, decoding: str = "beam",
                  num_beams: int = 5, num_return: int = 5, no_repeat_ngram: int = 3, max_length: int = 128,
@@ -246,7 +246,7 @@ class CT2QuestionGenerator(_hf().HFQuestionGenerator):  # type: ignore[misc]
 
 class CT2NLI(_hf().HFNLI):  # type: ignore[misc]
     """NLI by a CTranslate2 encoder and the model's own classification head (float32): the windows and the
-    aggregation over windows of :class:`~q2_plugins.transformers_models.HFNLI`."""
+    aggregation over windows of :class:`~q2_plugins.backends.hf.transformers_models.HFNLI`."""
 
     def __init__(self, tokenizer: Any, encoder: Any, head_file: Path, *, batch_size: int, max_length: int = 512,
                  stride: int = 128, model_name: str = "", sort_by_length: bool = True,
