@@ -80,6 +80,7 @@ class Q2Scorer:
         #: the agreement of this scorer's first rows with float32 (:mod:`q2_plugins.precision`), once checked
         self.precision_agreement: Any = None
         self._precision_pending = True
+        self._ahead: Any = None  # the candidates extractor that works ahead (see ahead())
 
     # -- components (lazy) ------------------------------------------------------------------------------------
     def _nlp(self) -> Any:
@@ -167,7 +168,7 @@ class Q2Scorer:
         coref = self.coreference if c.coref else None
         qg, qa = self.question_generator, self.question_answerer
         nli = self.nli if c.uses_nli else None
-        return st.Parts(c, self.candidate_extractor, qg, qa,
+        return st.Parts(c, self._ahead or self.candidate_extractor, qg, qa,
                         personal=self.personal_filter if c.remove_personal else None, nli=nli, coref=coref)
 
     # -- signature ----------------------------------------------------------------------------------------------
@@ -278,6 +279,22 @@ class Q2Scorer:
             for res in results:
                 res.candidates = res.questions = res.dropped = res.coref = None
         return Q2Result(results, self.signature)
+
+    def ahead(self, responses: Sequence[Any]) -> None:
+        """Start extracting the answer candidates of ``responses`` (a later call's) in a background thread, with a
+        spaCy pipeline of its own, so they are ready when that call needs them (:mod:`q2_plugins.ahead`). Same
+        candidates as without; a run whose models are on a GPU calls it for its next chunk. Does nothing with a
+        candidate extractor passed in."""
+        if self._custom["candidates"] is not None:
+            return
+        if self._ahead is None:
+            from .ahead import CandidatesAhead
+            from .spacy_parts import SpacyCandidateExtractor, load_spacy
+
+            name = self.config.spacy_model
+            self._ahead = CandidatesAhead(self.candidate_extractor,
+                                          lambda: SpacyCandidateExtractor(load_spacy(name, shared=False)))
+        self._ahead.start([r for r in responses if isinstance(r, str)])
 
     def _rows_to_check(self, rows: Sequence[st.Row]) -> list[int]:
         """The rows of this call whose decisions are compared with float32 (:mod:`q2_plugins.precision`): the first

@@ -113,11 +113,18 @@ def _convert(role: str, source: str, out: Path, compute: str) -> None:
     import torch
 
     class Converter(ctranslate2.converters.TransformersConverter):
+        rows = 0
+
         def load_model(self, model_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
             model = super().load_model(model_class, model_name_or_path, **kwargs)
             if not hasattr(model.config, "position_embedding_type"):  # transformers 5: absolute positions only
                 model.config.position_embedding_type = "absolute"
+            self.rows = model.get_input_embeddings().weight.shape[0]
             return model
+
+        def load_tokenizer(self, tokenizer_class: Any, model_name_or_path: str, **kwargs: Any) -> Any:
+            return _PaddedVocabulary(super().load_tokenizer(tokenizer_class, model_name_or_path, **kwargs),
+                                     self.rows)
 
     quantization = compute if compute != "auto" else None
     try:
@@ -137,6 +144,25 @@ def _convert(role: str, source: str, out: Path, compute: str) -> None:
                                  setting="nli_model")
         torch.save({"head": head, "id2label": dict(model.config.id2label),
                     "kind": type(model).__name__}, out / "q2_head.pt")
+
+
+class _PaddedVocabulary:
+    """A tokenizer whose vocabulary is filled up to the model's embedding rows with placeholders no text produces
+    (CTranslate2 wants one token per row; a model may have more rows than its tokenizer has tokens)."""
+
+    def __init__(self, tokenizer: Any, rows: int) -> None:
+        self._tokenizer, self._rows = tokenizer, rows
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._tokenizer, name)
+
+    def get_vocab(self) -> dict[str, int]:
+        vocab = dict(self._tokenizer.get_vocab())
+        taken = set(vocab.values())
+        for i in range(self._rows):
+            if i not in taken:
+                vocab[f"<q2_unused_{i}>"] = i
+        return vocab
 
 
 def _threads() -> int:

@@ -79,7 +79,10 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
     spec = job.rows
     stats, errors, signature, offset = Q2Stats(), RowErrors(), "", 0
     try:
-        for chunk in _chunks(rows, job.chunk_size):
+        from ..ahead import off_cpu
+
+        ahead = getattr(scorer, "ahead", None) if off_cpu(job.config) else None
+        for chunk in _with_next(_chunks(rows, job.chunk_size), ahead, spec.response_column):
             if progress is not None:  # a slow batch names its row by its place in the input and its id
                 progress.row_names = [f"row {offset + i}" + (f" (id {row['id']!r})" if "id" in row else "")
                                       for i, row in enumerate(chunk)]
@@ -104,6 +107,22 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
         print(f"q2 score: the run stopped after {offset} rows{kept} ({type(e).__name__})", file=sys.stderr)
         raise
     return stats, errors, signature
+
+
+def _with_next(chunks: Iterator[list[dict[str, Any]]], ahead: Any,
+               column: str) -> Iterator[list[dict[str, Any]]]:
+    """The chunks; with ``ahead`` (models on a GPU), each one after the next chunk's responses were handed to it,
+    so their candidates are extracted while this chunk is scored."""
+    if ahead is None:
+        yield from chunks
+        return
+    current = next(chunks, None)
+    while current is not None:
+        following = next(chunks, None)
+        if following is not None:
+            ahead([row.get(column) for row in following])
+        yield current
+        current = following
 
 
 def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
