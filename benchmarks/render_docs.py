@@ -619,7 +619,10 @@ def page(res: Results) -> str:
         wrap("The pipeline workload above through the components a run builds on the device (its default batch "
              "sizes and window layout), each stage timed with the device synchronised; a batched mode's first pass "
              "in brackets; decisions of the real models against the batched fp32 run's; int8 through the ct2 "
-             "backend on the CPU. No GPU run of this code is recorded yet.") + "\n",
+             "backend on the CPU. No GPU run of this code is recorded yet. Tiny models time per-call overheads "
+             "(Python between the beam steps, which CTranslate2 does in C++), not the kernels: their ratios say "
+             "nothing of paper-size models. The CPU runs below shared their machine with other work (its load "
+             "average is given where recorded).") + "\n",
         gpu_runs(res),
         "## lm-eval: time inside the metric against offline scoring (`benchmarks/bench_lm_eval.py`)\n",
         lm_eval(res),
