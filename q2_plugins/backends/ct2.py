@@ -126,12 +126,18 @@ def _convert(role: str, source: str, out: Path, compute: str) -> None:
             return _PaddedVocabulary(super().load_tokenizer(tokenizer_class, model_name_or_path, **kwargs),
                                      self.rows)
 
+    from transformers.utils import logging as hf_logging
+
     quantization = compute if compute != "auto" else None
+    level = hf_logging.get_verbosity()
+    hf_logging.set_verbosity_error()  # (its report on the head the encoder-only load leaves out: expected here)
     try:
         Converter(source).convert(str(out), quantization=quantization, force=True)
     except (ValueError, NotImplementedError, AssertionError) as e:
         raise ModelLoadError(f"The {role.upper()} model {source!r} cannot be converted for CTranslate2: {e}",
                              setting=f"{role}_model") from e
+    finally:
+        hf_logging.set_verbosity(level)
     if role == "nli":  # the classification head, kept in float32 beside the encoder
         from transformers import AutoModelForSequenceClassification
 
