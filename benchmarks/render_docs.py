@@ -522,6 +522,52 @@ def train(res: Results) -> str:
     return "\n".join(rows) + "\n"
 
 
+def render_gpu(report: dict[str, Any]) -> str:
+    """A ``bench_gpu.py`` report as Markdown tables (what the script prints, and this page shows)."""
+    m, s, roles = report["machine"], report["settings"], ("qg", "qa", "nli")
+    where = f"GPU {m['gpu']}" if m.get("gpu") else f"{m.get('cpu_count')}-core {m['cpu']}"
+    load = report.get("load_average")
+    lines = [f"{where}; {s['sizes']} models, {s['n']} responses, questions of {s['qg_len']} tokens; matmul peak "
+             + ", ".join(f"{d} {v:.2f} TFLOP/s" for d, v in report["peak_tflops"].items())
+             + (f"; load average {load:.1f} at the start" if load is not None else ""), ""]
+    if report["modes"]:
+        lines += ["| mode | wall s (first pass) | responses/s | QG s | QA s | NLI s | CPU stages s | share of peak "
+                  "QG / QA / NLI | batch QG / QA / NLI | decisions changed vs fp32 (QA span, filter, NLI, QG beams) |",
+                  "|---|---:|---:|---:|---:|---:|---:|---|---|---|"]
+    for name, r in report["modes"].items():
+        st = r["stage_s"]
+        cpu = st.get("candidates", 0) + st.get("personal", 0)
+        first = f" ({r['first']['wall_s']:.2f})" if "first" in r else ""
+        share = r.get("peak_share")
+        shares = " / ".join("-" if share is None or share.get(k) is None else f"{share[k]:.1%}" for k in roles)
+        batch = " / ".join(f"{r['defaults'][k]['batch_size']}" for k in roles) if "defaults" in r else "1"
+        d = r.get("decisions_vs_float32")
+        dec = "-" if not d else (f"{d['qa_span_changed']:.1%}, {d['filter_changed']:.1%}, "
+                                 f"{d['nli_label_changed']:.1%}, {d['qg_beams_changed']:.1%}")
+        lines.append(f"| {name} | {r['wall_s']:.2f}{first} | {r['responses_per_s']:.1f} | {st.get('qg', 0):.2f} | "
+                     f"{st.get('qa', 0):.2f} | {st.get('nli', 0):.2f} | {cpu:.2f} | {shares} | {batch} | {dec} |")
+    if report.get("int8"):
+        i = report["int8"]
+        lines += ["", f"int8 (ct2 backend) against the project's fp32 on the CPU, {i['qg_inputs']} QG inputs and "
+                      f"{i['nli_pairs']} NLI pairs:", "",
+                  "| stage | fp32 s | int8 s | int8 speed-up | outputs changed |", "|---|---:|---:|---:|---|"]
+        for stage in ("qg", "nli"):
+            x = i[stage]
+            changed = f"{x['changed']} of {i['qg_inputs' if stage == 'qg' else 'nli_pairs']}"
+            changed += (f" question lists ({x['changed_first']} first questions)" if stage == "qg" else " labels")
+            lines.append(f"| {stage.upper()} | {x['fp32_s']:.2f} | {x['int8_s']:.2f} | {x['int8_speedup']:.2f}x | "
+                         f"{changed} |")
+    return "\n".join(lines) + "\n"
+
+
+def gpu_runs(res: Results) -> str:
+    """Every ``bench_gpu_*.json`` results file, with its device and commit."""
+    names = sorted(p.name for p in res.root.glob("bench_gpu_*.json"))
+    if not names:
+        return "No results yet.\n"
+    return "\n".join(f"{source(res, name)}\n\n{render_gpu(res.raw(name))}" for name in names)
+
+
 def index(res: Results) -> str:
     rows = ["| results file | CPU / GPU | commit |", "|---|---|---|"]
     for path in sorted(res.root.iterdir()):
@@ -569,6 +615,15 @@ def page(res: Results) -> str:
         ray_runs(res),
         "### The same `score()` calls in one process and inside a Ray actor\n",
         ray_actor(res),
+        "## GPU, reduced precision and int8: `benchmarks/bench_gpu.py`\n",
+        wrap("The pipeline workload above through the components a run builds on the device (its default batch "
+             "sizes and window layout), each stage timed with the device synchronised; a batched mode's first pass "
+             "in brackets; decisions of the real models against the batched fp32 run's; int8 through the ct2 "
+             "backend on the CPU. No GPU run of this code is recorded yet. Tiny models time per-call overheads "
+             "(Python between the beam steps, which CTranslate2 does in C++), not the kernels: their ratios say "
+             "nothing of paper-size models. The CPU runs below shared their machine with other work (its load "
+             "average is given where recorded).") + "\n",
+        gpu_runs(res),
         "## lm-eval: time inside the metric against offline scoring (`benchmarks/bench_lm_eval.py`)\n",
         lm_eval(res),
         "## Significance tests: calibration and speed (`benchmarks/bench_significance.py`)\n",

@@ -36,7 +36,8 @@ DEFAULT_COREF_MODEL = "biu-nlp/f-coref"
 #: the kind of model (``transformers_models.load_model``'s ``kind``) each role loads
 MODEL_KINDS = {"qg": "seq2seq", "qa": "qa", "nli": "classification"}
 
-_DTYPES = ("float32", "bfloat16", "float16")
+_CPU_BATCH_SIZE, _CPU_BATCH_TOKENS = 32, 2048  # (q2_plugins.accel.device's CPU defaults; config imports light)
+_DTYPES = ("float32", "bfloat16", "float16", "tf32")
 
 #: what a field means: ``model`` names a model (in the signature through the model's identity), ``score`` can change
 #: a score (in the signature as itself, and in the cache key of the stages it names), ``runtime`` only says how a run
@@ -128,8 +129,8 @@ class Q2Config:
                                                    "docs/coreference.md): hub id or local directory")
     coref_revision: Optional[str] = _model(None, "hub revision of the coreference model")
     spacy_model: str = _model("en_core_web_sm", "spaCy pipeline for answer candidates and the personal-question filter")
-    dtype: str = _model("float32", "weights dtype for all models (part of each model's identity)", _DTYPES,
-                        common=True)
+    dtype: str = _model("float32", "weights dtype for all models, in each model's identity (tf32: Ampere+ GPUs)",
+                        _DTYPES, common=True)
     # -- Q² settings: each can change a score; ``sig`` says how the signature writes it, ``stages`` which cached ------
     # -- stages it changes (see docs/development.md, "Adding a setting") ------------------------------------------
     qg_decoding: str = _score("beam", "question decoding", ("beam", "greedy"), group=_QG, stages=("qg",),
@@ -215,12 +216,19 @@ class Q2Config:
                   "(PyTorch's matmul and the models' own activation code)", ("onednn", "torch"))
     qg_search: str = _run("own", "beam search of the QG model: own (this package's T5 beam search, checked against "
                                  "transformers' generate) or library (transformers' generate)", ("own", "library"))
-    pack_windows: bool = _run(True, "QA and NLI: run a batch's windows packed end to end instead of padded (same "
-                                    "results, checked as it runs)")
-    batch_size: int = _run(32, "most inputs per forward pass, batched across responses")
+    pack_windows: bool = _run(True, "QA and NLI on the CPU: run a batch's windows packed end to end instead of "
+                                    "padded (same results; other devices run padded windows, faster there)")
+    batch_size: Optional[int] = _run(
+        None, "most inputs per forward pass, batched across responses (default: 32 on the CPU; on a GPU from the "
+              "model and the free memory)")
     batch_tokens: Optional[int] = _run(
-        2048, "most padded input tokens per forward pass (inputs x longest input): bounds activation memory "
-              "whatever the input lengths; 0 or None: --batch-size alone decides")
+        None, "most padded input tokens per forward pass (inputs x longest input): bounds activation memory "
+              "whatever the input lengths (default: 2048 on the CPU; on a GPU from the model and the free memory); "
+              "0: --batch-size alone decides")
+    precision_check: int = _run(
+        16, "on settings the tests cannot run (a GPU, float16, bfloat16 off the CPU, tf32, int8 backends), the first "
+            "this many rows are scored again in float32 on the library's code paths and the decisions compared "
+            "(recorded in the result's .meta.json, a warning below the tolerance); 0: off")
     per_item: bool = _run(False, "reference mode: batch size 1 everywhere, no length sorting (same results, slower)")
     cache_dir: Optional[str] = _run(None, "directory of a persistent cache of model outputs (off when unset)")
     # -- per-role settings: each overrides the setting of all models for one of them ------------------------------
@@ -243,6 +251,9 @@ class Q2Config:
             choices = f.metadata.get("choices")
             if choices and value is not None and value not in choices:
                 raise SettingError(f.name, f"must be one of {list(choices)}, got {value!r}")
+        if not isinstance(self.precision_check, int) or isinstance(self.precision_check, bool) \
+                or self.precision_check < 0:
+            raise SettingError("precision_check", f"must be a non-negative integer, got {self.precision_check!r}")
         for name in ("batch_size", "qg_batch_size", "qa_batch_size", "nli_batch_size", "batch_tokens",
                      "qg_batch_tokens", "qa_batch_tokens", "nli_batch_tokens", "qg_num_beams",
                      "qg_num_return", "qg_max_length", "qg_max_input_tokens", "qa_max_length",
@@ -278,14 +289,18 @@ class Q2Config:
         return getattr(self, f"{role}_dtype") or self.dtype
 
     def role_batch_size(self, role: str) -> int:
+        """The batch size of ``role``: its own setting, ``batch_size``, or the CPU default (a model on a GPU
+        replaces the default by one from its size and the free memory when it loads: :meth:`role_runtime`)."""
         if self.per_item:
             return 1
-        return getattr(self, f"{role}_batch_size") or self.batch_size
+        return getattr(self, f"{role}_batch_size") or self.batch_size or _CPU_BATCH_SIZE
 
     def role_batch_tokens(self, role: str) -> Optional[int]:
+        """The token cap of ``role`` (None: no cap), as :meth:`role_batch_size` finds it."""
         if self.per_item:
             return None
-        return getattr(self, f"{role}_batch_tokens") or self.batch_tokens or None
+        own = getattr(self, f"{role}_batch_tokens") or self.batch_tokens
+        return own or (None if self.batch_tokens == 0 else _CPU_BATCH_TOKENS)
 
     def replace(self, **changes: Any) -> "Q2Config":
         return dataclasses.replace(self, **changes)
@@ -332,8 +347,10 @@ class Q2Config:
 
     def role_runtime(self, role: str) -> "RoleRuntime":
         """How the model of ``role`` (qg, qa, nli) runs: its per-role settings, or the shared ones."""
+        auto_size = not self.per_item and not (getattr(self, f"{role}_batch_size") or self.batch_size)
+        auto_tokens = not self.per_item and not getattr(self, f"{role}_batch_tokens") and self.batch_tokens is None
         return RoleRuntime(self.role_device(role), self.role_batch_size(role), self.role_batch_tokens(role),
-                           sort_by_length=not self.per_item)
+                           sort_by_length=not self.per_item, auto_batch_size=auto_size, auto_batch_tokens=auto_tokens)
 
 
 @dataclass(frozen=True)
@@ -344,6 +361,8 @@ class RoleRuntime:
     batch_size: int
     batch_tokens: Optional[int]
     sort_by_length: bool
+    auto_batch_size: bool = False  # the user set no batch size: the device's default applies
+    auto_batch_tokens: bool = False  # the user set no token cap: the device's default applies
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,10 @@ class Q2Scorer:
         self.timings: dict[str, float] = {}
         self._signature: Optional[Signature] = None
         self._part_ids: dict[str, str] = {}
+        #: the agreement of this scorer's first rows with float32 (:mod:`q2_plugins.precision`), once checked
+        self.precision_agreement: Any = None
+        self._precision_pending = True
+        self._ahead: Any = None  # the candidates extractor that works ahead (see ahead())
 
     # -- components (lazy) ------------------------------------------------------------------------------------
     def _nlp(self) -> Any:
@@ -164,7 +168,7 @@ class Q2Scorer:
         coref = self.coreference if c.coref else None
         qg, qa = self.question_generator, self.question_answerer
         nli = self.nli if c.uses_nli else None
-        return st.Parts(c, self.candidate_extractor, qg, qa,
+        return st.Parts(c, self._ahead or self.candidate_extractor, qg, qa,
                         personal=self.personal_filter if c.remove_personal else None, nli=nli, coref=coref)
 
     # -- signature ----------------------------------------------------------------------------------------------
@@ -232,6 +236,7 @@ class Q2Scorer:
         c = self.config
         rows = st.check_cells(responses, knowledge, history if c.coref else None)
         check_lengths(c, rows)                                                            # 0. budgets, up front
+        checked = self._rows_to_check(rows)
         run = st.StageRunner(c, self.cache, progress=progress)
         run.rows = rows
         try:
@@ -240,6 +245,8 @@ class Q2Scorer:
                 if progress is False:
                     self.load(quiet=True)
                 p = self.parts()                                                          # the loaded components
+                run.batch_sizes = {k: getattr(getattr(p, k), "batch_size", None) for k in ("qg", "qa", "nli")
+                                   if self._custom[k] is None}  # (a GPU model's batch size comes from its memory)
                 run.keys = self.stage_keys(self._stages(label)) if self.cache is not None else {}
                 if p.coref is not None:  # the paper's appendix A: pronouns resolved over the history
                     active = st.resolve_coreference(run, p, active)
@@ -266,10 +273,61 @@ class Q2Scorer:
         finally:
             run.close()
             self.timings = run.timings
+        if checked:  # a setting the tests cannot run: its decisions against float32 on its first rows
+            self._check_decisions(checked, responses, knowledge, history, results)
         if not explain:
             for res in results:
                 res.candidates = res.questions = res.dropped = res.coref = None
         return Q2Result(results, self.signature)
+
+    def ahead(self, responses: Sequence[Any]) -> None:
+        """Start extracting the answer candidates of ``responses`` (a later call's) in a background thread, with a
+        spaCy pipeline of its own, so they are ready when that call needs them (:mod:`q2_plugins.ahead`). Same
+        candidates as without; a run whose models are on a GPU calls it for its next chunk. Does nothing with a
+        candidate extractor passed in."""
+        if self._custom["candidates"] is not None:
+            return
+        if self._ahead is None:
+            from .ahead import CandidatesAhead
+            from .spacy_parts import SpacyCandidateExtractor, load_spacy
+
+            name = self.config.spacy_model
+            self._ahead = CandidatesAhead(self.candidate_extractor,
+                                          lambda: SpacyCandidateExtractor(load_spacy(name, shared=False)))
+        self._ahead.start([r for r in responses if isinstance(r, str)])
+
+    def _rows_to_check(self, rows: Sequence[st.Row]) -> list[int]:
+        """The rows of this call whose decisions are compared with float32 (:mod:`q2_plugins.precision`): the first
+        ``precision_check`` usable rows of the first call with any, on a setting that is due a check and with the
+        models of the backends (a component passed in has no float32 reference)."""
+        if not self._precision_pending or not self.config.precision_check:
+            return []
+        if any(self._custom[k] is not None for k in ("qg", "qa", "nli")):
+            self._precision_pending = False
+            return []
+        from .precision import check_due
+
+        if check_due(self.config) is None:
+            self._precision_pending = False
+            return []
+        return [r.index for r in st.usable(rows)][: self.config.precision_check]
+
+    def _check_decisions(self, indices: list[int], responses: Sequence[Any], knowledge: Sequence[Any],
+                         history: Optional[Sequence[Any]], results: list[Any]) -> None:
+        """Score the rows ``indices`` again with the float32 reference, keep the agreement in
+        :attr:`precision_agreement` and warn below the tolerance; the reference models are let go after."""
+        from .precision import compare, describe, reference_config, warn_if_below
+
+        self._precision_pending = False
+        reference = Q2Scorer(reference_config(self.config), candidate_extractor=self._custom["candidates"],
+                             personal_filter=self._custom["personal"], coreference=self._custom["coref"])
+        ref = reference.score(responses=[responses[i] for i in indices], knowledge=[knowledge[i] for i in indices],
+                              history=None if history is None else [history[i] for i in indices], explain=True)
+        agreement = compare(ref.responses, [results[i] for i in indices])
+        agreement.reference = describe(reference.config, library_paths=True)
+        agreement.checked = describe(self.config)
+        self.precision_agreement = agreement
+        warn_if_below(agreement)
 
     def label(self, result: Q2Result, *, responses: Sequence[Any], knowledge: Sequence[Any]) -> Q2Result:
         """Label a result afterwards with the BEGIN-style labels, given the inputs it was scored from: the labels

@@ -36,7 +36,7 @@ import re
 import threading
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional, Sequence
+from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
 from .config import Q2Config, split_model
 
@@ -298,14 +298,15 @@ class Part:
     when this (boolean) attribute of the config holds (``uses_nli``: scoring uses the NLI model; ``coref``).
     ``stage``: the settings of this part are those of that stage's component (the settings naming the stage, and
     no other), so the part is also that stage's cache key. ``backend``: written only when that stage's model string
-    names this backend (settings that only its components read, such as the ``hf`` QA model's windows)."""
+    names this backend, or one of these (settings that only their components read, such as the ``hf`` QA model's
+    windows; the ``ct2`` NLI model reads the same windows as the ``hf`` one)."""
 
     key: str
     component: Optional[str] = None
     joiner: str = "-"
     needs: Optional[str] = None
     stage: Optional[str] = None
-    backend: Optional[str] = None
+    backend: Union[str, tuple[str, ...], None] = None
 
     def written(self, config: Q2Config) -> bool:
         """Whether the settings ``config`` use this part."""
@@ -313,7 +314,10 @@ class Part:
 
     def read_by_backend(self, config: Q2Config) -> bool:
         """Whether the component of this part's stage reads its settings (always, for a part of no backend)."""
-        return self.backend is None or split_model(getattr(config, f"{self.stage}_model"))[0] == self.backend
+        if self.backend is None:
+            return True
+        names = (self.backend,) if isinstance(self.backend, str) else self.backend
+        return split_model(getattr(config, f"{self.stage}_model"))[0] in names
 
 
 #: The parts of a scorer's signature, in order (``q2`` is the package version).
@@ -321,7 +325,7 @@ SCORER_PARTS = (
     Part("q2"), Part("cand", "candidates"), Part("qg", "qg"), Part("qg-dec", stage="qg"),
     Part("questions", joiner="+"), Part("qa", "qa"), Part("qa-dec", stage="qa", backend="hf"), Part("personal"),
     Part("norm"), Part("cmp"), Part("fallback"), Part("nli", "nli", needs="uses_nli"),
-    Part("nli-dec", needs="uses_nli", stage="nli", backend="hf"),
+    Part("nli-dec", needs="uses_nli", stage="nli", backend=("hf", "ct2")),
     Part("coref", "coref", needs="coref"), Part("coref-dec", needs="coref", stage="coref"), Part("budget"),
 )
 #: The short form: these parts of the full form (full key -> short key, in this order; component identities

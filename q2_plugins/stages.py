@@ -200,6 +200,7 @@ class StageRunner:
         self.timings: dict[str, float] = {}
         self._memo: dict[str, dict[Hashable, Any]] = {}  # stage -> item -> output, within one score() call
         self.rows: Sequence[Row] = ()  # the call's rows: a slow batch names its largest row
+        self.batch_sizes: dict[str, int] = {}  # a loaded component's own batch size (a GPU's is set by its memory)
 
     def run(self, name: str, items: Sequence[Hashable], fn: Callable[[list], list], *,
             encode: Callable[[Any], Any] = lambda x: x, decode: Callable[[Any], Any] = lambda x: x,
@@ -236,7 +237,8 @@ class StageRunner:
 
     def _compute(self, name: str, todo: list, fn: Callable[[list], list], encode: Callable[[Any], Any],
                  namespace: Optional[str], results: dict) -> None:
-        chunk = max(1, self.config.role_batch_size(name) if name in ("qg", "qa", "nli") else 64) * 8
+        size = self.batch_sizes.get(name) or (self.config.role_batch_size(name) if name in ("qg", "qa", "nli") else 64)
+        chunk = max(1, size) * 8
         if self.progress is not None:  # a later round or call adds its items to the stage's total
             self.progress.add(name, len(todo))
         for start in range(0, len(todo), chunk):

@@ -11,8 +11,9 @@ The wrappers call this API and nothing else of the package:
   (``pack_windows=False``);
 - :func:`instrument`, for benchmarks: counters and a forward clock on a component.
 
-Fast paths give the library path's outputs: tests check them on the CPU, and elsewhere they check themselves on
-their first call (:mod:`.selfcheck`). Batches are planned by :mod:`.batching`.
+Fast paths give the library path's outputs: tests check them on the CPU; elsewhere a run compares its first rows'
+decisions with float32 on the library paths (:mod:`q2_plugins.precision`). Batches are planned by :mod:`.batching`;
+the device's defaults (batch sizes from its free memory, the window layout, TF32) by :mod:`.device`.
 """
 
 from __future__ import annotations
@@ -31,12 +32,14 @@ __all__ = ["Batching", "prepare_model", "question_decoder", "window_runner", "in
 CPU_KERNELS = ("onednn", "torch")
 
 
-def prepare_model(model: Any, cpu_kernels: str = "onednn") -> None:
+def prepare_model(model: Any, cpu_kernels: str = "onednn", *, tf32: bool = False) -> None:
     """Set up a loaded model's kernels in place: with ``"onednn"``, the Linear layers of a CPU model get their
     weights packed for oneDNN and a tanh-approximated GELU runs as one kernel (other devices are left alone);
-    ``"torch"`` keeps PyTorch's own matmul and the model's own activation code."""
+    ``"torch"`` keeps PyTorch's own matmul and the model's own activation code. ``tf32``: the runners run its
+    passes with TF32 matrix products (a CUDA model in float32)."""
     if cpu_kernels not in CPU_KERNELS:
         raise ValueError(f"cpu_kernels must be 'onednn' or 'torch', got {cpu_kernels!r}")
+    model.q2_tf32 = tf32
     if cpu_kernels == "onednn":
         from .onednn import fuse_tanh_gelu, pack_linear_layers
 

@@ -1,5 +1,6 @@
-"""Window logits for QA and NLI: packed end to end where the model allows (:mod:`q2_plugins.accel.packed`), padded
-batches with attention masks otherwise; the same logits either way."""
+"""Window logits for QA and NLI: on the CPU packed end to end where the model allows (:mod:`q2_plugins.accel.packed`),
+padded batches with attention masks otherwise (and on other devices, where they are faster); the same logits either
+way."""
 
 from __future__ import annotations
 
@@ -7,8 +8,8 @@ from typing import Any, Optional, Sequence
 
 from .batching import PACKED_BATCH_TOKENS, Batching, length_batches, packed_batches
 from .counters import RunStats
+from .device import matmul_precision, packed_windows
 from .packed import PackedEncoder
-from .selfcheck import FastPathCheck
 
 __all__ = ["WindowRunner"]
 
@@ -18,9 +19,9 @@ Features = Sequence[dict[str, Sequence[int]]]
 class WindowRunner:
     """Runs a QA (``kind="qa"``) or classification model on tokenized windows, in batches.
 
-    With ``pack_windows`` (and a model :class:`PackedEncoder` supports), windows run packed end to end; on the first
-    call on a device / dtype the tests do not cover, the first packed batch also runs padded, and any other argmax
-    (span ends, labels) turns packing off for the rest of the run.
+    With ``pack_windows``, on the CPU (and with a model :class:`PackedEncoder` supports), windows run packed end to
+    end (:func:`~q2_plugins.accel.device.packed_windows`); elsewhere in padded batches. A model marked for TF32
+    (:func:`q2_plugins.accel.prepare_model`) runs its passes with TF32 matrix products.
     """
 
     def __init__(self, tokenizer: Any, model: Any, kind: str, *, pack_windows: bool = True) -> None:
@@ -29,15 +30,15 @@ class WindowRunner:
         self.tokenizer = tokenizer
         self.model = model
         self.kind = kind
-        self.pack_windows = pack_windows
         self.device = next(model.parameters()).device
+        self.pack_windows = packed_windows(self.device.type, pack_windows)
+        self.tf32 = bool(getattr(model, "q2_tf32", False))
         self.stats = RunStats()
-        self.check = FastPathCheck("packed windows of q2_plugins.accel.packed")
         self._packed: Any = None
 
     def packer(self) -> Optional[PackedEncoder]:
         """The packed-window runner for this model, or None (padded batches)."""
-        if not self.pack_windows or self.check.agreed is False:
+        if not self.pack_windows:
             return None
         if self._packed is None:
             self._packed = PackedEncoder.for_model(self.model, self.kind) or False
@@ -53,7 +54,7 @@ class WindowRunner:
         packer, batches = self._plan(features, lengths, batching)
         for batch in batches:
             part = [features[w] for w in batch]
-            with torch.inference_mode():
+            with torch.inference_mode(), matmul_precision(self.tf32):
                 if packer is not None:
                     n = sum(lengths[w] for w in batch)
                     self.stats.count(n, n)  # no padding in the token-wise layers (attention pads per window)
@@ -71,39 +72,16 @@ class WindowRunner:
 
     def _plan(self, features: Features, lengths: list[int],
               batching: Batching) -> tuple[Optional[PackedEncoder], list[list[int]]]:
-        """The packer (or None) and the window batches of one call, after the first call's check where one is due."""
+        """The packer (or None) and the window batches of one call."""
         packer = self.packer()
         if packer is None:
             return None, self._padded_batches(lengths, batching)
         cap = min(batching.max_tokens or PACKED_BATCH_TOKENS, PACKED_BATCH_TOKENS)
-        batches = packed_batches(lengths, batching.size, batching.sort, cap)
-        dtype = next(self.model.parameters()).dtype
-        if batches and self.check.needed(self.device, dtype):
-            first = [features[w] for w in batches[0]]
-            same = self._packed_agrees(packer, first)
-            if not self.check.record(same, self.device, dtype, "argmax of the window logits"):
-                return None, self._padded_batches(lengths, batching)
-        return packer, batches
+        return packer, packed_batches(lengths, batching.size, batching.sort, cap)
 
     @staticmethod
     def _padded_batches(lengths: list[int], batching: Batching) -> list[list[int]]:
         return length_batches(lengths, batching.size, batching.sort, batching.max_tokens)
-
-    def _packed_agrees(self, packer: PackedEncoder, features: Features) -> bool:
-        """Whether packed and padded runs of ``features`` pick the same argmax (span ends, labels)."""
-        import torch
-
-        padded = {k: v.to(self.device) for k, v in
-                  self.tokenizer.pad(list(features), padding=True, return_tensors="pt").items()}
-        with torch.inference_mode():
-            ref = self.model(**padded)
-            if self.kind == "qa":
-                starts, ends = packer.qa_logits(_bare(features))
-                return all(int(starts[j].argmax()) == int(ref.start_logits[j][: len(starts[j])].argmax())
-                           and int(ends[j].argmax()) == int(ref.end_logits[j][: len(ends[j])].argmax())
-                           for j in range(len(features)))
-            logits = packer.class_logits(_bare(features))
-            return bool((logits.float().argmax(-1) == ref.logits.float().argmax(-1)).all())
 
 
 def _bare(features: Features) -> list[dict[str, Sequence[int]]]:

@@ -63,7 +63,8 @@ class BackendError(SettingError, ModelLoadError):
 
 
 # scheme -> a backend, or "module:attribute" of one, imported when first used
-_REGISTRY: dict[str, Union[Backend, str]] = {DEFAULT: "q2_plugins.backends.hf:BACKEND"}
+_REGISTRY: dict[str, Union[Backend, str]] = {DEFAULT: "q2_plugins.backends.hf:BACKEND",
+                                              "ct2": "q2_plugins.backends.ct2:BACKEND"}
 _discovered = False
 
 

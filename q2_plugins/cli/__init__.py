@@ -183,6 +183,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_parser(sub, DefaultsHelp)
     add_hooks_parser(sub)
     add_compare_parser(sub)
+    from .precision import add_parser as add_precision_parser
+
+    add_precision_parser(sub, _add_config_flags, DefaultsHelp)
     return parser
 
 
@@ -323,6 +326,12 @@ def _compare(args: argparse.Namespace) -> int:
     return run(options_from_args(args))
 
 
+def _check_precision(args: argparse.Namespace) -> int:
+    from .precision import run
+
+    return run(args)
+
+
 def _train(args: argparse.Namespace) -> int:
     from ..io import check_writable
     from .train import options_from_args, run
@@ -368,7 +377,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     try:
         return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
                 "make-test-models": _make_test_models, "meta-eval": _meta_eval,
-                "perturb": _perturb, "train": _train, "hooks": _hooks, "compare": _compare}[args.command](args)
+                "perturb": _perturb, "train": _train, "hooks": _hooks, "compare": _compare,
+                "check-precision": _check_precision}[args.command](args)
     except NamesSetting as e:  # a library error names its setting; the command line names the flag
         print(f"q2 {args.command}: error: {e.named(flag_of(args.command))}", file=sys.stderr)
         return 2

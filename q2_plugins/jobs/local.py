@@ -43,6 +43,8 @@ def score_local(job: ScoreJob) -> int:
     extra: dict[str, Any] = {} if scorer.cache is None else {"cache": scorer.cache.counts()}
     if job.taxonomy_model:
         extra["taxonomy_model"] = _taxonomy_model_id(job.taxonomy_model)
+    if getattr(scorer, "precision_agreement", None) is not None:  # a setting the tests cannot run, checked
+        extra["precision_check"] = scorer.precision_agreement.to_dict()
     if report_rows is not None and job.html:
         try:
             write_report(job.html, report_rows, signature, summary, [job.input], config.to_dict())
@@ -55,6 +57,11 @@ def score_local(job: ScoreJob) -> int:
     print_summary({**summary, **extra}, signature, job.summary_format, stream)
     if "cache" in extra and job.summary_format == "text":
         print(cache_line(extra["cache"], config.cache_dir), file=stream)
+    if "precision_check" in extra and job.summary_format == "text":
+        pc = extra["precision_check"]
+        print(f"precision     first {pc['rows']} rows vs {pc['reference']}: {pc['moved_share']:.1%} moved > "
+              f"{pc['moved_by']}, {pc['filter_flip_share']:.1%} filter and {pc['nli_flip_share']:.1%} NLI decisions "
+              f"flipped", file=stream)
     for line in (extra.get("html_error"), problem):
         if line:
             print(f"q2 score: {line}", file=sys.stderr)
@@ -72,7 +79,10 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
     spec = job.rows
     stats, errors, signature, offset = Q2Stats(), RowErrors(), "", 0
     try:
-        for chunk in _chunks(rows, job.chunk_size):
+        from ..ahead import off_cpu
+
+        ahead = getattr(scorer, "ahead", None) if off_cpu(job.config) else None
+        for chunk in _with_next(_chunks(rows, job.chunk_size), ahead, spec.response_column):
             if progress is not None:  # a slow batch names its row by its place in the input and its id
                 progress.row_names = [f"row {offset + i}" + (f" (id {row['id']!r})" if "id" in row else "")
                                       for i, row in enumerate(chunk)]
@@ -97,6 +107,22 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
         print(f"q2 score: the run stopped after {offset} rows{kept} ({type(e).__name__})", file=sys.stderr)
         raise
     return stats, errors, signature
+
+
+def _with_next(chunks: Iterator[list[dict[str, Any]]], ahead: Any,
+               column: str) -> Iterator[list[dict[str, Any]]]:
+    """The chunks; with ``ahead`` (models on a GPU), each one after the next chunk's responses were handed to it,
+    so their candidates are extracted while this chunk is scored."""
+    if ahead is None:
+        yield from chunks
+        return
+    current = next(chunks, None)
+    while current is not None:
+        following = next(chunks, None)
+        if following is not None:
+            ahead([row.get(column) for row in following])
+        yield current
+        current = following
 
 
 def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:

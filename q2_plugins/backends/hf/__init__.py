@@ -44,18 +44,23 @@ class HFBackend:
             from .coref import FCoref, load_fcoref
 
             tok, model = load_fcoref(name, c.coref_revision, c.device)
-            return FCoref(tok, model, batch_size=1 if c.per_item else c.batch_size, sort_by_length=not c.per_item)
+            return FCoref(tok, model, batch_size=1 if c.per_item else c.batch_size or 32, sort_by_length=not c.per_item)
         if role == "taxonomy":
             from .labeller import TaxonomyModel
 
             return TaxonomyModel(name, device=c.device)
+        from ...accel.device import check_dtype, fitted_batching
         from ...config import MODEL_KINDS
         from . import transformers_models as tm
 
+        check_dtype(c.role_dtype(role), c.role_device(role), f"{role}_dtype" if getattr(c, f"{role}_dtype") else "dtype")
         tok, model = tm.load_model(role, name, _revision(role, c), c.role_device(role), c.role_dtype(role),
                                    MODEL_KINDS[role], c.cpu_kernels)
         rt = c.role_runtime(role)
-        batching = {"batch_size": rt.batch_size, "batch_tokens": rt.batch_tokens, "sort_by_length": rt.sort_by_length}
+        size, tokens = fitted_batching(model, rt.device, c.role_dtype(role), rt.batch_size, rt.batch_tokens,
+                                       auto_size=rt.auto_batch_size, auto_tokens=rt.auto_batch_tokens,
+                                       beams=c.qg_num_beams if role == "qg" and c.qg_decoding == "beam" else 1)
+        batching = {"batch_size": size, "batch_tokens": tokens, "sort_by_length": rt.sort_by_length}
         if role == "qg":
             return tm.HFQuestionGenerator(tok, model, **c.stage_settings("qg"), **batching, search=c.qg_search)
         if role == "qa":

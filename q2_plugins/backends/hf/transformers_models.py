@@ -19,7 +19,7 @@ __all__ = ["load_model", "hub_unreachable", "quiet_loading", "HFQuestionGenerato
            "nli_label_map"]
 
 
-_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16"}
+_DTYPES = {"float32": "float32", "bfloat16": "bfloat16", "float16": "float16", "tf32": "float32"}
 
 
 def _torch() -> Any:
@@ -61,7 +61,7 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
         )
     model.to(device)
     model.eval()
-    accel.prepare_model(model, cpu_kernels)
+    accel.prepare_model(model, cpu_kernels, tf32=dtype == "tf32")
     return tokenizer, model
 
 
