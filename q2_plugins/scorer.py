@@ -228,6 +228,7 @@ class Q2Scorer:
         check_lengths(c, rows)                                                            # 0. budgets, up front
         run = st.StageRunner(c, self.cache, progress=progress)
         run.rows = rows
+        run.start(len(rows), [s for s in _RUN_ORDER if s in self._stages(label)])
         try:
             active = st.usable(rows)
             if active:  # (models load only when there is a row to score; without progress, with no loading bars)
@@ -280,6 +281,10 @@ class Q2Scorer:
             st.text_signals(st.StageRunner(self.config, self.cache, keys), self.text_signals, st.usable(rows))
         st.label(rows, result.responses)
         return result
+
+
+#: the order in which ``score()`` first runs its stages (the personal filter comes with the questions' filters)
+_RUN_ORDER = ("coref", "candidates", "qg", "personal", "qa", "nli", "signals")
 
 
 def _check_inputs(responses: Any, knowledge: Any, history: Any) -> None:
