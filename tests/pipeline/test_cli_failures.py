@@ -339,8 +339,29 @@ def test_a_misspelt_flag_suggests_the_close_one_in_the_commands_usage(capsys, ar
         main(argv)
     assert e.value.code == 2
     err = capsys.readouterr().err
-    assert err.startswith(f"usage: q2 {argv[0]} ")  # the command's own usage, not the top level's
-    assert f"q2 {argv[0]}: error: {suggestion}" in err
+    assert err.startswith(f"q2 {argv[0]}: error: {suggestion}")  # the error first, then where the usage is
+    assert len(err.splitlines()) == 2
+    assert err.splitlines()[1].startswith(f"usage: q2 {argv[0]} ")  # the command's own usage, not the top level's
+    assert err.splitlines()[1].endswith(f"[options]; every flag: q2 {argv[0]} --help")
+
+
+@pytest.mark.parametrize("argv, first, usage", [
+    (["score"], "q2 score: error: the following arguments are required: --input",
+     "usage: q2 score --input FILE [options]; every flag: q2 score --help"),
+    ([], "q2: error: the following arguments are required: command",
+     "usage: q2 COMMAND [options]; every flag: q2 --help"),
+    (["scroe"], "q2: error: argument command: invalid choice: 'scroe'", "usage: q2 COMMAND [options]"),
+    (["score", "--input", "x", "--chunk-size", "many"], "q2 score: error: argument --chunk-size: invalid int value",
+     "usage: q2 score --input FILE [options]"),
+    (["report", "r.jsonl"], "q2 report: error: the following arguments are required: --output",
+     "usage: q2 report RESULTS --output OUTPUT [options]"),
+])
+def test_a_usage_error_is_two_lines_the_error_and_where_the_usage_is(capsys, argv, first, usage):
+    with pytest.raises(SystemExit) as e:
+        main(argv)
+    assert e.value.code == 2
+    lines = capsys.readouterr().err.splitlines()
+    assert len(lines) == 2 and lines[0].startswith(first) and lines[1].startswith(usage), lines
 
 
 def test_abbreviated_flags_still_work():
