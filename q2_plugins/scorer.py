@@ -71,6 +71,7 @@ class Q2Scorer:
         self.timings: dict[str, float] = {}
         self._signature: Optional[Signature] = None
         self._part_ids: dict[str, str] = {}
+        self._devices_checked = False
 
     # -- components (lazy) ------------------------------------------------------------------------------------
     def _nlp(self) -> Any:
@@ -153,6 +154,11 @@ class Q2Scorer:
         """The settings and the components that scoring with them uses, loaded: what the steps of
         :mod:`q2_plugins.stages` are given."""
         c = self.config
+        if not self._devices_checked:  # a device that is not here stops before any model loads
+            from .devices import check_devices
+
+            check_devices(c, [role for role in ("qg", "qa", "nli") if self._custom[role] is None])
+            self._devices_checked = True
         # the models first (the coreference model before the others), spaCy after: a model that cannot load stops
         # the run before seconds go into loading a spaCy pipeline
         coref = self.coreference if c.coref else None

@@ -105,7 +105,10 @@ def check_job_outputs(job: ScoreJob) -> None:
 def run_score_job(job: ScoreJob) -> int:
     """Check the job (its engine, then every path it writes), then run it; returns the exit code (0; 1 when no row
     could be scored, or any row failed with ``fail_on_error``)."""
+    from ..devices import check_devices
+
     check_engine(job)
+    check_devices(job.config)  # a device that is not here: before the input is read or any model loads
     check_job_outputs(job)
     if job.engine == "local":
         from .local import score_local
