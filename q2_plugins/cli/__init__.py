@@ -385,7 +385,7 @@ def _replay(args: argparse.Namespace) -> int:
     check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", (files_written if flag == "output" else
                                                                           html_files)(path)) for flag, path in written])
     for flag, path in written:
-        check_writable(path, flag, make_parents=flag == "html")  # the report's writer makes its folder
+        check_writable(path, flag)  # an output file's folder must exist (as for every output flag)
     records = []
     sources: list[str] = []
     for i, steps in enumerate(args.steps):
@@ -436,7 +436,7 @@ def _report(args: argparse.Namespace) -> int:
 
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
     check_outputs(read, [(f"--output {args.output}", html_files(args.output))])
-    check_writable(args.output, "output", make_parents=True)  # the report's writer makes its folder
+    check_writable(args.output, "output")
     data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
                              columns=(args.response_column, args.knowledge_column, args.history_column))
     errors = sum(r["status"] == "error" for r in data.rows)
@@ -596,6 +596,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     except KeyboardInterrupt:
         print(f"q2 {args.command}: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        return fail(f"out of memory; lower --chunk-size or --batch-size ({DEBUG_VARIABLE}=1 shows the traceback)", 1)
     except Exception as e:  # noqa: BLE001 - a bug: one line that says how to see (and report) it
         first = " ".join(str(e).split())[:300]
         return fail(f"{type(e).__name__}: {first} (an internal error; {DEBUG_VARIABLE}=1 shows the traceback)", 1)

@@ -100,3 +100,72 @@ def test_a_bug_is_one_line_with_exit_1_and_q2_debug_shows_its_traceback(monkeypa
         main(["compare", "a.jsonl", "b.jsonl"])
     with pytest.raises(SettingError):  # a user's error too: its traceback, as asked
         main(["score", "--input", "x.jsonl", "--device", "gpu0"])
+
+
+# -- inputs that hold nothing to score, and paths that are not what a flag needs ------------------------------------
+@pytest.mark.parametrize("name, text, what", [
+    ("header.csv", "response,knowledge\n", "holds only a CSV header, no record"),
+    ("header.tsv", "\ufeffresponse\tknowledge\r\n\r\n", "holds only a TSV header, no record"),
+    ("empty.jsonl", "", "is empty (no record)"),
+    ("blank.jsonl", "\n  \n", "is empty (no record)"),
+    ("empty.csv", "", "is empty (no record)"),
+])
+def test_every_empty_input_stops_in_one_line_before_any_model_loads(tmp_path, capsys, no_model_loads, name, text,
+                                                                    what):
+    path = tmp_path / name
+    path.write_text(text, encoding="utf-8")
+    assert main(["score", "--input", str(path), "--output", str(tmp_path / "out.jsonl")]) == 2
+    assert capsys.readouterr().err == f"q2 score: error: {path} {what}; there is nothing to score\n"
+    assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_a_file_whose_records_cannot_be_read_is_not_empty(tmp_path, capsys, no_model_loads):
+    path = tmp_path / "bad.jsonl"
+    path.write_text("{not json\n", encoding="utf-8")
+    assert main(["score", "--input", str(path)]) == 2
+    assert "None of its records could be read" in capsys.readouterr().err
+
+
+def test_a_folder_as_input_says_it_is_a_folder(tmp_path, capsys):
+    assert main(["score", "--input", str(tmp_path)]) == 2
+    assert capsys.readouterr().err == (f"q2 score: error: {tmp_path} is a folder; name a JSONL, CSV or TSV file in "
+                                       f"it (the ray engine reads a folder of files: --engine ray)\n")
+
+
+def test_a_parquet_input_on_the_local_engine_names_the_engine_that_reads_it(tmp_path, capsys, no_model_loads):
+    path = tmp_path / "turns.parquet"
+    path.write_bytes(b"PAR1")
+    assert main(["score", "--input", str(path)]) == 2
+    assert capsys.readouterr().err == (f"q2 score: error: --engine: {path} is a Parquet file, which the local engine "
+                                       f"does not read; set it to ray (the ray extra), or convert the file to JSONL\n")
+
+
+@pytest.mark.parametrize("argv, flag", [
+    (["score", "--input", "{rows}", "--output", "{out}"], "--output"),
+    (["score", "--input", "{rows}", "--html", "{out}"], "--html"),
+    (["score", "--input", "{rows}", "--output", "{tmp}/o.jsonl", "--html", "{out}"], "--html"),
+    (["report", "{rows}", "--output", "{out}"], "--output"),
+    (["meta-eval", "--dataset", "wow", "--compute", "--output-dir", "{tmp}/m", "--save-scores", "{out}"],
+     "--save-scores"),
+    (["perturb", "--input", "{rows}", "--output", "{out}"], "--output"),
+])
+def test_every_output_file_in_a_missing_folder_is_refused_the_same_way(tmp_path, rows, capsys, argv, flag,
+                                                                      no_model_loads):
+    out = tmp_path / "nodir" / "sub" / "r.out"
+    values = {"rows": str(rows), "out": str(out), "tmp": str(tmp_path)}
+    assert main([a.format(**values) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err == (f"q2 {argv[0]}: error: {flag}: cannot write {out}: the folder {out.parent} does not exist; make "
+                   f"it first (mkdir -p {out.parent}) or name a file in an existing folder\n")
+    assert not (tmp_path / "nodir").exists()
+
+
+def test_compare_refuses_a_file_compared_with_itself(tmp_path, capsys):
+    a = tmp_path / "a.jsonl"
+    a.write_text(json.dumps({"id": "1", "score": 0.5}) + "\n")
+    (tmp_path / "link.jsonl").symlink_to(a)
+    assert main(["compare", str(a), str(a)]) == 2
+    assert capsys.readouterr().err == (f"q2 compare: error: {a} is the baseline ({a}) again: a file compared with "
+                                       f"itself says nothing; name the other system's results\n")
+    assert main(["compare", str(tmp_path / "link.jsonl"), str(a)]) == 2
+    assert "is the baseline" in capsys.readouterr().err
