@@ -9,8 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from q2_plugins import Q2Config, Q2Scorer
-from q2_plugins import cli
+from q2_plugins import Q2Config, Q2Scorer, cli
 from q2_plugins.cli import main
 from q2_plugins.errors import SettingError
 
