@@ -12,6 +12,7 @@ import pytest
 from q2_plugins import Q2Config, Q2Scorer, cli
 from q2_plugins.cli import main
 from q2_plugins.errors import SettingError
+from tests.conftest import optional_import
 
 
 def a_missing_device() -> str:
@@ -168,3 +169,19 @@ def test_compare_refuses_a_file_compared_with_itself(tmp_path, capsys):
                                        f"itself says nothing; name the other system's results\n")
     assert main(["compare", str(tmp_path / "link.jsonl"), str(a)]) == 2
     assert "is the baseline" in capsys.readouterr().err
+
+
+def test_an_empty_parquet_on_the_ray_engine_stops_in_one_line_before_ray_starts(tmp_path, capsys, no_model_loads,
+                                                                               monkeypatch):
+    pa = optional_import("pyarrow", "ray")
+    optional_import("ray", "ray")
+    import pyarrow.parquet as pq
+
+    from q2_plugins.jobs import ray as ray_engine
+
+    monkeypatch.setattr(ray_engine, "_start", lambda job: pytest.fail("Ray started"))
+    path = tmp_path / "turns.parquet"
+    pq.write_table(pa.table({"response": pa.array([], pa.string()), "knowledge": pa.array([], pa.string())}), path)
+    assert main(["score", "--engine", "ray", "--input", str(path), "--output", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == (f"q2 score: error: {path} is an empty Parquet file (no record); there is "
+                                       f"nothing to score\n")
