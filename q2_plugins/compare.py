@@ -316,7 +316,16 @@ def format_table(c: Comparison) -> str:
 
 
 def run(options: CompareOptions) -> int:
-    """``q2 compare``: compare the files, print the table (or JSON); returns the exit code."""
+    """``q2 compare``: compare the files, print the table (or JSON); returns the exit code. A file given twice
+    (through links or other spellings too) is refused: a system compared with itself says nothing."""
+    from .io import same_file
+
+    for i, later in enumerate(options.files):
+        for j, earlier in enumerate(options.files[:i]):
+            if same_file(earlier, later):
+                what = "the baseline" if j == 0 else f"system {j}"
+                raise ValueError(f"{later} is {what} ({earlier}) again: a file compared with itself says nothing; "
+                                 f"name the other system's results")
     result = compare_files(options.files, options.config, options.names)
     print(json.dumps(result.to_dict(), indent=2) if options.output_format == "json" else format_table(result))
     return 0

@@ -73,12 +73,18 @@ def _format_of(path: Path, fmt: Optional[str]) -> str:
     kind = FORMATS.get(path.suffix.lower())
     if kind in ("jsonl", "csv", "tsv"):
         return kind
+    if kind == "parquet":
+        raise UnknownFormatError("engine", f"{path} is a Parquet file, which the local engine does not read; set it "
+                                           f"to ray (the ray extra), or convert the file to JSONL")
     raise UnknownFormatError("input_format", f"Cannot tell the format of {path} from its extension; set it to jsonl, "
                                              f"csv or tsv")
 
 
 def _checked_path(path: str | Path) -> Path:
     path = Path(path)
+    if path.is_dir():
+        raise InputFormatError(f"{path} is a folder; name a JSONL, CSV or TSV file in it (the ray engine reads a "
+                               f"folder of files: --engine ray)")
     if not path.is_file():
         raise InputFormatError(f"No input file {path}")
     return path
@@ -274,6 +280,9 @@ def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, 
     kind = _format_of(path, fmt)
     _check_encoding(path, kind)
     if required:
+        empty = _no_record(path, kind)
+        if empty:
+            raise InputFormatError(f"{path} {empty}; there is nothing to score")
         columns = input_columns(path, kind)
         missing = [c for c in required if c not in columns]
         if missing:
@@ -292,6 +301,17 @@ def named_settings(required: Sequence[str], settings: Sequence[str], missing: Se
     """The settings that chose the ``missing`` ones of the ``required`` columns (``settings``: one per required
     column, in its order), as a :class:`~q2_plugins.errors.SettingError` names several: ``a / b``."""
     return " / ".join(dict.fromkeys(settings[list(required).index(c)] for c in missing))
+
+
+def _no_record(path: Path, kind: str) -> Optional[str]:
+    """What a file without a single record holds ("is empty", "holds only a header"), or None when it has one (a
+    record that cannot be read is one: it becomes that row's error)."""
+    with path.open("rb") as f:
+        if next(read_records(f, kind), None) is not None:
+            return None
+    with path.open("rb") as f:
+        header = kind != "jsonl" and bool(f.read(1 << 16).strip(b"\xef\xbb\xbf \t\r\n"))
+    return f"holds only a {kind.upper()} header, no record" if header else "is empty (no record)"
 
 
 def _why_no_columns(path: Path, kind: str) -> str:
@@ -562,11 +582,11 @@ def same_file(a: str | Path, b: str | Path) -> bool:
 
 
 def check_writable(path: str | Path, setting: str, *, folder: bool = False, make_parents: bool = False) -> None:
-    """Make sure, before any work, that a run can write ``path``: a file in an existing folder (with
-    ``make_parents``: in a folder its writer makes) or, with ``folder``, a folder to fill (made by its writer when
-    missing). A file is created in the folder (or a folder in the nearest one that exists) and removed again, so a
-    read-only folder is found whoever runs (root too); nothing is left behind. Raises :class:`UnwritablePathError`
-    naming ``setting`` in one line."""
+    """Make sure, before any work, that a run can write ``path``: a file in an existing folder (the commands ask
+    this of every output file; ``make_parents`` accepts a folder its writer makes) or, with ``folder``, a folder to
+    fill (made by its writer when missing). A file is created in the folder (or a folder in the nearest one that
+    exists) and removed again, so a read-only folder is found whoever runs (root too); nothing is left behind.
+    Raises :class:`UnwritablePathError` naming ``setting`` in one line."""
     import tempfile
 
     path = Path(path)
@@ -579,7 +599,8 @@ def check_writable(path: str | Path, setting: str, *, folder: bool = False, make
     if not existing.is_dir():
         raise UnwritablePathError(setting, f"cannot write {path}: {existing} is a file, not a folder")
     if existing != where and not (folder or make_parents):
-        raise UnwritablePathError(setting, f"cannot write {path}: the folder {where} does not exist")
+        raise UnwritablePathError(setting, f"cannot write {path}: the folder {where} does not exist; make it "
+                                           f"first (mkdir -p {where}) or name a file in an existing folder")
     try:
         if existing == where:
             fd, probe = tempfile.mkstemp(prefix=".q2-write-check-", dir=where)

@@ -3,18 +3,23 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
 import sys
 import time
-from typing import IO, Any, Optional
+from typing import IO, Any, Iterator, Optional, Sequence, Union
 
-__all__ = ["Progress"]
+__all__ = ["Progress", "scoring_progress"]
 
 
 class Progress:
     """The progress bars of a run of one or more ``Q2Scorer.score(..., progress=...)`` calls.
 
     A bar over the rows counts them against ``total`` (the run's row count; None when it is not known, as when the
-    input is a stream), so it shows the run's ETA; each ``score()`` call advances it by its rows when it ends. A bar
+    input is a stream), so it shows the run's rate and time left. Within a ``score()`` call the count moves as the
+    call's stages progress (:meth:`start` names them): the call's rows count as done in proportion to its work done,
+    each stage weighted by the time per row it took earlier in the run (equally in the first call); the count is
+    exact when each call ends. A bar
     per stage is made the first time that stage has items to compute and kept to the end of the run: its total grows
     as later rounds and later calls bring items. Bars are tqdm bars on ``file`` (standard error by default), updated
     once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call);
@@ -60,13 +65,23 @@ class Progress:
         self.row_names: Optional[list[str]] = None
         self._named: set[str] = set()
         self.rows_seen = 0  # rows scored so far (by earlier calls of the run)
+        self._seconds: dict[str, float] = {}  # stage -> seconds its batches took in the run
+        self._began: dict[str, float] = {}  # stage -> when its current batch began
+        self._call = _Call(0, [])
 
     def _bar(self, desc: str, total: Optional[int], unit: str, position: int, leave: bool) -> Any:
-        return self._tqdm(total=total, desc=desc, unit=unit, position=position, leave=leave, file=self._file)
+        return self._tqdm(total=total, desc=desc, unit=unit, position=position, leave=leave, file=self._file,
+                          **_size_if_unknown(self._file))
+
+    def start(self, rows: int, stages: Sequence[str]) -> None:
+        """A ``score()`` call of ``rows`` rows begins; it runs ``stages`` in this order (a stage may come back in
+        later rounds): the row count moves as they progress."""
+        self._call = _Call(rows, list(stages))
 
     def add(self, stage: str, items: int) -> None:
         """``items`` more items of ``stage`` are to be computed: its bar's total grows (the bar is made the first
         time)."""
+        self._call.items.setdefault(stage, [0, 0])[1] += items
         if not self._stage_bars:
             return
         bar = self._stages.get(stage)
@@ -79,13 +94,37 @@ class Progress:
 
     def advance(self, stage: str, items: int) -> None:
         """``items`` items of ``stage`` are computed."""
+        if stage in self._began:
+            self._seconds[stage] = self._seconds.get(stage, 0.0) + time.monotonic() - self._began.pop(stage)
+        self._call.items.setdefault(stage, [0, 0])[0] += items
         if self._stage_bars:
             self._stages[stage].update(items)
+        self._show(stage)
 
     def stage(self, stage: str) -> None:
-        """``stage`` is running now: the row bar says so."""
-        if self._rows is not None:
-            self._rows.set_postfix_str(f"stage: {stage}")
+        """``stage`` is running now (a batch of it begins): the row bar says so."""
+        self._began[stage] = time.monotonic()
+        self._call.reached(stage)
+        self._show(stage)
+
+    def _show(self, stage: str) -> None:
+        """The row bar: the stage running and its items, and the rows of the call done so far by its work."""
+        if self._rows is None:
+            return
+        done, total = self._call.items.get(stage, (0, 0))
+        self._rows.set_postfix_str(f"stage: {stage}" + (f" {done}/{total}" if total else ""), refresh=False)
+        rows = self._call.rows_done(self._weights())
+        if rows > self._call.shown:
+            self._rows.update(rows - self._call.shown)
+            self._call.shown = rows
+        else:
+            self._rows.refresh()
+
+    def _weights(self) -> dict[str, float]:
+        """Each stage of the call by its seconds per row in the run so far (all 1 before a call has ended)."""
+        if not self.rows_seen or not any(self._seconds.get(s) for s in self._call.stages):
+            return {s: 1.0 for s in self._call.stages}
+        return {s: self._seconds.get(s, 0.0) / self.rows_seen for s in self._call.stages}
 
     def slow(self, stage: str, seconds: float, index: int, size: str) -> None:
         """A batch of ``stage`` took ``seconds``: name its largest row (row ``index`` of the current call, of
@@ -104,7 +143,8 @@ class Progress:
         """``rows`` more rows are scored (the row bar, if any, moves on)."""
         self.rows_seen += rows
         if self._rows is not None:
-            self._rows.update(rows)
+            self._rows.update(max(0, rows - self._call.shown))
+        self._call = _Call(0, [])
 
     def close(self) -> None:
         """Close every bar (the stage bars are cleared, the row bar stays with the run's count and time)."""
@@ -120,6 +160,58 @@ class Progress:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+@contextlib.contextmanager
+def scoring_progress(scorer: Any, rows: int, enabled: bool) -> Iterator[Union[bool, "Progress"]]:
+    """What a command passes as ``score(progress=...)`` for one run of ``rows`` rows: with ``enabled``, the models
+    loaded first behind one "loading models" line (not the libraries' per-file bars), then a :class:`Progress`
+    over the rows (a bar on a terminal, plain lines in a log), closed at the end; without, False."""
+    if not enabled:
+        yield False
+        return
+    print("q2: loading models", file=sys.stderr, flush=True)
+    scorer.load(quiet=True)
+    with Progress(total=rows) as progress:
+        yield progress
+
+
+def _size_if_unknown(file: Optional[IO[str]]) -> dict[str, int]:
+    """A terminal that reports no size (a pseudo-terminal nobody sized: tqdm then measures -1 columns and draws
+    nothing) gets bars 80 columns wide; a terminal with a size, or a notebook, is left to tqdm."""
+    try:
+        columns = os.get_terminal_size((file or sys.stderr).fileno()).columns
+    except (AttributeError, OSError, ValueError):
+        return {}
+    return {} if columns > 0 else {"ncols": 80, "nrows": 24}
+
+
+class _Call:
+    """The ``score()`` call running: its rows, its stages in order, the furthest one reached, each stage's items
+    (done, total) and the rows the bar shows as done."""
+
+    def __init__(self, rows: int, stages: list[str]) -> None:
+        self.rows, self.stages, self.furthest, self.shown = rows, stages, -1, 0
+        self.items: dict[str, list[int]] = {}
+
+    def reached(self, stage: str) -> None:
+        if stage in self.stages:
+            self.furthest = max(self.furthest, self.stages.index(stage))
+
+    def rows_done(self, weights: dict[str, float]) -> int:
+        """The call's rows done by its work: the stages before the furthest one reached are done, that one by its
+        items; never more than the rows less one (the call's end counts the last)."""
+        if not self.rows or not self.stages:
+            return 0
+        share = 0.0
+        for i, stage in enumerate(self.stages):
+            if i < self.furthest:
+                share += weights[stage]
+            elif i == self.furthest:
+                done, total = self.items.get(stage, (0, 0))
+                share += weights[stage] * (done / total if total else 0.0)
+        whole = sum(weights.values())
+        return min(self.rows - 1, int(self.rows * share / whole)) if whole else 0
 
 
 class _Lines:
@@ -142,8 +234,11 @@ class _Lines:
         share = f" ({100 * self.n / self.total:.0f}%)" if self.total else ""
         return f"{self.desc}: {self.n}/{self.total} {self.unit}s{share}"
 
-    def set_postfix_str(self, text: str) -> None:
+    def set_postfix_str(self, text: str, refresh: bool = True) -> None:
         self._postfix = text
+
+    def refresh(self) -> None:
+        pass
 
     def update(self, n: int) -> None:
         self.n += n

@@ -81,6 +81,7 @@ class Q2Scorer:
         self.precision_agreement: Any = None
         self._precision_pending = True
         self._ahead: Any = None  # the candidates extractor that works ahead (see ahead())
+        self._devices_checked = False
 
     # -- components (lazy) ------------------------------------------------------------------------------------
     def _nlp(self) -> Any:
@@ -163,6 +164,11 @@ class Q2Scorer:
         """The settings and the components that scoring with them uses, loaded: what the steps of
         :mod:`q2_plugins.stages` are given."""
         c = self.config
+        if not self._devices_checked:  # a device that is not here stops before any model loads
+            from .devices import check_devices
+
+            check_devices(c, [role for role in ("qg", "qa", "nli") if self._custom[role] is None])
+            self._devices_checked = True
         # the models first (the coreference model before the others), spaCy after: a model that cannot load stops
         # the run before seconds go into loading a spaCy pipeline
         coref = self.coreference if c.coref else None
@@ -239,6 +245,7 @@ class Q2Scorer:
         checked = self._rows_to_check(rows)
         run = st.StageRunner(c, self.cache, progress=progress)
         run.rows = rows
+        run.start(len(rows), [s for s in _RUN_ORDER if s in self._stages(label)])
         try:
             active = st.usable(rows)
             if active:  # (models load only when there is a row to score; without progress, with no loading bars)
@@ -344,6 +351,10 @@ class Q2Scorer:
             st.text_signals(st.StageRunner(self.config, self.cache, keys), self.text_signals, st.usable(rows))
         st.label(rows, result.responses)
         return result
+
+
+#: the order in which ``score()`` first runs its stages (the personal filter comes with the questions' filters)
+_RUN_ORDER = ("coref", "candidates", "qg", "personal", "qa", "nli", "signals")
 
 
 def _check_inputs(responses: Any, knowledge: Any, history: Any) -> None:

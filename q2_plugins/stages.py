@@ -272,6 +272,12 @@ class StageRunner:
         self.progress.slow(name, seconds, r.index,  # type: ignore[union-attr]
                            f"response {len(r.response)} characters, knowledge {len(r.knowledge)} characters")
 
+    def start(self, rows: int, stages: Sequence[str]) -> None:
+        """The call scores ``rows`` rows through ``stages`` (in the order they run): the run's row bar moves with
+        them."""
+        if self.progress is not None:
+            self.progress.start(rows, stages)
+
     def rows_done(self, rows: int) -> None:
         """``rows`` rows of the run are scored (the run's row bar, if any, moves on)."""
         if self.progress is not None:

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Set up .venv, score the bundled sample (12 WoW responses) with explanations and replay the bundled slice of a
+# Set up .venv with what scoring needs, score the bundled sample (12 WoW responses) with explanations and replay the bundled slice of a
 # recorded original run; both write an HTML report under out/.
 #   bash scripts/score_sample.sh                  # the paper's models (Hugging Face hub, or HF_HUB_OFFLINE=1 + cache)
 #   Q2_MODELS=DIR bash scripts/score_sample.sh    # models saved by `q2 prefetch --output-dir DIR`
@@ -8,8 +8,9 @@
 #                                                 # Exercises the real code path; the scores mean nothing.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-# every extra the README's examples use (ParlAI, evaluate, lm-eval, Ray, ...); the browser is for the tests only
-Q2_BROWSER=0 bash scripts/setup.sh
+# only what scoring needs (the package, torch, spaCy): the first score comes in a minute or two. The extras the
+# other examples use (ParlAI, evaluate, lm-eval, Ray, ...) are a separate command: bash scripts/setup.sh
+Q2_EXTRAS="" Q2_PARLAI=0 Q2_BROWSER=0 bash scripts/setup.sh
 mkdir -p out
 ARGS=()
 if [ "${1:-}" = "--random-models" ]; then
@@ -32,3 +33,4 @@ if [ "${1:-}" = "--random-models" ]; then
   echo "the README's examples run in out/examples (tiny random-weight models, meaningless scores):"
   echo "  source .venv/bin/activate; cd out/examples"
 fi
+echo "the examples of ParlAI, evaluate, lm-eval, Ray and the tests need the extras: bash scripts/setup.sh"

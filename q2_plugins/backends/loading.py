@@ -57,9 +57,10 @@ def fetch(role: str, name: str, load: Callable[[str, dict[str, Any]], T]) -> T:
         raise
     except Exception as e:  # transformers raises OSError, ValueError, HF hub errors...
         if unreachable:
+            # the message says all there is (the hub's and transformers' chained errors only repeat it at length)
             raise model_load_error(role, name, OSError(
                 f"the Hugging Face hub ({unreachable}) cannot be reached and the model is not in the local cache"
-            )) from e
+            )) from None
         if _unpickling_refused(e):
             raise ModelLoadError(
                 f"Refused to load the {role.upper()} model {name!r} (setting {SETTING}): its pickle checkpoint "

@@ -269,7 +269,7 @@ def _report(args: argparse.Namespace) -> int:
 
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
     check_outputs(read, [("output", args.output, html_files(args.output))])
-    check_writable(args.output, "output", make_parents=True)  # the report's writer makes its folder
+    check_writable(args.output, "output")  # an output file's folder must exist (as for every output flag)
     data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
                              columns=(args.response_column, args.knowledge_column, args.history_column))
     errors = sum(r["status"] == "error" for r in data.rows)
@@ -368,11 +368,40 @@ def flag_of(command: str) -> Callable[[str], str]:
     return lambda setting: flags.get(setting, "--" + setting.replace("_", "-"))
 
 
+#: an optional package -> the extra of q2-plugins that installs it (a missing one names its extra)
+_EXTRAS = {"sklearn": "metaeval", "scipy": "metaeval", "sacrebleu": "metaeval", "matplotlib": "metaeval",
+           "nltk": "metaeval", "bert_score": "bertscore", "accelerate": "train", "ray": "ray", "pyarrow": "ray",
+           "evaluate": "evaluate", "datasets": "evaluate", "lm_eval": "lm-eval", "parlai": "parlai",
+           "selenium": "report-tests"}
+#: set to 1, a failing command shows its traceback (for a bug report) instead of one line
+DEBUG_VARIABLE = "Q2_DEBUG"
+
+
+def _missing_package(e: ModuleNotFoundError) -> str:
+    """The line for a package that is not installed: our own message names the extra; a bare one gets it added."""
+    text = str(e)
+    if "pip install" in text or not e.name:
+        return text
+    extra = _EXTRAS.get(e.name.split(".")[0])
+    fix = f"pip install 'q2-plugins[{extra}]'" if extra else f"pip install {e.name.split('.')[0]}"
+    return f"{text}; install it: {fix}"
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
+    """The ``q2`` command: its exit code. An error the user can fix is one line and exit 2 (a bug: one line and
+    exit 1); ``Q2_DEBUG=1`` shows the traceback instead."""
+    import os
+
     parser = build_parser()
     args = parser.parse_args(argv)
     from ..errors import ModelLoadError, NamesSetting
     from ..io import InputFormatError
+
+    def fail(line: str, code: int = 2) -> int:
+        if os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0"):
+            raise  # the traceback, as asked
+        print(f"q2 {args.command}: error: {line}", file=sys.stderr)
+        return code
 
     try:
         return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
@@ -380,21 +409,25 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                 "perturb": _perturb, "train": _train, "hooks": _hooks, "compare": _compare,
                 "check-precision": _check_precision}[args.command](args)
     except NamesSetting as e:  # a library error names its setting; the command line names the flag
-        print(f"q2 {args.command}: error: {e.named(flag_of(args.command))}", file=sys.stderr)
-        return 2
+        return fail(str(e.named(flag_of(args.command))))
+    except ModuleNotFoundError as e:  # an extra that is not installed
+        return fail(_missing_package(e))
     except OSError as e:  # "[Errno 2] No such file or directory: 'x'" -> "x: no such file or directory"
         what = f"{e.filename}: {e.strerror[0].lower()}{e.strerror[1:]}" if e.filename and e.strerror else e
-        print(f"q2 {args.command}: error: {what}", file=sys.stderr)
-        return 2
+        return fail(str(what))
     except (InputFormatError, ModelLoadError, ValueError) as e:
-        print(f"q2 {args.command}: error: {e}", file=sys.stderr)
-        return 2
+        return fail(str(e))
     except Terminated as e:
         print(f"q2 {args.command}: terminated ({e})", file=sys.stderr)
         return 128 + e.signum
     except KeyboardInterrupt:
         print(f"q2 {args.command}: interrupted", file=sys.stderr)
         return 130
+    except MemoryError:
+        return fail(f"out of memory; lower --chunk-size or --batch-size ({DEBUG_VARIABLE}=1 shows the traceback)", 1)
+    except Exception as e:  # noqa: BLE001 - a bug: one line that says how to see (and report) it
+        first = " ".join(str(e).split())[:300]
+        return fail(f"{type(e).__name__}: {first} (an internal error; {DEBUG_VARIABLE}=1 shows the traceback)", 1)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -30,6 +30,18 @@ class Q2Parser(argparse.ArgumentParser):
                                + (f"; did you mean {' or '.join(close)}?" if close else ""))
         return super().parse_known_args(args, namespace)
 
+    def error(self, message: str) -> Any:  # type: ignore[override]
+        """A usage error in two lines: the error (with its suggestion), then the command's short usage and where
+        its full usage is; exit 2. (argparse would print the whole usage first: dozens of lines for q2 score.)"""
+        self.exit(2, f"{self.prog}: error: {message}\n{self.short_usage()}; every flag: {self.prog} --help\n")
+
+    def short_usage(self) -> str:
+        """``usage: q2 score --input FILE [options]``: the command with what it requires."""
+        required = [_usage_part(a) for a in self._actions if _required(a)]
+        if self._subparsers is not None:
+            required = ["COMMAND" if p == "command" else p for p in required]
+        return " ".join(["usage:", self.prog, *required, "[options]"])
+
     def format_help(self, everything: bool = False) -> str:
         shown = [a for a in self._actions if getattr(a, "common", False)]
         if everything or not shown:

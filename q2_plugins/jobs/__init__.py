@@ -94,8 +94,8 @@ def check_job_outputs(job: ScoreJob) -> None:
     check_outputs([job.input], written)
     for setting, path, _ in written:  # Ray writes a path of no known file format as a folder of part files
         folder = job.engine == "ray" and setting != "html" and Path(path).suffix.lower() not in FORMATS
-        # the report's writer and Ray's make the folders they need; the local result file needs its folder
-        check_writable(path, setting, folder=folder, make_parents=setting == "html" or job.engine == "ray")
+        # every output file needs its folder (a folder of part files is made), whichever flag and engine
+        check_writable(path, setting, folder=folder)
     if job.config.cache_dir:
         check_writable(job.config.cache_dir, "cache_dir", folder=True)
 
@@ -103,8 +103,11 @@ def check_job_outputs(job: ScoreJob) -> None:
 def run_score_job(job: ScoreJob) -> int:
     """Check the job (its engine, then every path it writes), then run it; returns the exit code (0; 1 when no row
     could be scored, or any row failed with ``fail_on_error``)."""
+    from ..devices import check_devices
+
     check_engine(job)
     check_job_outputs(job)
+    check_devices(job.config)  # a device that is not here: before the input is read or any model loads
     if job.engine == "local":
         from .local import score_local
 

@@ -106,9 +106,22 @@ def run_score(job: ScoreJob) -> int:
     code. With ``job.config.cache_dir``, the run's cache hits and misses go in the summary and the sidecar."""
     if job.keep_min_score is not None and not job.output:
         raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
+    _check_not_empty_parquet(Path(job.input))
     _start(job)
     with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
         return _run_started(job)
+
+
+def _check_not_empty_parquet(path: Path) -> None:
+    """A Parquet input file with no row stops here, before Ray starts, as an empty JSONL or a header-only CSV does
+    (the JSONL / CSV / TSV checks are the local engine's, in :func:`_scored`)."""
+    if path.is_file() and path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        from ..io import InputFormatError
+
+        if pq.read_metadata(path).num_rows == 0:
+            raise InputFormatError(f"{path} is an empty Parquet file (no record); there is nothing to score")
 
 
 def _run_started(job: ScoreJob) -> int:

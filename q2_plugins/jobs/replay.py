@@ -50,7 +50,7 @@ def run_replay(job: ReplayJob) -> int:
     check_outputs([*job.steps, *job.scores], [(setting, path, (files_written if setting == "output" else
                                                                     html_files)(path)) for setting, path in written])
     for setting, path in written:
-        check_writable(path, setting, make_parents=setting == "html")  # the report's writer makes its folder
+        check_writable(path, setting)  # an output file's folder must exist (as for every output flag)
     records = []
     sources: list[str] = []
     for i, steps in enumerate(job.steps):

@@ -276,9 +276,13 @@ def compute_q2(examples: Sequence[Example], scorer: Any, *, name: str = "Q2", pr
                ) -> tuple[list[MetricScores], list[ResponseResult]]:
     """Score ``examples`` with a :class:`~q2_plugins.Q2Scorer` (with explanations, for the question counts, and
     BEGIN labels, for the taxonomy experiment).
-    Returns the metrics and the per-response results (for :func:`write_scores_file`)."""
-    result = scorer.score(responses=[ex.response for ex in examples], knowledge=[ex.knowledge for ex in examples],
-                          explain=True, progress=progress, label=True)
+    Returns the metrics and the per-response results (for :func:`write_scores_file`). ``progress``: a bar over the
+    rows on a terminal, plain lines in a log (:func:`~q2_plugins.progress.scoring_progress`)."""
+    from ..progress import scoring_progress
+
+    with scoring_progress(scorer, len(examples), progress) as shown:
+        result = scorer.score(responses=[ex.response for ex in examples],
+                              knowledge=[ex.knowledge for ex in examples], explain=True, progress=shown, label=True)
     metrics = metrics_from_results([ex.id for ex in examples], result.responses, name=name,
                                    source="computed on the fly", signature=result.signature,
                                    with_nli=scorer.config.use_nli)

@@ -41,10 +41,14 @@ def variants_table(examples: Sequence[Example], config: Q2Config, make_scorer: C
     coverage per subset and over all."""
     subsets = list(dict.fromkeys(ex.subset for ex in examples)) + ["all"]
     rows = []
+    from ..progress import scoring_progress
+
     for name, cfg in variant_configs(config):
-        result = make_scorer(cfg).score(responses=[ex.response for ex in examples],
-                                        knowledge=[ex.knowledge for ex in examples],
-                                        history=[ex.history for ex in examples], progress=progress)
+        scorer = make_scorer(cfg)
+        with scoring_progress(scorer, len(examples), progress) as shown:
+            result = scorer.score(responses=[ex.response for ex in examples],
+                                  knowledge=[ex.knowledge for ex in examples],
+                                  history=[ex.history for ex in examples], progress=shown)
         cells = {}
         for subset in subsets:
             stats = Q2Stats.of(r for r, ex in zip(result.responses, examples) if subset in ("all", ex.subset))

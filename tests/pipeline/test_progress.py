@@ -7,6 +7,7 @@ import contextlib
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -142,6 +143,51 @@ def test_a_log_of_a_q2_score_run_holds_only_our_lines(model_config, seven_rows, 
         assert "\r" not in log and "\x1b[" not in log, log
         assert log.splitlines() == ["q2: loading models", log.splitlines()[1]], log
         assert log.splitlines()[1].startswith("q2 rows: 7/7 rows (100%) in ")
+
+
+def in_a_terminal(argv: list[str], env: dict[str, str], timeout: float = 600) -> tuple[int, str]:
+    """Run ``argv`` with standard error (and input) on a pseudo-terminal, as a person at a terminal does; returns
+    its exit code and everything the terminal got."""
+    import pty
+    import select
+    import time
+
+    main_fd, side = pty.openpty()
+    proc = subprocess.Popen(argv, stdin=side, stdout=subprocess.DEVNULL, stderr=side, env=env, close_fds=True)
+    os.close(side)
+    got, end = bytearray(), time.monotonic() + timeout
+    while time.monotonic() < end:
+        if select.select([main_fd], [], [], 0.2)[0]:
+            try:
+                data = os.read(main_fd, 65536)
+            except OSError:  # the other side closed
+                data = b""
+            if not data:
+                break
+            got += data
+        elif proc.poll() is not None:
+            break
+    os.close(main_fd)
+    return proc.wait(timeout=60), got.decode("utf-8", "replace")
+
+
+def test_on_a_terminal_one_bar_moves_through_a_call_with_rate_time_left_and_stage(model_config, seven_rows,
+                                                                                 tmp_path):
+    """``q2 score`` at a terminal, its seven rows in one call: the row bar redraws in place and its count moves
+    before the call ends, each state with the rate, the time left and the stage running."""
+    flags = [f"--{k.replace('_', '-')}={v}" for k, v in model_config.items()]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "TQDM_MININTERVAL": "0"}
+    code, shown = in_a_terminal([sys.executable, "-m", "q2_plugins.cli", "score", "--input", str(seven_rows),
+                                 "--output", str(tmp_path / "out.jsonl"), *flags], env)
+    assert code == 0, shown[-2000:]
+    states = [part.strip() for part in shown.split("\r") if part.startswith("q2 rows:")]
+    counts = [int(re.search(r"\| *(\d+)/7 \[", s).group(1)) for s in states]
+    assert counts and counts == sorted(counts) and counts[0] == 0 and counts[-1] == 7, (states, shown[-3000:])
+    assert len({c for c in counts if 0 < c < 7}) >= 2, states  # it moved within the one call
+    for state, count in zip(states, counts):  # elapsed<left, rate, and the stage with its items done
+        if 0 < count < 7:
+            assert re.search(r"\[\d\d:\d\d<\d\d:\d\d, +[\d.]+(row/s|s/row), stage: [a-z]+ \d+/\d+\]", state), state
+    assert "Traceback" not in shown
 
 
 def test_the_row_bar_counts_to_the_runs_total_from_the_start(runs):

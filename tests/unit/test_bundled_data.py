@@ -44,3 +44,35 @@ def test_bundled_path_names_what_is_missing():
     assert bundled_path("q2_wow").is_dir()
     with pytest.raises(FileNotFoundError, match="'no_such_data'.*reinstall"):
         bundled_path("no_such_data")
+
+
+def test_wheel_carries_the_code_licence_and_every_bundled_licence(tmp_path_factory):
+    """The wheel built from the repository holds the project's LICENSE (declared in its metadata) and, as package
+    data, the licence and notice files of every bundled data folder."""
+    import shutil
+    import subprocess
+    import sys
+    import zipfile
+
+    src = tmp_path_factory.mktemp("src")
+    ignore = shutil.ignore_patterns("__pycache__", "*.egg-info", "build", "dist")
+    for name in ("setup.cfg", "pyproject.toml", "README.md", "LICENSE", "_q2_plugins_hook.py", "q2_plugins_hook.pth"):
+        shutil.copy(REPO / name, src / name)
+    for name in ("q2_plugins", "parlai_ext", "hf_evaluate_metric"):
+        shutil.copytree(REPO / name, src / name, ignore=ignore)
+    dist = tmp_path_factory.mktemp("dist")
+    subprocess.run([sys.executable, "-c", f"from setuptools import build_meta; build_meta.build_wheel({str(dist)!r})"],
+                   cwd=src, check=True, capture_output=True)
+    (wheel,) = dist.glob("*.whl")
+    with zipfile.ZipFile(wheel) as z:
+        names = set(z.namelist())
+        (licence,) = [n for n in names if n.endswith(".dist-info/licenses/LICENSE")]
+        assert z.read(licence) == (REPO / "LICENSE").read_bytes()
+        (metadata,) = [n for n in names if n.endswith(".dist-info/METADATA")]
+        headers = z.read(metadata).decode("utf-8").split("\n\n", 1)[0].splitlines()
+    assert "License: Apache-2.0" in headers and "License-File: LICENSE" in headers
+    assert "Apache License" in (REPO / "LICENSE").read_text(encoding="utf-8")[:200]
+    data_licences = {p.relative_to(REPO).as_posix() for p in DATA_DIR.rglob("*")
+                     if p.is_file() and p.name.upper().startswith(("LICENSE", "NOTICE", "WNDB_LICENSE"))}
+    assert len(data_licences) >= 8
+    assert data_licences - names == set()
