@@ -6,11 +6,13 @@ from __future__ import annotations
 import csv
 import json
 import random
+from typing import Any
 
 import pytest
 
 from q2_plugins.cli import main
 from q2_plugins.perturb import (
+    _content_forms,
     Edit,
     PerturbOptions,
     Skip,
@@ -162,7 +164,7 @@ def test_make_stress_pairs(nlp):
     assert all(p.original_response == ROWS["abcd".index(p.source_id)]["response"] for p in pairs)
     assert "d:negation" not in by_id
     summary = report.to_dict()["methods"]
-    assert summary["negation"]["reasons"]["empty response or knowledge"] == 1
+    assert summary["negation"]["reasons"]["'response' is empty"] == 1
     assert sum(m["pairs"] for m in summary.values()) == len(pairs)
     assert all(m["pairs"] + m["skipped"] == 4 for m in summary.values())
     again, _ = make_stress_pairs(**kw)
@@ -234,3 +236,81 @@ def test_options_errors_name_the_setting():
     with pytest.raises(SettingError, match="^generator: ") as e:
         PerturbOptions(inputs=("a.jsonl",), output="o.jsonl", recipe="conv-fever", generator="gpt2")
     assert "--" not in str(e.value)
+
+
+# -- contradictions that contradict: the rules found reading the recipes' rows ------------------------------------
+@pytest.mark.parametrize("response, knowledge, reason", [
+    ("i remember watching it when it was first broadcast in 1960 .", "The show was first broadcast in 1960.",
+     "in a temporal clause (when, while, after, ...)"),
+    ("the show that was cancelled in 1990 had fans .", "The show was cancelled in 1990.", "in a relative clause"),
+    ("it is also a city in france .", "Paris is a city in France.",
+     "would read 'not also' (not also / only: no contradiction)"),
+    ("it is only sold in the us .", "It is sold in the US.", "would read 'not only' (not also / only: no contradiction)"),
+    ("it melts if it is warm .", "Ice melts; it is warm in spring.", "in a conditional clause (if, unless)"),
+])
+def test_negation_skips_clauses_that_claim_nothing(nlp, response, knowledge, reason):
+    assert negate(nlp(response), _content_forms(nlp(knowledge))) == Skip(reason)
+
+
+def test_negated_knowledge_negates_the_clause_holding_the_responses_claim(nlp):
+    knowledge = nlp("McDonald's is the world's largest restaurant chain by revenue, serving over 69 million "
+                    "customers daily in over 100 countries.")
+    # the response draws on the participial clause: negating "is" would leave "serving 69 million" true
+    assert negate(knowledge, _content_forms(nlp("they serve 69 million people daily .")), best_sentence_only=True) \
+        == Skip("the negated claim shares no content word with the other text")
+    out = negate(knowledge, _content_forms(nlp("it is the largest restaurant chain .")), best_sentence_only=True)
+    assert out.text.startswith("McDonald's is not the world's largest")
+    estimated = nlp("The skateboarding market is estimated to be 4.8 billion dollars. It was founded by kids.")
+    out = negate(estimated, _content_forms(nlp("the market is worth 4.8 billion")), best_sentence_only=True)
+    assert out.text.startswith("The skateboarding market is not estimated")  # the complement is the claim
+
+
+@pytest.fixture(scope="module")
+def cased_pool(nlp):
+    return entity_pool([nlp(t) for t in (
+        "The album sold over 80 million copies in the United States.",
+        "The company had 120 million customers and 40 million users in 2010.",
+        "In 1995 the band played with The Beatles in London.", "She toured with Metallica in Paris.",
+        "The Americans and the Canadians met in Boston.", "Stratus is a low cloud, said Italian experts.")])
+
+
+def test_entity_pool_says_how_each_entity_was_seen(cased_pool):
+    info = cased_pool.info
+    assert cased_pool["CARDINAL"] == ["80 million", "120 million", "40 million"]  # "over" is not part of the number
+    assert info["beatles"].the and not info["metallica"].the and info["americans"].plural
+    assert info["london"].name and not info["stratus"].name  # only ever capitalised as a sentence's first word
+
+
+@pytest.mark.parametrize("response, knowledge, allowed", [
+    # over 80 million still holds of "over 40 million": the number moves up, by half again at least
+    ("it sold over 80 million copies .", "The album sold over 80 million copies.", {"120 million"}),
+    ("it sold under 80 million copies .", "The album sold under 80 million copies.", {"40 million"}),
+    ("it sold 80 million copies .", "The album sold 80 million copies.", {"120 million", "40 million"}),
+])
+def test_entity_swap_moves_numbers_to_break_the_claim(nlp, cased_pool, response, knowledge, allowed):
+    kdoc = nlp(knowledge)
+    seen = set()
+    for seed in range(8):
+        out = swap_entity(nlp(response), knowledge, cased_pool, random.Random(seed), knowledge_doc=kdoc)
+        if isinstance(out, Edit):
+            seen.add(out.change.split(" -> ")[1].split("'")[1].lower())
+    assert seen and seen <= allowed, seen
+
+
+def test_entity_swap_refuses_what_would_garble(nlp, cased_pool):
+    def swap(response: str, knowledge: str) -> Any:
+        return swap_entity(nlp(response), knowledge, cased_pool, random.Random(0), knowledge_doc=nlp(knowledge))
+
+    # a name seen only as a sentence's first word is no name (the tagger's "Stratus" as an organisation)
+    assert swap("stratus is a low cloud .", "Stratus is a low cloud.") in (
+        Skip("the shared entity is not seen as a name (capitalised inside a sentence) in the data"),
+        Skip("the knowledge does not tag the shared entity with its type"))
+    assert swap("it is one of the best .", "It is one of the best three.").reason.startswith(
+        ("a number stating no value", "no named entity", "the knowledge does not tag"))
+    assert swap("it happened today .", "It happened today.").reason in (
+        "a date without a number (today, the summer)", "no named entity shared by response and knowledge")
+    out = swap("do you ever listen to the beatles ?", "In 1995 the band played with The Beatles in London.")
+    assert isinstance(out, Skip) or "metallica" not in out.text  # "the metallica" never
+    out = swap("americans met in boston .", "The Americans met in Boston.")
+    assert isinstance(out, Edit) and out.text in ("canadians met in boston .", "americans met in london .",
+                                                  "americans met in paris .")
