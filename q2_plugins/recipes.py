@@ -96,6 +96,7 @@ GENERIC_RESPONSES = (
     "what else do you know about it?", "i like that a lot.",
 )
 _OPENERS = ("", "well, ", "haha, ", "hmm, ", "ok, ", "cool, ", "ah, ")
+_PRONOUNS = frozenset({"it", "its", "they", "them", "their", "he", "him", "his", "she", "her", "these", "those"})
 _STOP = frozenset({"the", "a", "an", "of", "and", "in", "on", "for", "to"})
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
 #: the rule behind each method's label, as ``--preview`` prints it
@@ -271,9 +272,16 @@ _HEDGE_VERBS = frozenset({"know", "think", "believe", "guess", "suppose", "mean"
 _HEDGE_STATES = frozenset({"sure", "certain", "aware", "afraid", "positive", "right", "correct", "glad", "happy"})
 
 
-def personal_statement(doc: Any) -> Optional[str]:
+_SPLIT_CONTRACTION = re.compile(r"(\w)\s+'\s+(m|re|ve|s|d|ll|t)\b", re.IGNORECASE)
+
+
+def personal_statement(doc: Any, nlp: Any = None) -> Optional[str]:
     """The first-person clause of ``doc`` that tells a personal experience, taste or fact ("i love gardening", "my
-    brother skis", "we went there"), or None; a hedge ("i think", "i'm not sure", "i know that") tells none."""
+    brother skis", "we went there"), or None; a hedge ("i think", "i'm not sure", "i know that") tells none. Given
+    ``nlp``, a pre-tokenised text ("i ' m not sure") is parsed again with its contractions joined (the parser reads
+    "i ' m" as no verb at all)."""
+    if nlp is not None and _SPLIT_CONTRACTION.search(doc.text):
+        doc = nlp(_SPLIT_CONTRACTION.sub(r"\1'\2", doc.text))
     for tok in doc:
         low = tok.lower_
         if low in ("my", "our") and tok.dep_ == "poss":
@@ -309,6 +317,9 @@ class _Neighbours:
         # nouns of each response that its own evidence or topic names: a response about something
         self.about = [{t.lower_ for t in d if t.pos_ in ("NOUN", "PROPN") and not t.is_stop}
                       & (self.kwords[n] | self.topic_words.get(rows[n].topic, set())) for n, d in enumerate(rdocs)]
+        # responses that name what they speak of: "it originated in india" could be about anything, the evidence's
+        # topic included, so it is no off-topic response
+        self.named = [not _PRONOUNS & set(re.findall(r"[a-z]+", d.text.lower())) for d in rdocs]
         self.rnouns = [_noun_forms(d) for d in rdocs]
         self.knouns = [_noun_forms(kdocs[r.knowledge]) for r in rows]
         self.by_topic: dict[str, list[int]] = {}
@@ -349,19 +360,20 @@ class _Neighbours:
 
     def unrelated(self, i: int, rng: random.Random) -> tuple[Optional[int], bool]:
         """A random row of the same topic (another dialogue, other knowledge) whose response is about something (a
-        noun its own evidence or topic names) and shares no content word with row ``i``'s evidence, the topic's name
-        included; when there is none (or no topic), one of another dialogue and topic whose response and knowledge
+        noun its own evidence or topic names, no third-person pronoun) and shares no content word with row ``i``'s
+        evidence, the topic's name included, from evidence that does not name the topic; when there is none (or no topic), one of another dialogue and topic whose response and knowledge
         share no content word with it (second value True: the fallback)."""
         row, near = self.rows[i], self.near(i)
 
         def other(j: int) -> bool:
             r = self.rows[j]
             return r.knowledge != row.knowledge and r.response != row.response and (
-                row.dialogue is None or r.dialogue != row.dialogue) and bool(self.about[j]) \
+                row.dialogue is None or r.dialogue != row.dialogue) and bool(self.about[j]) and self.named[j] \
                 and not (self.rwords[j] & near)
 
-        if row.topic:
-            same = [j for j in range(len(self.rows)) if self.rows[j].topic == row.topic and other(j)]
+        if row.topic:  # (not from evidence naming the topic: "the golden arches logo" is McDonald's, said or not)
+            same = [j for j in range(len(self.rows)) if self.rows[j].topic == row.topic and other(j)
+                    and not self.kwords[j] & self.topic_words[row.topic]]
             if same:
                 return rng.choice(same), False
         options = [j for j in range(len(self.rows)) if other(j) and not (self.kwords[j] & self.kwords[i])
@@ -403,13 +415,13 @@ def _contradiction(src: SourceRow, rdoc: Any, words: set[str], antonyms: Any, se
 
 
 def _hallucination(i: int, src: SourceRow, rdoc: Any, near: "_Neighbours", seed: int, report: RecipeReport,
-                   failed: Optional[str]) -> Optional[TrainingRow]:
+                   nlp: Any) -> Optional[TrainingRow]:
     """BEGIN's hallucination of one row without a dialogue model: the grounded response itself when it tells a
     personal experience or taste (``personal_response``: BEGIN counts these as hallucinations) while staying close to
     the evidence (a quarter of its words in it), or the response of another evidence of the same topic, close to this
     evidence and adding to it (``neighbour_response``); one drawn at random when both apply. Never another topic's."""
     made: dict[str, tuple[str, str]] = {}
-    personal = personal_statement(rdoc)
+    personal = personal_statement(rdoc, nlp)
     if personal is None:
         report.skip("personal_response", "the grounded response tells no personal experience or taste")
     elif _share_in(src.response, src.knowledge) < 0.25:
@@ -456,7 +468,7 @@ def _begin_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs: dict
             else:
                 wanted.append((i, edit))
         else:
-            row = _hallucination(i, src, rdoc, near, seed, report, failed)
+            row = _hallucination(i, src, rdoc, near, seed, report, nlp)
             if row is None:
                 report.short("hallucination")
             else:

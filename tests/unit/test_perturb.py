@@ -76,8 +76,9 @@ def test_negation_picks_the_sentence_drawn_from_the_knowledge(nlp):
 # -- entity swap ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pool(nlp):
+    # each text twice: a place or a nationality is a replacement once seen twice with its type
     return entity_pool([nlp(t) for t in ("Kobe Bryant was born in Los Angeles.", "Paris is in France.",
-                                         "Michael Jordan played in Chicago in 1984.")])
+                                         "Michael Jordan played in Chicago in 1984.") * 2])
 
 
 def test_entity_pool(pool):
@@ -271,14 +272,14 @@ def cased_pool(nlp):
         "The album sold over 80 million copies in the United States.",
         "The company had 120 million customers and 40 million users in 2010.",
         "In 1995 the band played with The Beatles in London.", "She toured with Metallica in Paris.",
-        "The Americans and the Canadians met in Boston.", "Stratus is a low cloud, said Italian experts.")])
+        "The Americans and the Canadians met in Boston.", "Stratus is a low cloud, said Italian experts.") * 2])
 
 
 def test_entity_pool_says_how_each_entity_was_seen(cased_pool):
     info = cased_pool.info
     assert cased_pool["CARDINAL"] == ["80 million", "120 million", "40 million"]  # "over" is not part of the number
     assert info["beatles"].the and not info["metallica"].the and info["americans"].plural
-    assert info["london"].name and not info["stratus"].name  # only ever capitalised as a sentence's first word
+    assert info["london"].name and ("stratus" not in info or not info["stratus"].name)  # only as a first word
 
 
 @pytest.mark.parametrize("response, knowledge, allowed", [
@@ -314,3 +315,22 @@ def test_entity_swap_refuses_what_would_garble(nlp, cased_pool):
     out = swap("americans met in boston .", "The Americans met in Boston.")
     assert isinstance(out, Edit) and out.text in ("canadians met in boston .", "americans met in london .",
                                                   "americans met in paris .")
+
+
+def test_entity_swap_replacements_are_seen_enough_and_of_the_same_kind(nlp):
+    from q2_plugins.perturb import _norp_kind
+
+    once = entity_pool([nlp("They met in Frappuccino and in Boston."), nlp("He lives in Boston and in Rome."),
+                        nlp("He lives in Rome, like the US.")])
+    assert "Boston" in once["GPE"] and "Frappuccino" not in once.get("GPE", [])  # a place seen once: the tagger's
+    assert "US" not in once.get("GPE", [])  # "in us" would read as a pronoun
+    assert (_norp_kind("Italian"), _norp_kind("Catholic"), _norp_kind("Republican"), _norp_kind("stevia")) == (
+        "nationality", "religion", "party", None)
+    pool = entity_pool([nlp(t) for t in ("An American and an Italian met a Catholic.",) * 2])
+    knowledge = "Italian cuisine is known for its diversity."
+    assert swap_entity(nlp("italian cuisine is diverse ."), knowledge, pool, random.Random(0),
+                       knowledge_doc=nlp(knowledge)).reason.startswith("a nationality in the subject")
+    knowledge = "Bob Ross was an American painter."
+    out = swap_entity(nlp("bob ross was an american painter ."), knowledge, pool, random.Random(0),
+                      knowledge_doc=nlp(knowledge))
+    assert out.text == "bob ross was an italian painter ."  # never "a catholic painter": both could hold

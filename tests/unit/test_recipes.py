@@ -405,3 +405,17 @@ def test_a_begin_files_knowledge_source_is_its_rows_topic(tmp_path):
     assert _begin_source(tmp_path / "cmu-dog" / "begin_dev_cmu.tsv").startswith("CMU-DoG")
     assert _begin_source(tmp_path / "topicalchat" / "begin_dev_tc.tsv").startswith("Topical-Chat")
     assert _begin_source(tmp_path / "dev_05_24_21.tsv").startswith("Wizard of Wikipedia")
+
+
+def test_off_topic_names_what_it_speaks_of_and_not_from_evidence_naming_the_topic(nlp):
+    rows = [SourceRow("a", "mcdonald ' s serves burgers .", "McDonald's serves burgers.", None, "e1",
+                      topic="McDonald's"),
+            SourceRow("b", "the golden arches logo was first used in 1953 .", "McDonald's first used the Golden "
+                      "Arches logo in 1953.", None, "e2", topic="McDonald's"),
+            SourceRow("p", "it originated in india .", "Yoga originated in India.", None, "e3", topic="Yoga"),
+            SourceRow("w", "wine is made from grapes .", "Wine is made from grapes.", None, "e4", topic="Wine")]
+    made, _ = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
+    off = {t.source_id: t.response for t in made if t.label == "off-topic"}
+    # b is of a's topic and shares no word with a's evidence, but its evidence names McDonald's: not off-topic for a
+    assert off["a"] == rows[3].response
+    assert rows[2].response not in off.values()  # "it originated in india" could be about anything
