@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
+from .datasets.grounded import keep_filter
 from .datasets.registry import recipe_inputs
 from .errors import SettingError
 from .taxonomy import COARSE
@@ -52,6 +53,7 @@ __all__ = [
     "entity_pool",
     "EntityPool",
     "EntityInfo",
+    "content_forms",
     "make_stress_pairs",
     "PerturbOptions",
     "stress_pairs",
@@ -88,7 +90,7 @@ class Skip:
     reason: str
 
 
-def _content_forms(doc: Any) -> set[str]:
+def content_forms(doc: Any) -> set[str]:
     """Lower-cased forms and lemmas of the content words (no stop words, punctuation or space) of a doc or span."""
     words = [t for t in doc if not (t.is_stop or t.is_punct or t.is_space)]
     return {t.lower_ for t in words} | {t.lemma_.lower() for t in words}
@@ -96,7 +98,7 @@ def _content_forms(doc: Any) -> set[str]:
 
 def _by_overlap(doc: Any, words: set[str]) -> list[tuple[int, Any]]:
     """(overlap, sentence) for the sentences of ``doc``, most content words in ``words`` first (stable)."""
-    scored = [(len(_content_forms(s) & words), i, s) for i, s in enumerate(doc.sents)]
+    scored = [(len(content_forms(s) & words), i, s) for i, s in enumerate(doc.sents)]
     return [(n, s) for n, _, s in sorted(scored, key=lambda x: (-x[0], x[1]))]
 
 
@@ -143,7 +145,7 @@ def _blocked(tok: Any, other_words: Optional[set[str]]) -> Optional[str]:
         return "a hedged possibility (may / might / could)"
     if other_words is not None:
         span = tok.doc[clause.left_edge.i: clause.right_edge.i + 1]
-        if not _content_forms(span) & other_words:
+        if not content_forms(span) & other_words:
             return "the clause shares no content word with the other text"
     return None
 
@@ -197,7 +199,7 @@ def _claim_tokens(tok: Any) -> list[Any]:
 
 def _claim_words(tok: Any) -> set[str]:
     """The content words (forms and lemmas) of :func:`_claim_tokens`."""
-    return _content_forms(_claim_tokens(tok))
+    return content_forms(_claim_tokens(tok))
 
 
 def negate(response_doc: Any, knowledge_words: Optional[set[str]] = None, *,
@@ -549,7 +551,8 @@ def swap_entity(response_doc: Any, knowledge: str, pool: Mapping[str, Sequence[s
                 way = {"up": "down", "down": "up"}.get(told, told)
         old = _value(name)
 
-        def fits(c: str) -> bool:
+        def fits(c: str, name: str = name, label: str = label, old: Optional[float] = old, way: str = way,
+                 the_before: bool = the_before) -> bool:
             if c.lower() == name.lower() or _occurs(c, knowledge) or _occurs(c, text):
                 return False
             if label == "NORP" and _norp_kind(c) != _norp_kind(name):
@@ -622,7 +625,7 @@ def invert(knowledge_doc: Any, response_words: set[str]) -> Union[Edit, Skip]:
             if found is None:
                 continue
             s, o = found
-            if not (_content_forms(s) & response_words and _content_forms(o) & response_words):
+            if not (content_forms(s) & response_words and content_forms(o) & response_words):
                 reason = "the response names no invertible clause's subject and object"
                 continue
             subj, obj = s.text, o.text
@@ -699,6 +702,41 @@ class PerturbReport:
                             for m in self.methods}}
 
 
+def _stress_inputs(responses: Sequence[Any], knowledge: Sequence[Any], ids: Optional[Sequence[Any]],
+                   topics: Optional[Sequence[Any]], methods: Sequence[str]
+                   ) -> tuple[tuple[str, ...], list[str], Optional[list[Optional[str]]]]:
+    """The methods (known, once each), the row ids (unique) and topics of :func:`make_stress_pairs`'s input, or a
+    ``ValueError`` saying what does not fit."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"Unknown perturbation method(s) {unknown}; expected names from {list(METHODS)}")
+    n = len(responses)
+    if len(knowledge) != n:
+        raise ValueError(f"Expected as many knowledge texts as responses, but got {len(knowledge)} for {n}")
+    for name, column in (("ids", ids), ("topics", topics)):
+        if column is not None and len(column) != n:
+            raise ValueError(f"Expected one of {name} per response, but got {len(column)} for {n}")
+    source_ids = [str(i) for i in (ids if ids is not None else range(n))]
+    repeated = sorted(k for k, c in Counter(source_ids).items() if c > 1)
+    if repeated:
+        raise ValueError(f"ids must be unique; repeated: {repeated[:5]}")
+    topic_of = [str(t) if t not in (None, "") else None for t in topics] if topics is not None else None
+    return tuple(dict.fromkeys(methods)), source_ids, topic_of
+
+
+def _cell_problems(responses: Sequence[Any], knowledge: Sequence[Any], max_response_chars: Optional[int],
+                   max_knowledge_chars: Optional[int]) -> list[Optional[str]]:
+    """Why each row's response or knowledge is no usable text (:func:`q2_plugins.textcheck.text_problem`, within
+    ``q2 score``'s budgets by default), or None."""
+    from .textcheck import default_budget, text_problem
+
+    r_budget = default_budget("max_response_chars") if max_response_chars is None else max_response_chars
+    k_budget = default_budget("max_knowledge_chars") if max_knowledge_chars is None else max_knowledge_chars
+    return [text_problem(r, "response", r_budget, detail=False, setting="max_response_chars")
+            or text_problem(k, "knowledge", k_budget, detail=False, setting="max_knowledge_chars")
+            for r, k in zip(responses, knowledge)]
+
+
 def make_stress_pairs(
     *,
     responses: Sequence[Any],
@@ -718,33 +756,14 @@ def make_stress_pairs(
     surrogate) or over its budget (default: ``q2 score``'s ``max_response_chars`` / ``max_knowledge_chars``; 0 = no
     limit) is skipped by every method, its reason counted. ``ids`` (default: the row numbers) must be unique;
     ``topics`` steer the random pairing."""
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ValueError(f"Unknown perturbation method(s) {unknown}; expected names from {list(METHODS)}")
-    methods = tuple(dict.fromkeys(methods))
+    methods, source_ids, topic_of = _stress_inputs(responses, knowledge, ids, topics, methods)
     n = len(responses)
-    if len(knowledge) != n:
-        raise ValueError(f"Expected as many knowledge texts as responses, but got {len(knowledge)} for {n}")
-    for name, column in (("ids", ids), ("topics", topics)):
-        if column is not None and len(column) != n:
-            raise ValueError(f"Expected one of {name} per response, but got {len(column)} for {n}")
-    source_ids = [str(i) for i in (ids if ids is not None else range(n))]
-    repeated = sorted(k for k, c in Counter(source_ids).items() if c > 1)
-    if repeated:
-        raise ValueError(f"ids must be unique; repeated: {repeated[:5]}")
-    topic_of = [str(t) if t not in (None, "") else None for t in topics] if topics is not None else None
     if nlp is None:
         from .spacy_parts import load_spacy
 
         nlp = load_spacy(spacy_model)
 
-    from .textcheck import default_budget, text_problem
-
-    r_budget = default_budget("max_response_chars") if max_response_chars is None else max_response_chars
-    k_budget = default_budget("max_knowledge_chars") if max_knowledge_chars is None else max_knowledge_chars
-    problems = [text_problem(r, "response", r_budget, detail=False, setting="max_response_chars")
-                or text_problem(k, "knowledge", k_budget, detail=False, setting="max_knowledge_chars")
-                for r, k in zip(responses, knowledge)]
+    problems = _cell_problems(responses, knowledge, max_response_chars, max_knowledge_chars)
     resp = [r if p is None else None for r, p in zip(responses, problems)]
     know = [k if p is None else None for k, p in zip(knowledge, problems)]
     usable = [i for i in range(n) if problems[i] is None]
@@ -770,11 +789,11 @@ def make_stress_pairs(
         for method in methods:
             rng = random.Random(f"{seed}|{source_ids[i]}|{method}")
             if method == "negation":
-                out = negate(rdoc, _content_forms(kdoc))
+                out = negate(rdoc, content_forms(kdoc))
             elif method == "entity_swap":
                 out = swap_entity(rdoc, kdoc.text, pool, rng)
             elif method == "inversion":
-                out = invert(kdoc, _content_forms(rdoc))
+                out = invert(kdoc, content_forms(rdoc))
             else:
                 out = _pair_randomly(i, know, topic_of, by_topic, distinct, rng)  # type: ignore[arg-type]
             if isinstance(out, Skip):
@@ -834,15 +853,6 @@ class PerturbOptions:
             raise SettingError("dataset", f"must be one of {', '.join(DATASETS)}, got {self.dataset!r}")
 
 
-def _keep_filter(spec: Optional[str]) -> Optional[tuple[str, set[str]]]:
-    if not spec:
-        return None
-    column, sep, values = spec.partition("=")
-    if not sep or not column or not values:
-        raise SettingError("keep", f"expects COLUMN=VALUE[,VALUE...], got {spec!r}")
-    return column, {v.strip() for v in values.split(",")}
-
-
 def _write_jsonl(path: str, items: Sequence[Any]) -> None:
     import json
 
@@ -856,7 +866,7 @@ def stress_pairs(options: PerturbOptions) -> dict[str, Any]:
     from .io import read_checked_rows
 
     path = options.inputs[0]
-    keep = _keep_filter(options.keep)
+    keep = keep_filter(options.keep)
     fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
               ("id_column", options.id_column), ("topic_column", options.topic_column),
               ("keep", keep[0] if keep else None)]

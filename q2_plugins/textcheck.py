@@ -40,8 +40,9 @@ def text_problem(value: Any, what: str, budget: int = 0, *, required: bool = Tru
                  detail: bool = True, setting: str = "") -> Optional[str]:
     """Why ``value`` is no usable text for the field ``what`` (``"'response' is a number"``, ``"'knowledge' holds a
     NUL character at character 4"``), or None when it is. ``budget`` (characters, 0 = none) is checked first, on the
-    length alone, so an enormous cell costs nothing more (``setting`` names the budget's setting); ``required=False`` lets a missing (None) or empty value
-    pass (a previous turn); ``detail=False`` leaves out where and how long (a reason to count rows by)."""
+    length alone, so an enormous cell costs nothing more (``setting`` names the budget's setting);
+    ``required=False`` lets a missing (None) or empty value pass (a previous turn); ``detail=False`` leaves out where
+    and how long (a reason to count rows by)."""
     if value is None:
         return None if not required else f"{what!r} is missing"
     if not isinstance(value, str):

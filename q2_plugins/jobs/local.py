@@ -21,7 +21,8 @@ def score_local(job: ScoreJob) -> int:
     """Run ``job`` here (its engine and outputs already checked: :func:`~q2_plugins.jobs.run_score_job`); prints
     the summary and returns the exit code."""
     from ..io import ResultFile, read_rows
-    from ..rows import cache_line, write_meta
+    from ..results import cache_line
+    from ..rows import write_meta
     from ..scorer import Q2Scorer
 
     taxonomy = _taxonomy_model(job.taxonomy_model) if job.taxonomy_model else None

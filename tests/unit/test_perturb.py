@@ -12,10 +12,10 @@ import pytest
 
 from q2_plugins.cli import main
 from q2_plugins.perturb import (
-    _content_forms,
     Edit,
     PerturbOptions,
     Skip,
+    content_forms,
     entity_pool,
     invert,
     make_stress_pairs,
@@ -31,9 +31,9 @@ def nlp():
 
 
 def words(nlp, text):
-    from q2_plugins.perturb import _content_forms
+    from q2_plugins.perturb import content_forms
 
-    return _content_forms(nlp(text))
+    return content_forms(nlp(text))
 
 
 # -- negation -----------------------------------------------------------------------------------------------------
@@ -246,23 +246,24 @@ def test_options_errors_name_the_setting():
     ("the show that was cancelled in 1990 had fans .", "The show was cancelled in 1990.", "in a relative clause"),
     ("it is also a city in france .", "Paris is a city in France.",
      "would read 'not also' (not also / only: no contradiction)"),
-    ("it is only sold in the us .", "It is sold in the US.", "would read 'not only' (not also / only: no contradiction)"),
+    ("it is only sold in the us .", "It is sold in the US.",
+     "would read 'not only' (not also / only: no contradiction)"),
     ("it melts if it is warm .", "Ice melts; it is warm in spring.", "in a conditional clause (if, unless)"),
 ])
 def test_negation_skips_clauses_that_claim_nothing(nlp, response, knowledge, reason):
-    assert negate(nlp(response), _content_forms(nlp(knowledge))) == Skip(reason)
+    assert negate(nlp(response), content_forms(nlp(knowledge))) == Skip(reason)
 
 
 def test_negated_knowledge_negates_the_clause_holding_the_responses_claim(nlp):
     knowledge = nlp("McDonald's is the world's largest restaurant chain by revenue, serving over 69 million "
                     "customers daily in over 100 countries.")
     # the response draws on the participial clause: negating "is" would leave "serving 69 million" true
-    assert negate(knowledge, _content_forms(nlp("they serve 69 million people daily .")), best_sentence_only=True) \
+    assert negate(knowledge, content_forms(nlp("they serve 69 million people daily .")), best_sentence_only=True) \
         == Skip("the negated claim shares no content word with the other text")
-    out = negate(knowledge, _content_forms(nlp("it is the largest restaurant chain .")), best_sentence_only=True)
+    out = negate(knowledge, content_forms(nlp("it is the largest restaurant chain .")), best_sentence_only=True)
     assert out.text.startswith("McDonald's is not the world's largest")
     estimated = nlp("The skateboarding market is estimated to be 4.8 billion dollars. It was founded by kids.")
-    out = negate(estimated, _content_forms(nlp("the market is worth 4.8 billion")), best_sentence_only=True)
+    out = negate(estimated, content_forms(nlp("the market is worth 4.8 billion")), best_sentence_only=True)
     assert out.text.startswith("The skateboarding market is not estimated")  # the complement is the claim
 
 
