@@ -42,6 +42,9 @@ NOT_RENDERED: dict[str, str] = {
     "bench_train_recipes.md": "a generated page itself (benchmarks/train_table.py); the page links it",
     "bench_train_recipes_before_1517e70.json": "rendered into bench_train_recipes.md by benchmarks/train_table.py",
     "bench_train_recipes_after_afd2be9.json": "rendered into bench_train_recipes.md by benchmarks/train_table.py",
+    "bench_train_issue41.md": "a generated page itself (benchmarks/train_table.py); the page links it",
+    "bench_train_issue41_before_cfaa21f.json": "rendered into bench_train_issue41.md by benchmarks/train_table.py",
+    "bench_train_issue41_after_0386f63.json": "rendered into bench_train_issue41.md by benchmarks/train_table.py",
 }
 # Files written before the benchmarks recorded the CPU's model: the CPU stated with the run when it was committed.
 CPU_STATED: dict[str, str] = {
@@ -607,7 +610,8 @@ def page(res: Results) -> str:
         train(res),
         wrap("The before / after page of the recipes' change, with its confusion matrices, is "
              "[benchmarks/results/bench_train_recipes.md](../benchmarks/results/bench_train_recipes.md) "
-             "(`benchmarks/train_table.py`).") + "\n",
+             "(`benchmarks/train_table.py`); that of the recipes read row by row (issue 41's rules), "
+             "[benchmarks/results/bench_train_issue41.md](../benchmarks/results/bench_train_issue41.md).") + "\n",
     ]
     return "\n".join(parts)
 
