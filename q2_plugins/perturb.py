@@ -51,6 +51,8 @@ __all__ = [
     "swap_entity",
     "invert",
     "entity_pool",
+    "EntityPool",
+    "EntityInfo",
     "content_forms",
     "make_stress_pairs",
     "PerturbOptions",
@@ -148,28 +150,91 @@ def _blocked(tok: Any, other_words: Optional[set[str]]) -> Optional[str]:
     return None
 
 
+_TEMPORAL = frozenset({"when", "while", "after", "before", "until", "till", "since", "as", "once", "whenever"})
+_CONDITIONAL = frozenset({"if", "unless", "whether"})
+_SUBCLAUSES = frozenset({"relcl", "acl", "advcl", "ccomp", "parataxis", "csubj", "appos"})
+_FOCUS = frozenset({"also", "only", "just", "even", "merely", "simply", "solely", "too"})
+
+
+def _clause_head(tok: Any) -> Any:
+    return tok.head if tok.dep_ in ("aux", "auxpass") else tok
+
+
+def _subordinate(tok: Any) -> Optional[str]:
+    """Why negating ``tok`` would land in a clause that carries no claim of its own: a temporal clause ("when it was
+    first broadcast"), a conditional one, or a relative one ("the show that was cancelled"), the verb's own clause or
+    one it sits in (through complements and coordination)."""
+    clause = _clause_head(tok)
+    while True:
+        marks = {c.lower_ for c in clause.children if c.dep_ in ("mark", "advmod") and c.i < clause.i}
+        if clause.dep_ in ("relcl", "acl") or any(c.tag_ in ("WDT", "WP", "WP$") and c.i < clause.i
+                                                  and c.dep_ in _SUBJECTS + ("dobj", "pobj") for c in clause.children):
+            return "in a relative clause"
+        if clause.dep_ == "advcl" or marks & _TEMPORAL:
+            if marks & _TEMPORAL:
+                return "in a temporal clause (when, while, after, ...)"
+            if marks & _CONDITIONAL:
+                return "in a conditional clause (if, unless)"
+        if clause.dep_ not in ("ccomp", "xcomp", "conj", "advcl") or clause.head == clause:
+            return None
+        clause = clause.head
+
+
+def _claim_tokens(tok: Any) -> list[Any]:
+    """The tokens of the claim that negating ``tok`` denies: its clause's words, without its subject and without the
+    clauses hanging from it (relative, adverbial, participial, coordinated verbs), which a negation of this verb does
+    not deny ("X is not the largest chain, serving 69 million" still serves them)."""
+    clause = _clause_head(tok)
+    hanging = _SUBCLAUSES - {"ccomp"} if clause.lemma_ == "be" else _SUBCLAUSES  # "was 'Love Me Do'": its claim
+    out: list[Any] = []
+    stack = [c for c in clause.children if c.dep_ not in _SUBJECTS + ("csubj",)]
+    while stack:
+        t = stack.pop()
+        if t.dep_ in hanging or (t.dep_ == "conj" and t.pos_ in ("VERB", "AUX")):
+            continue
+        out.append(t)
+        stack += list(t.children)
+    return [t for t in out if t != tok]
+
+
+def _claim_words(tok: Any) -> set[str]:
+    """The content words (forms and lemmas) of :func:`_claim_tokens`."""
+    return content_forms(_claim_tokens(tok))
+
+
 def negate(response_doc: Any, knowledge_words: Optional[set[str]] = None, *,
            best_sentence_only: bool = False) -> Union[Edit, Skip]:
     """Negate one auxiliary or copular verb of the response (or remove its negation).
 
-    The verb is the first negatable one of the sentence sharing most content words with the knowledge
-    (``knowledge_words``, lower-cased forms and lemmas), preferring verbs of the sentence's main clause; with
+    The verb is the one whose claim (:func:`_claim_words`: its clause's predicate, without the subject and the
+    clauses hanging from it) shares most content words with the other text (``knowledge_words``, lower-cased forms
+    and lemmas), in the sentences sharing most with it first, main-clause verbs first among equals; with
     ``best_sentence_only`` only that sentence is tried. Only the words of :data:`NEGATABLE`, used as auxiliaries (or
     any form of "be"), count; contracted forms ("'s") do not. A verb is never negated in a question, a quotation or
-    title, a clause of the speaker ("i do know ...") or a hedged one ("may"), nor (given ``knowledge_words``) in a
-    clause that shares no content word with the knowledge: the negation must contradict a claim the knowledge
-    supports.
+    title, a clause of the speaker ("i do know ...") or a hedged one ("may"), a temporal, conditional or relative
+    clause, where it would read "not also / only", nor (given ``knowledge_words``) when its claim shares no content
+    word with the other text: the negation must deny a claim the other text makes.
     """
     text = response_doc.text
     reasons: Counter[str] = Counter()
     ranked = _by_overlap(response_doc, knowledge_words or set())
     for _, sent in ranked[:1] if best_sentence_only else ranked:
         verbs = [t for t in sent if t.lower_ in NEGATABLE and (t.pos_ == "AUX" or t.lemma_ == "be")]
-        verbs.sort(key=lambda t: (0 if t == sent.root or (t.dep_.startswith("aux") and t.head == sent.root) else 1,
-                                  t.i))
+        main = {t.i for t in verbs if t == sent.root or (t.dep_.startswith("aux") and t.head == sent.root)}
+        claims = {t.i: len(_claim_words(t) & knowledge_words) if knowledge_words is not None else 0 for t in verbs}
+        verbs.sort(key=lambda t: (-claims[t.i], t.i not in main, t.i))
         for tok in verbs:
             site = _negation_site(tok)
-            blocked = _blocked(tok, knowledge_words)
+            blocked = _blocked(tok, knowledge_words) or _subordinate(tok)
+            nxt = tok.nbor(1) if tok.i + 1 < len(tok.doc) else None
+            if site == "remove" and nxt is not None and tok.i + 2 < len(tok.doc):
+                nxt = tok.nbor(2)
+            if blocked is None and nxt is not None and nxt.lower_ in _FOCUS:
+                blocked = f"would read 'not {nxt.lower_}' (not also / only: no contradiction)"
+            if blocked is None and any(t.lower_ in ("my", "our") for t in _claim_tokens(tok)):
+                blocked = "the speaker's taste or possession (my / our)"  # "purple is not my favorite color"
+            if blocked is None and knowledge_words is not None and not claims[tok.i]:
+                blocked = "the negated claim shares no content word with the other text"
             if isinstance(site, Skip) or blocked:
                 reasons[site.reason if isinstance(site, Skip) else blocked] += 1  # type: ignore[index]
                 continue
@@ -234,6 +299,23 @@ def _occurs(needle: str, haystack: str) -> bool:
 
 
 _NAMES = frozenset({"PERSON", "NORP", "FAC", "ORG", "GPE", "LOC", "PRODUCT", "EVENT", "WORK_OF_ART", "LANGUAGE"})
+_NUMBERS = frozenset({"CARDINAL", "QUANTITY", "MONEY", "PERCENT"})
+# how often a replacement of each type must be seen with it: the tagger often calls a word wrongly ("Mesopotamia" and
+# "Software" organisations, "Frappuccino" a place, "Olympian" a nationality) but seldom the same word twice alike
+_NOISY = {"ORG": 3, "PRODUCT": 3, "EVENT": 3, "FAC": 3, "WORK_OF_ART": 3, "GPE": 2, "LOC": 2, "NORP": 2}
+_DATES = frozenset({"DATE", "TIME"})
+_NUMBER_WORDS = {w: n for n, w in enumerate("zero one two three four five six seven eight nine ten eleven twelve "
+                                            "thirteen fourteen fifteen sixteen seventeen eighteen nineteen "
+                                            "twenty".split())}
+_SCALES = {"hundred": 1e2, "thousand": 1e3, "million": 1e6, "billion": 1e9, "trillion": 1e12}
+# qualifiers before a number, and the way the number must move for the claim to break: "over 80 million" still holds
+# of "over 69 million" (it must go up), "under 5" of "under 9" (it must go down), "about 80" of "about 82"
+_UP = ("more than", "over", "at least", "above", "in excess of", "upwards of", "exceeding", "after")
+_DOWN = ("less than", "fewer than", "under", "at most", "below", "up to", "no more than", "as many as", "before",
+         "until", "by")
+_ABOUT = ("about", "around", "approximately", "roughly", "nearly", "almost", "some", "circa", "c.")
+_QUALIFIER = re.compile(r"^(?:(%s)\s+)" % "|".join(re.escape(q) for q in sorted(_UP + _DOWN + _ABOUT, key=len,
+                                                                                 reverse=True)), re.IGNORECASE)
 
 
 def _shape(name: str) -> str:
@@ -242,23 +324,113 @@ def _shape(name: str) -> str:
     return re.sub(r"[^\W\d_]+", "a", re.sub(r"\d+", lambda m: "0000" if len(m.group()) >= 4 else "0", name))
 
 
-def entity_pool(docs: Sequence[Any]) -> dict[str, list[str]]:
+def _value(text: str) -> Optional[float]:
+    """The number an entity's text states ("80 million", "10,000", "three", "4.8 billion"), or None."""
+    words = text.lower().replace(",", "").split()
+    value: Optional[float] = None
+    for w in words:
+        if re.fullmatch(r"\d+(?:\.\d+)?", w):
+            value = float(w) if value is None else value
+        elif w in _NUMBER_WORDS and value is None:
+            value = float(_NUMBER_WORDS[w])
+        elif w in _SCALES and value is not None:
+            value *= _SCALES[w]
+    return value
+
+
+@dataclass
+class EntityInfo:
+    """How an entity text was seen in the data: its type (most often), its cased form, whether "the" goes before it,
+    whether it is plural, and whether it was seen capitalised inside a sentence (a name, not a sentence's first
+    word)."""
+
+    label: str
+    form: str
+    the: bool = False
+    plural: bool = False
+    name: bool = False
+
+
+class EntityPool(dict):
+    """Entity texts by type (``pool[label]``: a list of texts), with :class:`EntityInfo` per lower-cased text."""
+
+    def __init__(self, by_label: Mapping[str, list[str]], info: Mapping[str, EntityInfo]) -> None:
+        super().__init__(by_label)
+        self.info = dict(info)
+
+
+def _bare(ent: Any) -> Any:
+    """An entity span without a leading "the" and, for numbers and dates, without a leading qualifier ("over", "more
+    than", "about", ...): the part a swap replaces."""
+    i = 1 if len(ent) > 1 and ent[0].lower_ == "the" else 0
+    if ent.label_ in _NUMBERS | _DATES:
+        rest = " ".join(t.lower_ for t in ent[i:]) + " "
+        q = next((q for q in sorted(_UP + _DOWN + _ABOUT, key=len, reverse=True) if rest.startswith(q + " ")), None)
+        if q is not None and i + len(q.split()) < len(ent):
+            i += len(q.split())
+    return ent[i:]
+
+
+def entity_pool(docs: Sequence[Any]) -> EntityPool:
     """Named entities of ``docs`` by type: each distinct (case-insensitively) text once, in order of appearance, in
-    its first cased form if one was seen (lower-cased data sets mix with cased ones). A text goes under the type the
-    tagger gives it most often only, and a name (a person, a place, ...) only when it was seen capitalised: the
-    tagger's odd calls ("stevia" as a nationality) stay out."""
+    its first cased form if one was seen (lower-cased data sets mix with cased ones), without a leading "the" or
+    qualifier ("over 80 million" gives "80 million"). A text goes under the type the tagger gives it most often only,
+    and a name (a person, a place, ...) only when it was seen capitalised: the tagger's odd calls ("stevia" as a
+    nationality) stay out. Each text's :class:`EntityInfo` says how it was seen."""
     pool: dict[str, dict[str, str]] = {}
     votes: dict[str, Counter[str]] = {}
+    the: Counter[str] = Counter()
+    plural: Counter[str] = Counter()
+    named: set[str] = set()
     for doc in docs:
         for ent in doc.ents:
-            name = ent.text.strip()
-            if name and "\n" not in name and any(ch.isalnum() for ch in name):
-                votes.setdefault(name.lower(), Counter())[ent.label_] += 1
-                forms = pool.setdefault(ent.label_, {})
-                if forms.get(name.lower(), name.lower()) == name.lower():  # prefer a cased form
-                    forms[name.lower()] = name
-    return {label: [n for key, n in names.items() if votes[key].most_common(1)[0][0] == label
-                    and (label not in _NAMES or n[:1].isupper())] for label, names in pool.items()}
+            span = _bare(ent) if hasattr(ent, "doc") else ent
+            name = span.text.strip()
+            if not name or "\n" in name or not any(ch.isalnum() for ch in name):
+                continue
+            key = name.lower()
+            votes.setdefault(key, Counter())[ent.label_] += 1
+            forms = pool.setdefault(ent.label_, {})
+            if forms.get(key, key) == key:  # prefer a cased form
+                forms[key] = name
+            if hasattr(span, "doc"):
+                before = span.doc[span.start - 1] if span.start > 0 else None
+                after = span.doc[span.end] if span.end < len(span.doc) else None
+                if after is None or (after.pos_ not in _NOUNS and after.text not in ("-", "\u2013", "\u2014")):
+                    # "the Kansas-Nebraska Act": "the" is the act's, not Kansas's
+                    the[key] += 1 if before is not None and before.lower_ == "the" else -1
+                plural[key] += 1 if span[-1].tag_ in ("NNS", "NNPS") else -1
+                if name[:1].isupper() and span.start != span.sent.start:
+                    named.add(key)
+    if any(hasattr(doc, "vocab") for doc in docs):  # a word also written in lower case is a common word ("stone")
+        lower = {t.text for doc in docs for t in doc if t.text.islower() and t.i != t.sent.start}
+        named -= {key for key in named if " " not in key and key in lower}
+    by_label = {label: [n for key, n in names.items() if votes[key].most_common(1)[0][0] == label
+                        and (label not in _NAMES or n[:1].isupper() and "." not in n)
+                        and not (n.isupper() and len(n) <= 3)  # "US", "BC": "in us", "bc is a leader"
+                        and votes[key][label] >= _NOISY.get(label, 1)] for label, names in pool.items()}
+    info = {n.lower(): EntityInfo(label, n, the[n.lower()] >= 0 and n.lower() in the, plural[n.lower()] > 0,
+                                  n.lower() in named) for label, names in by_label.items() for n in names}
+    return EntityPool(by_label, info)
+
+
+_RELIGIONS = frozenset({"christian", "christians", "catholic", "catholics", "roman catholic", "protestant", "jewish",
+                        "jews", "jew", "muslim", "muslims", "islamic", "hindu", "hindus", "buddhist", "buddhists",
+                        "sikh", "mormon", "orthodox"})
+_PARTIES = frozenset({"republican", "republicans", "democrat", "democrats", "democratic", "communist", "communists",
+                      "socialist", "socialists", "conservative", "conservatives", "liberal", "liberals", "nazi"})
+_DEMONYM = re.compile(r"(?:an|ans|ian|ians|ese|ish|i|is|ch|ic|ics|ean|eans|er|ers|ite|ites)$")
+
+
+def _norp_kind(name: str) -> Optional[str]:
+    """A nationality, religion or party's kind ("religion", "party", "nationality"), or None when the text reads as
+    none of these (the tagger's "stevia" as a nationality)."""
+    low = name.lower()
+    if low in _RELIGIONS:
+        return "religion"
+    if low in _PARTIES:
+        return "party"
+    return "nationality" if _DEMONYM.search(low) else None
 
 
 def _with_article(text: str, new: str) -> str:
@@ -270,23 +442,135 @@ def _with_article(text: str, new: str) -> str:
     return re.sub(rf"(?<!\w)(an?)(\s+)(?={re.escape(new)}(?!\w))", fix, text, flags=re.IGNORECASE)
 
 
+def _direction(text: str, start: int) -> str:
+    """How the number at ``text[start:]`` must move to break its claim: "up" after "over" / "more than" / "at least" /
+    "after", "down" after "under" / "less than" / "before", "far" after "about" / "around", else "any"."""
+    before = " ".join(text[:start].lower().split()[-3:])
+    for words, way in ((_UP, "up"), (_DOWN, "down"), (_ABOUT, "far")):
+        if any(re.search(rf"(?<!\w){re.escape(w)}$", before) for w in words):
+            return way
+    return "any"
+
+
+def _told(name: str, knowledge: str) -> str:
+    """:func:`_direction` of ``name``'s first mention in ``knowledge`` ("any" when it is not there)."""
+    m = re.search(rf"(?<!\w){re.escape(name)}(?!\w)", knowledge, flags=re.IGNORECASE)
+    return _direction(knowledge, m.start()) if m else "any"
+
+
+def _breaks(old: Optional[float], new: Optional[float], way: str, date: bool = False) -> bool:
+    """Whether a number moved from ``old`` to ``new`` breaks a claim qualified ``way``: up or down by half again at
+    least ("over 80 million" -> "over 120 million"), a quarter away at least for an approximate one, or any other
+    value; a year (``date``) up or down, ten years away for an approximate one."""
+    if old is None or new is None:
+        return way == "any"
+    if date:
+        return {"up": new > old, "down": new < old, "far": abs(new - old) >= 10}.get(way, new != old)
+    if way == "up":
+        return new >= 1.5 * old
+    if way == "down":
+        return new <= old / 1.5
+    if way == "far":
+        return not (old / 1.25 < new < old * 1.25)
+    return new != old
+
+
+def _kind_problem(ent: Any, label: str, knowledge_doc: Any, info: Optional[Mapping[str, EntityInfo]]) -> Optional[str]:
+    """Why a shared entity is no safe place for a swap: the knowledge does not tag it with the same type, a name never
+    seen capitalised inside a sentence, a date with no digit ("today"), a number stating no value or "one" ("one of
+    the", "hundreds"), an ordinal used as an adverb ("was first used")."""
+    text = ent.text.lower()
+    if knowledge_doc is not None and not any(k.label_ == label and _occurs(text, k.text) for k in knowledge_doc.ents):
+        return "the knowledge does not tag the shared entity with its type"
+    if label in _NAMES and info is not None and not (info.get(_bare(ent).text.lower()) and
+                                                       info[_bare(ent).text.lower()].name):
+        return "the shared entity is not seen as a name (capitalised inside a sentence) in the data"
+    if label in _DATES and not re.search(r"\d", text):
+        return "a date without a number (today, the summer)"
+    if label in _NUMBERS and _value(text) in (None, 1.0):
+        return "a number stating no value, or one (one of the, hundreds)"
+    if label in _NUMBERS and (re.search(r"\d\s*[,.]\s*$", ent.doc.text[:_bare(ent).start_char])
+                              or re.match(r"\s*[,.]\s*\d", ent.doc.text[_bare(ent).end_char:])):
+        return "part of a number the tokenisation split (45 , 700)"
+    if label == "NORP" and _norp_kind(_bare(ent).text) is None:
+        return "not a nationality, religion or party"
+    subjects = ("nsubj", "nsubjpass")
+    told = [k for k in knowledge_doc.ents if k.label_ == label and _occurs(text, k.text)] if knowledge_doc else []
+    if label == "NORP" and any(t.dep_ in subjects for e in [ent, *told] for t in (e.root, e.root.head)):
+        return "a nationality in the subject (Russian cuisine is diverse too: no contradiction)"
+    after = ent.doc[ent.end] if ent.end < len(ent.doc) else None
+    if label == "ORDINAL" and after is not None and after.lower_ in ("most", "-", "largest", "biggest", "best"):
+        return "an ordinal of a superlative (third-most popular)"
+    if label == "ORDINAL" and ent.root.dep_ not in ("amod", "nummod", "attr", "pobj", "dobj", "nsubj"):
+        return "an ordinal used as an adverb (was first used)"
+    return None
+
+
 def swap_entity(response_doc: Any, knowledge: str, pool: Mapping[str, Sequence[str]],
-                rng: random.Random) -> Union[Edit, Skip]:
-    """Replace (every mention of) an entity the response shares with the knowledge by another of its type (and, for
-    dates, times and quantities, of its shape, :func:`_shape`: a year by a year), fixing "a" / "an" before it."""
+                rng: random.Random, knowledge_doc: Any = None) -> Union[Edit, Skip]:
+    """Replace (every mention of) an entity the response shares with the knowledge by another of the same kind,
+    fixing "a" / "an" before it.
+
+    Same kind, by more than the tagger's type: the replacement was seen with that type in the data (``pool``, best
+    from :func:`entity_pool` over cased text); the shared entity is tagged with it in the knowledge too (given
+    ``knowledge_doc``); names are names seen capitalised inside a sentence, with "the" before them as the original
+    has it and plural as it is; dates and numbers keep their shape (:func:`_shape`: a year for a year), a number
+    states another value, moved the way that breaks a qualified claim ("over 80 million" up, "under 5" down,
+    "about 80" by a quarter at least) and never to a value the knowledge states."""
     text = response_doc.text
-    shared: dict[tuple[str, str], str] = {}
+    info = getattr(pool, "info", None)
+    shared: dict[tuple[str, str], Any] = {}
     for ent in response_doc.ents:
-        if _occurs(ent.text, knowledge):
-            shared.setdefault((ent.text.lower(), ent.label_), ent.text)
+        if _occurs(_bare(ent).text, knowledge):
+            shared.setdefault((_bare(ent).text.lower(), ent.label_), ent)
     if not shared:
         return Skip("no named entity shared by response and knowledge")
     keys = sorted(shared)
     rng.shuffle(keys)
+    known = {v for v in (_value(m.group()) for m in re.finditer(
+        r"\d[\d,.]*(?:\s+(?:hundred|thousand|million|billion|trillion))?", knowledge)) if v is not None}
+    reason = "no other entity of the shared entity's type and shape in the data"
     for key in keys:
-        name, label = shared[key], key[1]
-        options = sorted({c for c in pool.get(label, ()) if c.lower() != name.lower() and not _occurs(c, knowledge)
-                          and not _occurs(c, text) and (label in _NAMES or _shape(c.lower()) == _shape(name.lower()))})
+        ent, label = shared[key], key[1]
+        kind = _kind_problem(ent, label, knowledge_doc, info)
+        if kind:
+            reason = kind
+            continue
+        bare = _bare(ent)
+        name = bare.text
+        the_before = bare.start > 0 and response_doc[bare.start - 1].lower_ == "the"
+        way = "any"
+        if label in _NUMBERS | _DATES:
+            way, told = _direction(text, bare.start_char), _told(name, knowledge)
+            dated = label in _DATES or re.match(r"\s*(?:bc|b\.c\.|bce|ad|a\.d\.)\b",
+                                                text[bare.end_char:].lower()) is not None
+            if dated and (way != "any" or told != "any"):
+                reason = "a date qualified by before / after / at least ...: no move surely breaks it"
+                continue
+            if way == "any":  # the knowledge's bound: "over 80 million" is broken by a bare "40 million"
+                way = {"up": "down", "down": "up"}.get(told, told)
+        old = _value(name)
+
+        def fits(c: str, name: str = name, label: str = label, old: Optional[float] = old, way: str = way,
+                 the_before: bool = the_before) -> bool:
+            if c.lower() == name.lower() or _occurs(c, knowledge) or _occurs(c, text):
+                return False
+            if label == "NORP" and _norp_kind(c) != _norp_kind(name):
+                return False  # "an American painter" never "a Roman Catholic painter": both could hold
+            if label not in _NAMES:
+                new = _value(c)
+                return (_shape(c.lower()) == _shape(name.lower()) and new not in known and new != 1.0
+                        and (label == "ORDINAL" or new is not None or label in _DATES)
+                        and _breaks(old, new, way, label in _DATES))
+            seen = info.get(c.lower()) if info is not None else None
+            if info is not None and (seen is None or not seen.name):
+                return False
+            if seen is not None and seen.the != the_before and (the_before or not seen.plural):
+                return False  # "play the guitar" never "play the metallica"; "the beatles" never in "played beatles"
+            orig = info.get(name.lower()) if info is not None else None
+            return seen is None or orig is None or seen.plural == orig.plural
+
+        options = sorted({c for c in pool.get(label, ()) if fits(c)})
         if not options:
             continue
         new = rng.choice(options)
@@ -295,7 +579,7 @@ def swap_entity(response_doc: Any, knowledge: str, pool: Mapping[str, Sequence[s
         pattern = re.compile(rf"(?<!\w){re.escape(name)}(?!\w)", flags=re.IGNORECASE)
         swapped = _with_article(pattern.sub(new.replace("\\", "\\\\"), text), new)  # a literal replacement
         return Edit(swapped, f"{name!r} -> {new!r} ({label})")
-    return Skip("no other entity of the shared entity's type and shape in the data")
+    return Skip(reason)
 
 
 # -- subject / object inversion ---------------------------------------------------------------------------------
@@ -418,8 +702,39 @@ class PerturbReport:
                             for m in self.methods}}
 
 
-def _text(value: Any) -> Optional[str]:
-    return value if isinstance(value, str) and value.strip() else None
+def _stress_inputs(responses: Sequence[Any], knowledge: Sequence[Any], ids: Optional[Sequence[Any]],
+                   topics: Optional[Sequence[Any]], methods: Sequence[str]
+                   ) -> tuple[tuple[str, ...], list[str], Optional[list[Optional[str]]]]:
+    """The methods (known, once each), the row ids (unique) and topics of :func:`make_stress_pairs`'s input, or a
+    ``ValueError`` saying what does not fit."""
+    unknown = [m for m in methods if m not in METHODS]
+    if unknown:
+        raise ValueError(f"Unknown perturbation method(s) {unknown}; expected names from {list(METHODS)}")
+    n = len(responses)
+    if len(knowledge) != n:
+        raise ValueError(f"Expected as many knowledge texts as responses, but got {len(knowledge)} for {n}")
+    for name, column in (("ids", ids), ("topics", topics)):
+        if column is not None and len(column) != n:
+            raise ValueError(f"Expected one of {name} per response, but got {len(column)} for {n}")
+    source_ids = [str(i) for i in (ids if ids is not None else range(n))]
+    repeated = sorted(k for k, c in Counter(source_ids).items() if c > 1)
+    if repeated:
+        raise ValueError(f"ids must be unique; repeated: {repeated[:5]}")
+    topic_of = [str(t) if t not in (None, "") else None for t in topics] if topics is not None else None
+    return tuple(dict.fromkeys(methods)), source_ids, topic_of
+
+
+def _cell_problems(responses: Sequence[Any], knowledge: Sequence[Any], max_response_chars: Optional[int],
+                   max_knowledge_chars: Optional[int]) -> list[Optional[str]]:
+    """Why each row's response or knowledge is no usable text (:func:`q2_plugins.textcheck.text_problem`, within
+    ``q2 score``'s budgets by default), or None."""
+    from .textcheck import default_budget, text_problem
+
+    r_budget = default_budget("max_response_chars") if max_response_chars is None else max_response_chars
+    k_budget = default_budget("max_knowledge_chars") if max_knowledge_chars is None else max_knowledge_chars
+    return [text_problem(r, "response", r_budget, detail=False, setting="max_response_chars")
+            or text_problem(k, "knowledge", k_budget, detail=False, setting="max_knowledge_chars")
+            for r, k in zip(responses, knowledge)]
 
 
 def make_stress_pairs(
@@ -432,33 +747,26 @@ def make_stress_pairs(
     seed: int = 0,
     nlp: Any = None,
     spacy_model: str = "en_core_web_sm",
+    max_response_chars: Optional[int] = None,
+    max_knowledge_chars: Optional[int] = None,
 ) -> tuple[list[StressPair], PerturbReport]:
     """Perturb every (response, knowledge) pair with every method; returns the pairs (row order, then method order)
-    and the report of what was made and skipped. Rows with an empty response or knowledge are skipped by every
-    method. ``ids`` (default: the row numbers) must be unique; ``topics`` steer the random pairing."""
-    unknown = [m for m in methods if m not in METHODS]
-    if unknown:
-        raise ValueError(f"Unknown perturbation method(s) {unknown}; expected names from {list(METHODS)}")
-    methods = tuple(dict.fromkeys(methods))
+    and the report of what was made and skipped. A row whose response or knowledge is no usable text
+    (:func:`q2_plugins.textcheck.text_problem`: not a string, empty, a control or zero-width character, a lone
+    surrogate) or over its budget (default: ``q2 score``'s ``max_response_chars`` / ``max_knowledge_chars``; 0 = no
+    limit) is skipped by every method, its reason counted. ``ids`` (default: the row numbers) must be unique;
+    ``topics`` steer the random pairing."""
+    methods, source_ids, topic_of = _stress_inputs(responses, knowledge, ids, topics, methods)
     n = len(responses)
-    if len(knowledge) != n:
-        raise ValueError(f"Expected as many knowledge texts as responses, but got {len(knowledge)} for {n}")
-    for name, column in (("ids", ids), ("topics", topics)):
-        if column is not None and len(column) != n:
-            raise ValueError(f"Expected one of {name} per response, but got {len(column)} for {n}")
-    source_ids = [str(i) for i in (ids if ids is not None else range(n))]
-    repeated = sorted(k for k, c in Counter(source_ids).items() if c > 1)
-    if repeated:
-        raise ValueError(f"ids must be unique; repeated: {repeated[:5]}")
-    topic_of = [str(t) if t not in (None, "") else None for t in topics] if topics is not None else None
     if nlp is None:
         from .spacy_parts import load_spacy
 
         nlp = load_spacy(spacy_model)
 
-    resp = [_text(r) for r in responses]
-    know = [_text(k) for k in knowledge]
-    usable = [i for i in range(n) if resp[i] is not None and know[i] is not None]
+    problems = _cell_problems(responses, knowledge, max_response_chars, max_knowledge_chars)
+    resp = [r if p is None else None for r, p in zip(responses, problems)]
+    know = [k if p is None else None for k, p in zip(knowledge, problems)]
+    usable = [i for i in range(n) if problems[i] is None]
     report = PerturbReport(n, methods, seed)
     rdocs = dict(zip(usable, nlp.pipe([resp[i] for i in usable])))
     unique_k = list(dict.fromkeys(know[i] for i in usable))
@@ -475,7 +783,7 @@ def make_stress_pairs(
     for i in range(n):
         if i not in rdocs:
             for m in methods:
-                report.skip(m, "empty response or knowledge")
+                report.skip(m, problems[i] or "")
             continue
         rdoc, kdoc = rdocs[i], kdocs[know[i]]
         for method in methods:

@@ -57,6 +57,7 @@ from .datasets.grounded import DatasetError, SourceRow, read_sources
 from .errors import SettingError
 from .perturb import Edit, Skip, antonym, content_forms, entity_pool, invert, negate, swap_entity, wordnet_antonyms
 from .taxonomy import LABELS
+from .textcheck import default_budget
 
 if TYPE_CHECKING:
     from .perturb import PerturbOptions
@@ -81,7 +82,8 @@ __all__ = [
 ]
 
 RECIPES = ("begin", "conv-fever")
-BEGIN_METHODS = {"original": "entailment", "neighbour_response": "hallucination", "generated": "hallucination",
+BEGIN_METHODS = {"original": "entailment", "personal_response": "hallucination", "neighbour_response": "hallucination",
+                 "generated": "hallucination",
                  "unrelated_response": "off-topic", "generic_response": "generic", "negation": "contradiction",
                  "antonym": "contradiction"}
 CONV_FEVER_METHODS = ("original", "random_response", "random_knowledge", "negated_response", "negated_knowledge",
@@ -95,17 +97,23 @@ GENERIC_RESPONSES = (
     "what else do you know about it?", "i like that a lot.",
 )
 _OPENERS = ("", "well, ", "haha, ", "hmm, ", "ok, ", "cool, ", "ah, ")
+_PRONOUNS = frozenset({"it", "its", "they", "them", "their", "he", "him", "his", "she", "her", "these", "those"})
+_STOP = frozenset({"the", "a", "an", "of", "and", "in", "on", "for", "to"})
 FIRST_PERSON = frozenset({"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"})
 #: the rule behind each method's label, as ``--preview`` prints it
 RULES = {
     ("begin", "original"): "entailment: the grounded response, kept when it passes BEGIN's filter (no first-person "
                            "pronoun, at least 25% of its words in the evidence)",
-    ("begin", "neighbour_response"): "hallucination: the response written for related evidence, sharing a content "
-                                     "word with this evidence and saying more than it: on topic, not verifiable",
+    ("begin", "personal_response"): "hallucination: the grounded response, close to the evidence, telling a personal "
+                                    "experience or taste (BEGIN counts these as hallucinations): not verifiable",
+    ("begin", "neighbour_response"): "hallucination: the response written for other evidence of the same topic, "
+                                     "sharing a noun, adjective or number with this evidence and adding to it: "
+                                     "on topic, not verifiable",
     ("begin", "generated"): "hallucination: generated from this evidence perturbed (subject / object swap, or up to "
                             "two same-type entity swaps): on topic, not verifiable",
-    ("begin", "unrelated_response"): "off-topic: a response of the same topic (another dialogue and evidence) using "
-                                     "none of this evidence's content words beyond the topic's",
+    ("begin", "unrelated_response"): "off-topic: a response about something else (a noun of its own evidence), "
+                                     "sharing no content word with this evidence nor the topic's name; of the same "
+                                     "topic where the data has one, else of another",
     ("begin", "generic_response"): "generic: a stock reply, written in the input's tokenisation",
     ("begin", "negation"): "contradiction: a claim of the response that the evidence supports, negated",
     ("begin", "antonym"): "contradiction: an adjective the evidence uses, replaced by its WordNet antonym",
@@ -122,12 +130,11 @@ _REPLACED = {"neighbour_response", "generated", "unrelated_response", "generic_r
              "random_knowledge"}  # methods that replace a whole text (the preview shows both, no marks)
 
 
-def _budget(name: str) -> int:
-    from dataclasses import fields
-
-    from .config import Q2Config
-
-    return next(f.default for f in fields(Q2Config) if f.name == name)  # type: ignore[return-value]
+def _share_in(response: str, evidence: str) -> float:
+    """The share of ``response``'s words that ``evidence`` has."""
+    words = re.findall(r"[a-z0-9]+", response.lower())
+    in_evidence = set(re.findall(r"[a-z0-9]+", evidence.lower()))
+    return sum(w in in_evidence for w in words) / len(words) if words else 0.0
 
 
 def begin_filter(response: str, evidence: str) -> Optional[str]:
@@ -194,6 +201,10 @@ class RecipeReport:
     candidates: Counter = field(default_factory=Counter)  # per label, before balancing
     labels: Counter = field(default_factory=Counter)  # per label, written
     by_method: Counter = field(default_factory=Counter)  # per method, written
+    shortfall: Counter = field(default_factory=Counter)  # per label, the usable rows that gave no example of it
+
+    def short(self, label: str) -> None:
+        self.shortfall[label] += 1
 
     def skip(self, method: str, reason: str) -> None:
         self.skipped.setdefault(method, Counter())[reason] += 1
@@ -204,7 +215,8 @@ class RecipeReport:
     def to_dict(self) -> dict[str, Any]:
         methods = sorted(set(self.made) | set(self.skipped), key=_method_order(self.recipe))
         out: dict[str, Any] = {"recipe": self.recipe, "n_rows": self.n_rows, "seed": self.seed,
-                               "labels": dict(self.labels), "candidates": dict(self.candidates), "methods": {}}
+                               "labels": dict(self.labels), "candidates": dict(self.candidates),
+                               "shortfall": dict(self.shortfall), "methods": {}}
         for m in methods:
             out["methods"][m] = {"made": self.made[m], "written": self.by_method[m],
                                  "skipped": sum(self.skipped.get(m, Counter()).values()),
@@ -233,47 +245,118 @@ def _row(src: SourceRow, recipe: str, method: str, label: str, label3: str, evid
                        change=change, source=src.source)
 
 
+_HEDGE_VERBS = frozenset({"know", "think", "believe", "guess", "suppose", "mean", "say", "hear", "read", "learn",
+                          "see", "remember", "wonder", "agree", "understand", "assume", "recall", "feel"})
+_HEDGE_STATES = frozenset({"sure", "certain", "aware", "afraid", "positive", "right", "correct", "glad", "happy"})
+
+
+_SPLIT_CONTRACTION = re.compile(r"(\w)\s+'\s+(m|re|ve|s|d|ll|t)\b", re.IGNORECASE)
+
+
+def personal_statement(doc: Any, nlp: Any = None) -> Optional[str]:
+    """The first-person clause of ``doc`` that tells a personal experience, taste or fact ("i love gardening", "my
+    brother skis", "we went there"), or None; a hedge ("i think", "i'm not sure", "i know that") tells none. Given
+    ``nlp``, a pre-tokenised text ("i ' m not sure") is parsed again with its contractions joined (the parser reads
+    "i ' m" as no verb at all)."""
+    if nlp is not None and _SPLIT_CONTRACTION.search(doc.text):
+        doc = nlp(_SPLIT_CONTRACTION.sub(r"\1'\2", doc.text))
+    for tok in doc:
+        low = tok.lower_
+        if low in ("my", "our") and tok.dep_ == "poss":
+            return tok.head.text if tok.head is not None else low
+        if low in ("i", "we") and tok.dep_ in ("nsubj", "nsubjpass"):
+            head = tok.head
+            lemma = head.lemma_.lower()
+            if lemma in _HEDGE_VERBS:
+                continue
+            if lemma == "be" and any(c.dep_ == "acomp" and c.lemma_.lower() in _HEDGE_STATES for c in head.children):
+                continue
+            if head.pos_ in ("VERB", "AUX") or lemma == "be":
+                return f"{tok.text} {head.text}"
+    return None
+
+
+def _noun_forms(doc: Any) -> set[str]:
+    """Lower-cased forms and lemmas of the nouns, proper nouns, adjectives and numbers of ``doc`` (no stop words)."""
+    words = [t for t in doc if t.pos_ in ("NOUN", "PROPN", "ADJ", "NUM") and not t.is_stop]
+    return {t.lower_ for t in words} | {t.lemma_.lower() for t in words}
+
+
 class _Neighbours:
-    """Content-word sets of every row's knowledge and response, and the related / unrelated rows of a row."""
+    """Content-word sets of every row's knowledge and response, and the same-topic / unrelated rows of a row. A
+    row's topic is its ``topic``, else its dialogue (a dialogue keeps to its topic)."""
 
     def __init__(self, rows: Sequence[SourceRow], kdocs: dict[str, Any], rdocs: Sequence[Any]) -> None:
         self.rows = rows
         self.kwords = [content_forms(kdocs[r.knowledge]) for r in rows]
         self.rwords = [content_forms(d) for d in rdocs]
-        self.topic_words = {r.topic: set(re.findall(r"\w+", r.topic.lower())) for r in rows if r.topic}
+        self.topic_words = {r.topic: set(re.findall(r"\w+", re.sub(r"\(.*?\)", "", r.topic.lower()))) - _STOP
+                            for r in rows if r.topic}  # "Reading (process)": reading
+        # nouns of each response that its own evidence or topic names: a response about something
+        self.about = [{t.lower_ for t in d if t.pos_ in ("NOUN", "PROPN") and not t.is_stop}
+                      & (self.kwords[n] | self.topic_words.get(rows[n].topic, set())) for n, d in enumerate(rdocs)]
+        # responses that name what they speak of: "it originated in india" could be about anything, the evidence's
+        # topic included, so it is no off-topic response
+        self.named = [not _PRONOUNS & set(re.findall(r"[a-z]+", d.text.lower())) for d in rdocs]
+        self.rnouns = [_noun_forms(d) for d in rdocs]
+        self.knouns = [_noun_forms(kdocs[r.knowledge]) for r in rows]
+        self.by_topic: dict[str, list[int]] = {}
+        for n, r in enumerate(rows):
+            key = r.topic or r.dialogue
+            if key:
+                self.by_topic.setdefault(key, []).append(n)
 
-    def related(self, i: int) -> Union[int, str]:
-        """The row whose knowledge shares most content words with row ``i``'s (other knowledge), among those whose
-        response shares a content word with row ``i``'s knowledge (beyond its topic's name: sharing only that is
-        :meth:`unrelated`'s off-topic) and has one it lacks (on topic, unverifiable); else why there is none."""
-        own, best, best_n = self.rows[i].knowledge, None, 0
-        beyond = self.kwords[i] - self.topic_words.get(self.rows[i].topic, set())
-        for j, words in enumerate(self.kwords):
-            n = len(words & self.kwords[i])
-            if n > best_n and self.rows[j].knowledge != own and self.rows[j].response != self.rows[i].response \
-                    and self.rwords[j] & beyond and self.rwords[j] - self.kwords[i]:
-                best, best_n = j, n
-        return "no related evidence whose response shares a content word with this one" if best is None else best
+    def near(self, i: int) -> set[str]:
+        """Row ``i``'s evidence's content words and its topic's name words."""
+        return self.kwords[i] | self.topic_words.get(self.rows[i].topic, set())
+
+    def same_topic(self, i: int) -> Union[int, str]:
+        """The response of another row of row ``i``'s topic (other evidence) that stays close to row ``i``'s evidence
+        (it shares a noun, adjective or number with it) and adds to it (under 60% of its content words in the
+        evidence, one at least beyond): the one sharing most with the evidence; else why there is none. Never a
+        response of another topic."""
+        row = self.rows[i]
+        key = row.topic or row.dialogue
+        if not key:
+            return "no topic or dialogue: a hallucination must stay on the evidence's topic"
+        best, best_n, reason = None, 0, "no other evidence of this topic"
+        for j in self.by_topic[key]:
+            r = self.rows[j]
+            if r.knowledge == row.knowledge or r.response == row.response:
+                continue
+            words = self.rwords[j]
+            shared = len(words & self.kwords[i])
+            if not self.rnouns[j] & self.knouns[i]:
+                reason = "no response of this topic shares a noun, adjective or number with the evidence"
+                continue
+            if len(words) < 2 or not words - self.kwords[i] or shared >= 0.6 * len(words):
+                reason = "the same-topic responses add nothing the evidence lacks"
+                continue
+            if shared > best_n:
+                best, best_n = j, shared
+        return reason if best is None else best
 
     def unrelated(self, i: int, rng: random.Random) -> tuple[Optional[int], bool]:
-        """A random row of the same topic (another dialogue, other knowledge) whose response uses none of row ``i``'s
-        knowledge's content words beyond the topic's; when there is none (or no topic), one of another dialogue whose
-        response and knowledge share no content word with it (second value True: the fallback)."""
-        row, words = self.rows[i], self.kwords[i]
+        """A random row of the same topic (another dialogue, other knowledge) whose response is about something (a
+        noun its own evidence or topic names, no third-person pronoun) and shares no content word with row ``i``'s
+        evidence, the topic's name included, from evidence that does not name the topic; when there is none (or no
+        topic), one of another dialogue and topic whose response and knowledge share no content word with it (second
+        value True: the fallback)."""
+        row, near = self.rows[i], self.near(i)
 
         def other(j: int) -> bool:
             r = self.rows[j]
             return r.knowledge != row.knowledge and r.response != row.response and (
-                row.dialogue is None or r.dialogue != row.dialogue)
+                row.dialogue is None or r.dialogue != row.dialogue) and bool(self.about[j]) and self.named[j] \
+                and not (self.rwords[j] & near)
 
-        if row.topic:
-            beyond = words - self.topic_words[row.topic]
+        if row.topic:  # (not from evidence naming the topic: "the golden arches logo" is McDonald's, said or not)
             same = [j for j in range(len(self.rows)) if self.rows[j].topic == row.topic and other(j)
-                    and not (self.rwords[j] & beyond)]
+                    and not self.kwords[j] & self.topic_words[row.topic]]
             if same:
                 return rng.choice(same), False
-        options = [j for j in range(len(self.rows)) if not (self.rwords[j] & words) and not (self.kwords[j] & words)
-                   and other(j)]
+        options = [j for j in range(len(self.rows)) if other(j) and not (self.kwords[j] & self.kwords[i])
+                   and (not row.topic or self.rows[j].topic != row.topic)]
         return (rng.choice(options) if options else None), True
 
 
@@ -310,6 +393,37 @@ def _contradiction(src: SourceRow, rdoc: Any, words: set[str], antonyms: Any, se
                 edit.change)  # type: ignore[union-attr]
 
 
+def _hallucination(i: int, src: SourceRow, rdoc: Any, near: "_Neighbours", seed: int, report: RecipeReport,
+                   nlp: Any) -> Optional[TrainingRow]:
+    """BEGIN's hallucination of one row without a dialogue model: the grounded response itself when it tells a
+    personal experience or taste (``personal_response``: BEGIN counts these as hallucinations) while staying close to
+    the evidence (a quarter of its words in it), or the response of another evidence of the same topic, close to this
+    evidence and adding to it (``neighbour_response``); one drawn at random when both apply. Never another topic's."""
+    made: dict[str, tuple[str, str]] = {}
+    personal = personal_statement(rdoc, nlp)
+    if personal is None:
+        report.skip("personal_response", "the grounded response tells no personal experience or taste")
+    elif _share_in(src.response, src.knowledge) < 0.25:
+        report.skip("personal_response", "the grounded response is not close to the evidence (under 25% of its "
+                                         "words in it)")
+    else:
+        made["personal_response"] = (src.response, f"the grounded response, telling a personal experience or "
+                                                   f"taste ({personal!r}): unverifiable")
+    j = near.same_topic(i)
+    if isinstance(j, str):
+        report.skip("neighbour_response", j)
+    else:
+        made["neighbour_response"] = (near.rows[j].response, f"the response of row {near.rows[j].id}, of the same "
+                                                             f"topic and other evidence")
+    if not made:
+        return None
+    method = random.Random(f"{seed}|{src.id}|hallucination").choice(sorted(made))
+    for other in made:
+        if other != method:
+            report.skip(other, "the row's hallucination was drawn from the other method")
+    return _row(src, "begin", method, "hallucination", "neutral", src.knowledge, *made[method])
+
+
 def _begin_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs: dict[str, Any],
                     generator: Optional[ResponseGenerator], seed: int, report: RecipeReport, nlp: Any,
                     antonyms: Any) -> list[TrainingRow]:
@@ -333,12 +447,11 @@ def _begin_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs: dict
             else:
                 wanted.append((i, edit))
         else:
-            j = near.related(i)
-            if isinstance(j, str):
-                report.skip("neighbour_response", j)
+            row = _hallucination(i, src, rdoc, near, seed, report, nlp)
+            if row is None:
+                report.short("hallucination")
             else:
-                out.append(_row(src, "begin", "neighbour_response", "hallucination", "neutral", src.knowledge,
-                                rows[j].response, f"the response of row {rows[j].id}, whose evidence is related"))
+                out.append(row)
         k, fell_back = near.unrelated(i, random.Random(f"{seed}|{src.id}|unrelated_response"))
         if k is None:
             report.skip("unrelated_response", "no response unrelated to this evidence in the data")
@@ -393,7 +506,7 @@ def _other_dialogue(i: int, rows: Sequence[SourceRow], rng: random.Random, what:
 
 def _conv_fever_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs: dict[str, Any], seed: int,
                          report: RecipeReport) -> list[TrainingRow]:
-    pool = entity_pool(list(rdocs) + list(kdocs.values()))
+    pool = entity_pool(list(kdocs.values()))  # cased text: the tagger's types hold better than on lower-cased responses
     out: list[TrainingRow] = []
     for i, (src, rdoc) in enumerate(zip(rows, rdocs)):
         kdoc = kdocs[src.knowledge]
@@ -417,7 +530,8 @@ def _conv_fever_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs:
         edits: list[tuple[str, Any]] = [
             ("negated_response", negate(rdoc, content_forms(kdoc))),
             ("negated_knowledge", negate(kdoc, content_forms(rdoc), best_sentence_only=True)),
-            ("entity_swap", swap_entity(rdoc, kdoc.text, pool, random.Random(f"{seed}|{src.id}|entity_swap"))),
+            ("entity_swap", swap_entity(rdoc, kdoc.text, pool, random.Random(f"{seed}|{src.id}|entity_swap"),
+                                        knowledge_doc=kdoc)),
         ]
         for method, edit in edits:
             if isinstance(edit, Skip):
@@ -459,23 +573,18 @@ def _unique(made: list[TrainingRow], report: RecipeReport) -> list[TrainingRow]:
 
 
 def _checked(rows: Sequence[SourceRow], report: RecipeReport, budgets: dict[str, int]) -> list[SourceRow]:
-    """The rows whose response and knowledge are non-empty text within ``budgets`` (and whose previous turn is text
-    or absent); each other row is skipped and counted under ``original`` with its reason, never converted."""
+    """The rows whose response and knowledge are text within ``budgets`` and whose previous turn is text or absent
+    (:func:`q2_plugins.textcheck.text_problem`: not a number or list, nothing invisible, no control or zero-width
+    character, no lone surrogate); each other row is skipped and counted under ``original`` with its reason."""
+    from .textcheck import text_problem
+
     usable = []
     for r in rows:
-        why = None
-        for what in ("response", "knowledge", "previous"):
-            value = getattr(r, what)
-            if what == "previous" and value is None:
-                continue
-            if not isinstance(value, str):
-                why = f"{what} is not text ({type(value).__name__})"
-            elif what != "previous" and not value.strip():
-                why = "empty response or knowledge"
-            elif what != "previous" and budgets[what] and len(value) > budgets[what]:
-                why = (f"{what} over the budget max_{what}_chars={budgets[what]} (q2 score's per-row budget)")
-            if why:
-                break
+        why = (text_problem(r.response, "response", budgets["response"], detail=False, setting="max_response_chars")
+               or text_problem(r.knowledge, "knowledge", budgets["knowledge"], detail=False,
+                               setting="max_knowledge_chars")
+               or text_problem(r.previous, "previous turn", budgets["knowledge"], required=False, detail=False,
+                               setting="max_knowledge_chars"))
         if why:
             report.skip("original", why)
         else:
@@ -502,8 +611,9 @@ def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, 
     if repeated:
         raise ValueError(f"source row ids must be unique; repeated: {repeated[:5]}")
     report = RecipeReport(recipe, len(rows), seed)
-    budgets = {"response": _budget("max_response_chars") if max_response_chars is None else max_response_chars,
-               "knowledge": _budget("max_knowledge_chars") if max_knowledge_chars is None else max_knowledge_chars}
+    budgets = {"response": default_budget("max_response_chars") if max_response_chars is None else max_response_chars,
+               "knowledge": (default_budget("max_knowledge_chars") if max_knowledge_chars is None
+                             else max_knowledge_chars)}
     usable = _checked(rows, report, budgets)
     if nlp is None:
         from .spacy_parts import load_spacy
@@ -640,5 +750,8 @@ def run_recipe(options: "PerturbOptions", preview: int = 0) -> tuple[dict[str, A
         fell = "; ".join(f"fallback, {reason}: {count}" for reason, count in m.get("fallbacks", {}).items())
         why = "; ".join(filter(None, (why, fell)))
         lines.append(f"| {method} | {m['made']} | {m['written']} | {m['skipped']} | {why} |")
+    for label, n in report.shortfall.items():
+        lines.append(f"shortfall: {n} of {len(sources)} grounded rows gave no {label} example (none qualified; "
+                     f"nothing is filled from another topic)")
     lines.append(f"wrote {len(made)} examples to {options.output} (summary in {meta_path(options.output)})")
     return summary, lines + preview_lines(made, sources, preview, options.seed)

@@ -164,8 +164,11 @@ def _label(value: Any, n_labels: int, where: str) -> str:
 
 def read_pairs(path: str, options: TrainOptions) -> list[LabelledPair]:
     """The labelled pairs of a JSONL / CSV / TSV file (``q2 perturb --recipe`` output, BEGIN's TSV, any table); a
-    missing column, an unknown label or an empty file raises :class:`TrainDataError` naming what to fix."""
+    missing column, an unknown label, an empty file or a row whose text is no text (a number, a list, empty, a NUL,
+    control or zero-width character, a lone surrogate: ``row 5: 'response' is a number``) raises
+    :class:`TrainDataError` naming what to fix."""
     from .io import read_checked_rows
+    from .textcheck import text_problem
 
     if not Path(path).is_file():
         raise TrainDataError(f"No training data file {path}")
@@ -184,9 +187,11 @@ def read_pairs(path: str, options: TrainOptions) -> list[LabelledPair]:
         if "__error__" in row:
             raise TrainDataError(f"{where}: {row['__error__']}")
         texts = [row.get(c) for c in (evidence, response)]
-        if not all(isinstance(t, str) and t.strip() for t in texts):
-            raise TrainDataError(f"{where}: empty or missing {evidence!r} or {response!r}")
         prev = row.get(previous) if previous else None
+        problem = (text_problem(texts[0], evidence) or text_problem(texts[1], response)
+                   or text_problem(prev, previous or "", required=False))
+        if problem:  # a number, a list, nothing visible, a NUL, zero-width or control character, a lone surrogate
+            raise TrainDataError(f"{where}: {problem}")
         premise = f"{texts[0].strip()} {prev.strip()}" if isinstance(prev, str) and prev.strip() else texts[0].strip()
         pairs.append(LabelledPair(premise, texts[1].strip(), _label(row.get(label), options.labels, where)))  # type: ignore[union-attr]
     return pairs

@@ -187,6 +187,14 @@ def test_five_labels_from_a_three_label_base_say_so_in_one_line_and_count_the_ex
     ('{"evidence": "e", "reply": "r", "label": "generic"}\n', "no response column 'response'"),
     ('{"evidence": "e", "response": "r", "gold": "generic"}\n', "no label column"),
     ("", "holds no rows"),
+    # invisible text is no text: refused by row (rows count from 0), naming what the cell holds
+    ('{"evidence": "e", "response": "r", "label": "generic"}\n{"evidence": "e", "response": 5, "label": "generic"}\n',
+     "row 1: 'response' is a number"),
+    ('{"evidence": "e", "response": ["r"], "label": "generic"}\n', "row 0: 'response' is a list"),
+    ('{"evidence": "e", "response": "\\u0000", "label": "generic"}\n', "row 0: 'response' holds a NUL character"),
+    ('{"evidence": "e\\u200b", "response": "r", "label": "generic"}\n',
+     "row 0: 'evidence' holds an invisible format character U+200B"),
+    ('{"evidence": "e", "response": "r \\ud800", "label": "generic"}\n', "row 0: 'response' holds a lone surrogate"),
 ])
 def test_bad_training_file_stops_with_one_line(content, message, tmp_path, capsys):
     path = tmp_path / "bad.jsonl"

@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import random
+from typing import Any
 
 import pytest
 
@@ -14,6 +15,7 @@ from q2_plugins.perturb import (
     Edit,
     PerturbOptions,
     Skip,
+    content_forms,
     entity_pool,
     invert,
     make_stress_pairs,
@@ -74,8 +76,9 @@ def test_negation_picks_the_sentence_drawn_from_the_knowledge(nlp):
 # -- entity swap ------------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def pool(nlp):
+    # each text twice: a place or a nationality is a replacement once seen twice with its type
     return entity_pool([nlp(t) for t in ("Kobe Bryant was born in Los Angeles.", "Paris is in France.",
-                                         "Michael Jordan played in Chicago in 1984.")])
+                                         "Michael Jordan played in Chicago in 1984.") * 2])
 
 
 def test_entity_pool(pool):
@@ -162,7 +165,7 @@ def test_make_stress_pairs(nlp):
     assert all(p.original_response == ROWS["abcd".index(p.source_id)]["response"] for p in pairs)
     assert "d:negation" not in by_id
     summary = report.to_dict()["methods"]
-    assert summary["negation"]["reasons"]["empty response or knowledge"] == 1
+    assert summary["negation"]["reasons"]["'response' is empty"] == 1
     assert sum(m["pairs"] for m in summary.values()) == len(pairs)
     assert all(m["pairs"] + m["skipped"] == 4 for m in summary.values())
     again, _ = make_stress_pairs(**kw)
@@ -234,3 +237,101 @@ def test_options_errors_name_the_setting():
     with pytest.raises(SettingError, match="^generator: ") as e:
         PerturbOptions(inputs=("a.jsonl",), output="o.jsonl", recipe="conv-fever", generator="gpt2")
     assert "--" not in str(e.value)
+
+
+# -- contradictions that contradict: the rules found reading the recipes' rows ------------------------------------
+@pytest.mark.parametrize("response, knowledge, reason", [
+    ("i remember watching it when it was first broadcast in 1960 .", "The show was first broadcast in 1960.",
+     "in a temporal clause (when, while, after, ...)"),
+    ("the show that was cancelled in 1990 had fans .", "The show was cancelled in 1990.", "in a relative clause"),
+    ("it is also a city in france .", "Paris is a city in France.",
+     "would read 'not also' (not also / only: no contradiction)"),
+    ("it is only sold in the us .", "It is sold in the US.",
+     "would read 'not only' (not also / only: no contradiction)"),
+    ("it melts if it is warm .", "Ice melts; it is warm in spring.", "in a conditional clause (if, unless)"),
+])
+def test_negation_skips_clauses_that_claim_nothing(nlp, response, knowledge, reason):
+    assert negate(nlp(response), content_forms(nlp(knowledge))) == Skip(reason)
+
+
+def test_negated_knowledge_negates_the_clause_holding_the_responses_claim(nlp):
+    knowledge = nlp("McDonald's is the world's largest restaurant chain by revenue, serving over 69 million "
+                    "customers daily in over 100 countries.")
+    # the response draws on the participial clause: negating "is" would leave "serving 69 million" true
+    assert negate(knowledge, content_forms(nlp("they serve 69 million people daily .")), best_sentence_only=True) \
+        == Skip("the negated claim shares no content word with the other text")
+    out = negate(knowledge, content_forms(nlp("it is the largest restaurant chain .")), best_sentence_only=True)
+    assert out.text.startswith("McDonald's is not the world's largest")
+    estimated = nlp("The skateboarding market is estimated to be 4.8 billion dollars. It was founded by kids.")
+    out = negate(estimated, content_forms(nlp("the market is worth 4.8 billion")), best_sentence_only=True)
+    assert out.text.startswith("The skateboarding market is not estimated")  # the complement is the claim
+
+
+@pytest.fixture(scope="module")
+def cased_pool(nlp):
+    return entity_pool([nlp(t) for t in (
+        "The album sold over 80 million copies in the United States.",
+        "The company had 120 million customers and 40 million users in 2010.",
+        "In 1995 the band played with The Beatles in London.", "She toured with Metallica in Paris.",
+        "The Americans and the Canadians met in Boston.", "Stratus is a low cloud, said Italian experts.") * 2])
+
+
+def test_entity_pool_says_how_each_entity_was_seen(cased_pool):
+    info = cased_pool.info
+    assert cased_pool["CARDINAL"] == ["80 million", "120 million", "40 million"]  # "over" is not part of the number
+    assert info["beatles"].the and not info["metallica"].the and info["americans"].plural
+    assert info["london"].name and ("stratus" not in info or not info["stratus"].name)  # only as a first word
+
+
+@pytest.mark.parametrize("response, knowledge, allowed", [
+    # over 80 million still holds of "over 40 million": the number moves up, by half again at least
+    ("it sold over 80 million copies .", "The album sold over 80 million copies.", {"120 million"}),
+    ("it sold under 80 million copies .", "The album sold under 80 million copies.", {"40 million"}),
+    ("it sold 80 million copies .", "The album sold 80 million copies.", {"120 million", "40 million"}),
+])
+def test_entity_swap_moves_numbers_to_break_the_claim(nlp, cased_pool, response, knowledge, allowed):
+    kdoc = nlp(knowledge)
+    seen = set()
+    for seed in range(8):
+        out = swap_entity(nlp(response), knowledge, cased_pool, random.Random(seed), knowledge_doc=kdoc)
+        if isinstance(out, Edit):
+            seen.add(out.change.split(" -> ")[1].split("'")[1].lower())
+    assert seen and seen <= allowed, seen
+
+
+def test_entity_swap_refuses_what_would_garble(nlp, cased_pool):
+    def swap(response: str, knowledge: str) -> Any:
+        return swap_entity(nlp(response), knowledge, cased_pool, random.Random(0), knowledge_doc=nlp(knowledge))
+
+    # a name seen only as a sentence's first word is no name (the tagger's "Stratus" as an organisation)
+    assert swap("stratus is a low cloud .", "Stratus is a low cloud.") in (
+        Skip("the shared entity is not seen as a name (capitalised inside a sentence) in the data"),
+        Skip("the knowledge does not tag the shared entity with its type"))
+    assert swap("it is one of the best .", "It is one of the best three.").reason.startswith(
+        ("a number stating no value", "no named entity", "the knowledge does not tag"))
+    assert swap("it happened today .", "It happened today.").reason in (
+        "a date without a number (today, the summer)", "no named entity shared by response and knowledge")
+    out = swap("do you ever listen to the beatles ?", "In 1995 the band played with The Beatles in London.")
+    assert isinstance(out, Skip) or "metallica" not in out.text  # "the metallica" never
+    out = swap("americans met in boston .", "The Americans met in Boston.")
+    assert isinstance(out, Edit) and out.text in ("canadians met in boston .", "americans met in london .",
+                                                  "americans met in paris .")
+
+
+def test_entity_swap_replacements_are_seen_enough_and_of_the_same_kind(nlp):
+    from q2_plugins.perturb import _norp_kind
+
+    once = entity_pool([nlp("They met in Frappuccino and in Boston."), nlp("He lives in Boston and in Rome."),
+                        nlp("He lives in Rome, like the US.")])
+    assert "Boston" in once["GPE"] and "Frappuccino" not in once.get("GPE", [])  # a place seen once: the tagger's
+    assert "US" not in once.get("GPE", [])  # "in us" would read as a pronoun
+    assert (_norp_kind("Italian"), _norp_kind("Catholic"), _norp_kind("Republican"), _norp_kind("stevia")) == (
+        "nationality", "religion", "party", None)
+    pool = entity_pool([nlp(t) for t in ("An American and an Italian met a Catholic.",) * 2])
+    knowledge = "Italian cuisine is known for its diversity."
+    assert swap_entity(nlp("italian cuisine is diverse ."), knowledge, pool, random.Random(0),
+                       knowledge_doc=nlp(knowledge)).reason.startswith("a nationality in the subject")
+    knowledge = "Bob Ross was an American painter."
+    out = swap_entity(nlp("bob ross was an american painter ."), knowledge, pool, random.Random(0),
+                      knowledge_doc=nlp(knowledge))
+    assert out.text == "bob ross was an italian painter ."  # never "a catholic painter": both could hold

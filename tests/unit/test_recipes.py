@@ -45,9 +45,10 @@ def test_begin_labels_and_counts_on_fixed_rows(nlp):
     by = {(t.source_id, t.method): t for t in made}
     assert Counter(t.method for t in made) == {"original": 5, "neighbour_response": 2, "unrelated_response": 5,
                                               "generic_response": 5, "negation": 5}
-    # only a and b have related evidence whose response shares a content word with theirs: the rest are counted
-    assert report.skipped["neighbour_response"] == Counter({"no related evidence whose response shares a content "
-                                                            "word with this one": 3})
+    # no topics: a dialogue is its topic; only a and b share one (d1), the rest have no hallucination, never one of
+    # another topic, and the shortfall is counted
+    assert report.skipped["neighbour_response"] == Counter({"no other evidence of this topic": 3})
+    assert report.shortfall == Counter({"hallucination": 3})
     assert ("c", "neighbour_response") not in by
     assert {t.method: t.label for t in made} == {"original": "entailment", "neighbour_response": "hallucination",
                                                  "unrelated_response": "off-topic", "generic_response": "generic",
@@ -200,7 +201,7 @@ def test_wow_json_rows_and_recipes(nlp, tmp_path, capsys):
     assert rows[1].response == WOW_JSON[0]["dialog"][2]["text"] and rows[1].knowledge == ROWS[1].knowledge
     assert rows[2].knowledge == "" and rows[0].source == "valid_random_split.json (wow-json)"
     made, report = make_training_set(rows, recipe="conv-fever", seed=0, nlp=nlp)
-    assert report.skipped["original"] == Counter({"empty response or knowledge": 1})  # the no_passages_used turn
+    assert report.skipped["original"] == Counter({"'knowledge' is empty": 1})  # the no_passages_used turn
     counts = Counter(t.method for t in made)
     assert (counts["original"], counts["random_response"], counts["random_knowledge"]) == (4, 4, 3)
     assert report.skipped["random_knowledge"] == Counter({"repeats an earlier row's evidence, response and label": 1})
@@ -212,7 +213,7 @@ def test_wow_json_rows_and_recipes(nlp, tmp_path, capsys):
         assert main(["perturb", "--recipe", "begin", "--input", str(path), "--output", str(out), "--seed", "5",
                      "--dataset", "wow-json"]) == 0
     assert out1.read_bytes() == out2.read_bytes() and out1.read_text()
-    assert "| original | 4 | 2 | 1 | empty response or knowledge: 1 |" in capsys.readouterr().out
+    assert "| original | 4 | 2 | 1 | 'knowledge' is empty: 1 |" in capsys.readouterr().out
     path.write_text(json.dumps([{"chosen_topic": "Rome"}]))
     assert main(["perturb", "--recipe", "begin", "--input", str(path), "--output", str(out1)]) == 2
     assert "not a list of dialogues" in capsys.readouterr().err
@@ -281,19 +282,45 @@ def test_antonyms_from_the_bundled_wordnet_pairs(nlp):
 
 def test_hallucinations_stay_on_topic(nlp):
     rows = [SourceRow("w", "you can lose weight by eating less sugar .", "Weight loss can be achieved by eating "
-                      "less and exercising more.", None, "d1"),
+                      "less and exercising more.", None, "d1", topic="Weight loss"),
             SourceRow("r", "red hair only occurs in 1 - 2 percent of the population .", "Red hair occurs naturally "
-                      "in 1-2% of the human population; weight is unrelated.", None, "d2"),
+                      "in 1-2% of the human population; weight is unrelated.", None, "d2", topic="Red hair"),
             SourceRow("x", "sugar makes you gain weight fast .", "Eating too much sugar makes weight go up, "
-                      "studies say.", None, "d3")]
+                      "studies say.", None, "d3", topic="Weight loss"),
+            SourceRow("y", "diets help .", "A diet is a plan of eating.", None, "d4", topic="Weight loss")]
     made, report = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
     by = {(t.source_id, t.method): t for t in made}
-    # w's evidence shares "weight" with r's and x's; only x's response shares a content word with w's evidence
+    # w's topic holds x and y; x's response shares "sugar" / "weight" with w's evidence and adds to it; r's (another
+    # topic) never comes in, though its evidence says "weight"
     assert by[("w", "neighbour_response")].response == rows[2].response
+    assert ("r", "neighbour_response") not in by and report.shortfall["hallucination"] >= 1
+    assert report.skipped["neighbour_response"]["no other evidence of this topic"] == 1  # r
     for t in made:
         if t.label == "hallucination":
             assert {w.lemma_ for w in nlp(t.response) if not w.is_stop and w.is_alpha} & {
                 w.lemma_.lower() for w in nlp(t.evidence) if not w.is_stop and w.is_alpha}
+            assert [r.topic for r in rows if r.response == t.response] == [next(r.topic for r in rows
+                                                                                if r.id == t.source_id)]
+
+
+def test_personal_statements_close_to_the_evidence_are_hallucinations(nlp):
+    from q2_plugins.recipes import personal_statement
+
+    assert personal_statement(nlp("i love gardening as well . it is relaxing .")) == "i love"
+    assert personal_statement(nlp("my brother skis every winter .")) == "brother"
+    for hedge in ("i ' m not sure , but it is relaxing .", "i think it is relaxing .", "i know that it is old .",
+                  "it is relaxing ."):
+        assert personal_statement(nlp(hedge)) is None, hedge
+    knowledge = "Gardening is considered by many people to be a relaxing activity."
+    rows = [SourceRow("g", "i love gardening , it is considered relaxing .", knowledge, None, "d1"),
+            SourceRow("h", "i think gardening is considered relaxing .", knowledge + " ", None, "d2"),
+            SourceRow("f", "i love football .", knowledge + "  ", None, "d3")]
+    made, report = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
+    methods = {(t.source_id, t.method) for t in made}
+    assert ("g", "personal_response") in methods  # close to the evidence, telling a taste
+    assert not {("h", "personal_response"), ("f", "personal_response")} & methods  # a hedge; far from the evidence
+    assert report.skipped["personal_response"]["the grounded response is not close to the evidence (under 25% of "
+                                               "its words in it)"] == 1
 
 
 def test_off_topic_from_the_same_topic_and_the_fallback_said(nlp):
@@ -301,60 +328,22 @@ def test_off_topic_from_the_same_topic_and_the_fallback_said(nlp):
                       topic="Yoga"),
             SourceRow("b", "yoga mats are made of rubber .", "Yoga mats are commonly made of PVC or rubber.", None,
                       "e2", topic="Yoga"),
-            SourceRow("c", "pizza is from naples .", "Pizza comes from Naples.", None, "e3", topic="Pizza")]
+            SourceRow("m", "meditation calms the mind .", "Meditation is a practice that calms the mind.", None,
+                      "e4", topic="Yoga"),
+            SourceRow("c", "pizza is from naples .", "Pizza comes from Naples.", None, "e3", topic="Pizza"),
+            SourceRow("v", "yes they are .", "Violins have four strings.", None, "e5", topic="Violin")]
     made, report = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
     by = {(t.source_id, t.method): t for t in made}
-    # b's response shares only the topic's name with a's evidence: off-topic for a, not a hallucination
-    assert by[("a", "unrelated_response")].response == rows[1].response  # same topic, other evidence
-    assert ("a", "neighbour_response") not in by
+    # b's response names the topic ("yoga"): not off-topic for a; m's (same topic, other evidence, no shared word) is
+    assert by[("a", "unrelated_response")].response == rows[2].response
     assert by[("a", "unrelated_response")].change.endswith("of the same topic")
-    assert "fallback" in by[("c", "unrelated_response")].change  # no other Pizza row
-    assert report.fallbacks["unrelated_response"] == Counter(
-        {"no response of the same topic unrelated to this evidence: a response of another topic": 1})
-
-
-def test_generic_replies_follow_the_inputs_tokenisation_and_vary(nlp):
-    made, _ = make_training_set(ROWS, recipe="begin", balance=False, nlp=nlp)  # ROWS are pre-tokenised
-    generic = [t.response for t in made if t.method == "generic_response"]
-    assert generic and not any(re.search(r"\w[^\w\s]", g.split()[-1]) for g in generic)
-    cased = [SourceRow(r.id, r.response.replace(" .", ".").replace(" ,", ","), r.knowledge, r.previous, r.dialogue)
-             for r in ROWS]
-    made, _ = make_training_set(cased, recipe="begin", balance=False, nlp=nlp)
-    generic = [t.response for t in made if t.method == "generic_response"]
-    assert all(g in GENERIC_RESPONSES or g.split(", ", 1)[1] in GENERIC_RESPONSES for g in generic)
-    from q2_plugins.recipes import _generic
-
-    assert len({_generic(random.Random(n), True) for n in range(200)}) > 50
-
-
-def test_entity_swaps_keep_type_shape_and_article(nlp):
-    from types import SimpleNamespace
-
-    from q2_plugins.perturb import entity_pool, swap_entity
-
-    def doc(*ents):
-        return SimpleNamespace(ents=[SimpleNamespace(text=t, label_=label) for t, label in ents])
-
-    pool = entity_pool([doc(("stevia", "NORP")), doc(("Stevia", "PRODUCT"), ("Stevia", "PRODUCT")),
-                        doc(("Cuban", "NORP"), ("Sheeran", "PERSON"), ("Sheeran", "PERSON"), ("Sheeran", "GPE"))])
-    assert pool["NORP"] == ["Cuban"] and pool["PERSON"] == ["Sheeran"] and "Sheeran" not in pool.get("GPE", [])
-    out = swap_entity(nlp("he was a jazz critic in 1971 ."), "He was a jazz critic in 1971.",
-                      {"DATE": ["weeks", "1984"]}, random.Random(0))
-    assert out.text == "he was a jazz critic in 1984 ."
-    assert swap_entity(nlp("it was built in 1971 ."), "It was built in 1971.", {"DATE": ["weeks"]},
-                       random.Random(0)).reason == "no other entity of the shared entity's type and shape in the data"
-    out = swap_entity(nlp("i like an italian restaurant ."), "An Italian restaurant serves food.",
-                      {"NORP": ["Cuban"]}, random.Random(0))
-    assert out.text == "i like a cuban restaurant ."
-
-
-def test_no_duplicate_rows(nlp):
-    rows = ROWS + [SourceRow("a2", ROWS[0].response, ROWS[0].knowledge, None, "d9")]  # the same pair again
-    for recipe in ("begin", "conv-fever"):
-        made, report = make_training_set(rows, recipe=recipe, balance=False, nlp=nlp)
-        keys = [(" ".join(t.evidence.lower().split()), " ".join(t.response.lower().split())) for t in made]
-        assert len(keys) == len(set(keys))
-        assert report.skipped["original"]["repeats an earlier row's evidence, response and label"] == 1
+    assert by[("b", "unrelated_response")].response == rows[2].response
+    # c has no other Pizza row: a response of another topic, never one naming pizza or saying nothing ("yes they are")
+    assert "fallback" in by[("c", "unrelated_response")].change
+    assert by[("c", "unrelated_response")].response not in (rows[3].response, rows[4].response)
+    assert all(t.response != rows[4].response for t in made if t.label == "off-topic")
+    assert report.fallbacks["unrelated_response"]["no response of the same topic unrelated to this evidence: a "
+                                                  "response of another topic"] >= 1
 
 
 def test_bad_fields_are_skipped_and_counted_never_coerced(nlp, tmp_path, capsys):
@@ -370,10 +359,30 @@ def test_bad_fields_are_skipped_and_counted_never_coerced(nlp, tmp_path, capsys)
     assert not any("12345" in r["response"] or "[" in r["evidence"] or len(r["response"]) > 2000 for r in rows)
     meta = json.loads((tmp_path / "o.jsonl.meta.json").read_text())
     assert meta["summary"]["methods"]["original"]["reasons"] == {
-        "response is not text (int)": 1, "knowledge is not text (list)": 1,
-        "response over the budget max_response_chars=2000 (q2 score's per-row budget)": 1}
+        "'response' is a number": 1, "'knowledge' is a list": 1,
+        "'response' is over its budget max_response_chars=2000": 1}
     assert meta["settings"]["recipe"] == "begin"
-    assert "response is not text (int): 1" in capsys.readouterr().out
+    assert "'response' is a number: 1" in capsys.readouterr().out
+
+
+def test_invisible_text_skips_its_row_with_a_reason(nlp, tmp_path, capsys):
+    table = tmp_path / "hostile.jsonl"
+    good = [{"response": r.response, "knowledge": r.knowledge, "topic": r.dialogue} for r in ROWS]
+    bad = [{"response": "\u0000", "knowledge": "Paris is the capital of France."},
+           {"response": "paris is the capital .", "knowledge": "Paris is the\u200b capital of France."},
+           {"response": "paris \ud800 is the capital .", "knowledge": "Paris is the capital of France."},
+           {"response": "paris is the capital .", "knowledge": "Paris is the capital\u0007 of France."}]
+    table.write_text("".join(json.dumps(r) + "\n" for r in good + bad), encoding="utf-8")
+    out = tmp_path / "o.jsonl"
+    for recipe in ("begin", "conv-fever"):
+        assert main(["perturb", "--recipe", recipe, "--input", str(table), "--output", str(out)]) == 0
+        reasons = json.loads((tmp_path / "o.jsonl.meta.json").read_text())["summary"]["methods"]["original"]["reasons"]
+        assert reasons == {"'response' holds a NUL character": 1,
+                           "'knowledge' holds an invisible format character U+200B (zero width space)": 1,
+                           "'response' holds a lone surrogate U+D800": 1,
+                           "'knowledge' holds a control character U+0007": 1}, recipe
+        text = out.read_text(encoding="utf-8")
+        assert "paris is the capital" not in text and "\\u0000" not in text
 
 
 def test_preview_marks_the_change_and_names_the_rule(tmp_path, capsys):
@@ -383,7 +392,9 @@ def test_preview_marks_the_change_and_names_the_rule(tmp_path, capsys):
                  "--preview", "1", "--no-balance"]) == 0
     out = capsys.readouterr().out
     assert "== negation: 1 of 5 written; label contradiction / contradiction: contradiction: a claim" in out
-    assert "{+not+}" in out and out.count("\n- ") == 5  # one example of each of the five methods made
+    assert "{+not+}" in out and out.count("\n- ") == 4  # one example of each of the four methods made
+    # no topic and no dialogue: no hallucination can be kept on topic, and the shortfall is said
+    assert "shortfall: 5 of 5 grounded rows gave no hallucination example" in out
 
 
 def test_a_begin_files_knowledge_source_is_its_rows_topic(tmp_path):
@@ -394,3 +405,17 @@ def test_a_begin_files_knowledge_source_is_its_rows_topic(tmp_path):
     assert _begin_source(tmp_path / "cmu-dog" / "begin_dev_cmu.tsv").startswith("CMU-DoG")
     assert _begin_source(tmp_path / "topicalchat" / "begin_dev_tc.tsv").startswith("Topical-Chat")
     assert _begin_source(tmp_path / "dev_05_24_21.tsv").startswith("Wizard of Wikipedia")
+
+
+def test_off_topic_names_what_it_speaks_of_and_not_from_evidence_naming_the_topic(nlp):
+    rows = [SourceRow("a", "mcdonald ' s serves burgers .", "McDonald's serves burgers.", None, "e1",
+                      topic="McDonald's"),
+            SourceRow("b", "the golden arches logo was first used in 1953 .", "McDonald's first used the Golden "
+                      "Arches logo in 1953.", None, "e2", topic="McDonald's"),
+            SourceRow("p", "it originated in india .", "Yoga originated in India.", None, "e3", topic="Yoga"),
+            SourceRow("w", "wine is made from grapes .", "Wine is made from grapes.", None, "e4", topic="Wine")]
+    made, _ = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
+    off = {t.source_id: t.response for t in made if t.label == "off-topic"}
+    # b is of a's topic and shares no word with a's evidence, but its evidence names McDonald's: not off-topic for a
+    assert off["a"] == rows[3].response
+    assert rows[2].response not in off.values()  # "it originated in india" could be about anything
