@@ -148,7 +148,8 @@ class Q2BatchScorer:
     def __call__(self, batch: pa.Table) -> pa.Table:
         cache = self.scorer.cache
         before = cache.counts() if cache is not None else {}
-        out = self._score_records(batch) if _RECORD in batch.column_names else self._score_columns(batch)
+        records = set(batch.column_names) == {_RECORD, _READ_ERROR, _POSITION}  # (read_dataset's JSONL / CSV rows)
+        out = self._score_records(batch) if records else self._score_columns(batch)
         if self.cache_counter is not None and cache is not None:
             ray.get(self.cache_counter.add.remote({k: v - before[k] for k, v in cache.counts().items()}))
         return out
@@ -168,7 +169,9 @@ class Q2BatchScorer:
         required = self._spec().required
         columns = [batch.column(c).to_pylist() for c in required]
         results = self._score([dict(zip(required, values)) for values in zip(*columns)])
-        kept = batch.rename_columns([kept_name(c, self.reserved) for c in batch.column_names])
+        from .io import INTERNAL_FIELDS  # (a column named like an engine's own is kept as input_<name>, as JSONL's)
+
+        kept = batch.rename_columns([kept_name(c, self.reserved | INTERNAL_FIELDS) for c in batch.column_names])
         return self._laid_out(pa.nulls(batch.num_rows, pa.int64()), kept, results)
 
     def _score_records(self, batch: pa.Table) -> pa.Table:
@@ -626,9 +629,26 @@ def run_score(config: Q2Config, options: RayScoreOptions) -> int:
     code. With ``config.cache_dir``, the run's cache hits and misses go in the summary and the sidecar."""
     if options.keep_min_score is not None and not options.output:
         raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
+    import signal
+    import threading
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    ours = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main_thread else {}
     _start(options)
-    with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
-        return _run_started(config, options)
+    for s, handler in ours.items():  # ray.init's own SIGTERM handler exits without a word: the caller's stays
+        if handler is not None:
+            signal.signal(s, handler)
+    try:
+        with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
+            return _run_started(config, options)
+    except (KeyboardInterrupt, OSError) as e:
+        from .jobs.partial import StoppedRun, mark_stopped, stopped_run
+
+        if stopped_run(e) is None:  # stopped while scoring: the rows are in the cluster's memory, none on disk
+            mark_stopped(e, StoppedRun(0, None, options.output, text=(
+                "the ray engine keeps no rows of a stopped run (it writes them once all are scored) and cannot "
+                "resume; score again, or use the local engine (--resume)")))
+        raise
 
 
 def _run_started(config: Q2Config, options: RayScoreOptions) -> int:
@@ -691,8 +711,10 @@ def _written(ds: "ray.data.Dataset", path: str, fmt: str) -> int:
     try:
         return write_dataset(ds, path, fmt)
     except BaseException as e:
+        from .jobs.partial import StoppedRun, mark_stopped
+
         partial = partial_path(path)
-        if partial.exists():
-            print(f"q2 score: the run stopped while writing {path}; the rows written so far are in {partial}, "
-                  f"{path} is left as it was ({type(e).__name__})", file=sys.stderr)
+        kept = (f"the rows written so far are in {partial}, " if partial.exists() else "") + f"{path} left as it was"
+        mark_stopped(e, StoppedRun(0, partial if partial.exists() else None, path, failed=path, text=(
+            f"stopped while writing {path}: {kept}; the ray engine cannot resume: score again")))
         raise
