@@ -58,7 +58,7 @@ def main() -> None:
         argv = [sys.executable, "-m", "q2_plugins.cli", "report", str(results), "--output", str(page),
                 *shlex.split(args.args)]
         t0 = time.perf_counter()
-        done = subprocess.run(argv, env=env, capture_output=True, text=True)
+        done = subprocess.run(argv, env=env, cwd=args.repo, capture_output=True, text=True)  # (-m: cwd first)
         wall = time.perf_counter() - t0
         peak_kb = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
         print(f"# CPU: {cpu_name()}; checkout {args.repo}")

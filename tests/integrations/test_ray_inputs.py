@@ -256,3 +256,31 @@ def test_no_input_name_crashes_a_run_or_drops_a_field(tiny_models, tmp_path, kin
         assert main(["score", *local_flags, "--no-progress", "--input", str(src), "--output", str(local_out)]) == 0
         local = [json.loads(line) for line in local_out.read_text().splitlines()]
         assert [sorted(r) for r in local] == [sorted(r) for r in got]
+
+
+def test_a_stopped_ray_run_says_in_one_line_that_it_cannot_resume(tiny_models, tmp_path):
+    """SIGTERM while the actors score: our one line (no stack dump of Ray's), exit 143; --resume is refused."""
+    import signal
+    import subprocess
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "response": "paris is in france .", "knowledge": "Paris is in France."})
+                           + "\n" for i in range(3000)))
+    out = tmp_path / "out.jsonl"
+    argv = [sys.executable, "-m", "q2_plugins.cli", "score", *flags(tiny_models), "--input", str(src), "--output",
+            str(out)]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stderr:  # the run is under way once it says it loads the models
+        lines.append(line)
+        if line.startswith("q2: loading models"):
+            break
+    time.sleep(20)
+    proc.send_signal(signal.SIGTERM)
+    err = "".join(lines) + proc.communicate(timeout=120)[1]
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    ours = [x for x in err.splitlines() if x.startswith("q2 score: terminated (SIGTERM): ")]
+    assert len(ours) == 1 and "the ray engine keeps no rows of a stopped run" in ours[0], err
+    assert "Traceback" not in err and not out.exists()
+    assert main(["score", *flags(tiny_models), "--input", str(src), "--output", str(out), "--resume"]) == 2
