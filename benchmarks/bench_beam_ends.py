@@ -30,8 +30,8 @@ import torch  # noqa: E402
 from bench_pipeline import REPO, BenchCandidates, Oracle, build_models, load_workload  # noqa: E402
 
 from q2_plugins import Q2Config, accel  # noqa: E402
+from q2_plugins.backends.hf.transformers_models import HFQuestionGenerator, load_model  # noqa: E402
 from q2_plugins.spacy_parts import SpacyCandidateExtractor, load_spacy  # noqa: E402
-from q2_plugins.transformers_models import HFQuestionGenerator, load_model  # noqa: E402
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

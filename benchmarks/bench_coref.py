@@ -1,8 +1,9 @@
 #!/usr/bin/env python
-"""Cost per response of the coreference step (``--coref``): the F-coref backend of :mod:`q2_plugins.coref` on a
-tiny random-weight model and on a random-weight build of the published model's size (distilroberta: 6 layers,
-hidden 768, 12 heads, FFN 3072, vocabulary 50265; head ffnn_size 1024). Random weights cost what trained ones cost:
-the same matrix products, the same number of candidate mentions (a fixed share of the tokens).
+"""Cost per response of the coreference step (``--coref``): the F-coref backend of
+:mod:`q2_plugins.backends.hf.coref` on a tiny random-weight model and on a random-weight build of the published model's
+size (distilroberta: 6 layers, hidden 768, 12 heads, FFN 3072, vocabulary 50265; head ffnn_size 1024). Random
+weights cost what trained ones cost: the same matrix products, the same number of candidate mentions (a fixed share of
+the tokens).
 
 The workload is the bundled sample's (history, response) pairs, repeated to ``--n``. Each model resolves them
 batched (``--batch-size``) and one at a time; the script prints the best of ``--repeats`` wall times per response,
@@ -28,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from benchmarks.machine import cpu_name  # noqa: E402
-from q2_plugins.coref import FCoref, load_fcoref  # noqa: E402
+from q2_plugins.backends.hf.coref import FCoref, load_fcoref  # noqa: E402
 from q2_plugins.testing import build_fcoref  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent

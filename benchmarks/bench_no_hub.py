@@ -33,7 +33,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from bench_hostile import cpu_name  # noqa: E402
 
-IMPORTS = ("import torch, transformers, spacy, q2_plugins.cli, q2_plugins.transformers_models; "
+IMPORTS = ("import torch, transformers, spacy, q2_plugins.cli, q2_plugins.backends.hf.transformers_models; "
            "import transformers.models.t5")
 
 

@@ -30,14 +30,15 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 CHILD = r"""
 import json, sys, time
 t = {"start": time.perf_counter()}
-from types import SimpleNamespace
-from q2_plugins.ray_data import _start, check_models, score_dataset
+from q2_plugins.jobs import ScoreJob
+from q2_plugins.jobs.ray import _start
+from q2_plugins.ray_data import check_models, score_dataset
 import ray
 t["import"] = time.perf_counter()
 from q2_plugins import Q2Config
 models = json.loads(sys.argv[1])
 config = Q2Config(qg_model=models["qg"], qa_model=models["qa"], nli_model=models["nli"], qg_max_length=12)
-_start(SimpleNamespace(ray_address=None, no_progress=True))
+_start(ScoreJob(input="-", progress=False))
 t["ray_init"] = time.perf_counter()
 signature = check_models(config)
 t["check_models"] = time.perf_counter()

@@ -1,8 +1,9 @@
 #!/usr/bin/env python
 """``q2 report`` on a large results file: peak memory (RSS), time and the page's size.
 
-Writes N explained result rows with a history (default 99,365, about 200 MB, as in the issue's case) to a temporary JSONL file, cycling through the replay
-of the bundled slice of the original run (real questions, answers and texts; ids made unique), then runs
+Writes N explained result rows with a history (default 99,365, about 200 MB, as in the issue's case) to a temporary
+JSONL file, cycling through the replay of the bundled slice of the original run (real questions, answers and texts;
+ids made unique), then runs
 ``q2 report FILE --output PAGE`` in a child process and prints its wall time, its peak RSS and the page's size.
 ``--repo DIR`` runs the ``q2_plugins`` of another checkout (a before / after comparison on one machine); ``--args``
 passes flags to ``q2 report``.

@@ -19,6 +19,7 @@ __all__ = [
     "Q2Stats",
     "Signature",
     "score",
+    "METRIC_INFO",
 ]
 
 _LAZY = {
@@ -30,6 +31,7 @@ _LAZY = {
     "QuestionResult": "results",
     "Q2Stats": "results",
     "Signature": "signature",
+    "METRIC_INFO": "metric_names",
 }
 
 

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import dataclasses
+import os
+import re
 import typing
 from dataclasses import dataclass, field
 from typing import Any, Mapping, Optional
@@ -10,7 +12,22 @@ from typing import Any, Mapping, Optional
 from .errors import SettingError
 
 __all__ = ["Q2Config", "ConfigOption", "RoleRuntime", "Signed", "config_options", "config_from_args", "MODEL_KINDS",
-           "STAGES", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL"]
+           "STAGES", "DEFAULT_QG_MODEL", "DEFAULT_QA_MODEL", "DEFAULT_NLI_MODEL", "DEFAULT_COREF_MODEL",
+           "DEFAULT_BACKEND", "split_model"]
+
+#: the backend of a model string without a scheme (:mod:`q2_plugins.backends`)
+DEFAULT_BACKEND = "hf"
+_SCHEME = re.compile(r"^([a-z][a-z0-9_+.-]+):(.*)$", re.S)  # two characters at least: C:\... is a path
+
+
+def split_model(model: str) -> tuple[str, str]:
+    """``(scheme, name)`` of a model string: ``SCHEME:NAME`` names the backend registered as ``SCHEME`` and what it
+    loads; a string without a scheme, or an existing path, is :data:`DEFAULT_BACKEND`'s."""
+    found = _SCHEME.match(model)
+    if found is None or os.path.exists(os.path.expanduser(model)):
+        return DEFAULT_BACKEND, model
+    return found.group(1), found.group(2)
+
 
 DEFAULT_QG_MODEL = "mrm8488/t5-base-finetuned-question-generation-ap"
 DEFAULT_QA_MODEL = "ktrapeznikov/albert-xlarge-v2-squad-v2"

@@ -20,14 +20,14 @@ import sys
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Sequence
 
-from .errors import SettingError
+from .errors import SETTING, NamesSetting, SettingError
 
 __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
            "blank_lines", "named_settings", "InputFormatError", "MissingColumnsError", "UnknownFormatError",
-           "json_line", "ResultFile", "write_json_atomic",
+           "OutputClashError", "json_line", "ResultFile", "write_json_atomic",
            "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "check_writable",
-           "html_files", "UnwritablePathError", "MAX_RECORD_BYTES", "INTERNAL_FIELDS", "own_names", "named_errors",
-           "ReadError"]
+           "html_files", "UnwritablePathError", "MAX_RECORD_BYTES", "FORMATS", "suffixes", "INTERNAL_FIELDS",
+           "own_names", "named_errors", "ReadError", "lock_path", "record_path"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -43,6 +43,13 @@ class InputFormatError(ValueError):
     """The input file cannot be read as asked; the message says what to change."""
 
 
+class OutputClashError(InputFormatError, NamesSetting):
+    """A path a run would write is, holds or lies in one of its inputs; ``setting`` names the output."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        NamesSetting.__init__(self, message, setting)
+
+
 class MissingColumnsError(InputFormatError, SettingError):
     """The input file lacks the columns that settings (``response_column``, ...) name; ``setting`` names them."""
 
@@ -55,14 +62,22 @@ class UnwritablePathError(SettingError):
     """A path a run would write cannot be written (its folder cannot be created or written); ``setting`` names it."""
 
 
+#: the one table of file formats by file suffix: what every reader, writer and engine takes a path's format to be
+FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".csv": "csv",
+           ".tsv": "tsv"}
+
+
+def suffixes(fmt: str) -> list[str]:
+    """The suffixes of format ``fmt`` in :data:`FORMATS` (``jsonl``: ``.jsonl``, ``.json``, ``.ndjson``)."""
+    return [suffix for suffix, kind in FORMATS.items() if kind == fmt]
+
+
 def _format_of(path: Path, fmt: Optional[str]) -> str:
     if fmt:
         return fmt
-    suffix = path.suffix.lower()
-    if suffix in (".jsonl", ".json", ".ndjson"):
-        return "jsonl"
-    if suffix in (".csv", ".tsv"):
-        return suffix[1:]
+    kind = FORMATS.get(path.suffix.lower())
+    if kind in ("jsonl", "csv", "tsv"):
+        return kind
     raise UnknownFormatError("input_format", f"Cannot tell the format of {path} from its extension; set it to jsonl, "
                                              f"csv or tsv")
 
@@ -566,20 +581,21 @@ def _inside(a: Path, b: Path) -> bool:
     return a == b or b in a.parents
 
 
-def check_outputs(inputs: Sequence[str | Path], outputs: Sequence[tuple[str, Sequence[str | Path]]]) -> None:
+def check_outputs(inputs: Sequence[str | Path], outputs: Sequence[tuple[str, str | Path, Sequence[str | Path]]]
+                  ) -> None:
     """Refuse a run that would write over one of its inputs, before anything is opened.
 
-    ``outputs`` pairs what names a result (``"--output r.jsonl"``) with every file or directory written for it;
+    ``outputs`` gives, per result, the setting that names it, its path, and every file or directory written for it;
     each is compared with every input (the same file through links, hard links and other spellings; a file inside
-    a directory written to or read from). Raises :class:`InputFormatError` in one line naming both."""
-    for name, written in outputs:
+    a directory written to or read from). Raises :class:`OutputClashError` in one line naming both."""
+    for setting, named, written in outputs:
         for path in map(Path, written):
             for given in inputs:
                 relation = _relation(Path(given), path)
                 if relation:
                     what = "" if path == Path(str(written[0])) else f" would write {path}, which"
-                    raise InputFormatError(f"{name}{what} {relation} {given}; name another path, so that the input "
-                                           f"is never overwritten")
+                    raise OutputClashError(f"{SETTING} {named}{what} {relation} {given}; name another path, so "
+                                           f"that the input is never overwritten", setting)
 
 
 def _relation(src: Path, path: Path) -> str:

@@ -31,6 +31,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Mapping, Optional, Sequence, Union
 
+from .datasets.grounded import keep_filter
 from .datasets.registry import recipe_inputs
 from .errors import SettingError
 from .taxonomy import COARSE
@@ -50,6 +51,7 @@ __all__ = [
     "swap_entity",
     "invert",
     "entity_pool",
+    "content_forms",
     "make_stress_pairs",
     "PerturbOptions",
     "stress_pairs",
@@ -86,7 +88,7 @@ class Skip:
     reason: str
 
 
-def _content_forms(doc: Any) -> set[str]:
+def content_forms(doc: Any) -> set[str]:
     """Lower-cased forms and lemmas of the content words (no stop words, punctuation or space) of a doc or span."""
     words = [t for t in doc if not (t.is_stop or t.is_punct or t.is_space)]
     return {t.lower_ for t in words} | {t.lemma_.lower() for t in words}
@@ -94,7 +96,7 @@ def _content_forms(doc: Any) -> set[str]:
 
 def _by_overlap(doc: Any, words: set[str]) -> list[tuple[int, Any]]:
     """(overlap, sentence) for the sentences of ``doc``, most content words in ``words`` first (stable)."""
-    scored = [(len(_content_forms(s) & words), i, s) for i, s in enumerate(doc.sents)]
+    scored = [(len(content_forms(s) & words), i, s) for i, s in enumerate(doc.sents)]
     return [(n, s) for n, _, s in sorted(scored, key=lambda x: (-x[0], x[1]))]
 
 
@@ -141,7 +143,7 @@ def _blocked(tok: Any, other_words: Optional[set[str]]) -> Optional[str]:
         return "a hedged possibility (may / might / could)"
     if other_words is not None:
         span = tok.doc[clause.left_edge.i: clause.right_edge.i + 1]
-        if not _content_forms(span) & other_words:
+        if not content_forms(span) & other_words:
             return "the clause shares no content word with the other text"
     return None
 
@@ -339,7 +341,7 @@ def invert(knowledge_doc: Any, response_words: set[str]) -> Union[Edit, Skip]:
             if found is None:
                 continue
             s, o = found
-            if not (_content_forms(s) & response_words and _content_forms(o) & response_words):
+            if not (content_forms(s) & response_words and content_forms(o) & response_words):
                 reason = "the response names no invertible clause's subject and object"
                 continue
             subj, obj = s.text, o.text
@@ -479,11 +481,11 @@ def make_stress_pairs(
         for method in methods:
             rng = random.Random(f"{seed}|{source_ids[i]}|{method}")
             if method == "negation":
-                out = negate(rdoc, _content_forms(kdoc))
+                out = negate(rdoc, content_forms(kdoc))
             elif method == "entity_swap":
                 out = swap_entity(rdoc, kdoc.text, pool, rng)
             elif method == "inversion":
-                out = invert(kdoc, _content_forms(rdoc))
+                out = invert(kdoc, content_forms(rdoc))
             else:
                 out = _pair_randomly(i, know, topic_of, by_topic, distinct, rng)  # type: ignore[arg-type]
             if isinstance(out, Skip):
@@ -543,15 +545,6 @@ class PerturbOptions:
             raise SettingError("dataset", f"must be one of {', '.join(DATASETS)}, got {self.dataset!r}")
 
 
-def _keep_filter(spec: Optional[str]) -> Optional[tuple[str, set[str]]]:
-    if not spec:
-        return None
-    column, sep, values = spec.partition("=")
-    if not sep or not column or not values:
-        raise SettingError("keep", f"expects COLUMN=VALUE[,VALUE...], got {spec!r}")
-    return column, {v.strip() for v in values.split(",")}
-
-
 def _write_jsonl(path: str, items: Sequence[Any]) -> None:
     import json
 
@@ -565,7 +558,7 @@ def stress_pairs(options: PerturbOptions) -> dict[str, Any]:
     from .io import read_checked_rows
 
     path = options.inputs[0]
-    keep = _keep_filter(options.keep)
+    keep = keep_filter(options.keep)
     fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
               ("id_column", options.id_column), ("topic_column", options.topic_column),
               ("keep", keep[0] if keep else None)]

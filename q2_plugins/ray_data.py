@@ -18,11 +18,8 @@ from __future__ import annotations
 
 import csv
 import json
-import logging
 import os
-import sys
 import warnings
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Union
 
@@ -38,13 +35,12 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by test_imports
 
 from .config import Q2Config
 from .errors import SettingError
+from .io import FORMATS, suffixes
 from .results import EXPLANATION_FIELDS, RESULT_FIELDS, Q2Stats, ResponseResult, ResponseStatus, RowErrors
-from .rows import INPUT_PREFIX, ROW_FIELD, RowSpec, cache_line, kept_name, result_fields, score_records
-from .stderr_filter import stderr_without
+from .rows import INPUT_PREFIX, ROW_FIELD, RowSpec, kept_name, result_fields, score_records
 
 __all__ = ["Q2BatchScorer", "score_dataset", "dataset_stats", "dataset_summary", "split_by_score", "check_models",
-           "read_dataset", "write_dataset", "OUTPUT_COLUMNS", "EXPLANATION_COLUMNS", "INPUT_PREFIX", "RayScoreOptions",
-           "run_score", "arrow_type"]
+           "read_dataset", "write_dataset", "OUTPUT_COLUMNS", "EXPLANATION_COLUMNS", "INPUT_PREFIX", "arrow_type"]
 
 
 def arrow_type(kind: type) -> pa.DataType:
@@ -61,9 +57,6 @@ EXPLANATION_COLUMNS: dict[str, pa.DataType] = {name: arrow_type(kind) for name, 
 # the rows read_dataset makes of a JSONL / CSV / TSV record: its fields as JSON text, or why it cannot be read, and
 # its position in its file (the result row's ``row``)
 _RECORD, _READ_ERROR, _POSITION = "__q2_record__", "__q2_read_error__", "__q2_row__"
-_EXTENSIONS = {"jsonl": ["jsonl", "json", "ndjson"], "csv": ["csv"], "tsv": ["tsv"]}
-_FORMATS = {".jsonl": "jsonl", ".json": "jsonl", ".ndjson": "jsonl", ".parquet": "parquet", ".csv": "csv",
-            ".tsv": "tsv"}
 
 
 def _config(config: Union[Q2Config, Mapping[str, Any], None]) -> Q2Config:
@@ -82,16 +75,16 @@ def check_models(config: Union[Q2Config, Mapping[str, Any], None] = None, *, num
                  num_gpus: Optional[float] = None) -> str:
     """Load the models once in a Ray worker with the actors' resources and return the run's signature; a model that
     cannot load raises its :class:`~q2_plugins.errors.ModelLoadError` here, before any row is read."""
-    return _check_result(_start_check(config, num_cpus, num_gpus))
+    return model_check_result(start_model_check(config, num_cpus, num_gpus))
 
 
-def _start_check(config: Union[Q2Config, Mapping[str, Any], None], num_cpus: float,
+def start_model_check(config: Union[Q2Config, Mapping[str, Any], None], num_cpus: float,
                  num_gpus: Optional[float]) -> "ray.ObjectRef":
     task = ray.remote(_loaded_signature).options(num_cpus=num_cpus, num_gpus=num_gpus or 0, max_retries=0)
     return task.remote(_config(config))
 
 
-def _check_result(check: "ray.ObjectRef") -> str:
+def model_check_result(check: "ray.ObjectRef") -> str:
     """The signature the model check returns, or the error it raised (a ModelLoadError naming the flag)."""
     try:
         return ray.get(check)
@@ -132,7 +125,7 @@ class Q2BatchScorer:
         self.cache_counter = cache_counter
         self._load_models()
         if isinstance(expected_signature, list):  # [the run's model check, started with the actors]: its result
-            expected_signature = _check_result(expected_signature[0])
+            expected_signature = model_check_result(expected_signature[0])
         if expected_signature is not None and self.scorer.signature != expected_signature:
             raise ValueError(f"This worker's models differ from those the run was checked with: its signature is\n  "
                              f"{self.scorer.signature}\nthe run's is\n  {expected_signature}\n"
@@ -266,15 +259,15 @@ def score_dataset(
     """
     columns = ds.schema().names
     if _RECORD not in columns:  # (records read from JSONL / CSV are checked row by row)
-        _check_columns(columns, RowSpec(response_column, knowledge_column, history_column))
-    return _map_scorer(ds, _config(config), response_column=response_column, knowledge_column=knowledge_column,
+        check_columns(columns, RowSpec(response_column, knowledge_column, history_column))
+    return map_scorer(ds, _config(config), response_column=response_column, knowledge_column=knowledge_column,
                        history_column=history_column, explain=explain, labels=labels, prefix=prefix,
                        concurrency=concurrency, num_cpus=num_cpus, num_gpus=num_gpus, batch_size=batch_size,
                        max_restarts=max_restarts, max_task_retries=max_task_retries, signature=signature,
                        scorer_class=scorer_class, ray_remote_args=ray_remote_args)
 
 
-def _check_columns(columns: list[str], spec: RowSpec) -> None:
+def check_columns(columns: list[str], spec: RowSpec) -> None:
     """The columns ``spec`` requires are there."""
     from .io import named_settings
 
@@ -284,7 +277,7 @@ def _check_columns(columns: list[str], spec: RowSpec) -> None:
                            f"The dataset has no column(s) {missing}; its columns are {columns}. Name the right ones.")
 
 
-def _map_scorer(ds: "ray.data.Dataset", cfg: Q2Config, *, concurrency: int, num_cpus: float,
+def map_scorer(ds: "ray.data.Dataset", cfg: Q2Config, *, concurrency: int, num_cpus: float,
                 num_gpus: Optional[float], batch_size: int, max_restarts: int, max_task_retries: int,
                 signature: Optional[str], scorer_class: type, ray_remote_args: Optional[Mapping[str, Any]],
                 **scorer_kwargs: Any) -> "ray.data.Dataset":
@@ -359,15 +352,15 @@ def split_by_score(scored: "ray.data.Dataset", min_score: float, *, keep_unscore
 
 
 # -- files ----------------------------------------------------------------------------------------------------------
-def _format_of(path: Path, fmt: Optional[str], setting: str) -> str:
+def format_of(path: Path, fmt: Optional[str], setting: str) -> str:
     """``fmt``, else the format of ``path``'s extension (of its files', for a directory); a :class:`SettingError`
     naming ``setting`` when it cannot tell."""
     if fmt:
         return fmt
-    if path.suffix.lower() in _FORMATS:
-        return _FORMATS[path.suffix.lower()]
+    if path.suffix.lower() in FORMATS:
+        return FORMATS[path.suffix.lower()]
     if path.is_dir():
-        found = {_FORMATS[p.suffix.lower()] for p in path.rglob("*") if p.is_file() and p.suffix.lower() in _FORMATS}
+        found = {FORMATS[p.suffix.lower()] for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS}
         if len(found) == 1:
             return found.pop()
         raise SettingError(setting, f"Cannot tell the format of directory {path} (files of format(s) "
@@ -390,13 +383,13 @@ def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
     path = Path(path)
     if not path.exists():
         raise ValueError(f"No input file or directory {path}")
-    kind = _format_of(path, fmt, "fmt")
+    kind = format_of(path, fmt, "fmt")
     # Read tasks reserve no CPU: the scoring actors may hold every CPU of the cluster, and a read waiting for one of
     # them would wait for ever (reading costs next to nothing beside scoring).
     if kind == "parquet":
         return ray.data.read_parquet(str(path), num_cpus=0)
     source = _RecordsDatasource(str(path), kind=kind, name_files=path.is_dir(), rows_per_block=rows_per_block,
-                                file_extensions=None if path.is_file() else _EXTENSIONS[kind])
+                                file_extensions=None if path.is_file() else [x[1:] for x in suffixes(kind)])
     return ray.data.read_datasource(source, num_cpus=0)
 
 
@@ -438,12 +431,12 @@ def _records_block(texts: list[Optional[str]], errors: list[Optional[str]], star
                      _POSITION: pa.array(range(start, start + len(texts)), pa.int64())})
 
 
-def _check_record_columns(path: Path, kind: str, required: tuple[str, ...], settings: tuple[str, ...]) -> None:
+def check_record_columns(path: Path, kind: str, required: tuple[str, ...], settings: tuple[str, ...]) -> None:
     """The required columns occur in the input (its first file, for a directory), checked as ``q2 score`` checks."""
     from .io import read_rows
 
     first = path if path.is_file() else min(p for p in path.rglob("*") if p.is_file() and
-                                            p.suffix.lower()[1:] in _EXTENSIONS[kind])
+                                            p.suffix.lower() in suffixes(kind))
     read_rows(first, kind, required, settings)  # raises InputFormatError naming the columns found
 
 
@@ -453,8 +446,8 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
     format ``fmt``. A single file holds the union of the columns of every block (a column of several types across
     blocks is written as text). Returns the number of rows written."""
     path = Path(path)
-    if path.suffix.lower() not in _FORMATS:
-        kind = _format_of(path, fmt, "fmt")
+    if path.suffix.lower() not in FORMATS:
+        kind = format_of(path, fmt, "fmt")
         path.mkdir(parents=True, exist_ok=True)
         if kind in ("csv", "tsv"):
             import pyarrow.csv as pcsv
@@ -466,7 +459,7 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
         return ds.count()
     from .io import partial_path
 
-    kind = _FORMATS[path.suffix.lower()]
+    kind = FORMATS[path.suffix.lower()]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = partial_path(path)
     schema = _union_schema(ds) if kind != "jsonl" else None
@@ -535,186 +528,3 @@ def _nested(row: dict[str, Any]) -> dict[str, Any]:
         if isinstance(row.get(name), str):
             row[name] = json.loads(row[name])
     return row
-
-
-# -- q2 score --engine ray --------------------------------------------------------------------------------------------
-@dataclass(frozen=True)
-class RayScoreOptions:
-    """How a ``q2 score --engine ray`` run goes (the CLI maps its flags here; :func:`run_score` takes it)."""
-
-    input: str
-    output: Optional[str] = None
-    input_format: Optional[str] = None
-    rows: RowSpec = RowSpec()
-    concurrency: int = 1
-    num_cpus_per_worker: float = 1
-    num_gpus_per_worker: Optional[float] = None
-    batch_size: int = 64
-    ray_address: Optional[str] = None
-    keep_min_score: Optional[float] = None  # filter mode: output gets rows scoring at least this
-    keep_unscored: bool = False  # filter mode: rows without a score go with the kept rows
-    dropped_output: Optional[str] = None  # filter mode (default: rows.dropped_path(output))
-    fail_on_error: bool = False
-    summary_format: str = "text"
-    progress: bool = True
-
-
-class _CacheCounter:
-    """The run's cache hits, misses and failed checks, added up from every actor's batches (an actor with no CPU)."""
-
-    def __init__(self) -> None:
-        self.counts: dict[str, int] = {"hits": 0, "misses": 0, "failed_checks": 0}
-
-    def add(self, counts: dict[str, int]) -> None:
-        for k, v in counts.items():
-            self.counts[k] = self.counts.get(k, 0) + v
-
-    def totals(self) -> dict[str, int]:
-        return dict(self.counts)
-
-
-# Ray Data (2.60) hands every actor of its pool its context and map function as object-store references and
-# lets actors restart; Ray's C++ core worker then logs, as an error, on this process's file descriptor 2 (out of
-# Python logging's reach), that such an actor cannot restart once those objects are gone. They live as long as the
-# run's dataset does, so the line is a harmless fact here; only that line is left out, every other line of the
-# core worker (real errors among them) passes.
-_HARMLESS_CORE_LINE = ("core_worker.cc", "has constructor arguments in the object store and max_restarts > 0")
-
-
-def _start(options: RayScoreOptions) -> None:
-    """A local Ray instance (or the cluster at ``ray_address``) set up for one ``q2 score`` run."""
-    if not ray.is_initialized():
-        ray.init(address=options.ray_address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    # Ray Data's per-execution INFO lines; without progress also its warning that the progress bars are off
-    logging.getLogger("ray.data").setLevel(logging.WARNING if options.progress else logging.ERROR)
-    # ...and its warning that no CPU is free, when the actors hold them all: every other step here needs none
-    logging.getLogger("ray.data.dataset").addFilter(lambda r: "does not have any available CPUs" not in r.getMessage())
-    ctx = ray.data.DataContext.get_current()
-    ctx.execution_options.preserve_order = True  # output rows in input order, as q2 score writes them
-    ctx.enable_progress_bars = options.progress
-
-
-def _scored(options: RayScoreOptions, config: Q2Config, counter: Optional[Any]) -> tuple["ray.data.Dataset", str]:
-    """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
-    path = Path(options.input)
-    kind = _format_of(path, options.input_format, "input_format") if path.exists() else options.input_format
-    ds = read_dataset(path, kind, rows_per_block=options.batch_size)  # no input: read_dataset's error
-    spec = options.rows
-    if kind == "parquet":
-        _check_columns(ds.schema().names, spec)
-    else:
-        _check_record_columns(path, kind, spec.required, spec.settings)
-    if options.progress:  # the actors load quietly: one line for the run
-        print(f"q2: loading models (once to check them, then in each of {options.concurrency} Ray actor(s))",
-              file=sys.stderr, flush=True)
-    # the models are checked in a task while the actors start and load them (the actors wait for its result)
-    check = _start_check(config, num_cpus=0, num_gpus=options.num_gpus_per_worker)
-    scored = _map_scorer(ds, config, response_column=spec.response_column, knowledge_column=spec.knowledge_column,
-                         history_column=spec.history_column, explain=spec.explain, labels=spec.labels, prefix="",
-                         concurrency=options.concurrency, num_cpus=options.num_cpus_per_worker,
-                         num_gpus=options.num_gpus_per_worker, batch_size=options.batch_size, max_restarts=3,
-                         max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,
-                         cache_counter=counter)
-    try:
-        scored = scored.materialize()
-    except Exception:
-        _check_result(check)  # a model that cannot load: the check's error, once, rather than Ray's report of it
-        raise
-    return scored, _check_result(check)
-
-
-def run_score(config: Q2Config, options: RayScoreOptions) -> int:
-    """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode) with each output's
-    ``.meta.json`` (:func:`q2_plugins.rows.write_meta`, as the local engine), print the summary; returns the exit
-    code. With ``config.cache_dir``, the run's cache hits and misses go in the summary and the sidecar."""
-    if options.keep_min_score is not None and not options.output:
-        raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
-    import signal
-    import threading
-
-    main_thread = threading.current_thread() is threading.main_thread()
-    ours = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main_thread else {}
-    _start(options)
-    for s, handler in ours.items():  # ray.init's own SIGTERM handler exits without a word: the caller's stays
-        if handler is not None:
-            signal.signal(s, handler)
-    try:
-        with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
-            return _run_started(config, options)
-    except (KeyboardInterrupt, OSError) as e:
-        from .jobs.partial import StoppedRun, mark_stopped, stopped_run
-
-        if stopped_run(e) is None:  # stopped while scoring: the rows are in the cluster's memory, none on disk
-            mark_stopped(e, StoppedRun(0, None, options.output, text=(
-                "the ray engine keeps no rows of a stopped run (it writes them once all are scored) and cannot "
-                "resume; score again, or use the local engine (--resume)")))
-        raise
-
-
-def _run_started(config: Q2Config, options: RayScoreOptions) -> int:
-    """:func:`run_score` once Ray is started."""
-    from .results import print_summary
-    from .rows import write_meta
-
-    counter = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.cache_dir else None
-    scored, signature = _scored(options, config, counter)
-    stats, errors = dataset_summary(scored)
-    extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
-    out_format = _format_of(Path(options.input), options.input_format, "input_format")  # for directory outputs
-    written = _write_outputs(options, scored, out_format, extra)
-    summary = {**stats.summary(), **errors.summary()}
-    code, problem = stats.exit_code(options.fail_on_error)
-    for out, rows in written.items():
-        write_meta(out, engine="ray", signature=signature, summary=summary, config=config, rows=rows,
-                   input=options.input, spec=options.rows, exit_code=code, **extra)
-    print_summary({**summary, **extra}, signature, options.summary_format)
-    if options.summary_format == "text":
-        _print_extra(extra, config)
-    if problem:
-        print(f"q2 score: {problem}", file=sys.stderr)
-    return code
-
-
-def _print_extra(extra: dict[str, Any], config: Q2Config) -> None:
-    if "cache" in extra:
-        print(cache_line(extra["cache"], config.cache_dir))
-    if "filter" in extra:
-        f = extra["filter"]
-        print(f"filter        kept {f['kept']} -> {f['kept_output']}  dropped {f['dropped']} -> "
-              f"{f['dropped_output']}  (q2 >= {f['min_score']}; unscored rows: {f['unscored']})")
-
-
-def _write_outputs(options: RayScoreOptions, scored: "ray.data.Dataset", out_format: str,
-                   extra: dict[str, Any]) -> dict[str, int]:
-    """Write the scored rows (or, in filter mode, the kept and the dropped rows, adding ``extra["filter"]``);
-    returns each file written with its row count. A write that stops says where its rows so far are."""
-    from .rows import dropped_path
-
-    if not options.output:
-        return {}
-    if options.keep_min_score is None:
-        return {options.output: _written(scored, options.output, out_format)}
-    dropped_output = options.dropped_output or str(dropped_path(options.output))
-    kept, dropped = split_by_score(scored, options.keep_min_score, keep_unscored=options.keep_unscored)
-    written = {options.output: _written(kept, options.output, out_format),
-               dropped_output: _written(dropped, dropped_output, out_format)}
-    extra["filter"] = {"min_score": options.keep_min_score, "unscored": "keep" if options.keep_unscored else "drop",
-                       "kept": written[options.output], "dropped": written[dropped_output],
-                       "kept_output": options.output, "dropped_output": dropped_output}
-    return written
-
-
-def _written(ds: "ray.data.Dataset", path: str, fmt: str) -> int:
-    """:func:`write_dataset`; when it stops (SIGTERM, a full disk), one line naming the ``.partial`` it leaves."""
-    from .io import partial_path
-
-    try:
-        return write_dataset(ds, path, fmt)
-    except BaseException as e:
-        from .jobs.partial import StoppedRun, mark_stopped
-
-        partial = partial_path(path)
-        kept = (f"the rows written so far are in {partial}, " if partial.exists() else "") + f"{path} left as it was"
-        mark_stopped(e, StoppedRun(0, partial if partial.exists() else None, path, failed=path, text=(
-            f"stopped while writing {path}: {kept}; the ray engine cannot resume: score again")))
-        raise

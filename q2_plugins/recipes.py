@@ -50,12 +50,12 @@ import random
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, Union
 
-from .errors import ModelLoadError, SettingError
-from .io import InputFormatError
-from .perturb import Edit, Skip, _content_forms, antonym, entity_pool, invert, negate, swap_entity, wordnet_antonyms
+from .backends.hf.generator import HFResponseGenerator
+from .datasets.grounded import DatasetError, SourceRow, read_sources
+from .errors import SettingError
+from .perturb import Edit, Skip, antonym, content_forms, entity_pool, invert, negate, swap_entity, wordnet_antonyms
 from .taxonomy import LABELS
 
 if TYPE_CHECKING:
@@ -77,6 +77,7 @@ __all__ = [
     "label_table",
     "read_sources",
     "run_recipe",
+    "DatasetError",
 ]
 
 RECIPES = ("begin", "conv-fever")
@@ -159,29 +160,6 @@ def _generic(rng: random.Random, pretokenised: bool) -> str:
     return _in_style(opener + reply, pretokenised)
 
 
-class GeneratorLoadError(SettingError, ModelLoadError):
-    """The ``generator`` model cannot be loaded."""
-
-
-class DatasetError(InputFormatError, SettingError):
-    """An input that the ``dataset`` setting's reader cannot read."""
-
-
-@dataclass(frozen=True)
-class SourceRow:
-    """A grounded example a recipe starts from; ``dialogue`` (when known) keeps random pairs out of its dialogue,
-    ``topic`` (when known) draws BEGIN's off-topic responses from the same topic. ``response``, ``knowledge`` and
-    ``previous`` hold what the input held: a value that is not text is skipped and counted, never converted."""
-
-    id: str
-    response: Any
-    knowledge: Any
-    previous: Any = None
-    dialogue: Optional[str] = None
-    source: str = ""
-    topic: Optional[str] = None
-
-
 @dataclass
 class TrainingRow:
     """One made example: premise parts, hypothesis, label (and the three-way label), and how it was made."""
@@ -260,8 +238,8 @@ class _Neighbours:
 
     def __init__(self, rows: Sequence[SourceRow], kdocs: dict[str, Any], rdocs: Sequence[Any]) -> None:
         self.rows = rows
-        self.kwords = [_content_forms(kdocs[r.knowledge]) for r in rows]
-        self.rwords = [_content_forms(d) for d in rdocs]
+        self.kwords = [content_forms(kdocs[r.knowledge]) for r in rows]
+        self.rwords = [content_forms(d) for d in rdocs]
         self.topic_words = {r.topic: set(re.findall(r"\w+", r.topic.lower())) for r in rows if r.topic}
 
     def related(self, i: int) -> Union[int, str]:
@@ -437,8 +415,8 @@ def _conv_fever_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs:
                 add(method, "inconsistent", rows[j].knowledge, src.response, f"the knowledge of row {rows[j].id}",
                     label3="neutral")
         edits: list[tuple[str, Any]] = [
-            ("negated_response", negate(rdoc, _content_forms(kdoc))),
-            ("negated_knowledge", negate(kdoc, _content_forms(rdoc), best_sentence_only=True)),
+            ("negated_response", negate(rdoc, content_forms(kdoc))),
+            ("negated_knowledge", negate(kdoc, content_forms(rdoc), best_sentence_only=True)),
             ("entity_swap", swap_entity(rdoc, kdoc.text, pool, random.Random(f"{seed}|{src.id}|entity_swap"))),
         ]
         for method, edit in edits:
@@ -569,181 +547,6 @@ def label_table(report: RecipeReport) -> list[str]:
     lines.append(f"| total | consistent {report.labels['consistent']} / inconsistent "
                  f"{report.labels['inconsistent']} | {sum(report.labels.values())} |")
     return lines
-
-
-class HFResponseGenerator:
-    """A Hugging Face causal or sequence-to-sequence LM writing responses from "evidence + previous turn" prompts:
-    greedy decoding, or sampling at ``temperature`` (seeded by ``seed``), ``batch_size`` prompts a call (left padding
-    for causal models). Loaded on construction."""
-
-    def __init__(self, model: str, *, batch_size: int = 16, max_new_tokens: int = 40, device: str = "cpu",
-                 seed: int = 0) -> None:
-        from transformers import AutoConfig, AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
-
-        try:
-            config = AutoConfig.from_pretrained(model)
-            self.seq2seq = bool(getattr(config, "is_encoder_decoder", False))
-            self.tokenizer = AutoTokenizer.from_pretrained(model, padding_side="left" if not self.seq2seq else "right")
-            cls = AutoModelForSeq2SeqLM if self.seq2seq else AutoModelForCausalLM
-            from .transformers_models import quiet_loading
-
-            with quiet_loading():  # (no per-file loading bars)
-                self.model = cls.from_pretrained(model).to(device).eval()
-        except (OSError, ValueError) as e:
-            raise GeneratorLoadError("generator", f"{model} could not be loaded ({str(e).splitlines()[0]}); name a "
-                                                  f"local folder or hub name of a causal or seq2seq LM") from None
-        if self.tokenizer.pad_token is None:
-            self.tokenizer.pad_token = self.tokenizer.eos_token
-        self.batch_size, self.max_new_tokens, self.device, self.seed = batch_size, max_new_tokens, device, seed
-
-    def generate(self, prompts: Sequence[tuple[str, str]], temperature: Optional[float] = None) -> list[str]:
-        import torch
-
-        texts = [f"knowledge: {evidence} previous turn: {previous} response:" if evidence else
-                 f"previous turn: {previous} response:" for previous, evidence in prompts]
-        sampling = {"do_sample": True, "temperature": temperature, "top_k": 0} if temperature else {"do_sample": False}
-        if temperature:
-            torch.manual_seed(self.seed)
-        out: list[str] = []
-        for start in range(0, len(texts), self.batch_size):
-            batch = self.tokenizer(texts[start:start + self.batch_size], return_tensors="pt", padding=True,
-                                   truncation=True, max_length=512).to(self.device)
-            with torch.no_grad():
-                ids = self.model.generate(**batch, **sampling, max_new_tokens=self.max_new_tokens,
-                                          pad_token_id=self.tokenizer.pad_token_id)
-            if not self.seq2seq:
-                ids = ids[:, batch["input_ids"].shape[1]:]
-            out += [t.strip() for t in self.tokenizer.batch_decode(ids, skip_special_tokens=True)]
-        return out
-
-
-# -- reading the grounded rows, and the command line's recipe run ------------------------------------------------
-_PREVIOUS = ("previous turn", "previous_turn", "message", "history")
-
-
-def _kind(path: Path, dataset: str) -> str:
-    if dataset != "auto":
-        return dataset
-    if path.is_dir():
-        return "wow"
-    if path.suffix.lower() == ".json":
-        with path.open(encoding="utf-8") as f:
-            if f.read(4096).lstrip().startswith("["):  # a JSON list: ParlAI's dialogues (a table is JSON lines)
-                return "wow-json"
-    if path.suffix.lower() == ".tsv":
-        with path.open(encoding="utf-8") as f:
-            header = f.readline().rstrip("\n").split("\t")
-        if "response" in header and ("gold label" in header or "begin_label" in header):
-            return "begin"
-    return "table"
-
-
-def _table_rows(path: Path, options: "PerturbOptions") -> list[SourceRow]:
-    from .io import read_checked_rows
-    from .perturb import _keep_filter
-
-    keep = _keep_filter(options.keep)
-    fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
-              ("id_column", options.id_column), ("topic_column", options.topic_column),
-              ("previous_column", options.previous_column), ("keep", keep[0] if keep else None)]
-    rows = [(n, r) for n, r in read_checked_rows(str(path), options.input_format, fields)
-            if not keep or str(r[keep[0]]).strip() in keep[1]]
-    first = rows[0][1] if rows else {}
-    previous = options.previous_column or next((c for c in _PREVIOUS if c in first), None)
-    topic = options.topic_column or ("topic" if "topic" in first else None)
-    def value(v: Any) -> Any:
-        return "" if v is None else v  # a missing cell is empty; any other value is kept as read, for the checks
-
-    return [SourceRow(id=str(r[options.id_column]) if options.id_column else str(n),
-                      response=value(r[options.response_column]), knowledge=value(r[options.knowledge_column]),
-                      previous=value(r[previous]) if previous else None,
-                      dialogue=str(r[topic]) if topic and r.get(topic) not in (None, "") else None,
-                      topic=str(r[topic]) if topic and r.get(topic) not in (None, "") else None)
-            for n, r in rows]
-
-
-_NO_KNOWLEDGE = "no_passages_used"
-
-
-def _wow_json_rows(path: Path) -> list[SourceRow]:
-    """Every wizard turn of ParlAI's ``wizard_of_wikipedia`` JSON (a list of dialogues, each a ``dialog`` list of
-    turns): the wizard's text, the sentence of its ``checked_sentence`` (empty when none or ``no_passages_used``, so
-    the recipe counts it as skipped) and the previous turn's text (the chosen topic for an opening turn)."""
-    import json
-
-    with path.open(encoding="utf-8") as f:
-        try:
-            data = json.load(f)
-        except json.JSONDecodeError as e:
-            raise DatasetError("dataset", f"{path}: not JSON ({e}); a JSONL table is dataset table") from None
-    if not isinstance(data, list) or not all(isinstance(d, dict) and isinstance(d.get("dialog"), list)
-                                              for d in data):
-        raise InputFormatError(f"{path}: not a list of dialogues with a 'dialog' list (ParlAI's wizard_of_wikipedia"
-                               f" JSON); name another dataset")
-    rows: list[SourceRow] = []
-    for d, dialogue in enumerate(data):
-        previous = str(dialogue.get("chosen_topic") or "") or None
-        for t, turn in enumerate(dialogue["dialog"]):
-            if not isinstance(turn, dict) or "speaker" not in turn or "text" not in turn:
-                raise InputFormatError(f"{path}: dialogue {d} turn {t} has no 'speaker' / 'text'")
-            if "Wizard" in str(turn["speaker"]):
-                chosen = turn.get("checked_sentence") or {}
-                sentence = str(next(iter(chosen.values()), "")) if isinstance(chosen, dict) else ""
-                rows.append(SourceRow(id=f"{d}:{t}", response=turn["text"], previous=previous, dialogue=str(d),
-                                      knowledge="" if sentence == _NO_KNOWLEDGE else sentence))
-            previous = str(turn["text"])
-    return rows
-
-
-def read_sources(path: str, options: "PerturbOptions") -> list[SourceRow]:
-    """The grounded rows of one input: a Q² WoW folder's consistent responses, BEGIN's entailed (v1) or fully
-    attributable (v2) ones, the wizard turns of ParlAI's ``wizard_of_wikipedia`` JSON, or every row of a table
-    (``options.keep`` filters)."""
-    where = Path(path)
-    kind = _kind(where, options.dataset)
-    if kind == "table":
-        rows = _table_rows(where, options)
-    elif kind == "wow-json":
-        rows = _wow_json_rows(where)
-    else:
-        from .datasets.registry import DATASETS
-
-        data = DATASETS[kind].recipe_input(where)  # type: ignore[misc]
-        topics = _wow_topics(where) if kind == "wow" else {}
-        source = _begin_source(where) if kind == "begin" else None
-        rows = [SourceRow(id=ex.id, response=ex.response, knowledge=ex.knowledge, previous=ex.history,
-                          dialogue=ex.dialogue, topic=topics.get((ex.response, ex.knowledge), source))
-                for ex in data.examples if ex.consistent]
-    name = where.name
-    return [SourceRow(f"{name}/{r.id}", r.response, r.knowledge, r.previous, r.dialogue and f"{name}/{r.dialogue}",
-                      f"{name} ({kind})", r.topic) for r in rows]
-
-
-#: BEGIN's knowledge sources, by the name of a BEGIN file (v2: begin_dev_<source>.tsv in a folder of that source)
-_BEGIN_SOURCES = {"wow": "Wizard of Wikipedia", "cmu": "CMU-DoG", "cmu-dog": "CMU-DoG", "tc": "Topical-Chat",
-                  "topicalchat": "Topical-Chat"}
-
-
-def _begin_source(path: Path) -> str:
-    """The knowledge source of a BEGIN file, BEGIN's topic for its off-topic responses: v2 names it in the file
-    (``begin_dev_tc.tsv``) and its folder; v1's responses are all Wizard of Wikipedia's."""
-    for name in (path.stem.rsplit("_", 1)[-1], path.parent.name):
-        if name.lower() in _BEGIN_SOURCES:
-            return f"{_BEGIN_SOURCES[name.lower()]} (BEGIN's knowledge source)"
-    return "Wizard of Wikipedia (BEGIN's knowledge source)"
-
-
-def _wow_topics(folder: Path) -> dict[tuple[str, str], str]:
-    """The ``topic`` of each (response, knowledge) of a Q² WoW folder's CSV files."""
-    import csv
-
-    out: dict[tuple[str, str], str] = {}
-    for path in sorted(folder.glob("*.csv")):
-        with path.open(newline="", encoding="utf-8") as f:
-            for row in csv.DictReader(f):
-                if row.get("topic"):
-                    out.setdefault((row.get("response", ""), row.get("knowledge", "")), row["topic"])
-    return out
 
 
 def _marked(before: str, after: str) -> str:

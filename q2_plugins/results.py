@@ -6,13 +6,13 @@ import json
 import math
 import re
 import sys
-from dataclasses import dataclass, field
-from typing import Any, Iterable, Mapping, Optional
+from dataclasses import dataclass, field, fields
+from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_origin, get_type_hints
 
 from . import metric_names as M
 
 __all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "RowErrors", "Q2Result", "ResponseStatus",
-           "print_summary", "explained_row", "RESULT_FIELDS", "EXPLANATION_FIELDS"]
+           "print_summary", "cache_line", "explained_row", "RESULT_FIELDS", "EXPLANATION_FIELDS"]
 
 
 class ResponseStatus:
@@ -22,19 +22,6 @@ class ResponseStatus:
     FALLBACK = "fallback"  # no valid question; scored by end-to-end NLI
     NO_VALID_QUESTION = "no_valid_question"  # no valid question and the fallback is off: no score
     ERROR = "error"  # the row could not be scored; see ``error``
-
-
-#: The result fields of a row of ``q2 score`` output, both engines, in the order written, each with its type (None
-#: allowed for every one): the one declaration the local writer, Ray's Arrow schema and the reader
-#: (:func:`q2_plugins.rows.read_results`) derive from. A result row is ``row``, the input fields, then these.
-RESULT_FIELDS: dict[str, type] = {
-    "status": str, "score": float, "score_no_nli": float, "num_questions": int, "num_candidates": int,
-    "used_fallback": bool, "fallback_label": str, "error": str, "warning": str, "label": str, "label3": str,
-    "label_reason": str,
-}
-#: The fields an explained row (``explain=True``) adds after :data:`RESULT_FIELDS`: nested in JSONL, JSON text in
-#: Parquet / CSV.
-EXPLANATION_FIELDS: dict[str, type] = {"candidates": list, "questions": list, "dropped": list, "coref": dict}
 
 
 @dataclass
@@ -62,46 +49,48 @@ class DroppedQuestion:
     response_answer: Optional[str] = None
 
 
+# a field's place in a result row (``metadata["row"]``): a result field, or an explanation field (``explain=True``)
+_RESULT, _EXPLANATION = {"row": "result"}, {"row": "explanation"}
+_SPARSE = {"row": "result", "sparse": True}  # in to_dict() only when set
+
+
 @dataclass
 class ResponseResult:
-    """The score of one response. ``score`` is None when there is none (see ``status`` and ``error``)."""
+    """The score of one response. ``score`` is None when there is none (see ``status`` and ``error``).
+
+    The one declaration of a result row: the fields marked as result fields, in this order, are
+    :data:`RESULT_FIELDS` (every result row of both engines carries them), those marked as explanation fields
+    :data:`EXPLANATION_FIELDS`; :meth:`to_dict` and the row writer (:func:`q2_plugins.rows.result_fields`) read them
+    from here."""
 
     index: int
-    status: str
-    score: Optional[float] = None
-    score_no_nli: Optional[float] = None
-    num_questions: int = 0
-    num_candidates: int = 0
-    used_fallback: bool = False
-    fallback_label: Optional[str] = None
-    error: Optional[str] = None
-    label: Optional[str] = None  # BEGIN five-way label (q2_plugins.taxonomy); None when not labelled
-    label3: Optional[str] = None  # coarse three-way label: entailment / neutral / contradiction
-    label_reason: Optional[str] = None
-    warning: Optional[str] = None  # how the row was truncated to its budgets (over_budget="truncate"), if it was
-    candidates: Optional[list[str]] = None
-    questions: Optional[list[QuestionResult]] = None
-    dropped: Optional[list[DroppedQuestion]] = None
+    status: str = field(metadata=_RESULT)
+    score: Optional[float] = field(default=None, metadata=_RESULT)
+    score_no_nli: Optional[float] = field(default=None, metadata=_RESULT)
+    num_questions: int = field(default=0, metadata=_RESULT)
+    num_candidates: int = field(default=0, metadata=_RESULT)
+    used_fallback: bool = field(default=False, metadata=_RESULT)
+    fallback_label: Optional[str] = field(default=None, metadata=_RESULT)
+    error: Optional[str] = field(default=None, metadata=_RESULT)
+    #: how the row was truncated to its budgets (over_budget="truncate"), if it was
+    warning: Optional[str] = field(default=None, metadata=_SPARSE)
+    #: BEGIN five-way label (q2_plugins.taxonomy); None when not labelled
+    label: Optional[str] = field(default=None, metadata=_RESULT)
+    #: coarse three-way label: entailment / neutral / contradiction
+    label3: Optional[str] = field(default=None, metadata=_RESULT)
+    label_reason: Optional[str] = field(default=None, metadata=_RESULT)
+    candidates: Optional[list[str]] = field(default=None, metadata=_EXPLANATION)
+    questions: Optional[list[QuestionResult]] = field(default=None, metadata=_EXPLANATION)
+    dropped: Optional[list[DroppedQuestion]] = field(default=None, metadata=_EXPLANATION)
     #: --coref: the response as scored ("response"), "original_response" and each of "replacements"
-    coref: Optional[dict[str, Any]] = None
+    coref: Optional[dict[str, Any]] = field(default=None, metadata=_EXPLANATION)
 
     def to_dict(self) -> dict[str, Any]:
-        out: dict[str, Any] = {
-            "index": self.index,
-            "status": self.status,
-            "score": self.score,
-            "score_no_nli": self.score_no_nli,
-            "num_questions": self.num_questions,
-            "num_candidates": self.num_candidates,
-            "used_fallback": self.used_fallback,
-            "fallback_label": self.fallback_label,
-            "error": self.error,
-            "label": self.label,
-            "label3": self.label3,
-            "label_reason": self.label_reason,
-        }
-        if self.warning is not None:  # only a truncated row has one
-            out["warning"] = self.warning
+        """``index``, the result fields (``warning`` only when set), then the explanation when there is one: the
+        candidates, questions and dropped questions when questions were kept, ``coref`` when it was run."""
+        out: dict[str, Any] = {"index": self.index}
+        out.update({f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("row") == "result"
+                    and not (f.metadata.get("sparse") and getattr(self, f.name) is None)})
         if self.questions is not None:
             out["candidates"] = self.candidates
             out["questions"] = [{k: v for k, v in vars(q).items() if k != "coref" or v is not None}
@@ -121,6 +110,27 @@ class ResponseResult:
             questions=None if questions is None else [QuestionResult(**q) for q in questions],
             dropped=None if dropped is None else [DroppedQuestion(**d) for d in dropped],
         )
+
+
+def _row_type(annotation: Any) -> type:
+    """The type a row field holds: ``Optional[float]`` -> float, ``Optional[list[...]]`` -> list."""
+    args = [a for a in get_args(annotation) if a is not type(None)]
+    kind = args[0] if get_origin(annotation) is Union and len(args) == 1 else annotation
+    return get_origin(kind) or kind
+
+
+def _row_fields(place: str) -> dict[str, type]:
+    hints = get_type_hints(ResponseResult)
+    return {f.name: _row_type(hints[f.name]) for f in fields(ResponseResult) if f.metadata.get("row") == place}
+
+
+#: The result fields of a row of ``q2 score`` output, both engines, in the order written, each with its type (None
+#: allowed for every one), read off :class:`ResponseResult`: what the local writer, Ray's Arrow schema and the
+#: reader (:func:`q2_plugins.rows.read_results`) derive from. A result row is ``row``, the input fields, then these.
+RESULT_FIELDS: dict[str, type] = _row_fields("result")
+#: The fields an explained row (``explain=True``) adds after :data:`RESULT_FIELDS`: nested in JSONL, JSON text in
+#: Parquet / CSV.
+EXPLANATION_FIELDS: dict[str, type] = _row_fields("explanation")
 
 
 def explained_row(result: ResponseResult, *, ids: Optional[Mapping[str, Any]] = None,
@@ -312,6 +322,13 @@ class Q2Result:
         s = self.stats
         return (f"Q2Result(q2={s.score:.4f}, coverage={s.coverage:.3f}, fallback_rate={s.fallback_rate:.3f}, "
                 f"n={s.n}, errors={s.n_errors}, signature={self.signature!r})")
+
+
+def cache_line(counts: dict[str, int], cache_dir: Any) -> str:
+    """The summary's cache line; entries that failed their check (recomputed, never used) are named."""
+    failed = counts.get("failed_checks", 0)
+    note = f"  failed checks {failed} (damaged or edited entries: computed again)" if failed else ""
+    return f"cache         hits {counts['hits']}  misses {counts['misses']}{note}  ({cache_dir})"
 
 
 def print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = None) -> None:

@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from . import __version__
+from . import metric_names as M
 from . import stages as st
 from .budgets import check_candidates, check_lengths
 from .cache import Q2Cache
@@ -36,6 +37,11 @@ class Q2Scorer:
     >>> scorer = Q2Scorer(Q2Config(use_nli=False))            # doctest: +SKIP
     >>> result = scorer.score(responses=["..."], knowledge=["..."], explain=True)  # doctest: +SKIP
     """
+
+    #: torchmetrics-style metadata, from the one declaration (:data:`q2_plugins.metric_names.METRIC_INFO`)
+    higher_is_better: bool = bool(M.METRIC_INFO.higher_is_better)
+    plot_lower_bound: float = M.METRIC_INFO.bounds[0]  # type: ignore[index]
+    plot_upper_bound: float = M.METRIC_INFO.bounds[1]  # type: ignore[index]
 
     def __init__(
         self,
@@ -132,7 +138,7 @@ class Q2Scorer:
 
     @property
     def coreference(self) -> Coreference:
-        """The coreference of ``--coref`` (:mod:`q2_plugins.coref`), loaded on first use."""
+        """The coreference of ``--coref`` (:mod:`q2_plugins.backends.hf.coref`), loaded on first use."""
         if self._coref is None:
             self._coref = self._component("coref")
         return self._coref
@@ -215,7 +221,7 @@ class Q2Scorer:
         """Score ``responses[i]`` against ``knowledge[i]``; the steps are those of :mod:`q2_plugins.stages`.
 
         Each knowledge item is a string or a list of strings (joined by spaces). ``history`` (the dialogue before
-        each response) is read only with ``coref`` (the paper's appendix A step, :mod:`q2_plugins.coref`).
+        each response) is read only with ``coref`` (the paper's appendix A step, :mod:`q2_plugins.backends.hf.coref`).
         Bad rows get ``status="error"`` and a message; they never stop the other rows. ``label`` adds the
         BEGIN-style label of each response (:mod:`q2_plugins.taxonomy`). ``progress``: True for a bar per stage of
         this call, or a :class:`~q2_plugins.progress.Progress` to keep one set of bars (rows with an ETA, and

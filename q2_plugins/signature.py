@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence
 
-from .config import Q2Config
+from .config import Q2Config, split_model
 
 __all__ = ["Signature", "model_id", "spacy_id", "content_hashes", "directory_digest", "hub_snapshot_of",
            "SOURCE_RECORD", "read_source_record", "write_source_record", "short_model_id", "replay_signature",
@@ -297,25 +297,31 @@ class Part:
     that the score settings naming ``key`` in their ``sig`` write, joined by ``joiner``. ``needs``: written only
     when this (boolean) attribute of the config holds (``uses_nli``: scoring uses the NLI model; ``coref``).
     ``stage``: the settings of this part are those of that stage's component (the settings naming the stage, and
-    no other), so the part is also that stage's cache key."""
+    no other), so the part is also that stage's cache key. ``backend``: written only when that stage's model string
+    names this backend (settings that only its components read, such as the ``hf`` QA model's windows)."""
 
     key: str
     component: Optional[str] = None
     joiner: str = "-"
     needs: Optional[str] = None
     stage: Optional[str] = None
+    backend: Optional[str] = None
 
     def written(self, config: Q2Config) -> bool:
         """Whether the settings ``config`` use this part."""
-        return self.needs is None or bool(getattr(config, self.needs))
+        return (self.needs is None or bool(getattr(config, self.needs))) and self.read_by_backend(config)
+
+    def read_by_backend(self, config: Q2Config) -> bool:
+        """Whether the component of this part's stage reads its settings (always, for a part of no backend)."""
+        return self.backend is None or split_model(getattr(config, f"{self.stage}_model"))[0] == self.backend
 
 
 #: The parts of a scorer's signature, in order (``q2`` is the package version).
 SCORER_PARTS = (
     Part("q2"), Part("cand", "candidates"), Part("qg", "qg"), Part("qg-dec", stage="qg"),
-    Part("questions", joiner="+"), Part("qa", "qa"), Part("qa-dec", stage="qa"), Part("personal"), Part("norm"),
-    Part("cmp"), Part("fallback"), Part("nli", "nli", needs="uses_nli"),
-    Part("nli-dec", needs="uses_nli", stage="nli"),
+    Part("questions", joiner="+"), Part("qa", "qa"), Part("qa-dec", stage="qa", backend="hf"), Part("personal"),
+    Part("norm"), Part("cmp"), Part("fallback"), Part("nli", "nli", needs="uses_nli"),
+    Part("nli-dec", needs="uses_nli", stage="nli", backend="hf"),
     Part("coref", "coref", needs="coref"), Part("coref-dec", needs="coref", stage="coref"), Part("budget"),
 )
 #: The short form: these parts of the full form (full key -> short key, in this order; component identities
@@ -372,5 +378,6 @@ def stage_key(config: Q2Config, stage: str, component: str, version: str = "") -
     change its outputs (their ``stages`` name it; as the signature writes them), or ``version`` for a stage that
     no setting changes (a definition's version)."""
     pieces = _pieces(config, config.stage_names(stage))
-    settings = "|".join(p.joiner.join(pieces[p.key]) for p in SCORER_PARTS if p.key in pieces)
+    settings = "|".join(p.joiner.join(pieces[p.key]) for p in SCORER_PARTS
+                        if p.key in pieces and p.read_by_backend(config))
     return f"{stage}|{component}|{settings or version}"

@@ -151,7 +151,7 @@ def corpus_sentences(lower: bool = False) -> list[str]:
 
 def _save(out: Path, model: object, tokenizer: object) -> Path:
     """``save_pretrained`` the model and the tokenizer into ``out``."""
-    from .transformers_models import quiet_loading
+    from .backends.loading import quiet_loading
 
     with quiet_loading():  # (the "Writing model shards" bar)
         model.save_pretrained(out)  # type: ignore[attr-defined]
@@ -463,13 +463,13 @@ def build_roberta_nli(
 
 def build_fcoref(path: str | os.PathLike, seed: int = 0, *, ffnn_size: int = 16, **config: Any) -> Path:
     """Build a tiny F-coref coreference model (RoBERTa encoder + mention / antecedent head, the published
-    checkpoint's layout; :mod:`q2_plugins.coref`) with a byte-level BPE tokenizer into ``path``. ``config``
+    checkpoint's layout; :mod:`q2_plugins.backends.hf.coref`) with a byte-level BPE tokenizer into ``path``. ``config``
     overrides ``RobertaConfig`` fields (the size of the real model: ``hidden_size=768, num_hidden_layers=6,
     num_attention_heads=12, intermediate_size=3072``, ``ffnn_size=1024``, ``model_vocab=50265``)."""
     from safetensors.torch import save_file
     from transformers import AutoConfig, AutoTokenizer
 
-    from .coref import FCorefModule
+    from .backends.hf.coref import FCorefModule
 
     out = build_roberta_nli(path, seed, model_vocab=config.pop("model_vocab", None), **config)
     roberta = AutoConfig.from_pretrained(out)

@@ -21,7 +21,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from .errors import ModelLoadError, SettingError
+from .backends.hf.labeller import TaxonomyModel, TaxonomyModelError  # noqa: F401 (public here too)
+from .errors import SettingError
 from .io import InputFormatError
 from .taxonomy import COARSE, LABELS, LABELS3
 
@@ -51,14 +52,6 @@ class TrainDataError(InputFormatError):
 
 class ColumnError(TrainDataError, SettingError):
     """A training or evaluation file without the column a :class:`TrainOptions` setting names (or finds)."""
-
-
-class TaxonomyModelError(SettingError, ModelLoadError):
-    """A :class:`TaxonomyModel` that cannot be loaded or is not five-way (setting ``taxonomy_model``)."""
-
-
-class _StartModelError(SettingError, ModelLoadError):
-    """The model a run starts from (``base`` or ``init_from``) cannot be loaded."""
 
 
 def label_names(n_labels: int) -> tuple[str, ...]:
@@ -228,36 +221,14 @@ def evaluate_labels(gold: Sequence[str], predicted: Sequence[str]) -> dict[str, 
     return out
 
 
-def _premise_order(model_labels: dict[int, str], wanted: Sequence[str]) -> tuple[str, ...]:
-    """``wanted`` in the order of a starting checkpoint's labels when they are the same labels (its head is kept)."""
-    have = [str(model_labels[i]).lower() for i in sorted(model_labels)]
-    return tuple(have) if sorted(have) == sorted(wanted) else tuple(wanted)
-
-
 def _load_for_training(options: TrainOptions) -> tuple[Any, Any, tuple[str, ...]]:
     """The starting model with a head for the run's labels, its tokenizer and the label order. A head of another size
     is re-initialised, as expected: one line says so (transformers' load report of the mismatch is not shown)."""
-    from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
-    from transformers.utils import logging as hf_logging
+    from .backends.hf.labeller import load_for_training
 
     start = options.init_from or options.base
     setting = "init_from" if options.init_from else "base"
-    try:
-        config = AutoConfig.from_pretrained(start)
-        have = len(getattr(config, "id2label", None) or {})
-        order = _premise_order(getattr(config, "id2label", None) or {}, label_names(options.labels))
-        verbosity = hf_logging.get_verbosity()
-        hf_logging.set_verbosity_error()  # the load report lists the re-initialised head as a MISMATCH
-        try:
-            model = AutoModelForSequenceClassification.from_pretrained(
-                start, id2label=dict(enumerate(order)), label2id={name: i for i, name in enumerate(order)},
-                ignore_mismatched_sizes=True)
-        finally:
-            hf_logging.set_verbosity(verbosity)
-        tokenizer = AutoTokenizer.from_pretrained(start)
-    except (OSError, ValueError) as e:
-        raise _StartModelError(setting, f"{start} could not be loaded as a sequence classifier "
-                                        f"({str(e).splitlines()[0]}); name a local folder or a hub model") from None
+    model, tokenizer, order, have = load_for_training(start, setting, label_names(options.labels))
     if have != len(order):
         print(f"q2 train: {start} has {have} labels: its classifier head is re-initialised for {len(order)} labels "
               f"({', '.join(order)}), as expected", file=sys.stderr)
@@ -329,7 +300,7 @@ def train(options: TrainOptions) -> TrainResult:
         raise ModuleNotFoundError("q2 train needs accelerate: pip install -c constraints.txt '.[train]'") from None
     from transformers import DataCollatorWithPadding, PrinterCallback, Trainer, set_seed
 
-    from .transformers_models import quiet_loading
+    from .backends.loading import quiet_loading
 
     set_seed(options.seed)
     with quiet_loading():  # transformers' per-file bars (loading weights, writing shards and checkpoints)
@@ -442,59 +413,3 @@ def _plot_curve(history: Sequence[dict[str, Any]], path: Path) -> Optional[Path]
     fig.savefig(path, dpi=100)
     plt.close(fig)
     return path
-
-
-class TaxonomyModel:
-    """A five-way classifier ``q2 train --labels 5`` wrote, labelling responses with BEGIN's labels.
-
-    ``predict`` takes evidence, previous turns (or None) and responses and returns one label per response, batched.
-    ``label(result, ...)`` attaches them to a :class:`~q2_plugins.results.Q2Result` (``label``, ``label3``,
-    ``label_reason``), as ``Q2Scorer.label`` does with the text rules.
-    """
-
-    def __init__(self, path: str, *, batch_size: int = 32, max_length: int = 256, device: str = "cpu") -> None:
-        from .transformers_models import load_model, quiet_loading
-
-        try:  # the one load policy of every model (q2_plugins.backends.loading), without per-file loading bars
-            with quiet_loading():
-                self.tokenizer, self.model = load_model("taxonomy", path, None, device, "float32", "classification",
-                                                        cpu_kernels="torch")
-        except ModelLoadError as e:
-            why = e.__cause__ if e.__cause__ is not None else e
-            raise TaxonomyModelError("taxonomy_model", f"{path} could not be loaded ({str(why).splitlines()[0]})") \
-                from None
-        names = [str(self.model.config.id2label[i]).lower() for i in range(self.model.config.num_labels)]
-        if sorted(names) != sorted(LABELS):
-            raise TaxonomyModelError("taxonomy_model", f"{path} has labels {names}, not BEGIN's five {list(LABELS)}: "
-                                                       f"train a five-way one (training labels 5)")
-        self.path, self.names, self.batch_size, self.max_length, self.device = path, names, batch_size, max_length, \
-            device
-
-    def predict(self, evidence: Sequence[str], previous: Optional[Sequence[Optional[str]]],
-                responses: Sequence[str]) -> list[str]:
-        import torch
-
-        prev = previous if previous is not None else [None] * len(responses)
-        premises = [f"{e} {p}" if p else e for e, p in zip(evidence, prev)]
-        out: list[str] = []
-        for s in range(0, len(responses), self.batch_size):
-            enc = self.tokenizer(premises[s:s + self.batch_size], list(responses[s:s + self.batch_size]),
-                                 truncation=True, max_length=self.max_length, padding=True,
-                                 return_tensors="pt").to(self.device)
-            with torch.no_grad():
-                out += [self.names[int(i)] for i in self.model(**enc).logits.argmax(-1)]
-        return out
-
-    def label(self, result: Any, *, responses: Sequence[Any], knowledge: Sequence[Any],
-              history: Optional[Sequence[Any]] = None) -> Any:
-        """Label the responses of ``result`` in place (a row with an error or an empty text is not labelled)."""
-        from .results import ResponseStatus
-
-        ok = [i for i, r in enumerate(result.responses) if r.status != ResponseStatus.ERROR
-              and isinstance(responses[i], str) and isinstance(knowledge[i], str)]
-        hist = [history[i] if history is not None and isinstance(history[i], str) else None for i in ok]
-        labels = self.predict([knowledge[i] for i in ok], hist, [responses[i] for i in ok]) if ok else []
-        for i, label in zip(ok, labels):
-            res = result.responses[i]
-            res.label, res.label3, res.label_reason = label, COARSE[label], f"{label}: {Path(self.path).name} model"
-        return result

@@ -88,7 +88,7 @@ class FakePersonal:
 class FakeCoref:
     """Scripted coreference: ``table[(history, response)]`` lists clusters as mention strings, each found in the
     joined dialogue (as whole words) after the previous mention of its cluster; the rewrite is
-    :func:`q2_plugins.coref.rewrite`'s. Unscripted pairs get no clusters."""
+    :func:`q2_plugins.backends.hf.coref.rewrite`'s. Unscripted pairs get no clusters."""
 
     signature = "fake-coref"
 
@@ -97,7 +97,7 @@ class FakeCoref:
         self.calls: list[list[tuple[str, str]]] = []
 
     def resolve(self, pairs: Sequence[tuple[str, str]]) -> list[Any]:
-        from q2_plugins.coref import join_dialogue, rewrite
+        from q2_plugins.backends.hf.coref import join_dialogue, rewrite
 
         self.calls.append(list(pairs))
         out = []

@@ -12,6 +12,7 @@ import evaluate
 from q2_plugins.adapters import ScorerCache, config_from_options
 from q2_plugins.config import Q2Config
 from q2_plugins.errors import NamesSetting
+from q2_plugins.metric_names import METRIC_INFO
 from q2_plugins.results import explained_row
 
 _CITATION = """\
@@ -104,7 +105,7 @@ class Q2(evaluate.Metric):
     def _info(self):
         string = datasets.Value("string")
         return evaluate.MetricInfo(
-            description=_DESCRIPTION,
+            description=f"{_DESCRIPTION}Q2 is {METRIC_INFO.direction()}.\n",
             citation=_CITATION,
             inputs_description=_KWARGS_DESCRIPTION,
             features=[

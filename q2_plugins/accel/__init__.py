@@ -1,4 +1,5 @@
-"""How the models run fast; what they compute is the model wrappers' business (:mod:`q2_plugins.transformers_models`).
+"""How the models run fast; what they compute is the model wrappers' business
+(:mod:`q2_plugins.backends.hf.transformers_models`).
 
 The wrappers call this API and nothing else of the package:
 

@@ -13,7 +13,9 @@ A backend is an object with two methods (:class:`Backend`):
   loading it; it should name the backend, e.g. ``myscheme:<content hash>``);
 - ``load(role, name, config)``: the component, implementing the role's protocol of :mod:`q2_plugins.components`
   (``QuestionGenerator``, ``QuestionAnswerer``, ``NLIModel``, ``Coreference``, ``ResponseLabeller``); a model that
-  cannot load raises :class:`~q2_plugins.errors.ModelLoadError` (it is called before any row is read).
+  cannot load raises :class:`~q2_plugins.errors.ModelLoadError` (it is called before any row is read);
+- optionally ``prefetch(role, name, config, target)``: copy the model into the folder ``target`` for an offline
+  machine and return the path a model string names it by there (``q2 prefetch``).
 
 ``name`` is the model string without its scheme. A backend is registered by one line: :func:`register` in
 Python, an entry point of the group ``q2_plugins.backends`` in a package's metadata (name: the scheme; value:
@@ -29,23 +31,23 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
+from ..config import DEFAULT_BACKEND, split_model
 from ..errors import ModelLoadError, SettingError
 
 if TYPE_CHECKING:
     from ..config import Q2Config
 
 __all__ = ["Backend", "BackendError", "ROLES", "DEFAULT", "ENTRY_POINT_GROUP", "MODULES_ENV", "register",
-           "unregister", "registered", "resolve", "identity", "load"]
+           "unregister", "registered", "resolve", "identity", "load", "prefetch"]
 
 #: the roles a backend can fill: role -> its model setting
 ROLES = {"qg": "qg_model", "qa": "qa_model", "nli": "nli_model", "coref": "coref_model",
          "taxonomy": "taxonomy_model"}
 #: the backend of a model string without a scheme
-DEFAULT = "hf"
+DEFAULT = DEFAULT_BACKEND
 ENTRY_POINT_GROUP = "q2_plugins.backends"
 MODULES_ENV = "Q2_BACKEND_MODULES"
 
-_SCHEME = re.compile(r"^([a-z][a-z0-9_+.-]+):(.*)$", re.S)  # two characters at least: C:\... is a path
 
 
 class Backend(Protocol):
@@ -100,19 +102,11 @@ def _discover() -> None:
         importlib.import_module(module)
 
 
-def _split(model: str) -> tuple[str, str]:
-    """``(scheme, name)`` of a model string; an existing path is the default backend's, whatever it contains."""
-    found = _SCHEME.match(model)
-    if found is None or os.path.exists(os.path.expanduser(model)):
-        return DEFAULT, model
-    return found.group(1), found.group(2)
-
-
 def resolve(role: str, model: str) -> tuple[Backend, str]:
     """The backend a model string of ``role`` names, and the name it is given (the string without its scheme)."""
     if role not in ROLES:
         raise ValueError(f"role must be one of {list(ROLES)}, got {role!r}")
-    scheme, name = _split(model)
+    scheme, name = split_model(model)
     if scheme not in _REGISTRY and not _discovered:
         _discover()
     if scheme not in _REGISTRY:
@@ -155,3 +149,17 @@ def load(role: str, config: Optional["Q2Config"] = None, model: Optional[str] = 
     config = _config(config)
     backend, name = resolve(role, _model(role, config, model))
     return backend.load(role, name, config)
+
+
+def prefetch(role: str, target: Union[str, "os.PathLike[str]"], config: Optional["Q2Config"] = None,
+             model: Optional[str] = None) -> Any:
+    """Copy the model of ``role`` (``model``, default: the role's setting in ``config``) into the folder ``target``
+    through its backend's ``prefetch``, and return what names it there; a backend without one raises
+    :class:`BackendError`."""
+    config = _config(config)
+    model = _model(role, config, model)
+    backend, name = resolve(role, model)
+    hook = getattr(backend, "prefetch", None)
+    if not callable(hook):
+        raise BackendError(ROLES[role], f"{model!r}: its backend cannot copy its model for an offline machine")
+    return hook(role, name, config, target)

@@ -7,17 +7,13 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import copy
-import difflib
-import json
 import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
 from .. import __version__
-from .. import metric_names as M
 from ..config import MODEL_KINDS, config_from_args, config_options
-from ..results import print_summary
+from ._common import DefaultsHelp, Q2Parser, add_help_all, common
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
@@ -37,94 +33,6 @@ _GROUP_TITLES = {
 #: a short --help shows the groups of the score settings as one
 _BRIEF_TITLES = {g: "Q2 settings (each can change a score; in the signature)" for g in
                  ("question generation", "question answering", "filters and comparison", "coreference", "budgets")}
-
-
-class Q2Parser(argparse.ArgumentParser):
-    """A parser whose ``--help`` can be short: when some of its flags are marked common (:func:`common`), ``--help``
-    shows only those (the groups of the Q2 settings as one) and ends by naming ``--help-all``, which shows every
-    flag. A command's unknown flag is refused in the command's own usage, with the closest flags it has
-    (``q2 score --ouput``: did you mean --output?), before any other complaint."""
-
-    def parse_known_args(self, args: Optional[Sequence[str]] = None, namespace: Any = None) -> Any:
-        if self._subparsers is None and args is not None:  # a command's parser (the top level has subcommands)
-            for token in args:
-                if token == "--":
-                    break
-                flag = token.split("=", 1)[0]
-                if flag.startswith("--") and not any(o.startswith(flag) for o in self._option_string_actions):
-                    close = difflib.get_close_matches(flag, sorted(self._option_string_actions), n=3, cutoff=0.6)
-                    self.error(f"unrecognized argument {flag}"
-                               + (f"; did you mean {' or '.join(close)}?" if close else ""))
-        return super().parse_known_args(args, namespace)
-
-    def format_help(self, everything: bool = False) -> str:
-        shown = [a for a in self._actions if getattr(a, "common", False)]
-        if everything or not shown:
-            return super().format_help()
-        shown += [a for a in self._actions if isinstance(a, argparse._HelpAction)]
-        formatter = self._get_formatter()
-        formatter.add_usage(" ".join(["%(prog)s", *map(_usage_part, filter(_required, self._actions)), "[options]"]),
-                            [], [])
-        formatter.add_text(self.description)
-        sections: dict[str, list[argparse.Action]] = {}
-        for group in self._action_groups:
-            title = getattr(group, "brief_title", group.title)
-            sections.setdefault(title, []).extend(_brief(a) for a in group._group_actions if a in shown)
-        for title, actions in sections.items():
-            if actions:
-                formatter.start_section(title)
-                formatter.add_arguments(actions)
-                formatter.end_section()
-        hidden = sum(a.help is not argparse.SUPPRESS and a not in shown and not isinstance(a, argparse._HelpAction)
-                     for a in self._actions)
-        formatter.add_text(f"{hidden} more flags ({getattr(self, 'more', '...')}): {self.prog} --help-all")
-        return formatter.format_help()
-
-
-def _brief(action: argparse.Action) -> argparse.Action:
-    """The flag as a short ``--help`` shows it: with its short help text when it has one."""
-    if getattr(action, "brief", None) is None:
-        return action
-    short = copy.copy(action)
-    short.help = action.brief  # type: ignore[attr-defined]
-    return short
-
-
-def _required(action: argparse.Action) -> bool:
-    return action.required or not action.option_strings
-
-
-def _usage_part(action: argparse.Action) -> str:
-    metavar = action.metavar or (action.dest if not action.option_strings else action.dest.upper())
-    return f"{action.option_strings[0]} {metavar}" if action.option_strings else str(metavar)
-
-
-class _HelpAll(argparse.Action):
-    """``--help-all``: every flag of the command, then exit."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="show every flag of this command and exit")
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: Optional[str] = None) -> None:
-        text = parser.format_help(everything=True) if isinstance(parser, Q2Parser) else parser.format_help()
-        parser._print_message(text, sys.stdout)
-        parser.exit()
-
-
-def common(action: argparse.Action, brief: Optional[str] = None) -> argparse.Action:
-    """Mark a flag as one of the few a command's short ``--help`` shows (with ``brief`` as its text there, when
-    given; ``--help-all`` shows its full text)."""
-    action.common, action.brief = True, brief  # type: ignore[attr-defined]
-    return action
-
-
-def add_help_all(parser: argparse.ArgumentParser, more: str) -> None:
-    """Give ``parser`` the two help tiers: ``--help`` (its common flags, then a line naming the ``more`` there are)
-    and ``--help-all`` (every flag)."""
-    common(parser.add_argument("--help-all", action=_HelpAll))
-    parser.more = more  # type: ignore[attr-defined]
 
 
 #: the metavar of a setting's flag, by the last word of its name (the others: the name in capitals)
@@ -185,19 +93,6 @@ def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
                           help="no progress bars and no 'loading models' line (standard error stays quiet)"))
 
 
-class _Help(argparse.ArgumentDefaultsHelpFormatter):
-    """Help that shows every flag's default (a flag that is unset by default says so in its text)."""
-
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 30,
-                 width: Optional[int] = None) -> None:
-        super().__init__(prog, indent_increment, max_help_position, width)
-
-    def _get_help_string(self, action: argparse.Action) -> Optional[str]:
-        if action.default in (None, []) or action.required or _switch(action):
-            return action.help
-        return super()._get_help_string(action)
-
-
 def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("Ray engine (--engine ray; needs the ray extra; docs/ray.md)")
     common(g.add_argument("--engine", choices=("local", "ray"), default="local",
@@ -234,14 +129,14 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"q2_plugins {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
-    p = sub.add_parser("score", help="score a JSONL/CSV file of responses and knowledge", formatter_class=_Help)
+    p = sub.add_parser("score", help="score a JSONL/CSV file of responses and knowledge", formatter_class=DefaultsHelp)
     add_help_all(p, "revisions, decoding, budgets, batching, per-role, Ray")
     _add_score_io_flags(p)
     _add_config_flags(p)
     _add_ray_flags(p)
 
     r = sub.add_parser("replay", help="score recorded per-question outputs of the original pipeline",
-                       formatter_class=_Help)
+                       formatter_class=DefaultsHelp)
     r.add_argument("--steps", required=True, nargs="+", help="*_out.steps.csv file(s)")
     r.add_argument("--scores", nargs="*", default=[],
                    help="matching *_scores.csv file(s): recorded fallback values for responses without questions")
@@ -253,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
                    help="Q2*: questions with no answer in the knowledge do not count when another one has an answer")
     r.add_argument("--html", help="also write an HTML report of the results here (implies --explain)")
 
-    h = sub.add_parser("report", help="write a self-contained HTML report of results files", formatter_class=_Help)
+    h = sub.add_parser("report", help="write a self-contained HTML report of results files",
+                       formatter_class=DefaultsHelp)
     h.add_argument("inputs", nargs="+", metavar="RESULTS",
                    help="q2 score / q2 replay output (JSONL), or a per-example file of the framework adapters")
     h.add_argument("--output", required=True, help="the HTML file to write")
@@ -278,7 +174,7 @@ def build_parser() -> argparse.ArgumentParser:
                             "(causal LM), my-seq2seq-model (T5), metrics/response_length (an evaluate module)")
 
     f = sub.add_parser("prefetch", help="download the configured models into a directory, for offline machines",
-                       formatter_class=_Help)
+                       formatter_class=DefaultsHelp)
     f.add_argument("--output-dir", required=True, help="where the models go: DIR/qg, DIR/qa, DIR/nli, DIR/coref")
     _add_config_flags(f, names=[f"{role}_{what}" for role in (*MODEL_KINDS, "coref") for what in ("model", "revision")])
 
@@ -287,11 +183,11 @@ def build_parser() -> argparse.ArgumentParser:
     from .metaeval import add_parser as add_meta_eval_parser
     from .perturb import add_parser as add_perturb_parser
 
-    add_meta_eval_parser(sub, _add_config_flags, _Help)
+    add_meta_eval_parser(sub, _add_config_flags, DefaultsHelp)
     add_perturb_parser(sub)
     from .train import add_parser as add_train_parser
 
-    add_train_parser(sub, _Help)
+    add_train_parser(sub, DefaultsHelp)
     add_hooks_parser(sub)
     add_compare_parser(sub)
     return parser
@@ -331,11 +227,6 @@ def _row_spec(args: argparse.Namespace) -> Any:
                    explain=args.explain or bool(args.html), labels=args.labels or bool(args.html))
 
 
-def _switch(action: argparse.Action) -> bool:
-    """A flag that takes no value and sets one (``store_true`` / ``store_false``): its default is its absence."""
-    return isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
-
-
 class Terminated(KeyboardInterrupt):
     """The run got SIGTERM or SIGHUP: it stops as on Ctrl-C (the ``.partial`` named), exit code 128 + the signal."""
 
@@ -368,61 +259,12 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 
 def _replay(args: argparse.Namespace) -> int:
-    import csv
+    """``q2 replay``: the flags mapped onto a :class:`~q2_plugins.jobs.replay.ReplayJob`."""
+    from ..jobs.replay import ReplayJob, run_replay
 
-    from ..io import check_outputs, check_writable, files_written, html_files
-    from ..jobs.local import write_report
-    from ..replay import load_original_steps, replay
-
-    if args.scores and len(args.scores) != len(args.steps):
-        raise SystemExit("q2 replay: give one --scores file per --steps file, in the same order")
-    written = [(flag, path) for flag, path in (("output", args.output), ("html", args.html)) if path]
-    check_outputs([*args.steps, *args.scores], [(f"--{flag} {path}", (files_written if flag == "output" else
-                                                                          html_files)(path)) for flag, path in written])
-    for flag, path in written:
-        check_writable(path, flag, make_parents=flag == "html")  # the report's writer makes its folder
-    records = []
-    sources: list[str] = []
-    for i, steps in enumerate(args.steps):
-        fallback = None
-        if args.scores:
-            with open(args.scores[i], newline="", encoding="utf-8") as f:
-                fallback = {row["id"]: float(row["Q2_no_nli"]) for row in csv.DictReader(f)}
-        loaded = load_original_steps(steps, fallback)
-        records.extend(loaded)
-        sources.extend([Path(steps).name.removesuffix("_out.steps.csv")] * len(loaded))
-    result = replay(records, normalization=args.normalization, explain=args.explain or bool(args.html),
-                    discard_unanswerable=args.discard_unanswerable)
-    rows = [_replay_row(rec, res, src, result.signature) for rec, res, src in zip(records, result.responses, sources)]
-    # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
-    summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
-    if args.output:
-        from ..rows import write_meta
-
-        with open(args.output, "w", encoding="utf-8") as f:
-            for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        write_meta(args.output, engine="replay", signature=result.signature, summary=summary, rows=len(rows),
-                   config={"use_nli": False, "normalization": args.normalization,
-                           "discard_unanswerable": args.discard_unanswerable},
-                   input=list(args.steps) + list(args.scores), spec=None, exit_code=0)
-    print_summary(summary, result.signature, args.format)
-    if args.format == "text":
-        print(f"note          {_REPLAY_NOTE}")
-    if args.html:
-        write_report(args.html, rows, result.signature, summary, list(args.steps))
-    return 0
-
-
-def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, Any]:
-    """One replay output row: the response's id, source file and texts, its result and the signature. The original
-    run's files are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets
-    ``gold``."""
-    from ..results import explained_row
-
-    gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
-    return explained_row(res, ids={"id": rec.id, "source": source, **({"gold": gold} if gold else {})},
-                         texts={"response": rec.response, "knowledge": rec.knowledge}, signature=signature)
+    return run_replay(ReplayJob(
+        steps=list(args.steps), scores=list(args.scores), output=args.output, html=args.html, explain=args.explain,
+        normalization=args.normalization, discard_unanswerable=args.discard_unanswerable, summary_format=args.format))
 
 
 def _report(args: argparse.Namespace) -> int:
@@ -430,7 +272,7 @@ def _report(args: argparse.Namespace) -> int:
     from ..report import report_from_files
 
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
-    check_outputs(read, [(f"--output {args.output}", html_files(args.output))])
+    check_outputs(read, [("output", args.output, html_files(args.output))])
     check_writable(args.output, "output", make_parents=True)  # the report's writer makes its folder
     from ..report import MAX_PAGE_ROWS
 
@@ -445,31 +287,18 @@ def _report(args: argparse.Namespace) -> int:
     return 0
 
 
-# a replay has no Q2 with NLI, hence no interval of it (its interval is q2 compare's, on Q2 w/o NLI)
-_NO_Q2 = {m.key: None for m in (M.Q2, M.Q2_STDERR, M.Q2_CI_LOW, M.Q2_CI_HIGH)}
-_REPLAY_NOTE = ("Q2 n/a: the recorded steps carry no NLI labels, so the replay gives only Q2 w/o NLI (token F1; "
-                "responses without questions take their recorded fallback value)")
-
-
 def _prefetch(args: argparse.Namespace) -> int:
+    """``q2 prefetch``: each role's model copied by the backend its model string names, then loaded once."""
+    from .. import backends
     from ..io import check_writable
-    from ..prefetch import prefetch_model
     from ..signature import model_id
-    from ..transformers_models import load_model
 
     config = config_from_args(args)
     check_writable(args.output_dir, "output_dir", folder=True)
     out = Path(args.output_dir)
-    for role, kind in MODEL_KINDS.items():
-        name = getattr(config, f"{role}_model")
-        target = prefetch_model(role, name, getattr(config, f"{role}_revision"), out / role)
-        load_model(role, str(target), None, "cpu", "float32", kind, cpu_kernels="torch")  # it loads: fail here
-        print(f"{role}: {name} -> {target}  (signs as {model_id(str(target))})")
-    from ..coref import load_fcoref
-
-    target = prefetch_model("coref", config.coref_model, config.coref_revision, out / "coref")
-    load_fcoref(str(target))  # it loads: fail here
-    print(f"coref: {config.coref_model} -> {target}  (signs as {model_id(str(target))})")
+    for role in (*MODEL_KINDS, "coref"):
+        target = backends.prefetch(role, out / role, config)  # it loads: a model that cannot fails here
+        print(f"{role}: {getattr(config, f'{role}_model')} -> {target}  (signs as {model_id(str(target))})")
     print(f"On the offline machine: --qg-model {out / 'qg'} --qa-model {out / 'qa'} --nli-model {out / 'nli'}"
           f" (with --coref: --coref-model {out / 'coref'})")
     return 0

@@ -41,7 +41,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     from ..datasets.bundled import DATA_DIR
     from ..datasets.registry import DATASETS, labelled
     from ..metaeval.baselines import BASELINE_NAMES
-    from . import add_help_all, common
+    from ._common import add_help_all, common
 
     m = sub.add_parser(
         "meta-eval", help="agreement with human labels: the paper's experiments and baselines",
@@ -110,7 +110,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
 
 
 def _add_score_flags(m: argparse.ArgumentParser, bundled_run: str) -> None:
-    from . import common
+    from ._common import common
 
     s = m.add_argument_group("scores")
     common(s.add_argument("--scores", action="append", default=[], metavar="[NAME=]FILE",

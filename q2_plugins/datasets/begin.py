@@ -6,8 +6,8 @@ import csv
 from collections import Counter
 from pathlib import Path
 
-from ..metaeval.data import Example, MetaEvalData
-from .common import DataFormatError, LabelOptions, _blank, _csv_lines, _label_key, _Rows
+from .common import DataFormatError, LabelOptions, RowLog, blank_row, csv_lines, label_key
+from .types import Example, MetaEvalData
 
 BEGIN_LABELS = ("entailment", "hallucination", "generic", "off-topic", "contradiction")
 _BEGIN_COLUMNS = ("evidence", "response", "gold label")
@@ -36,18 +36,18 @@ def load_begin(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> Me
         header = next(csv.reader(f, delimiter="\t"), [])
     v2 = all(c in header for c in _BEGIN2_COLUMNS)
     what = "BEGIN v2 TSV" if v2 else "BEGIN (v1 TSV, or v2 TSV with knowledge / response / begin_label)"
-    _, rows = _csv_lines(path, _BEGIN2_COLUMNS if v2 else _BEGIN_COLUMNS, what, delimiter="\t")
+    _, rows = csv_lines(path, _BEGIN2_COLUMNS if v2 else _BEGIN_COLUMNS, what, delimiter="\t")
     known = {k.lower(): k for k in (BEGIN2_LABELS if v2 else BEGIN_LABELS)}
     label_column, knowledge_column, history_column = (("begin_label", "knowledge", "message") if v2 else
                                                       ("gold label", "evidence", "previous turn"))
-    log = _Rows(path, labels, list(known.values()))
+    log = RowLog(path, labels, list(known.values()))
     examples = []
     for i, (line, r) in enumerate(rows):
         where = f"line {line}"
-        if r is None or _blank(r):
+        if r is None or blank_row(r):
             log.skip(where, "blank row")
             continue
-        label = known.get(_label_key(labels.mapped(r[label_column])))
+        label = known.get(label_key(labels.mapped(r[label_column])))
         if label is None:
             log.unknown_label(where, r[label_column])
             continue
@@ -59,7 +59,7 @@ def load_begin(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> Me
             history=r.get(history_column) or None))
     log.check(examples)
     if v2:
-        systems = Counter(r.get("model_name") or "?" for _, r in rows if r is not None and not _blank(r))
+        systems = Counter(r.get("model_name") or "?" for _, r in rows if r is not None and not blank_row(r))
         return MetaEvalData(name="begin-v2", source=str(path), examples=examples, skipped=log.skipped,
                             benchmark="BEGIN v2",
                             notes=[f"responses by system: {dict(systems)}"] + log.notes(),

@@ -12,7 +12,11 @@ from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
 from ..errors import SettingError
 from ..io import InputFormatError, blank_lines
-from ..metaeval.data import Example, SkippedRow
+from .types import Example, SkippedRow
+
+__all__ = ["DataFormatError", "DataSettingError", "LabelOptions", "read_label_map", "RowLog", "label_key",
+           "cell_text", "blank_row", "skip_blank_lines", "csv_rows", "csv_lines", "json_objects", "first_field",
+           "text_of"]
 
 
 class DataFormatError(InputFormatError):
@@ -23,11 +27,11 @@ class DataSettingError(DataFormatError, SettingError):
     """A data file that does not fit the settings that say how to read it; ``setting`` names them."""
 
 
-def _label_key(value: str) -> str:
+def label_key(value: str) -> str:
     return " ".join(str(value).strip().lower().split())
 
 
-def _cell(value: Any) -> str:
+def cell_text(value: Any) -> str:
     """A label cell or field as text: JSON ``null`` is an empty cell, not the label ``None``."""
     return "" if value is None else str(value)
 
@@ -51,8 +55,8 @@ class LabelOptions:
         """``value`` as the label map rewrites it (unchanged when the map does not name it)."""
         if not self.label_map:
             return value
-        table = {_label_key(k): v for k, v in self.label_map.items()}
-        return table.get(_label_key(value), value)
+        table = {label_key(k): v for k, v in self.label_map.items()}
+        return table.get(label_key(value), value)
 
 
 def read_label_map(path: str | Path) -> dict[str, str]:
@@ -84,7 +88,7 @@ def read_label_map(path: str | Path) -> dict[str, str]:
     return table
 
 
-class _Rows:
+class RowLog:
     """The rows of one file a loader leaves out, with their reasons, and the notes that say so."""
 
     def __init__(self, path: Path, labels: LabelOptions, expected: Sequence[str] = ()) -> None:
@@ -97,7 +101,7 @@ class _Rows:
     def unknown_label(self, where: str, value: Any) -> None:
         """Leave out a row whose label the loader does not know: an empty cell (or none) is an ``empty label``, a
         value is an ``unknown label`` (listed with the value, for a label map)."""
-        text = _cell(value)
+        text = cell_text(value)
         if text.strip():
             self.skip(where, "unknown label", text)
         else:
@@ -149,24 +153,24 @@ class _Rows:
                               f"(e.g. {first}){known}")
 
 
-def _blank(row: Mapping[str, Any]) -> bool:
+def blank_row(row: Mapping[str, Any]) -> bool:
     return all(v is None or (isinstance(v, str) and not v.strip()) or v == [] for v in row.values())
 
 
-def _skip_blank_lines(log: "_Rows", path: str | Path, fmt: Optional[str] = None, prefix: str = "") -> None:
+def skip_blank_lines(log: "RowLog", path: str | Path, fmt: Optional[str] = None, prefix: str = "") -> None:
     """List the empty lines of a CSV / TSV file as blank rows, with their line: its rows, read by
     :func:`~q2_plugins.io.read_rows`, pass over them (so row numbers stay those ``q2 score`` writes)."""
     for n in blank_lines(path, fmt):
         log.skip(f"{prefix}line {n}", "blank row")
 
 
-def _csv_rows(path: Path, required: Sequence[str], what: str, delimiter: str = ",") -> tuple[list[str], list[dict]]:
+def csv_rows(path: Path, required: Sequence[str], what: str, delimiter: str = ",") -> tuple[list[str], list[dict]]:
     """The columns and rows of a CSV / TSV file, empty lines left out (as ``csv.DictReader`` does)."""
-    columns, rows = _csv_lines(path, required, what, delimiter)
+    columns, rows = csv_lines(path, required, what, delimiter)
     return columns, [row for _, row in rows if row is not None]
 
 
-def _csv_lines(path: Path, required: Sequence[str], what: str, delimiter: str = ","
+def csv_lines(path: Path, required: Sequence[str], what: str, delimiter: str = ","
                ) -> tuple[list[str], list[tuple[int, Optional[dict]]]]:
     """The columns and ``(first line, row)`` of every row of a CSV / TSV file; an empty line is ``(line, None)``."""
     if not path.is_file():
@@ -188,7 +192,7 @@ def _csv_lines(path: Path, required: Sequence[str], what: str, delimiter: str = 
         return columns, rows
 
 
-def _json_objects(path: Path, what: str, log: Optional["_Rows"] = None) -> Iterable[tuple[int, dict[str, Any]]]:
+def json_objects(path: Path, what: str, log: Optional["RowLog"] = None) -> Iterable[tuple[int, dict[str, Any]]]:
     """(line or position, object) of a JSONL file, or of a file holding one JSON list of objects (the Dialogue NLI
     release is such a list, whatever its extension). With ``log``, a line that is not a JSON object is left out
     and listed there; without, it stops the file."""
@@ -229,14 +233,14 @@ def _json_objects(path: Path, what: str, log: Optional["_Rows"] = None) -> Itera
         yield n, obj
 
 
-def _field(obj: dict[str, Any], names: Sequence[str], where: str) -> Any:
+def first_field(obj: dict[str, Any], names: Sequence[str], where: str) -> Any:
     for name in names:
         if name in obj:
             return obj[name]
     raise DataFormatError(f"{where}: no field {' / '.join(repr(n) for n in names)}; its fields are {sorted(obj)}")
 
 
-def _text(value: Any, where: str) -> str:
+def text_of(value: Any, where: str) -> str:
     if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
         return " ".join(v.strip() for v in value)
     if not isinstance(value, str):

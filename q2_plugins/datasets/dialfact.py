@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from ..metaeval.data import Example, MetaEvalData
-from .common import DataFormatError, LabelOptions, _cell, _field, _json_objects, _label_key, _Rows, _text
+from .common import DataFormatError, LabelOptions, RowLog, cell_text, first_field, json_objects, label_key, text_of
+from .types import Example, MetaEvalData
 
 DIALFACT_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 
@@ -27,14 +27,14 @@ def _evidence_text(item: Any, where: str) -> str:
                           f"[title, sentence]), or an object with 'sentence' / 'text'; got {item!r:.80}")
 
 
-def _dialfact_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
+def _dialfact_example(n: int, obj: dict[str, Any], log: "RowLog") -> Optional[Example]:
     where = f"{log.path} line {n}"
-    raw = _cell(_field(obj, ("response_label", "label"), where))
-    label = _label_key(log.labels.mapped(raw)).upper()
+    raw = cell_text(first_field(obj, ("response_label", "label"), where))
+    label = label_key(log.labels.mapped(raw)).upper()
     if label not in DIALFACT_LABELS:
         log.unknown_label(f"line {n}", raw)
         return None
-    evidence = _field(obj, ("evidence_list", "evidence"), where)
+    evidence = first_field(obj, ("evidence_list", "evidence"), where)
     if isinstance(evidence, str):
         evidence = [evidence]
     if not isinstance(evidence, list):
@@ -42,9 +42,9 @@ def _dialfact_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Exa
     knowledge = " ".join(_evidence_text(item, where).strip() for item in evidence)
     context = obj.get("context")
     return Example(
-        id=str(obj.get("id", f"dialfact:{n}")), response=_text(_field(obj, ("response",), where), where),
+        id=str(obj.get("id", f"dialfact:{n}")), response=text_of(first_field(obj, ("response",), where), where),
         knowledge=knowledge, consistent=label == "SUPPORTS", label=label, subset=label,
-        history=_text(context, where) if context else None,
+        history=text_of(context, where) if context else None,
         dialogue=str(obj["context_id"]) if obj.get("context_id") is not None else None)
 
 
@@ -58,8 +58,8 @@ def load_dialfact(path: str | Path, *, labels: LabelOptions = LabelOptions()) ->
     path = Path(path)
     examples = []
     pool: dict[str, list[str]] = {}
-    log = _Rows(path, labels, DIALFACT_LABELS)
-    for n, obj in _json_objects(path, "DialFact", log):
+    log = RowLog(path, labels, DIALFACT_LABELS)
+    for n, obj in json_objects(path, "DialFact", log):
         ex = log.guarded(f"line {n}", _dialfact_example, n, obj)
         if ex is None:
             continue

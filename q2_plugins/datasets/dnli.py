@@ -5,23 +5,24 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from ..metaeval.data import Example, MetaEvalData
-from .common import LabelOptions, _cell, _field, _json_objects, _label_key, _Rows, _text
+from .common import LabelOptions, RowLog, cell_text, first_field, json_objects, label_key, text_of
+from .types import Example, MetaEvalData
 
 _DNLI_LABELS = {"entailment": "entailment", "positive": "entailment", "neutral": "neutral",
                 "contradiction": "contradiction", "negative": "contradiction"}
 
 
-def _dnli_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
+def _dnli_example(n: int, obj: dict[str, Any], log: "RowLog") -> Optional[Example]:
     where = f"{log.path} record {n}"
-    raw = _cell(_field(obj, ("label", "gold_label"), where))
-    label = _DNLI_LABELS.get(_label_key(log.labels.mapped(raw)))
+    raw = cell_text(first_field(obj, ("label", "gold_label"), where))
+    label = _DNLI_LABELS.get(label_key(log.labels.mapped(raw)))
     if label is None:
         log.unknown_label(f"record {n}", raw)
         return None
     return Example(
-        id=str(obj.get("id", f"dnli:{n}")), response=_text(_field(obj, ("hypothesis", "sentence2"), where), where),
-        knowledge=_text(_field(obj, ("premise", "sentence1"), where), where),
+        id=str(obj.get("id", f"dnli:{n}")),
+        response=text_of(first_field(obj, ("hypothesis", "sentence2"), where), where),
+        knowledge=text_of(first_field(obj, ("premise", "sentence1"), where), where),
         consistent=label == "entailment", label=label, subset=label,
         dialogue=str(obj["dialogue_id"]) if "dialogue_id" in obj else None)
 
@@ -34,8 +35,8 @@ def load_dnli(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> Met
     :attr:`MetaEvalData.skipped`."""
     path = Path(path)
     examples = []
-    log = _Rows(path, labels, sorted(_DNLI_LABELS))
-    for n, obj in _json_objects(path, "Dialogue NLI", log):
+    log = RowLog(path, labels, sorted(_DNLI_LABELS))
+    for n, obj in json_objects(path, "Dialogue NLI", log):
         ex = log.guarded(f"record {n}", _dnli_example, n, obj)
         if ex is not None:
             examples.append(ex)

@@ -6,8 +6,8 @@ import csv
 from pathlib import Path
 from typing import Optional
 
-from ..metaeval.data import Example, MetaEvalData
-from .common import DataFormatError, LabelOptions, _blank, _csv_lines, _label_key, _Rows
+from .common import DataFormatError, LabelOptions, RowLog, blank_row, csv_lines, label_key
+from .types import Example, MetaEvalData
 
 _FAITHDIAL_COLUMNS = ("knowledge", "begin_label")
 _FAITHDIAL_GOLD_COLUMNS = ("evidence", "response", "BEGIN")
@@ -24,9 +24,9 @@ def _faithdial_layout(path: Path) -> tuple[list[str], list, str, str, str]:
     with path.open(newline="", encoding="utf-8") as f:
         header = next(csv.reader(f), [])
     if all(c in header for c in _FAITHDIAL_GOLD_COLUMNS):
-        columns, rows = _csv_lines(path, _FAITHDIAL_GOLD_COLUMNS, "FaithDial gold audit CSV")
+        columns, rows = csv_lines(path, _FAITHDIAL_GOLD_COLUMNS, "FaithDial gold audit CSV")
         return columns, rows, "response", "evidence", "BEGIN"
-    columns, rows = _csv_lines(path, _FAITHDIAL_COLUMNS, "FaithDial audit CSV (knowledge, history, <system>, "
+    columns, rows = csv_lines(path, _FAITHDIAL_COLUMNS, "FaithDial audit CSV (knowledge, history, <system>, "
                                                          "begin_label, vrm_label; or the gold files' evidence, "
                                                          "history, response, BEGIN, VRM)")
     candidates = [c for c in ("response", "model response") if c in columns] or \
@@ -42,7 +42,7 @@ def _faithdial_labels(cell: str, labels: LabelOptions) -> Optional[list[str]]:
     """The labels of a ``begin_label`` / ``BEGIN`` cell (lower-cased, each through the label map), or None when one
     is unknown or none is a BEGIN label."""
     cell = labels.mapped(cell)
-    found = [_label_key(labels.mapped(x)) for x in cell.split(",") if x.strip()]
+    found = [label_key(labels.mapped(x)) for x in cell.split(",") if x.strip()]
     found = [y for x in found for y in x.split(",") if y]  # a label mapped to a multi-label value
     if not found or any(x not in _FAITHDIAL_LABELS for x in found):
         return None
@@ -70,11 +70,11 @@ def load_faithdial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -
     if not path.is_file():
         raise DataFormatError(f"No FaithDial audit file {path}")
     _, rows, response_column, knowledge_column, label_column = _faithdial_layout(path)
-    log = _Rows(path, labels, [name for name, _ in _FAITHDIAL_PRIMARY])
+    log = RowLog(path, labels, [name for name, _ in _FAITHDIAL_PRIMARY])
     examples = []
     for i, (line, r) in enumerate(rows):
         where = f"line {line}"
-        if r is None or _blank(r):
+        if r is None or blank_row(r):
             log.skip(where, "blank row")
             continue
         found = _faithdial_labels(r[label_column] or "", labels)

@@ -5,23 +5,23 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from ..metaeval.data import Example, MetaEvalData
-from .common import LabelOptions, _cell, _field, _json_objects, _label_key, _Rows, _text
+from .common import LabelOptions, RowLog, cell_text, first_field, json_objects, label_key, text_of
+from .types import Example, MetaEvalData
 
 #: the published benchmark its data is (``MetaEvalData.benchmark``)
 BENCHMARK = "HalluDial"
 
 
-def _halludial_example(n: int, obj: dict[str, Any], log: "_Rows") -> Optional[Example]:
+def _halludial_example(n: int, obj: dict[str, Any], log: "RowLog") -> Optional[Example]:
     where = f"record {n}"
-    target = _cell(_field(obj, ("target",), f"{log.path} {where}"))
+    target = cell_text(first_field(obj, ("target",), f"{log.path} {where}"))
     first = target.strip().split(maxsplit=1)[0].strip(".,:;!").lower() if target.strip() else ""
-    verdict = {"yes": False, "no": True}.get(_label_key(log.labels.mapped(first)))
+    verdict = {"yes": False, "no": True}.get(label_key(log.labels.mapped(first)))
     if verdict is None:
         log.unknown_label(where, target[:60])
         return None
-    response = _text(_field(obj, ("response",), f"{log.path} {where}"), where)
-    knowledge = _text(_field(obj, ("knowledge",), f"{log.path} {where}"), where)
+    response = text_of(first_field(obj, ("response",), f"{log.path} {where}"), where)
+    knowledge = text_of(first_field(obj, ("knowledge",), f"{log.path} {where}"), where)
     if not log.texts(where, response, knowledge):
         return None
     history = obj.get("dialogue_history")
@@ -42,10 +42,10 @@ def load_halludial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -
     first word), records with an empty response or knowledge and records without a field are left out and listed.
     """
     path = Path(path)
-    log = _Rows(path, labels, ["Yes", "No"])
+    log = RowLog(path, labels, ["Yes", "No"])
     examples = []
     pool: dict[str, list[str]] = {}
-    for n, obj in _json_objects(path, "HalluDial", log):
+    for n, obj in json_objects(path, "HalluDial", log):
         ex = log.guarded(f"record {n}", _halludial_example, n, obj)
         if ex is None:
             continue

@@ -6,8 +6,8 @@ from pathlib import Path
 from typing import Optional
 
 from ..io import read_rows
-from ..metaeval.data import Example, MetaEvalData, SkippedRow
-from .common import DataFormatError, LabelOptions, _blank, _cell, _label_key, _Rows, _skip_blank_lines
+from .common import DataFormatError, LabelOptions, RowLog, blank_row, cell_text, label_key, skip_blank_lines
+from .types import Example, MetaEvalData, SkippedRow
 
 #: the published benchmark its data is (``MetaEvalData.benchmark``)
 BENCHMARK = "LLM-AggreFact"
@@ -47,13 +47,13 @@ def load_llm_aggrefact(path: str | Path, *, labels: LabelOptions = LabelOptions(
     for split, file in _split_files(root, "LLM-AggreFact"):
         if not file.read_bytes()[:4096].strip():
             raise DataFormatError(f"{file} is empty")
-        log = _Rows(file, labels, ["1", "0"])
+        log = RowLog(file, labels, ["1", "0"])
         for i, row in enumerate(read_rows(file)):
             where = f"{file.name} row {i}"
             if "__error__" in row:
                 log.skip(where, "unreadable row", str(row["__error__"]))
                 continue
-            if _blank(row):
+            if blank_row(row):
                 log.skip(where, "blank row")
                 continue
             missing = [c for c in _AGGREFACT_COLUMNS if c not in row]
@@ -61,7 +61,7 @@ def load_llm_aggrefact(path: str | Path, *, labels: LabelOptions = LabelOptions(
                 log.skip(where, "malformed row", f"no field(s) {missing}; LLM-AggreFact rows have "
                                                  f"{list(_AGGREFACT_COLUMNS)}")
                 continue
-            consistent = _BINARY.get(_label_key(labels.mapped(_cell(row["label"]))))
+            consistent = _BINARY.get(label_key(labels.mapped(cell_text(row["label"]))))
             if consistent is None:
                 log.unknown_label(where, row["label"])
                 continue
@@ -72,7 +72,7 @@ def load_llm_aggrefact(path: str | Path, *, labels: LabelOptions = LabelOptions(
                 id=f"aggrefact:{part or file.stem}:{i}", response=str(row["claim"]), knowledge=str(row["doc"]),
                 consistent=consistent, label="supported" if consistent else "unsupported",
                 subset=str(row["dataset"]), split=part))
-        _skip_blank_lines(log, file, prefix=f"{file.name} ")
+        skip_blank_lines(log, file, prefix=f"{file.name} ")
         skipped += log.skipped
         notes += log.notes()
     if not examples:

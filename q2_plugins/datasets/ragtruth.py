@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
 
-from ..metaeval.data import Example, MetaEvalData
-from .common import DataFormatError, LabelOptions, _field, _json_objects, _Rows
+from .common import DataFormatError, LabelOptions, RowLog, first_field, json_objects
+from .types import Example, MetaEvalData
 
 #: the published benchmark its data is (``MetaEvalData.benchmark``)
 BENCHMARK = "RAGTruth"
@@ -41,12 +41,12 @@ def load_ragtruth(path: str | Path) -> MetaEvalData:
         raise DataFormatError(f"The ragtruth loader reads the RAGTruth folder holding response.jsonl and "
                               f"source_info.jsonl; {folder} does not hold both")
     sources: dict[str, dict[str, Any]] = {}
-    for n, obj in _json_objects(folder / "source_info.jsonl", "RAGTruth source_info"):
-        sources[str(_field(obj, ("source_id",), f"source_info.jsonl line {n}"))] = obj
-    log = _Rows(folder / "response.jsonl", LabelOptions())
+    for n, obj in json_objects(folder / "source_info.jsonl", "RAGTruth source_info"):
+        sources[str(first_field(obj, ("source_id",), f"source_info.jsonl line {n}"))] = obj
+    log = RowLog(folder / "response.jsonl", LabelOptions())
     examples = []
     quality: Counter = Counter()
-    for n, obj in _json_objects(folder / "response.jsonl", "RAGTruth response", log):
+    for n, obj in json_objects(folder / "response.jsonl", "RAGTruth response", log):
         where = f"line {n}"
         spans, source = obj.get("labels"), sources.get(str(obj.get("source_id")))
         if not isinstance(spans, list):

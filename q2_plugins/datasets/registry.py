@@ -2,7 +2,7 @@
 
 Meta-eval's ``--dataset`` choices and help, its default ``--data``, the benchmark experiment's per-data-set table
 and the recipes' input kinds derive from these entries. A new data set is one module with its loader (returning a
-:class:`~q2_plugins.metaeval.data.MetaEvalData`) and one :func:`register` call, here or in the code that uses it.
+:class:`~q2_plugins.datasets.types.MetaEvalData`) and one :func:`register` call, here or in the code that uses it.
 """
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from ..metaeval.data import MetaEvalData
 from . import begin, dialfact, dnli, faithdial, halludial, llm_aggrefact, ragtruth, stress, table, usr, wow
 from .bundled import bundled_path
 from .common import LabelOptions
+from .types import MetaEvalData
 
 __all__ = ["Dataset", "DATASETS", "register", "load_dataset", "labelled", "per_subset_benchmarks", "default_data",
            "recipe_inputs"]

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..metaeval.data import Example, MetaEvalData, PerturbedPair
 from .begin import BEGIN_LABELS
-from .common import DataFormatError, _json_objects, _text
+from .common import DataFormatError, json_objects, text_of
+from .types import Example, MetaEvalData, PerturbedPair
 
 _STRESS_FIELDS = ("method", "original_response", "original_knowledge", "perturbed_response", "perturbed_knowledge")
 
@@ -23,7 +23,7 @@ def load_stress(path: str | Path) -> MetaEvalData:
     examples: list[Example] = []
     pairs: list[PerturbedPair] = []
     originals: dict[str, tuple[str, str]] = {}
-    for n, obj in _json_objects(path, "stress pairs"):
+    for n, obj in json_objects(path, "stress pairs"):
         where = f"{path} line {n}"
         missing = [f for f in _STRESS_FIELDS if f not in obj]
         if missing:
@@ -34,7 +34,7 @@ def load_stress(path: str | Path) -> MetaEvalData:
             raise DataFormatError(f"{where}: expected_label {expected!r} is not one of {list(BEGIN_LABELS)}")
         method = str(obj["method"])
         source = str(obj.get("source_id", f"line{n}"))
-        texts = tuple(_text(obj[f], f"{where} {f}") for f in _STRESS_FIELDS[1:])
+        texts = tuple(text_of(obj[f], f"{where} {f}") for f in _STRESS_FIELDS[1:])
         oid = f"original:{source}"
         if oid not in originals:
             originals[oid] = texts[:2]

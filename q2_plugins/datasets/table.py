@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from ..io import read_checked_rows
-from ..metaeval.data import Example, MetaEvalData
-from .common import DataFormatError, DataSettingError, LabelOptions, _blank, _Rows, _skip_blank_lines, _text
+from .common import DataFormatError, DataSettingError, LabelOptions, RowLog, blank_row, skip_blank_lines, text_of
+from .types import Example, MetaEvalData
 
 
 def _row_scores(row: Mapping[str, Any], score_columns: Sequence[str], where: str) -> dict[str, float]:
@@ -61,32 +61,32 @@ def load_table(
     examples = []
     if Path(path).is_file() and not Path(path).read_bytes()[:4096].strip():
         raise DataFormatError(f"{path} is empty")
-    log = _Rows(Path(path), labels)
+    log = RowLog(Path(path), labels)
     for i, row in read_checked_rows(path, input_format, fields, error=DataFormatError, missing_error=DataSettingError):
         where = f"{path} row {i}"
-        if _blank(row):
+        if blank_row(row):
             log.skip(f"row {i}", "blank row")
             continue
         label = str(labels.mapped(str(row[label_column] if row[label_column] is not None else ""))).strip()
         if not label:
             log.skip(f"row {i}", "empty label")
             continue
-        if not log.texts(f"row {i}", _text(row[response_column] or "", f"{where} {response_column}"),
-                         _text(row[knowledge_column] or "", f"{where} {knowledge_column}")):
+        if not log.texts(f"row {i}", text_of(row[response_column] or "", f"{where} {response_column}"),
+                         text_of(row[knowledge_column] or "", f"{where} {knowledge_column}")):
             continue
         scores = _row_scores(row, score_columns, where)
         examples.append(Example(
             id=str(row[id_column]) if id_column else str(i),
-            response=_text(row[response_column], f"{where} {response_column}"),
-            knowledge=_text(row[knowledge_column], f"{where} {knowledge_column}"),
+            response=text_of(row[response_column], f"{where} {response_column}"),
+            knowledge=text_of(row[knowledge_column], f"{where} {knowledge_column}"),
             consistent=label.lower() in positive, label=label,
             subset=str(row[subset_column]) if subset_column else "all",
             dialogue=str(row[dialogue_column]) if dialogue_column else None,
-            history=_text(row[history_column], where) if history_column and row[history_column] else None,
+            history=text_of(row[history_column], where) if history_column and row[history_column] else None,
             split=str(row[split_column]).strip().lower() if split_column else None,
             extra_scores=scores,
         ))
-    _skip_blank_lines(log, path, input_format)
+    skip_blank_lines(log, path, input_format)
     log.check(examples)
     counts = Counter(ex.label for ex in examples)
     if all(ex.consistent for ex in examples) or not any(ex.consistent for ex in examples):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..metaeval.data import Example, MetaEvalData
-from .common import DataFormatError, _field, _json_objects, _text
+from .common import DataFormatError, first_field, json_objects, text_of
+from .types import Example, MetaEvalData
 
 USR_NO_FACT = "_nofact"
 USR_RATING = "Uses Knowledge"
@@ -29,10 +29,10 @@ def load_usr(path: str | Path) -> MetaEvalData:
     path = Path(path)
     examples: list[Example] = []
     dropped = dropped_responses = 0
-    for ci, obj in _json_objects(path, "USR Topical-Chat (tc_usr_data.json)"):
+    for ci, obj in json_objects(path, "USR Topical-Chat (tc_usr_data.json)"):
         where = f"{path} context {ci}"
-        fact = _text(_field(obj, ("fact",), where), f"{where} fact")
-        responses = _field(obj, ("responses",), where)
+        fact = text_of(first_field(obj, ("fact",), where), f"{where} fact")
+        responses = first_field(obj, ("responses",), where)
         if not isinstance(responses, list):
             raise DataFormatError(f"{where}: 'responses' must be a list, got {type(responses).__name__}")
         if _usr_no_fact(fact):
@@ -44,7 +44,7 @@ def load_usr(path: str | Path) -> MetaEvalData:
             rwhere = f"{where} response {ri}"
             if not isinstance(resp, dict):
                 raise DataFormatError(f"{rwhere} is a JSON {type(resp).__name__}, expected an object")
-            ratings = _field(resp, (USR_RATING,), rwhere)
+            ratings = first_field(resp, (USR_RATING,), rwhere)
             if not isinstance(ratings, list) or not ratings or \
                     not all(isinstance(x, (int, float)) and not isinstance(x, bool) for x in ratings):
                 raise DataFormatError(f"{rwhere}: {USR_RATING!r} must be a non-empty list of annotator ratings, "
@@ -52,10 +52,10 @@ def load_usr(path: str | Path) -> MetaEvalData:
             rating = sum(ratings) / len(ratings)
             model = str(resp.get("model", "?"))
             examples.append(Example(
-                id=f"usr:{ci}:{ri}", response=_text(_field(resp, ("response",), rwhere), rwhere).strip(),
+                id=f"usr:{ci}:{ri}", response=text_of(first_field(resp, ("response",), rwhere), rwhere).strip(),
                 knowledge=fact.strip(), consistent=rating >= 0.5,
                 label="uses knowledge" if rating >= 0.5 else "does not use knowledge", subset=model,
-                dialogue=f"usr:{ci}", history=_text(context, where).strip() if context else None, rating=rating,
+                dialogue=f"usr:{ci}", history=text_of(context, where).strip() if context else None, rating=rating,
             ))
     if not examples:
         raise DataFormatError(f"{path} holds no response with a fact")

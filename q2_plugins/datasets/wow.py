@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ..metaeval.data import Example, MetaEvalData, PairedContext
-from .common import DataFormatError, _csv_rows
+from .common import DataFormatError, csv_rows
+from .types import Example, MetaEvalData, PairedContext
 
 WOW_SUBSETS = ("dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memnet_inconsistent")
 _WOW_COLUMNS = ("episode_idx", "round", "response", "knowledge")
@@ -72,7 +72,7 @@ def _wow_examples(folder: Path) -> tuple[list[Example], dict[_Turn, Example]]:
     by_turn: dict[_Turn, Example] = {}
     for stem in WOW_SUBSETS:
         system, label = stem.split("_")
-        columns, rows = _csv_rows(folder / f"{stem}.csv", _WOW_COLUMNS, "Q² WoW annotation")
+        columns, rows = csv_rows(folder / f"{stem}.csv", _WOW_COLUMNS, "Q² WoW annotation")
         index_column = columns[0] if columns[0] not in _WOW_COLUMNS else None
         for pos, row in enumerate(rows):
             rid = row[index_column] if index_column else str(pos)
@@ -90,7 +90,7 @@ def _wow_cross_annotation(cross_file: Path, by_turn: dict[_Turn, Example], pool:
                           ) -> tuple[list[PairedContext], list[Example], int]:
     """The paired contexts of ``cross_annotation.csv``, the examples it adds (responses that are not response-level
     examples) and how many shared responses it labels differently; each context's knowledge joins ``pool``."""
-    columns, rows = _csv_rows(cross_file, _CROSS_COLUMNS, "Q² cross annotation")
+    columns, rows = csv_rows(cross_file, _CROSS_COLUMNS, "Q² cross annotation")
     index_column = columns[0] if columns[0] not in _CROSS_COLUMNS else None
     contexts: list[PairedContext] = []
     extra: list[Example] = []

@@ -1,6 +1,6 @@
 """Scoring jobs: files in, files out, on either engine. A :class:`ScoreJob` says everything about one run (what to
 read, what to write, the config, the engine); :func:`run_score_job` checks it and runs it on the local engine
-(:mod:`q2_plugins.jobs.local`) or on Ray (:mod:`q2_plugins.ray_data`). Front ends (the ``q2 score`` command) only
+(:mod:`q2_plugins.jobs.local`) or on Ray (:mod:`q2_plugins.jobs.ray`). Front ends (the ``q2 score`` command) only
 build the job."""
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ _LACKS = {
     "ray": {"html": "writes no HTML report; write it from the Ray output with q2 report --texts INPUT",
             "taxonomy_model": "has no five-way labeller; use the local engine"},
 }
-#: file extensions the Ray engine writes as one file; another output path is a folder of part files
-_RAY_FILES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv")
 
 
 @dataclass(frozen=True)
@@ -88,7 +86,7 @@ def check_job_outputs(job: ScoreJob) -> None:
     """Every file the job would write (the output with its ``.partial``, ``.meta.json`` and temporaries, the HTML
     report, the dropped rows) against the input, through links too, and each one's folder for being writable: a
     clash or a folder that cannot be made or written stops the run here."""
-    from ..io import check_outputs, check_writable, files_written, html_files
+    from ..io import FORMATS, check_outputs, check_writable, files_written, html_files
 
     written: list[tuple[str, str, list[Path]]] = []  # (setting, path, the files written for it)
     if job.output and job.output != "-":
@@ -100,9 +98,9 @@ def check_job_outputs(job: ScoreJob) -> None:
 
         dropped = job.dropped_output or str(dropped_path(job.output))
         written.append(("dropped_output", dropped, files_written(dropped)))
-    check_outputs([job.input], [(f"--{s.replace('_', '-')} {path}", files) for s, path, files in written])
-    for setting, path, _ in written:  # Ray writes a path without a file extension as a folder of part files
-        folder = job.engine == "ray" and setting != "html" and Path(path).suffix.lower() not in _RAY_FILES
+    check_outputs([job.input], written)
+    for setting, path, _ in written:  # Ray writes a path of no known file format as a folder of part files
+        folder = job.engine == "ray" and setting != "html" and Path(path).suffix.lower() not in FORMATS
         # the report's writer and Ray's make the folders they need; the local result file needs its folder
         check_writable(path, setting, folder=folder, make_parents=setting == "html" or job.engine == "ray")
     if job.config.cache_dir:
@@ -145,13 +143,6 @@ def _run(job: ScoreJob) -> int:
         from .local import score_local
 
         return score_local(job)
-    from ..ray_data import RayScoreOptions, run_score
+    from .ray import run_score
 
-    options = RayScoreOptions(
-        input=job.input, output=job.output, input_format=job.input_format, rows=job.rows,
-        concurrency=job.ray.concurrency, num_cpus_per_worker=job.ray.num_cpus_per_worker,
-        num_gpus_per_worker=job.ray.num_gpus_per_worker, batch_size=job.ray.batch_size,
-        ray_address=job.ray.ray_address, keep_min_score=job.keep_min_score, keep_unscored=job.keep_unscored,
-        dropped_output=job.dropped_output, fail_on_error=job.fail_on_error, summary_format=job.summary_format,
-        progress=job.progress)
-    return run_score(job.config, options)
+    return run_score(job)

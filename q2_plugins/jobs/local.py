@@ -22,7 +22,8 @@ def score_local(job: ScoreJob) -> int:
     the summary and returns the exit code. With ``job.resume`` the rows a stopped run committed to its
     ``.partial`` are kept and the rest scored after them (:mod:`q2_plugins.jobs.partial`)."""
     from ..io import ResultFile, read_rows
-    from ..rows import cache_line, write_meta
+    from ..results import cache_line
+    from ..rows import write_meta
     from ..scorer import Q2Scorer
 
     taxonomy = _taxonomy_model(job.taxonomy_model) if job.taxonomy_model else None

@@ -27,10 +27,10 @@ import re
 from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkable
 
 from ..components import NLIModel
+from ..datasets.types import Example
 from ..errors import SETTING, ModelLoadError
 from ..normalize import tokens_f1
 from ..scoring import NLI_SCORES
-from .data import Example
 from .deps import require
 from .scores import MetricScores
 

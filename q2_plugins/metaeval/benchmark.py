@@ -11,8 +11,8 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from ..datasets.types import MetaEvalData
 from . import stats
-from .data import MetaEvalData
 from .scores import MetricScores
 
 __all__ = ["PUBLISHED", "NOT_LISTED", "per_dataset_balanced_accuracy", "published_beside", "benchmark",

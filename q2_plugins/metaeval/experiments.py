@@ -18,10 +18,10 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from .. import __version__
+from ..datasets.types import Example, MetaEvalData
 from ..errors import SettingError
 from . import stats
 from .baselines import response_length
-from .data import Example, MetaEvalData
 from .paper_tables import SYSTEM_LEVEL_PAPER, dnli_accuracy, usr_correlation
 from .scores import MetricScores
 

@@ -17,9 +17,9 @@ from ..datasets.ragtruth import load_ragtruth
 from ..datasets.registry import DATASETS, load_dataset
 from ..datasets.stress import load_stress
 from ..datasets.table import load_table
+from ..datasets.types import MetaEvalData
 from ..datasets.usr import USR_NO_FACT, load_usr
 from ..datasets.wow import WOW_SUBSETS, load_wow
-from .data import MetaEvalData
 
 __all__ = [
     "DataFormatError",

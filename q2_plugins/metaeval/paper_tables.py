@@ -15,9 +15,9 @@ from typing import Any, Sequence
 
 import numpy as np
 
+from ..datasets.types import Example, MetaEvalData
 from ..results import ResponseStatus
 from . import stats
-from .data import Example, MetaEvalData
 from .scores import MetricScores, no_question_treatments
 
 __all__ = ["USR_PAPER_ROWS", "DNLI_PAPER_ROWS", "SYSTEM_LEVEL_PAPER", "PAPER_FIGURES_NOTE", "usr_correlation",

@@ -104,7 +104,7 @@ class MetaEvalSettings:
 
 
 def load_data(settings: MetaEvalSettings) -> Any:
-    """The :class:`~q2_plugins.metaeval.data.MetaEvalData` the settings name."""
+    """The :class:`~q2_plugins.datasets.types.MetaEvalData` the settings name."""
     from ..datasets.common import LabelOptions
     from ..datasets.registry import default_data, labelled, load_dataset
 

@@ -1,6 +1,6 @@
 """Where a meta-evaluation's metric scores come from.
 
-Three sources, all keyed by example id (:attr:`~q2_plugins.metaeval.data.Example.id`):
+Three sources, all keyed by example id (:attr:`~q2_plugins.datasets.types.Example.id`):
 
 * a **scores file**: the output of ``q2 score`` (either engine, JSONL / Parquet / CSV; ``id`` or ``row``, and the
   result fields), read by :func:`q2_plugins.rows.read_results`, or any CSV / JSONL with an ``id`` (or ``row``) and a
@@ -27,11 +27,11 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 import numpy as np
 
 from ..datasets.common import DataFormatError, DataSettingError
+from ..datasets.types import Example
 from ..replay import load_original_steps, load_recorded_scores, replay
 from ..results import ResponseResult, ResponseStatus, explained_row
 from ..scoring import counted_questions, mean_score
 from ..signature import replay_signature
-from .data import Example
 
 __all__ = [
     "QuestionStats",

@@ -2,9 +2,9 @@
 
 Base (the top beam question of each candidate only, personal questions kept) -> + the personal-question filter ->
 + top-k beam questions (the next beam question is tried while none passes: the paper's main pipeline) ->
-+ coreference (pronouns of the response resolved over the history, :mod:`q2_plugins.coref`). Each variant scores
-every response-level example; coverage is the share with at least one valid question, Q² the mean over the scored
-ones (fallback included), as :class:`~q2_plugins.results.Q2Stats` counts them.
++ coreference (pronouns of the response resolved over the history, :mod:`q2_plugins.backends.hf.coref`). Each
+variant scores every response-level example; coverage is the share with at least one valid question, Q² the mean
+over the scored ones (fallback included), as :class:`~q2_plugins.results.Q2Stats` counts them.
 """
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from __future__ import annotations
 from typing import Any, Callable, Optional, Sequence
 
 from ..config import Q2Config
+from ..datasets.types import Example
 from ..results import Q2Stats
-from .data import Example
 
 __all__ = ["VARIANTS", "variant_configs", "variants_table", "variants_markdown"]
 

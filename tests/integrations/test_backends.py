@@ -139,3 +139,38 @@ def test_cli_stops_before_scoring_when_a_backend_cannot_load(tmp_path):
     # the plug-in's error names the setting; the command line writes it as its flag
     assert "q2 score: error: Cannot load the QA model 'scripted:missing' (setting --qa-model)" in proc.stderr
     assert not (tmp_path / "out.jsonl").exists()
+
+
+def test_prefetch_goes_through_the_backend_a_model_string_names(tmp_path):
+    """``q2 prefetch`` asks the backend, not the hub: a backend without a ``prefetch`` hook is named with its flag
+    before anything is copied, and a hook gets the name without its scheme."""
+    proc = q2(["prefetch", "--output-dir", str(tmp_path / "m"), "--qg-model", "scripted:x"], tmp_path,
+              **{backends.MODULES_ENV: "tests.scripted_backend"})
+    assert proc.returncode == 2
+    assert "q2 prefetch: error: --qg-model: 'scripted:x': its backend cannot copy its model" in proc.stderr
+    assert not (tmp_path / "m" / "qg").exists()
+
+    class Copying(scripted_backend.ScriptedBackend):
+        def prefetch(self, role, name, config, target):
+            return f"{role}:{name}->{target}"
+
+    backends.register("copying", Copying())
+    try:
+        assert backends.prefetch("qa", tmp_path, Q2Config(qa_model="copying:y")) == f"qa:y->{tmp_path}"
+    finally:
+        backends.unregister("copying")
+
+
+def test_the_hf_components_settings_are_signed_only_for_the_hf_backend():
+    """``qa-dec`` and ``nli-dec`` (the hf QA / NLI windows) name settings only the hf components read: a scripted
+    QA or NLI model signs and caches without them; the default (hf) configuration keeps them, byte for byte."""
+    from q2_plugins.signature import scorer_signature, stage_key
+
+    ids = {"candidates": "c", "qg": "g", "qa": "a", "nli": "n", "personal": "p"}
+    hf = scorer_signature(Q2Config(), ids, "v")
+    assert "|qa-dec:original-win512-stride128|" in str(hf) and "|nli-dec:win512-stride128|" in str(hf)
+    assert stage_key(Q2Config(), "qa", "a") == "qa|a|original-win512-stride128"
+    scripted = scripted_config()
+    parts = dict(scorer_signature(scripted, ids, "v").parts)
+    assert "qa-dec" not in parts and "nli-dec" not in parts and "qg-dec" in parts
+    assert stage_key(scripted, "qa", "a", "v1") == "qa|a|v1" and stage_key(scripted, "nli", "n", "v1") == "nli|n|v1"

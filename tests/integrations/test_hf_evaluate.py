@@ -100,6 +100,14 @@ def test_load_by_path_compute_and_explain(evaluate_module, model_workdir):
     assert "explanations" not in plain and plain["scores"] == out["scores"]
 
 
+def test_the_module_card_says_the_range_and_direction_the_core_declares(evaluate_module):
+    from q2_plugins.metric_names import METRIC_INFO
+
+    info = evaluate_module.load(str(MODULE_DIR))._info()
+    assert f"Q2 is {METRIC_INFO.direction()}." in info.description
+    assert METRIC_INFO.direction() == "in [0, 1], higher is better"
+
+
 def test_bad_rows_and_inputs(evaluate_module, model_workdir):
     q2 = evaluate_module.load(str(MODULE_DIR), **TINY)
     out = q2.compute(predictions=["", "it aired on pbs ."], knowledge=["The show aired on PBS.", ""])

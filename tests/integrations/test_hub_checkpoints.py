@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 import torch
 
+from q2_plugins.backends.hf.transformers_models import load_model
 from q2_plugins.errors import ModelLoadError
 from q2_plugins.signature import model_id
-from q2_plugins.transformers_models import load_model
 from tests.hub_fixtures import ALTERNATIVE_REPOS, COREF_REPO, DEFAULT_REPOS, build_hub_cache
 
 REPO = Path(__file__).resolve().parents[2]
@@ -146,7 +146,7 @@ def test_every_fixture_loads_and_a_changed_copy_loses_the_hub_identity(hub_cache
         snapshot = _snapshot(cache, repo, commit)
         assert model_id(str(snapshot)) == f"hub:{repo}@{commit}"
         if repo == COREF_REPO:
-            from q2_plugins.coref import load_fcoref
+            from q2_plugins.backends.hf.coref import load_fcoref
 
             load_fcoref(str(snapshot))
             continue
@@ -154,7 +154,7 @@ def test_every_fixture_loads_and_a_changed_copy_loses_the_hub_identity(hub_cache
         role, kind = kinds[model_type]
         tokenizer, model = load_model(role, str(snapshot), None, "cpu", "float32", kind, cpu_kernels="torch")
         assert tokenizer.is_fast and model.config.vocab_size >= len(tokenizer) - 1
-    from q2_plugins.prefetch import prefetch_model
+    from q2_plugins.backends.hf.prefetch import prefetch_model
 
     target = prefetch_model("qa", str(_snapshot(cache, DEFAULT_REPOS[1], commits[DEFAULT_REPOS[1]])), None,
                             tmp_path / "qa")

@@ -16,7 +16,7 @@ HARMLESS = (b"[2026-01-01 00:00:00,000 E 1 1] core_worker.cc:2465: Actor with cl
 
 WRITER = r"""
 import os, sys, time
-from q2_plugins.ray_data import _HARMLESS_CORE_LINE
+from q2_plugins.jobs.ray import _HARMLESS_CORE_LINE
 from q2_plugins.stderr_filter import stderr_without
 print("before", file=sys.stderr, flush=True)
 with stderr_without(_HARMLESS_CORE_LINE):

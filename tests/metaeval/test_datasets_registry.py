@@ -11,7 +11,7 @@ import pytest
 from q2_plugins.cli import main
 from q2_plugins.datasets import DATASETS, Dataset, default_data, load_dataset, register
 from q2_plugins.datasets.common import DataFormatError, LabelOptions
-from q2_plugins.metaeval.data import Example, MetaEvalData
+from q2_plugins.datasets.types import Example, MetaEvalData
 from q2_plugins.metaeval.loaders import LOADERS
 
 

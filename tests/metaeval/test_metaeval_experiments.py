@@ -8,6 +8,7 @@ import sacrebleu
 
 from q2_plugins import Q2Scorer
 from q2_plugins.components import NLILabel
+from q2_plugins.datasets.types import Example, MetaEvalData, PairedContext
 from q2_plugins.metaeval.baselines import (
     BERTScoreBaseline,
     NLIBaseline,
@@ -17,7 +18,6 @@ from q2_plugins.metaeval.baselines import (
     response_length,
     score_baselines,
 )
-from q2_plugins.metaeval.data import Example, MetaEvalData, PairedContext
 from q2_plugins.metaeval.experiments import (
     MetaEvalOptions,
     control_variants,

@@ -8,7 +8,7 @@ from pathlib import Path
 
 from q2_plugins import Q2Config, Q2Scorer
 from q2_plugins.cli import main
-from q2_plugins.metaeval.data import Example
+from q2_plugins.datasets.types import Example
 from q2_plugins.metaeval.variants import variant_configs, variants_markdown, variants_table
 from tests.fakes import FakeCandidates, FakeCoref, FakeNLI, FakePersonal, FakeQA, FakeQG
 

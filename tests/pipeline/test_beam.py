@@ -12,7 +12,7 @@ import pytest
 import torch
 
 from q2_plugins.accel.beam import T5BeamSearch, _ban_repeated_ngrams, beam_settings
-from q2_plugins.transformers_models import HFQuestionGenerator, load_model
+from q2_plugins.backends.hf.transformers_models import HFQuestionGenerator, load_model
 
 SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 

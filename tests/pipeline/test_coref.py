@@ -11,8 +11,8 @@ import sys
 import pytest
 
 from q2_plugins import Q2Config, Q2Scorer
+from q2_plugins.backends.hf.coref import join_dialogue, rewrite
 from q2_plugins.cache import Q2Cache
-from q2_plugins.coref import join_dialogue, rewrite
 from q2_plugins.errors import ModelLoadError
 from tests.fakes import FakeCandidates, FakeCoref, FakeNLI, FakePersonal, FakeQA, FakeQG
 
@@ -167,7 +167,7 @@ DIALOGUES = [(HISTORY, RESPONSE), ("", "My cat likes its food and it sleeps."),
 
 
 def test_fcoref_loads_and_batches_as_per_item(tiny_coref):
-    from q2_plugins.coref import FCoref, load_fcoref
+    from q2_plugins.backends.hf.coref import FCoref, load_fcoref
 
     tok, model = load_fcoref(str(tiny_coref))
     batched = FCoref(tok, model, batch_size=3).resolve(DIALOGUES)
@@ -177,7 +177,7 @@ def test_fcoref_loads_and_batches_as_per_item(tiny_coref):
 
 
 def test_fcoref_keeps_the_end_of_a_long_history(tiny_coref):
-    from q2_plugins.coref import FCoref, load_fcoref
+    from q2_plugins.backends.hf.coref import FCoref, load_fcoref
 
     fc = FCoref(*load_fcoref(str(tiny_coref)))
     long_history = "Bob Ross painted a tree. " * 400
@@ -199,7 +199,7 @@ def test_fcoref_in_the_scorer_batched_equals_per_item(tiny_coref, tiny_config):
 
 
 def test_not_an_fcoref_model_says_so(tiny_models):
-    from q2_plugins.coref import load_fcoref
+    from q2_plugins.backends.hf.coref import load_fcoref
 
     with pytest.raises(ModelLoadError, match=r"COREF model .*coref_model.*no 'coref_head'"):
         load_fcoref(str(tiny_models["nli"]))

@@ -132,7 +132,7 @@ def test_fuzz_no_path_destroys_data(tmp_path, flags, capsys):
                         argv += ["--output", str(tmp_path / "kept.jsonl"), "--keep-min-score", "0.5"]
                     written = files_written(tmp_path / target) + [tmp_path / target]
                     try:
-                        check_outputs([tmp_path / source], [(flag, written)])
+                        check_outputs([tmp_path / source], [(flag[2:].replace("-", "_"), tmp_path / target, written)])
                         continue  # no clash: the run would go ahead (not run here: the first test scores)
                     except ValueError:
                         pass

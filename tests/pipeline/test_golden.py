@@ -299,7 +299,7 @@ def test_results_are_json_and_add():
 
 
 def test_highlight_template():
-    from q2_plugins.transformers_models import highlight
+    from q2_plugins.backends.hf.transformers_models import highlight
 
     assert highlight("Paris", "I love Paris and Paris loves me") == "I love <hl> Paris <hl> and Paris loves me"
     assert highlight("Rome", "I love Paris") == "I love Paris"

@@ -14,7 +14,7 @@ import torch
 from q2_plugins import Q2Config, Q2Scorer, accel
 from q2_plugins.accel.batching import length_batches
 from q2_plugins.accel.generation import beam_search_cache
-from q2_plugins.transformers_models import HFQuestionGenerator
+from q2_plugins.backends.hf.transformers_models import HFQuestionGenerator
 
 SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 

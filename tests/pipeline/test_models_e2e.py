@@ -11,12 +11,13 @@ from pathlib import Path
 
 import pytest
 
-from q2_plugins import Q2Config, Q2Scorer, transformers_models
+from q2_plugins import Q2Config, Q2Scorer
+from q2_plugins.backends.hf import transformers_models
+from q2_plugins.backends.hf.transformers_models import load_model
 from q2_plugins.cli import main
 from q2_plugins.components import Answer, AnswerKind, NLILabel
 from q2_plugins.errors import ModelLoadError
 from q2_plugins.testing import build_bert_qa, build_roberta_nli, corpus_sentences
-from q2_plugins.transformers_models import load_model
 from tests.fakes import NeverCalled
 
 SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"

@@ -74,10 +74,11 @@ def test_no_output_can_be_an_input_in_either_engine(tmp_path, capsys, model_flag
 
 def test_check_outputs_names_the_file_written(tmp_path):
     p = jsonl(tmp_path / "r.jsonl.partial", [GOOD])
-    with pytest.raises(q2io.InputFormatError, match=r"--output r\.jsonl would write .*r\.jsonl\.partial, which is "
-                                                    r"the input file"):
-        q2io.check_outputs([p], [("--output r.jsonl", q2io.files_written(tmp_path / "r.jsonl"))])
-    q2io.check_outputs([p], [("--output s.jsonl", q2io.files_written(tmp_path / "s.jsonl"))])  # no clash
+    with pytest.raises(q2io.InputFormatError, match=r"^output r\.jsonl would write .*r\.jsonl\.partial, which is "
+                                                    r"the input file") as refused:
+        q2io.check_outputs([p], [("output", "r.jsonl", q2io.files_written(tmp_path / "r.jsonl"))])
+    assert refused.value.setting == "output"  # each front end writes it its way (the command line: --output)
+    q2io.check_outputs([p], [("output", "s.jsonl", q2io.files_written(tmp_path / "s.jsonl"))])  # no clash
 
 
 # -- duplicates and short records are never silently resolved ------------------------------------------------------

@@ -12,7 +12,7 @@ from torch.utils.flop_counter import FlopCounterMode
 
 from q2_plugins import Q2Config, Q2Scorer
 from q2_plugins.accel import onednn
-from q2_plugins.transformers_models import load_model
+from q2_plugins.backends.hf.transformers_models import load_model
 
 pytestmark = pytest.mark.skipif(not onednn.available(), reason="this PyTorch build has no oneDNN")
 

@@ -11,7 +11,7 @@ import torch
 from q2_plugins import accel
 from q2_plugins.accel.batching import packed_batches
 from q2_plugins.accel.packed import ATTENTION, PackedEncoder
-from q2_plugins.transformers_models import HFNLI, HFQuestionAnswerer, load_model
+from q2_plugins.backends.hf.transformers_models import HFNLI, HFQuestionAnswerer, load_model
 
 SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 QUESTIONS = ["What is it?", "Who is the capital of France and why is it there?", "where"]

@@ -7,11 +7,12 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from q2_plugins import Q2Config, Q2Scorer, transformers_models
+from q2_plugins import Q2Config, Q2Scorer
+from q2_plugins.backends.hf import transformers_models
+from q2_plugins.backends.hf.transformers_models import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model
 from q2_plugins.cache import Q2Cache
 from q2_plugins.components import Answer, NLILabel
 from q2_plugins.errors import ModelLoadError
-from q2_plugins.transformers_models import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model
 from tests.fakes import FakeQA, FakeQG, scripted_scorer
 
 RESP, KNOW = "paris is in france .", "Paris is the capital of France."

@@ -13,7 +13,7 @@ from q2_plugins import accel
 from q2_plugins.accel import generation, selfcheck, windows
 from q2_plugins.accel.beam import T5BeamSearch
 from q2_plugins.accel.packed import PackedEncoder
-from q2_plugins.transformers_models import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model
+from q2_plugins.backends.hf.transformers_models import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model
 
 SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
 PAIRS = [("Paris", "Paris is the capital of France."), ("France", "Paris is the capital of France."),

@@ -29,9 +29,9 @@ def nlp():
 
 
 def words(nlp, text):
-    from q2_plugins.perturb import _content_forms
+    from q2_plugins.perturb import content_forms
 
-    return _content_forms(nlp(text))
+    return content_forms(nlp(text))
 
 
 # -- negation -----------------------------------------------------------------------------------------------------

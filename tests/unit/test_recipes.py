@@ -244,33 +244,33 @@ def test_negation_never_lands_on_the_speakers_hedge(nlp):
 
 
 def test_negated_knowledge_only_where_the_response_draws_on_it(nlp):
-    from q2_plugins.perturb import _content_forms, negate
+    from q2_plugins.perturb import content_forms, negate
 
     hedged = nlp("Halloween originated from Celtic harvest festivals. Such festivals may not have had pagan roots.")
     response = nlp("it originated from celtic harvest festivals .")
-    out = negate(hedged, _content_forms(response), best_sentence_only=True)
+    out = negate(hedged, content_forms(response), best_sentence_only=True)
     assert out.reason == "no auxiliary or copular verb to negate"  # the first sentence has none; the hedge untouched
     titled = nlp('Their first single was "Love Me Do". It was released in 1962.')
-    out = negate(titled, _content_forms(nlp("love me do was their first single")), best_sentence_only=True)
+    out = negate(titled, content_forms(nlp("love me do was their first single")), best_sentence_only=True)
     assert out.text == 'Their first single was not "Love Me Do". It was released in 1962.'
     quoted = nlp('The song "Love Me Do" was a hit.')
-    assert negate(quoted, _content_forms(nlp("love me do was a hit"))).text == 'The song "Love Me Do" was not a hit.'
+    assert negate(quoted, content_forms(nlp("love me do was a hit"))).text == 'The song "Love Me Do" was not a hit.'
     for title in ('Their hit single "Love Me Do" reached number 17.', "Love Me Do reached number 17 in 1962."):
-        assert negate(nlp(title), _content_forms(nlp("love me do reached number 17"))) == Skip(
+        assert negate(nlp(title), content_forms(nlp("love me do reached number 17"))) == Skip(
             "inside a quotation or title")  # "Do" is the verb the tagger offers: never "Love Me Do not"
 
 
 def test_antonyms_from_the_bundled_wordnet_pairs(nlp):
     import random
 
-    from q2_plugins.perturb import _content_forms, antonym, wordnet_antonyms
+    from q2_plugins.perturb import antonym, content_forms, wordnet_antonyms
 
     pairs = wordnet_antonyms()
     assert "cold" in pairs["hot"] and "hot" in pairs["cold"] and len(pairs) > 3000
-    knowledge = _content_forms(nlp("Tea is usually served as a hot drink."))
+    knowledge = content_forms(nlp("Tea is usually served as a hot drink."))
     out = antonym(nlp("tea is a hot drink ."), knowledge, pairs, random.Random(0))
     assert out.text.startswith("tea is a ") and out.text.split()[3] in pairs["hot"] and "WordNet" in out.change
-    assert antonym(nlp("tea is a hot drink ."), _content_forms(nlp("Tea is a drink.")), pairs,
+    assert antonym(nlp("tea is a hot drink ."), content_forms(nlp("Tea is a drink.")), pairs,
                    random.Random(0)).reason == "no adjective with an antonym that the knowledge uses"
     made, report = make_training_set(ROWS + [SourceRow("t", "tea is a hot drink .", "Tea is served as a hot drink.",
                                                        None, "d7")], recipe="begin", balance=False, nlp=nlp, seed=1)
@@ -389,7 +389,7 @@ def test_preview_marks_the_change_and_names_the_rule(tmp_path, capsys):
 def test_a_begin_files_knowledge_source_is_its_rows_topic(tmp_path):
     """BEGIN draws off-topic responses from the same topic; in a BEGIN file that is its knowledge source (v2 names it
     in the file name and folder; v1 is Wizard of Wikipedia throughout)."""
-    from q2_plugins.recipes import _begin_source
+    from q2_plugins.datasets.grounded import _begin_source
 
     assert _begin_source(tmp_path / "cmu-dog" / "begin_dev_cmu.tsv").startswith("CMU-DoG")
     assert _begin_source(tmp_path / "topicalchat" / "begin_dev_tc.tsv").startswith("Topical-Chat")

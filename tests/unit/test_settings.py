@@ -104,7 +104,7 @@ def test_a_setting_that_does_not_act_changes_nothing():
 
 
 def test_declarations_fit_the_layout_and_the_components():
-    from q2_plugins.transformers_models import HFNLI, HFQuestionAnswerer, HFQuestionGenerator
+    from q2_plugins.backends.hf.transformers_models import HFNLI, HFQuestionAnswerer, HFQuestionGenerator
 
     settings_keys = {p.key for p in SCORER_PARTS if p.component is None}
     wrappers = {"qg": HFQuestionGenerator, "qa": HFQuestionAnswerer, "nli": HFNLI}

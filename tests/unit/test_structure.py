@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Callable
 
 import pytest
 
@@ -82,14 +84,19 @@ def _imports(path: str, tree: ast.Module) -> set[str]:
     return out
 
 
-def test_no_import_loop_among_the_modules():
+def _graph() -> dict[str, list[str]]:
+    """Module -> the package modules it imports (a package's ``__init__`` importing its own modules is how it hands
+    names on, not an arrow)."""
     trees = _modules()
     names = {_module_name(p): p for p in trees}
     graph = {name: sorted(m for m in _imports(path, trees[path]) if m in names and m != name)
              for name, path in names.items()}
-    # a package's __init__ importing its own modules is how it hands names on, not a loop
-    graph = {name: [m for m in deps if not (path.endswith("__init__.py") and m.startswith(name + "."))]
-             for (name, deps), path in zip(graph.items(), names.values())}
+    return {name: [m for m in deps if not (path.endswith("__init__.py") and m.startswith(name + "."))]
+            for (name, deps), path in zip(graph.items(), names.values())}
+
+
+def test_no_import_loop_among_the_modules():
+    graph = _graph()
     loops, state = [], {}
 
     def visit(name: str, trail: list[str]) -> None:
@@ -189,3 +196,109 @@ def test_imports_made_inside_functions_count_and_type_checking_ones_do_not():
     found = _imports("perturb.py", tree)
     assert {"q2_plugins.recipes", "q2_plugins.cache", "q2_plugins.io"} <= found
     assert "q2_plugins.config" not in found
+
+
+def _reaches(graph: dict[str, list[str]], start: str, goal: Callable[[str], bool], avoid: Callable[[str], bool]
+             ) -> bool:
+    """Whether some import path from ``start`` reaches a module where ``goal`` holds, through none where ``avoid``
+    does."""
+    seen, todo = {start}, [start]
+    while todo:
+        for dep in graph[todo.pop()]:
+            if goal(dep):
+                return True
+            if dep not in seen and not avoid(dep):
+                seen.add(dep)
+                todo.append(dep)
+    return False
+
+
+def _arrows_back_up(graph: dict[str, list[str]]) -> list[str]:
+    """Arrows from a module inside a subpackage to a module outside it that imports the subpackage back (directly or
+    through modules outside it): the subpackage and that module lean on each other, so neither is a floor below."""
+    packages = {name for name in graph if (PACKAGE / "/".join(name.split(".")[1:]) / "__init__.py").is_file()}
+    found = []
+    for sub in sorted(packages - {"q2_plugins"}):
+        def inside(m: str, sub: str = sub) -> bool:
+            return m == sub or m.startswith(sub + ".")
+        for name in filter(inside, graph):
+            for dep in graph[name]:
+                if not inside(dep) and _reaches(graph, dep, inside, inside):
+                    found.append(f"{name} -> {dep}")
+    return found
+
+
+def test_no_arrow_runs_back_up_out_of_a_subpackage():
+    assert _arrows_back_up(_graph()) == []
+
+
+def test_the_arrow_check_sees_a_subpackage_and_a_module_that_lean_on_each_other():
+    graph = {"q2_plugins.backends": [], "q2_plugins.backends.hf": ["q2_plugins.coref"],
+             "q2_plugins.coref": ["q2_plugins.backends.loading"], "q2_plugins.backends.loading": [],
+             "q2_plugins.config": []}
+    assert _arrows_back_up(graph) == ["q2_plugins.backends.hf -> q2_plugins.coref"]
+    graph["q2_plugins.coref"] = ["q2_plugins.config"]
+    assert _arrows_back_up(graph) == []
+
+
+def test_datasets_never_import_the_meta_evaluation():
+    """The data sets are read for meta-evaluation and training alike: their types live in ``datasets.types``."""
+    graph = _graph()
+    found = [f"{name} -> {dep}" for name, deps in graph.items() if name.startswith("q2_plugins.datasets")
+             for dep in deps if dep.startswith("q2_plugins.metaeval")]
+    assert found == []
+
+
+#: a transformers model class: Auto* models, *For<Task>, *LMHeadModel, *PreTrainedModel, *Model
+_MODEL_CLASS = re.compile(r"^AutoModel\w*$|For[A-Z]\w*$|LMHeadModel$|PreTrainedModel$|^\w+Model$")
+#: modules outside backends/ allowed model classes, with why: the builder of the tiny random-weight models that the
+#: tests and ``q2 make-test-models`` write (it builds models to save, and loads none to score)
+_MODEL_CLASS_ELSEWHERE = {"testing.py"}
+
+
+def _model_class_imports(tree: ast.Module) -> list[str]:
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.ImportFrom) and (node.module or "").split(".")[0] == "transformers":
+            found += [f"line {node.lineno}: {a.name}" for a in node.names if _MODEL_CLASS.search(a.name)]
+        elif isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and \
+                node.value.id == "transformers" and _MODEL_CLASS.search(node.attr):
+            found.append(f"line {node.lineno}: transformers.{node.attr}")
+    return found
+
+
+def test_only_backends_import_transformers_model_classes():
+    """Which code computes a role and how it loads (the one load policy) is the backends' business."""
+    outside = {path: uses for path, tree in _modules().items()
+               if not path.startswith("backends/") and path not in _MODEL_CLASS_ELSEWHERE
+               and (uses := _model_class_imports(tree))}
+    assert outside == {}
+    assert _model_class_imports(ast.parse("from transformers import AutoModelForCausalLM, AutoTokenizer\n"
+                                          "m = transformers.T5ForConditionalGeneration\n")) == [
+        "line 1: AutoModelForCausalLM", "line 2: transformers.T5ForConditionalGeneration"]
+
+
+def _built_flags(tree: ast.Module) -> list[str]:
+    """Where a module builds command-line flag text: ``f"--{...}"``, ``"--" + ...`` or ``name.replace("_", "-")``."""
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.JoinedStr):
+            parts = node.values
+            found += [f"line {node.lineno}: f-string --{{...}}" for a, b in zip(parts, parts[1:])
+                      if isinstance(a, ast.Constant) and isinstance(a.value, str)
+                      and re.search(r"(?<![\w-])--$", a.value) and isinstance(b, ast.FormattedValue)]
+        elif isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add) and isinstance(node.left, ast.Constant) \
+                and node.left.value == "--":
+            found.append(f"line {node.lineno}: \"--\" + ...")
+        elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "replace" \
+                and [getattr(a, "value", None) for a in node.args] == ["_", "-"]:
+            found.append(f"line {node.lineno}: .replace(\"_\", \"-\")")
+    return found
+
+
+def test_no_flag_text_is_built_in_the_library():
+    """A library error names its setting (``.setting``); only a front end turns it into a flag."""
+    outside = {path: uses for path, tree in _modules().items()
+               if not path.startswith("cli/") and (uses := _built_flags(tree))}
+    assert outside == {}
+    assert len(_built_flags(ast.parse('a = f"--{s} {p}"\nb = "--" + s\nc = s.replace("_", "-")\n'))) == 3

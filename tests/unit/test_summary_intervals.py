@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -13,6 +14,8 @@ from scipy import stats as scipy_stats
 from q2_plugins import metric_names as M
 from q2_plugins.cli import main
 from q2_plugins.results import Q2Stats, ResponseResult, ResponseStatus, explained_row, print_summary
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 def _responses(scores):
@@ -92,3 +95,18 @@ def test_the_responses_line_names_rows_unscored_for_want_of_a_question_only_when
 
     assert responses_line([0.2, 0.4, 0.9]).split() == ["responses", "3", "scored", "3", "errors", "0"]
     assert "unscored for want of a question (fallback off) 1" in responses_line([0.2, None, 0.9])
+
+
+def test_the_metric_declares_its_bounds_and_direction_once_and_the_front_ends_read_them():
+    import q2_plugins
+    from q2_plugins import Q2Scorer
+
+    info = q2_plugins.METRIC_INFO
+    assert info is M.Q2 and info.bounds == (0.0, 1.0) and info.higher_is_better is True
+    assert info.direction() == "in [0, 1], higher is better" and M.Q2_STDERR.direction() == ""
+    assert M.FALLBACK_RATE.direction() == "in [0, 1], lower is better"
+    # torchmetrics' names on the scorer
+    assert (Q2Scorer.higher_is_better, Q2Scorer.plot_lower_bound, Q2Scorer.plot_upper_bound) == (True, 0.0, 1.0)
+    # the wheel's type marker
+    assert (REPO / "q2_plugins" / "py.typed").is_file()
+    assert "py.typed" in (REPO / "setup.cfg").read_text().split("[options.package_data]")[1].split("[")[0]

@@ -4,8 +4,9 @@ The original code ran transformers' slow ``T5Tokenizer`` / ``AlbertTokenizer``: 
 with ALBERT's preprocessing (spaces collapsed, `` and '' as ", accents removed, lower case) and its split of pieces
 like ``"9,"``, then the special tokens around. Those classes are gone from the transformers this package uses, so the
 reference here is that procedure, written out over the ``sentencepiece`` library on the fixture repositories' own
-``spiece.model`` files; the fast tokenizers are what :func:`q2_plugins.transformers_models.load_model` loads from
-the same repositories (converted from ``spiece.model``, as these repositories ship no ``tokenizer.json``).
+``spiece.model`` files; the fast tokenizers are what
+:func:`q2_plugins.backends.hf.transformers_models.load_model` loads from the same repositories (converted from
+``spiece.model``, as these repositories ship no ``tokenizer.json``).
 """
 
 from __future__ import annotations
@@ -90,7 +91,7 @@ def _slow_albert(sp, question: str, context: str | None = None) -> list[int]:
 
 
 def _fast(snapshot: Path, role: str, kind: str):
-    from q2_plugins.transformers_models import load_model
+    from q2_plugins.backends.hf.transformers_models import load_model
 
     tokenizer, _ = load_model(role, str(snapshot), None, "cpu", "float32", kind, cpu_kernels="torch")
     assert tokenizer.is_fast

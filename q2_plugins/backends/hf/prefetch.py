@@ -13,8 +13,8 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
-from .errors import model_load_error
-from .signature import content_hashes, file_sha256, hub_snapshot_of, model_id, read_source_record, write_source_record
+from ...errors import model_load_error
+from ...signature import content_hashes, file_sha256, hub_snapshot_of, model_id, read_source_record, write_source_record
 
 __all__ = ["prefetch_model", "MODEL_FILES"]
 

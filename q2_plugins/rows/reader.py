@@ -1,17 +1,6 @@
-"""The one row pipeline of ``q2 score``, used by the local and the Ray engine alike, and the one reader of its output.
-
-A record (one dict per input row, or ``{"__error__": message}`` for one that could not be read) becomes the
-scorer's columns; a record that could not be read or lacks a field is scored as missing and gets its problem as its
-error; every record gets one :class:`~q2_plugins.results.ResponseResult`. The run's sidecar ``OUTPUT.meta.json`` is
-written by :func:`write_meta` for both engines, with the same keys (``docs/failures.md``).
-
-Both engines write one row layout (``docs/usage.md``): ``row`` (the record's position in its input file), the
-record's input fields (one named like a field of the layout kept as ``input_<name>``, see :func:`kept_name`), then
-the result fields of :data:`~q2_plugins.results.RESULT_FIELDS` (with explanations, those of
-:data:`~q2_plugins.results.EXPLANATION_FIELDS`). :func:`result_row` writes a row; :func:`read_results` reads a result
-file of either engine, JSONL / Parquet / CSV / TSV, with its sidecar, for ``q2 report``, ``q2 compare`` and
-``q2 meta-eval --scores``.
-"""
+"""The one reader of result files: ``q2 score`` output of either engine (JSONL / Parquet / CSV / TSV, or a
+directory of part files) and ``q2 replay`` output, with its sidecar, for ``q2 report``, ``q2 compare`` and
+``q2 meta-eval --scores``."""
 
 from __future__ import annotations
 
@@ -19,104 +8,17 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping, Optional, Sequence
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
-from . import __version__
-from .results import EXPLANATION_FIELDS, RESULT_FIELDS, ResponseResult
+from ..results import EXPLANATION_FIELDS, RESULT_FIELDS, ResponseResult
+from .layout import ROW_FIELD
 
-__all__ = ["RowSpec", "score_records", "result_row", "result_fields", "kept_name", "read_results", "ResultRows",
-           "response_result", "write_meta", "scan_results", "read_sidecar", "dropped_path", "problems_of",
-           "cache_line", "META_FORMAT", "ROW_FIELD", "INPUT_PREFIX", "RESERVED_FIELDS"]
+__all__ = ["ResultRows", "read_results", "scan_results", "read_sidecar", "response_result"]
 
-#: the ``format`` of every ``q2 score`` sidecar
-META_FORMAT = "q2-score-results"
-#: the first field of every result row: the record's position in its input file (0-based)
-ROW_FIELD = "row"
-#: an input field named like a field of the layout is kept under this prefix (``score`` -> ``input_score``)
-INPUT_PREFIX = "input_"
-#: the names of the layout an input field may not take
-RESERVED_FIELDS = frozenset({ROW_FIELD, *RESULT_FIELDS, *EXPLANATION_FIELDS})
 # result fields as the Ray engine wrote them before the one layout (q2_score, ..., q2_explanation: JSON)
 _LEGACY_PREFIX, _LEGACY_EXPLANATION = "q2_", "q2_explanation"
 
 
-@dataclass(frozen=True)
-class RowSpec:
-    """Which fields of a record are scored, and what each result carries."""
-
-    response_column: str = "response"
-    knowledge_column: str = "knowledge"
-    history_column: Optional[str] = None
-    explain: bool = False
-    labels: bool = False
-
-    @property
-    def settings(self) -> tuple[str, ...]:
-        """The settings that name the fields every record needs: response, knowledge (and history when named)."""
-        return ("response_column", "knowledge_column") + (("history_column",) if self.history_column else ())
-
-    @property
-    def required(self) -> tuple[str, ...]:
-        """The fields every record needs, in the order of :attr:`settings`."""
-        return tuple(getattr(self, setting) for setting in self.settings)
-
-    def columns(self) -> dict[str, Optional[str]]:
-        """The column names used, as the sidecar records them."""
-        return {"response": self.response_column, "knowledge": self.knowledge_column, "history": self.history_column}
-
-
-def problems_of(records: Sequence[dict[str, Any]], spec: RowSpec) -> list[Optional[str]]:
-    """Per record: why it cannot be scored (it could not be read, or lacks a field), or None."""
-    from .io import missing_fields
-
-    return [r["__error__"] if "__error__" in r else missing_fields(r, spec.required) for r in records]
-
-
-def score_records(scorer: Any, records: Sequence[dict[str, Any]], spec: RowSpec, *, progress: Any = False,
-                  labeller: Any = None) -> Any:
-    """The scorer's :class:`~q2_plugins.results.Q2Result` for ``records``, one response per record in order; a record
-    that cannot be scored is scored as missing and its problem is its row's error. With ``labeller`` (a trained
-    five-way model, :class:`~q2_plugins.train.TaxonomyModel`) the rows are labelled by it, not by the text rules."""
-    problems = problems_of(records, spec)
-    values = [[None if p else r.get(c) for r, p in zip(records, problems)] for c in spec.required]
-    history = values[2] if spec.history_column else None
-    result = scorer.score(responses=values[0], knowledge=values[1], history=history, explain=spec.explain,
-                          progress=progress, label=spec.labels and labeller is None)
-    if labeller is not None:
-        labeller.label(result, responses=values[0], knowledge=values[1], history=history)
-    for res, problem in zip(result.responses, problems):
-        if problem:
-            res.error = problem
-    return result
-
-
-def kept_name(name: str, reserved: Iterable[str] = RESERVED_FIELDS) -> str:
-    """The name an input field keeps in a result row: :data:`INPUT_PREFIX` before it when, without its leading
-    prefixes, it is a field of the layout (``score`` -> ``input_score``, ``input_score`` -> ``input_input_score``),
-    so no two fields get one name."""
-    base = name
-    while base.startswith(INPUT_PREFIX):
-        base = base[len(INPUT_PREFIX):]
-    return INPUT_PREFIX + name if base in reserved else name
-
-
-def result_fields(res: ResponseResult, explain: bool = False) -> dict[str, Any]:
-    """The result fields of one response, in the declared order (:data:`~q2_plugins.results.RESULT_FIELDS`; with
-    ``explain`` also :data:`~q2_plugins.results.EXPLANATION_FIELDS`, None where the response has none)."""
-    values = res.to_dict()
-    names = [*RESULT_FIELDS, *(EXPLANATION_FIELDS if explain else ())]
-    return {name: values.get(name) for name in names}
-
-
-def result_row(index: int, record: dict[str, Any], res: ResponseResult, explain: bool = False) -> dict[str, Any]:
-    """One row of a result file, as both engines write it: ``row`` (the record's position), the record's input
-    fields (renamed by :func:`kept_name` where they clash), then :func:`result_fields`."""
-    res.index = index
-    inputs = {} if "__error__" in record else {kept_name(str(k)): v for k, v in record.items()}
-    return {ROW_FIELD: index, **inputs, **result_fields(res, explain)}
-
-
-# -- reading result files ----------------------------------------------------------------------------------------------
 @dataclass
 class ResultRows:
     """A result file as :func:`read_results` reads it: its rows, its sidecar (None without one) and notes on what
@@ -166,11 +68,11 @@ def read_results(path: str | Path, *, score_field: str = "score") -> ResultRows:
 
 def scan_results(path: str | Path, *, score_field: str = "score") -> Iterator[dict[str, Any]]:
     """The rows :func:`read_results` reads, one at a time (memory bounded by one row), checked as it checks them."""
-    from .io import InputFormatError
+    from ..io import FORMATS, InputFormatError
 
     path = Path(path)
     _check_results_path(path)
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in _RESULT_SUFFIXES) \
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS) \
         if path.is_dir() else [path]
     n = 0
     for f in files:
@@ -185,7 +87,7 @@ def scan_results(path: str | Path, *, score_field: str = "score") -> Iterator[di
 
 def read_sidecar(path: str | Path) -> tuple[Optional[dict[str, Any]], list[str]]:
     """A result file's sidecar ``PATH.meta.json`` (None without a readable one) and notes on what went wrong."""
-    from .io import meta_path
+    from ..io import meta_path
 
     meta = meta_path(path)
     if not meta.is_file():
@@ -199,12 +101,9 @@ def read_sidecar(path: str | Path) -> tuple[Optional[dict[str, Any]], list[str]]
     return data, []
 
 
-_RESULT_SUFFIXES = (".jsonl", ".json", ".ndjson", ".parquet", ".csv", ".tsv")
-
-
 def _check_results_path(path: Path) -> None:
     """A path the readers can take: it exists, is no ``.partial``, and its extension names a format."""
-    from .io import InputFormatError
+    from ..io import FORMATS, InputFormatError
 
     if path.name.endswith(".partial"):
         raise InputFormatError(f"{path} is a .partial file: still being written or left by a stopped run; read "
@@ -212,14 +111,14 @@ def _check_results_path(path: Path) -> None:
                                f"can be resumed)")
     if not path.exists():
         raise InputFormatError(f"No results file {path}")
-    if path.is_file() and path.suffix.lower() not in _RESULT_SUFFIXES:
+    if path.is_file() and path.suffix.lower() not in FORMATS:
         raise InputFormatError(f"Cannot tell the format of {path} from its extension; name a .jsonl, .parquet, "
                                f".csv or .tsv results file")
 
 
 def _check_row(path: Path, where: str, row: Any, score_field: str) -> None:
     """A row the readers can take: a record that was read, an object, a result row or a score row."""
-    from .io import InputFormatError, ReadError
+    from ..io import InputFormatError, ReadError
 
     if not isinstance(row, dict):
         raise InputFormatError(f"{path} {where} is a JSON {type(row).__name__}, expected an object (a result row)")
@@ -234,7 +133,7 @@ def _check_row(path: Path, where: str, row: Any, score_field: str) -> None:
 def _raw_rows(path: Path) -> Iterable[tuple[str, Any]]:
     """``(where, record)`` per record of one file as it holds it (``line N`` for JSONL / CSV read by
     :func:`q2_plugins.io.read_records`, ``row N`` in Parquet, ``record N`` in a JSON document)."""
-    from .io import InputFormatError
+    from ..io import InputFormatError
 
     if path.suffix.lower() == ".parquet":
         try:
@@ -257,7 +156,7 @@ def _raw_rows(path: Path) -> Iterable[tuple[str, Any]]:
 
 
 def _records(path: Path, kind: str) -> Iterable[tuple[str, Any]]:
-    from .io import read_records
+    from ..io import read_records
 
     with path.open("rb") as f:
         for n, row in read_records(f, kind, rename=False):
@@ -265,7 +164,7 @@ def _records(path: Path, kind: str) -> Iterable[tuple[str, Any]]:
 
 
 def _parquet_rows(path: Path, parquet: Any) -> Iterable[tuple[str, Any]]:
-    from .io import InputFormatError
+    from ..io import InputFormatError
 
     n = 0
     try:
@@ -295,7 +194,7 @@ def _typed(row: Any) -> Any:
     """A result row with its result fields of the declared types (a CSV cell "0.5" -> 0.5, "" -> None, JSON text of
     an explanation -> its value); a legacy or nested result row first brought to the one layout. A value that is not
     of its type stays as it is, for the reader to reject."""
-    from .io import ReadError
+    from ..io import ReadError
 
     if not isinstance(row, dict) or isinstance(row, ReadError):
         return row
@@ -366,37 +265,3 @@ def response_result(row: Mapping[str, Any], index: int = 0) -> ResponseResult:
     explained = {name: row.get(name) for name in EXPLANATION_FIELDS if row.get(name) is not None}
     return ResponseResult.from_dict({"index": position if isinstance(position, int) else index, **values,
                                      **explained})
-
-
-def cache_line(counts: dict[str, int], cache_dir: Any) -> str:
-    """The summary's cache line; entries that failed their check (recomputed, never used) are named."""
-    failed = counts.get("failed_checks", 0)
-    note = f"  failed checks {failed} (damaged or edited entries: computed again)" if failed else ""
-    return f"cache         hits {counts['hits']}  misses {counts['misses']}{note}  ({cache_dir})"
-
-
-def dropped_path(output: str | Path) -> Path:
-    """Filter mode's default file of dropped rows: ``OUT.dropped.EXT`` beside ``OUT.EXT``."""
-    path = Path(output)
-    return path.with_name(path.stem + ".dropped" + path.suffix) if path.suffix else Path(str(path) + ".dropped")
-
-
-def write_meta(output: str | Path, *, engine: str, signature: Any, summary: dict[str, Any], config: Any, rows: int,
-               input: str | Path | Sequence[str | Path], spec: Optional[RowSpec], exit_code: int,
-               **extra: Any) -> Path:
-    """Write ``OUTPUT.meta.json`` (atomically) and return its path: the same keys from both engines and ``q2
-    replay`` (``engine="replay"``, its ``config`` a dict, ``spec`` None, ``input`` its steps files), ``extra``
-    (cache counts, filter mode, an HTML report's failure) after them."""
-    from .io import meta_path, write_json_atomic
-    from .versions import library_versions
-
-    target = meta_path(output)
-    write_json_atomic(target, {
-        "format": META_FORMAT, "version": __version__, "engine": engine, "signature": str(signature),
-        "signature_short": getattr(signature, "short", str(signature)), "summary": summary,
-        "config": config if isinstance(config, Mapping) else config.to_dict(), "rows": rows,
-        "input": [str(i) for i in input] if isinstance(input, (list, tuple)) else str(input), "output": str(output),
-        "columns": spec.columns() if spec is not None else None, "exit_code": exit_code,
-        "libraries": library_versions(), **extra,
-    })
-    return target

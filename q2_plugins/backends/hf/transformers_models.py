@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
-from . import accel
-from .backends.loading import fetch, hub_unreachable, quiet_loading
-from .components import Answer, AnswerKind, NLILabel
-from .errors import SETTING, ModelLoadError
+from ... import accel
+from ...components import Answer, AnswerKind, NLILabel
+from ...errors import SETTING, ModelLoadError
+from ..loading import fetch, hub_unreachable, quiet_loading
 
 __all__ = ["load_model", "hub_unreachable", "quiet_loading", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI",
            "nli_label_map"]

@@ -1,18 +1,20 @@
 """The default backend, ``hf``: transformers models from the Hugging Face hub or a directory.
 
 QG is an answer-aware seq2seq model, QA an extractive model with a no-answer option, NLI a three-way sequence
-classifier (:mod:`q2_plugins.transformers_models`); coreference an F-coref checkpoint (:mod:`q2_plugins.coref`); the
-labeller a five-way classifier of ``q2 train`` (:class:`q2_plugins.train.TaxonomyModel`). All load under the one
-load policy (:mod:`q2_plugins.backends.loading`) and are named by content or hub commit
-(:func:`q2_plugins.signature.model_id`), with the dtype they run in.
+classifier (:mod:`.transformers_models`); coreference an F-coref checkpoint (:mod:`.coref`); the labeller a five-way
+classifier of ``q2 train`` (:class:`.labeller.TaxonomyModel`). All load under the one load policy
+(:mod:`q2_plugins.backends.loading`) and are named by content or hub commit (:func:`q2_plugins.signature.model_id`),
+with the dtype they run in. ``q2 prefetch`` copies their published files (:mod:`.prefetch`).
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Optional
+import os
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 if TYPE_CHECKING:
-    from ..config import Q2Config
+    from ...config import Q2Config
 
 __all__ = ["HFBackend", "BACKEND"]
 
@@ -25,13 +27,13 @@ class HFBackend:
     """Components of transformers models (see the module docstring)."""
 
     def identity(self, role: str, name: str, config: "Q2Config") -> str:
-        from ..signature import model_id
+        from ...signature import model_id
 
         ident = model_id(name, _revision(role, config))
         if role == "taxonomy":
             return ident
         if role == "coref":
-            from ..coref import COREF_IMPL
+            from .coref import COREF_IMPL
 
             return f"{COREF_IMPL}:{ident}[float32]"
         return f"{ident}[{config.role_dtype(role)}]"
@@ -39,16 +41,16 @@ class HFBackend:
     def load(self, role: str, name: str, config: "Q2Config") -> Any:
         c = config
         if role == "coref":
-            from ..coref import FCoref, load_fcoref
+            from .coref import FCoref, load_fcoref
 
             tok, model = load_fcoref(name, c.coref_revision, c.device)
             return FCoref(tok, model, batch_size=1 if c.per_item else c.batch_size, sort_by_length=not c.per_item)
         if role == "taxonomy":
-            from ..train import TaxonomyModel
+            from .labeller import TaxonomyModel
 
             return TaxonomyModel(name, device=c.device)
-        from .. import transformers_models as tm
-        from ..config import MODEL_KINDS
+        from ...config import MODEL_KINDS
+        from . import transformers_models as tm
 
         tok, model = tm.load_model(role, name, _revision(role, c), c.role_device(role), c.role_dtype(role),
                                    MODEL_KINDS[role], c.cpu_kernels)
@@ -60,6 +62,23 @@ class HFBackend:
             return tm.HFQuestionAnswerer(tok, model, **c.stage_settings("qa"), **batching, pack_windows=c.pack_windows)
         return tm.HFNLI(tok, model, **c.stage_settings("nli"), model_name=name, **batching,
                         pack_windows=c.pack_windows)
+
+    def prefetch(self, role: str, name: str, config: "Q2Config", target: "Union[str, os.PathLike[str]]") -> Path:
+        """The model's published files copied into ``target`` (:func:`.prefetch.prefetch_model`), then loaded once
+        from there on the CPU, so that a copy that cannot load fails here; returns ``target``."""
+        from ...config import MODEL_KINDS
+        from .prefetch import prefetch_model
+
+        copied = prefetch_model(role, name, _revision(role, config), target)
+        if role == "coref":
+            from .coref import load_fcoref
+
+            load_fcoref(str(copied))
+        else:
+            from .transformers_models import load_model
+
+            load_model(role, str(copied), None, "cpu", "float32", MODEL_KINDS[role], cpu_kernels="torch")
+        return copied
 
 
 BACKEND = HFBackend()

@@ -1,0 +1,199 @@
+"""The Ray engine of ``q2 score --engine ray``: a :class:`~q2_plugins.jobs.ScoreJob` read as a Ray dataset, scored on
+an actor pool (:mod:`q2_plugins.ray_data`), written (or split, in filter mode) with each output's sidecar.
+
+Needs the ``ray`` extra: ``pip install 'q2-plugins[ray]'``.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import ray
+import ray.data
+
+from ..config import Q2Config
+from ..errors import SettingError
+from ..ray_data import (
+    Q2BatchScorer,
+    check_columns,
+    check_record_columns,
+    dataset_summary,
+    format_of,
+    map_scorer,
+    model_check_result,
+    read_dataset,
+    split_by_score,
+    start_model_check,
+    write_dataset,
+)
+from ..results import cache_line
+from ..stderr_filter import stderr_without
+from . import ScoreJob
+
+__all__ = ["run_score"]
+
+
+class _CacheCounter:
+    """The run's cache hits, misses and failed checks, added up from every actor's batches (an actor with no CPU)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {"hits": 0, "misses": 0, "failed_checks": 0}
+
+    def add(self, counts: dict[str, int]) -> None:
+        for k, v in counts.items():
+            self.counts[k] = self.counts.get(k, 0) + v
+
+    def totals(self) -> dict[str, int]:
+        return dict(self.counts)
+
+
+# Ray Data (2.60) hands every actor of its pool its context and map function as object-store references and
+# lets actors restart; Ray's C++ core worker then logs, as an error, on this process's file descriptor 2 (out of
+# Python logging's reach), that such an actor cannot restart once those objects are gone. They live as long as the
+# run's dataset does, so the line is a harmless fact here; only that line is left out, every other line of the
+# core worker (real errors among them) passes.
+_HARMLESS_CORE_LINE = ("core_worker.cc", "has constructor arguments in the object store and max_restarts > 0")
+
+
+def _start(job: ScoreJob) -> None:
+    """A local Ray instance (or the cluster at ``ray_address``) set up for one ``q2 score`` run."""
+    if not ray.is_initialized():
+        ray.init(address=job.ray.ray_address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    # Ray Data's per-execution INFO lines; without progress also its warning that the progress bars are off
+    logging.getLogger("ray.data").setLevel(logging.WARNING if job.progress else logging.ERROR)
+    # ...and its warning that no CPU is free, when the actors hold them all: every other step here needs none
+    logging.getLogger("ray.data.dataset").addFilter(lambda r: "does not have any available CPUs" not in r.getMessage())
+    ctx = ray.data.DataContext.get_current()
+    ctx.execution_options.preserve_order = True  # output rows in input order, as q2 score writes them
+    ctx.enable_progress_bars = job.progress
+
+
+def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any]) -> tuple["ray.data.Dataset", str]:
+    """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
+    path = Path(job.input)
+    kind = format_of(path, job.input_format, "input_format") if path.exists() else job.input_format
+    ds = read_dataset(path, kind, rows_per_block=job.ray.batch_size)  # no input: read_dataset's error
+    spec = job.rows
+    if kind == "parquet":
+        check_columns(ds.schema().names, spec)
+    else:
+        check_record_columns(path, kind, spec.required, spec.settings)
+    if job.progress:  # the actors load quietly: one line for the run
+        print(f"q2: loading models (once to check them, then in each of {job.ray.concurrency} Ray actor(s))",
+              file=sys.stderr, flush=True)
+    # the models are checked in a task while the actors start and load them (the actors wait for its result)
+    check = start_model_check(config, num_cpus=0, num_gpus=job.ray.num_gpus_per_worker)
+    scored = map_scorer(ds, config, response_column=spec.response_column, knowledge_column=spec.knowledge_column,
+                         history_column=spec.history_column, explain=spec.explain, labels=spec.labels, prefix="",
+                         concurrency=job.ray.concurrency, num_cpus=job.ray.num_cpus_per_worker,
+                         num_gpus=job.ray.num_gpus_per_worker, batch_size=job.ray.batch_size, max_restarts=3,
+                         max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,
+                         cache_counter=counter)
+    try:
+        scored = scored.materialize()
+    except Exception:
+        model_check_result(check)  # a model that cannot load: the check's error, once, rather than Ray's report of it
+        raise
+    return scored, model_check_result(check)
+
+
+def run_score(job: ScoreJob) -> int:
+    """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode) with each output's
+    ``.meta.json`` (:func:`q2_plugins.rows.write_meta`, as the local engine), print the summary; returns the exit
+    code. With ``job.config.cache_dir``, the run's cache hits and misses go in the summary and the sidecar."""
+    if job.keep_min_score is not None and not job.output:
+        raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
+    import signal
+    import threading
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    ours = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main_thread else {}
+    _start(job)
+    for s, handler in ours.items():  # ray.init's own SIGTERM handler exits without a word: the caller's stays
+        if handler is not None:
+            signal.signal(s, handler)
+    try:
+        with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
+            return _run_started(job)
+    except (KeyboardInterrupt, OSError) as e:
+        from .partial import StoppedRun, mark_stopped, stopped_run
+
+        if stopped_run(e) is None:  # stopped while scoring: the rows are in the cluster's memory, none on disk
+            mark_stopped(e, StoppedRun(0, None, job.output, text=(
+                "the ray engine keeps no rows of a stopped run (it writes them once all are scored) and cannot "
+                "resume; score again, or use the local engine (--resume)")))
+        raise
+
+
+def _run_started(job: ScoreJob) -> int:
+    """:func:`run_score` once Ray is started."""
+    from ..results import print_summary
+    from ..rows import write_meta
+
+    config = job.config
+    counter = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.cache_dir else None
+    scored, signature = _scored(job, config, counter)
+    stats, errors = dataset_summary(scored)
+    extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
+    out_format = format_of(Path(job.input), job.input_format, "input_format")  # for directory outputs
+    written = _write_outputs(job, scored, out_format, extra)
+    summary = {**stats.summary(), **errors.summary()}
+    code, problem = stats.exit_code(job.fail_on_error)
+    for out, rows in written.items():
+        write_meta(out, engine="ray", signature=signature, summary=summary, config=config, rows=rows,
+                   input=job.input, spec=job.rows, exit_code=code, **extra)
+    print_summary({**summary, **extra}, signature, job.summary_format)
+    if job.summary_format == "text":
+        _print_extra(extra, config)
+    if problem:
+        print(f"q2 score: {problem}", file=sys.stderr)
+    return code
+
+
+def _print_extra(extra: dict[str, Any], config: Q2Config) -> None:
+    if "cache" in extra:
+        print(cache_line(extra["cache"], config.cache_dir))
+    if "filter" in extra:
+        f = extra["filter"]
+        print(f"filter        kept {f['kept']} -> {f['kept_output']}  dropped {f['dropped']} -> "
+              f"{f['dropped_output']}  (q2 >= {f['min_score']}; unscored rows: {f['unscored']})")
+
+
+def _write_outputs(job: ScoreJob, scored: "ray.data.Dataset", out_format: str,
+                   extra: dict[str, Any]) -> dict[str, int]:
+    """Write the scored rows (or, in filter mode, the kept and the dropped rows, adding ``extra["filter"]``);
+    returns each file written with its row count. A write that stops says where its rows so far are."""
+    from ..rows import dropped_path
+
+    if not job.output:
+        return {}
+    if job.keep_min_score is None:
+        return {job.output: _written(scored, job.output, out_format)}
+    dropped_output = job.dropped_output or str(dropped_path(job.output))
+    kept, dropped = split_by_score(scored, job.keep_min_score, keep_unscored=job.keep_unscored)
+    written = {job.output: _written(kept, job.output, out_format),
+               dropped_output: _written(dropped, dropped_output, out_format)}
+    extra["filter"] = {"min_score": job.keep_min_score, "unscored": "keep" if job.keep_unscored else "drop",
+                       "kept": written[job.output], "dropped": written[dropped_output],
+                       "kept_output": job.output, "dropped_output": dropped_output}
+    return written
+
+
+def _written(ds: "ray.data.Dataset", path: str, fmt: str) -> int:
+    """:func:`write_dataset`; when it stops (SIGTERM, a full disk), the exception carries where its rows are
+    (:class:`~q2_plugins.jobs.partial.StoppedRun`: the ``.partial`` it leaves; the Ray engine cannot resume)."""
+    from ..io import partial_path
+
+    try:
+        return write_dataset(ds, path, fmt)
+    except BaseException as e:
+        from .partial import StoppedRun, mark_stopped
+
+        partial = partial_path(path)
+        kept = (f"the rows written so far are in {partial}, " if partial.exists() else "") + f"{path} left as it was"
+        mark_stopped(e, StoppedRun(0, partial if partial.exists() else None, path, failed=path, text=(
+            f"stopped while writing {path}: {kept}; the ray engine cannot resume: score again")))
+        raise
