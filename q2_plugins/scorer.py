@@ -230,7 +230,7 @@ class Q2Scorer:
         _check_inputs(responses, knowledge, history)
         _check_progress(progress)
         c = self.config
-        rows = st.read_rows(responses, knowledge, history if c.coref else None)
+        rows = st.check_cells(responses, knowledge, history if c.coref else None)
         check_lengths(c, rows)                                                            # 0. budgets, up front
         run = st.StageRunner(c, self.cache, progress=progress)
         run.rows = rows
@@ -279,7 +279,7 @@ class Q2Scorer:
         if len(responses) != len(result.responses):
             raise ValueError(f"Expected the {len(result.responses)} responses the result was scored from, "
                              f"but got {len(responses)}")
-        rows = st.read_rows(responses, knowledge)
+        rows = st.check_cells(responses, knowledge)
         check_lengths(self.config, rows)
         if st.usable(rows):
             keys = self.stage_keys(["signals"]) if self.cache is not None else {}

@@ -49,7 +49,7 @@ if TYPE_CHECKING:  # the taxonomy is imported only when labels are asked for
     from .taxonomy import SpacyTextSignals, TextSignals
 
 __all__ = ["Row", "Slot", "ValidQuestion", "ComparedQuestion", "Parts", "StageRunner", "StageOutputs", "Failure",
-           "read_rows", "resolve_coreference", "extract_candidates", "generate_questions", "select_questions",
+           "check_cells", "resolve_coreference", "extract_candidates", "generate_questions", "select_questions",
            "answer_from_knowledge", "run_nli", "compare_answers", "apply_fallback", "discard_unanswerable",
            "aggregate", "text_signals", "label", "usable", "stage_version"]
 
@@ -321,8 +321,8 @@ def _as_text(value: Any, what: str) -> tuple[Optional[str], Optional[str]]:
     return value, None
 
 
-def read_rows(responses: Sequence[Any], knowledge: Sequence[Any],
-              history: Optional[Sequence[Any]] = None) -> list[Row]:
+def check_cells(responses: Sequence[Any], knowledge: Sequence[Any],
+                history: Optional[Sequence[Any]] = None) -> list[Row]:
     """One :class:`Row` per response; a cell that is not usable text gives its row an error. ``history`` is read
     only for coreference: a missing or empty one is no error (the response is resolved on its own)."""
     rows = []
