@@ -21,7 +21,7 @@ from . import __version__
 from .errors import SettingError
 from .io import InputFormatError, UnknownFormatError
 from .results import ResponseStatus
-from .rows import ResultRows, read_results
+from .rows import read_sidecar, scan_results
 
 if TYPE_CHECKING:  # numpy and the tests load when a comparison runs, not when the CLI builds its parser
     from .significance import PairedTest, SystemFigure
@@ -92,53 +92,57 @@ def _score_value(value: Any, where: str) -> Optional[float]:
     return None if math.isnan(x) else x
 
 
-def _file_signature(path: Path, read: ResultRows) -> Optional[str]:
+def _file_signature(path: Path, meta: Optional[dict[str, Any]], found: set[str]) -> Optional[str]:
     """The signature of a result file: its ``.meta.json``'s, else the rows' own ``signature`` (all alike)."""
-    sig = (read.meta or {}).get("signature")
+    sig = (meta or {}).get("signature")
     if sig:
         return str(sig)
-    found = {str(r["signature"]) for r in read.rows if r.get("signature")}
     if len(found) > 1:
         raise InputFormatError(f"{path} mixes results of {len(found)} signatures; compare files of one signature")
     return found.pop() if found else None
 
 
 def load_system(path: str | Path, config: CompareConfig, name: Optional[str] = None) -> SystemScores:
-    """Read one system's result file; an unreadable record, a duplicate id or a score that is no number stops
-    with an :class:`InputFormatError` naming the file and the row."""
+    """Read one system's result file, one row at a time (only each row's id, score and status are kept); an
+    unreadable record, a duplicate id or a score that is no number stops with an :class:`InputFormatError` naming
+    the file and the row."""
     path = Path(path)
+    scores: list[Optional[float]] = []
+    ids: list[Optional[str]] = []
+    status: list[Any] = []
+    signatures: set[str] = set()
     try:
-        read = read_results(path)
+        for i, row in enumerate(scan_results(path, score_field=config.score_field)):
+            if config.score_field not in row:
+                raise MissingScoreField("score_field", f"{path} row {i} has no {config.score_field!r} field (its "
+                                                       f"fields: {sorted(row)[:20]}); name the field of the scores")
+            scores.append(_score_value(row.get(config.score_field), f"{path} row {i}"))
+            value = row.get(config.id_field)
+            ids.append(None if value is None else str(value))
+            status.append(row.get("status"))
+            if row.get("signature"):
+                signatures.add(str(row["signature"]))
     except UnknownFormatError:  # (compare has no format setting: the file's extension says it)
         raise InputFormatError(f"Cannot tell the format of {path} from its extension; name a .jsonl, .parquet, .csv "
                                f"or .tsv results file") from None
-    rows = read.rows
-    if not rows:
-        raise InputFormatError(f"{path} has no rows")
-    for i, row in enumerate(rows):
-        if "__error__" in row:
-            raise InputFormatError(f"{path}: {row['__error__']}")
-        if config.score_field not in row:
-            raise MissingScoreField("score_field", f"{path} row {i} has no {config.score_field!r} field (its fields: "
-                                                   f"{sorted(row)[:20]}); name the field of the scores")
-    scores = [_score_value(r.get(config.score_field), f"{path} row {i}") for i, r in enumerate(rows)]
-    has_ids = [config.id_field in r and r[config.id_field] is not None for r in rows]
-    ids = None
-    if any(has_ids):
-        if not all(has_ids):
-            raise InputFormatError(f"{path}: {has_ids.count(False)} of {len(rows)} rows have no {config.id_field!r}")
-        ids = [str(r[config.id_field]) for r in rows]
-        if len(set(ids)) != len(ids):
-            dup = next(i for i in ids if ids.count(i) > 1)
+    n = len(scores)
+    has_ids = sum(i is not None for i in ids)
+    if has_ids and has_ids != n:
+        raise InputFormatError(f"{path}: {n - has_ids} of {n} rows have no {config.id_field!r}")
+    if has_ids:
+        seen: set[Optional[str]] = set()
+        dup = next((i for i in ids if i in seen or seen.add(i)), None)  # type: ignore[func-returns-value]
+        if dup is not None:
             raise InputFormatError(f"{path}: the id {dup!r} occurs more than once; ids must name one response each")
-    status = [r.get("status") for r in rows]
     known = all(s is not None for s in status)
+    meta, _ = read_sidecar(path)
     return SystemScores(
-        name=name or path.name.split(".")[0], path=str(path), ids=ids, scores=scores,
+        name=name or path.name.split(".")[0], path=str(path), ids=ids if has_ids else None,  # type: ignore[arg-type]
+        scores=scores,
         has_question=[s == ResponseStatus.SCORED for s in status] if known else None,
         valid=[s != ResponseStatus.ERROR for s in status] if known else None,
         n_fallback=sum(s == ResponseStatus.FALLBACK for s in status),
-        signature=_file_signature(path, read),
+        signature=_file_signature(path, meta, signatures),
     )
 
 

@@ -10,6 +10,7 @@ data: rows go to ``FILE.partial`` beside the target, renamed to ``FILE`` once th
 from __future__ import annotations
 
 import codecs
+import contextlib
 import csv
 import itertools
 import json
@@ -25,13 +26,17 @@ __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "
            "blank_lines", "named_settings", "InputFormatError", "MissingColumnsError", "UnknownFormatError",
            "OutputClashError", "json_line", "ResultFile", "write_json_atomic",
            "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "check_writable",
-           "html_files", "UnwritablePathError", "MAX_RECORD_BYTES", "FORMATS", "suffixes"]
+           "html_files", "UnwritablePathError", "MAX_RECORD_BYTES", "FORMATS", "suffixes", "INTERNAL_FIELDS",
+           "own_names", "named_errors", "ReadError", "lock_path", "record_path"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
 MAX_RECORD_BYTES = 64 * 1024 * 1024
 #: integers with more digits than this are kept as their digit string (Python refuses to convert longer ones)
 MAX_INT_DIGITS = 1000
 _BOM = b"\xef\xbb\xbf"
+#: the names the readers and engines keep for themselves (the mark of an unreadable record, the Ray engine's record
+#: columns): an input field named so is read as ``input_<name>`` (:func:`own_names`), never taken for one of them
+INTERNAL_FIELDS = frozenset({"__error__", "__q2_record__", "__q2_read_error__", "__q2_row__"})
 
 
 class InputFormatError(ValueError):
@@ -233,6 +238,22 @@ def _check_header(names: Sequence[str], kind: str) -> None:
         seen[name] = i
 
 
+def own_names(record: dict[str, Any]) -> dict[str, Any]:
+    """``record`` with every field named like one of :data:`INTERNAL_FIELDS` (without its leading ``input_``
+    prefixes) renamed to ``input_<name>``, as :func:`q2_plugins.rows.kept_name` renames a result field's name: an
+    input can never pass for an unreadable record or lose its fields."""
+    if not any(isinstance(k, str) and k.endswith("__") for k in record):
+        return record
+    return {_own_name(k) if isinstance(k, str) else k: v for k, v in record.items()}
+
+
+def _own_name(name: str) -> str:
+    base = name
+    while base.startswith("input_"):
+        base = base[len("input_"):]
+    return "input_" + name if base in INTERNAL_FIELDS else name
+
+
 def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     """``json.loads``'s object hook: an object with one key twice is an error, never its last value."""
     obj = dict(pairs)
@@ -256,7 +277,7 @@ def input_columns(path: str | Path, fmt: Optional[str] = None) -> list[str]:
         with path.open("rb") as raw:
             for _, obj, _ in _jsonl_records(raw):
                 if isinstance(obj, dict):
-                    found.update(dict.fromkeys(obj))
+                    found.update(dict.fromkeys(own_names(obj)))
         return list(found)
     with _csv_text(path.open("rb")) as f:
         try:
@@ -264,7 +285,7 @@ def input_columns(path: str | Path, fmt: Optional[str] = None) -> list[str]:
         except (StopIteration, csv.Error):
             return []
     _check_header(names, kind)
-    return names
+    return list(own_names(dict.fromkeys(names)))
 
 
 def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, ...] = (),
@@ -328,20 +349,27 @@ def _rows(path: Path, kind: str) -> Iterator[dict[str, Any]]:
             yield row
 
 
-def read_records(f: IO[bytes], kind: str) -> Iterator[tuple[int, dict[str, Any]]]:
+class ReadError(dict):  # type: ignore[type-arg]
+    """The row of a record that cannot be read: ``{"__error__": message}``, the message naming its line."""
+
+
+def read_records(f: IO[bytes], kind: str, *, rename: bool = True) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(line number, row)`` per record of a JSONL / CSV / TSV byte stream, as :func:`read_rows` reads a file: a
-    record that cannot be read is ``{"__error__": message}`` naming its line; blank lines are no records."""
+    record that cannot be read is a :class:`ReadError` ``{"__error__": message}`` naming its line; blank lines are
+    no records. An input field named like one of :data:`INTERNAL_FIELDS` is renamed (:func:`own_names`; not with
+    ``rename=False``, which reads a file back as it was written)."""
+    keep = own_names if rename else (lambda record: record)
     if kind == "jsonl":
         for n, obj, error in _jsonl_records(f):
             if error is not None:
-                yield n, {"__error__": error}
+                yield n, ReadError(__error__=error)
             elif not isinstance(obj, dict):
-                yield n, {"__error__": f"line {n} is a JSON {type(obj).__name__}, expected an object"}
+                yield n, ReadError(__error__=f"line {n} is a JSON {type(obj).__name__}, expected an object")
             else:
-                yield n, obj
+                yield n, keep(obj)
         return
     for n, row in _csv_records(_csv_text(f), kind):
-        yield n, {"__error__": row} if isinstance(row, str) else row
+        yield n, ReadError(__error__=row) if isinstance(row, str) else keep(row)
 
 
 def count_records(path: str | Path, fmt: Optional[str] = None) -> Optional[int]:
@@ -473,27 +501,46 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file beside it, renamed when complete."""
     path = Path(path)
     tmp = tmp_path(path)
-    tmp.write_text(json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    with named_errors(tmp):
+        tmp.write_text(json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
     os.replace(tmp, path)
+
+
+@contextlib.contextmanager
+def named_errors(path: str | Path) -> Iterator[None]:
+    """An OS error (a full disk) or a codec error while ``path`` is read or written names it: the OS error gets
+    ``path`` as its ``filename`` when it has none; a codec error becomes an :class:`InputFormatError` naming it."""
+    try:
+        yield
+    except UnicodeError as e:
+        raise InputFormatError(f"{path}: {e}") from None
+    except OSError as e:
+        if not e.filename:
+            e.filename = str(path)
+        raise
 
 
 class ResultFile:
     """Rows of a result file, written to ``FILE.partial`` and renamed to ``FILE`` by :meth:`commit`; until then an
     existing ``FILE`` is untouched. ``-`` writes to standard output."""
 
-    def __init__(self, target: str | Path) -> None:
+    def __init__(self, target: str | Path, *, kept: int = 0) -> None:
         self.stdout = str(target) == "-"
         self.target = Path(target)
         self.partial = partial_path(self.target)
-        self.rows = 0
-        self._f: IO[str] = sys.stdout if self.stdout else self.partial.open("w", encoding="utf-8")
+        self.rows = kept  # kept: the rows a resumed run keeps (FILE.partial already holds them; rows go after them)
+        self._f: IO[str] = sys.stdout if self.stdout else self.partial.open("a" if kept else "w", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
         self._f.write(json_line(record) + "\n")
         self.rows += 1
 
     def flush(self) -> None:
+        """The rows so far are on disk (a run killed after this keeps them for ``--resume``)."""
         self._f.flush()
+        fileno = getattr(self._f, "fileno", None)
+        if not self.stdout and fileno is not None:
+            os.fsync(fileno())
 
     def commit(self) -> None:
         """The run is complete: ``FILE.partial`` becomes ``FILE``."""
@@ -518,6 +565,16 @@ def partial_path(output: str | Path) -> Path:
     return output.with_name(output.name + ".partial")
 
 
+def lock_path(output: str | Path) -> Path:
+    """The lock a run holds on a result file while it writes it: ``FILE.lock`` (:mod:`q2_plugins.jobs.partial`)."""
+    return Path(f"{output}.lock")
+
+
+def record_path(output: str | Path) -> Path:
+    """What a result file's ``.partial`` holds rows of (input, signature), for a resume: ``FILE.resume.json``."""
+    return Path(f"{output}.resume.json")
+
+
 def tmp_path(path: str | Path) -> Path:
     """The temporary file :func:`write_json_atomic` and the report writer rename to ``path``."""
     path = Path(path)
@@ -526,9 +583,10 @@ def tmp_path(path: str | Path) -> Path:
 
 def files_written(output: str | Path, *, sidecar: bool = True) -> list[Path]:
     """Every file a run writes for the result file ``output``: itself, its ``.partial``, and (with ``sidecar``)
-    its ``.meta.json`` and that file's temporary."""
+    its ``.meta.json`` and that file's temporary, its ``.lock`` and ``.resume.json``."""
     paths = [Path(output), partial_path(output)]
-    return paths + ([meta_path(output), tmp_path(meta_path(output))] if sidecar else [])
+    run = [lock_path(output), record_path(output), tmp_path(record_path(output))]
+    return paths + ([meta_path(output), tmp_path(meta_path(output)), *run] if sidecar else [])
 
 
 def html_files(path: str | Path) -> list[Path]:

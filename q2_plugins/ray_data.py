@@ -141,7 +141,8 @@ class Q2BatchScorer:
     def __call__(self, batch: pa.Table) -> pa.Table:
         cache = self.scorer.cache
         before = cache.counts() if cache is not None else {}
-        out = self._score_records(batch) if _RECORD in batch.column_names else self._score_columns(batch)
+        records = set(batch.column_names) == {_RECORD, _READ_ERROR, _POSITION}  # (read_dataset's JSONL / CSV rows)
+        out = self._score_records(batch) if records else self._score_columns(batch)
         if self.cache_counter is not None and cache is not None:
             ray.get(self.cache_counter.add.remote({k: v - before[k] for k, v in cache.counts().items()}))
         return out
@@ -161,7 +162,9 @@ class Q2BatchScorer:
         required = self._spec().required
         columns = [batch.column(c).to_pylist() for c in required]
         results = self._score([dict(zip(required, values)) for values in zip(*columns)])
-        kept = batch.rename_columns([kept_name(c, self.reserved) for c in batch.column_names])
+        from .io import INTERNAL_FIELDS  # (a column named like an engine's own is kept as input_<name>, as JSONL's)
+
+        kept = batch.rename_columns([kept_name(c, self.reserved | INTERNAL_FIELDS) for c in batch.column_names])
         return self._laid_out(pa.nulls(batch.num_rows, pa.int64()), kept, results)
 
     def _score_records(self, batch: pa.Table) -> pa.Table:

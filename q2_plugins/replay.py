@@ -64,8 +64,10 @@ class RecordedScores:
 
 def load_recorded_scores(path: str | Path) -> dict[str, RecordedScores]:
     """Read an original ``*_scores.csv`` (columns ``id, response, Q2_no_nli, Q2``) into id -> scores."""
+    from .io import named_errors
+
     path = Path(path)
-    with path.open(newline="", encoding="utf-8") as f:
+    with named_errors(path), path.open(newline="", encoding="utf-8") as f:  # (a bad byte: an error naming the file)
         reader = csv.DictReader(f)
         missing = [c for c in ("id", "response", "Q2_no_nli", "Q2") if c not in (reader.fieldnames or [])]
         if missing:
@@ -103,8 +105,10 @@ def decoded_answer(text: str, null_token: str = "[CLS]") -> Answer:
 
 def load_original_steps(path: str | Path, fallback_scores: Optional[dict[str, float]] = None) -> list[RecordedResponse]:
     """Read an original ``*_out.steps.csv``. ``fallback_scores`` maps response ids to recorded fallback values."""
+    from .io import named_errors
+
     path = Path(path)
-    with path.open(newline="", encoding="utf-8") as f:
+    with named_errors(path), path.open(newline="", encoding="utf-8") as f:  # (a bad byte: an error naming the file)
         reader = csv.DictReader(f)
         missing = [c for c in _RECORDED_COLUMNS if c not in (reader.fieldnames or [])]
         if missing:

@@ -86,6 +86,9 @@ def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--fail-on-error", action="store_true",
                    help="exit 1 when any row gets an error (by default only when no row could be scored)")
     g.add_argument("--chunk-size", type=int, default=1000, help="rows per scoring call (results stream out)")
+    common(g.add_argument("--resume", action="store_true",
+                          help="continue a stopped run: keep the rows committed to OUTPUT.partial, score the rest "
+                               "(the same input and settings; local engine)"))
     common(g.add_argument("--no-progress", action="store_true",
                           help="no progress bars and no 'loading models' line (standard error stays quiet)"))
 
@@ -156,6 +159,10 @@ def build_parser() -> argparse.ArgumentParser:
     h.add_argument("--response-column", default="response")
     h.add_argument("--knowledge-column", default="knowledge")
     h.add_argument("--history-column", default=None)
+    h.add_argument("--max-rows", type=int, default=None, metavar="N",
+                   help="rows in the page's table: a stated random sample when the files hold more (the summary and "
+                        "histogram count every row; default: 10,000)")
+    h.add_argument("--all-rows", action="store_true", help="every row in the page's table (a large page)")
 
     t = sub.add_parser("make-test-models",
                        help="build tiny RANDOM-weight QG/QA/NLI models (offline smoke runs; scores are meaningless)")
@@ -198,7 +205,7 @@ def _score(args: argparse.Namespace) -> int:
         input_format=args.input_format, html=args.html, taxonomy_model=args.taxonomy_model,
         keep_min_score=args.keep_min_score, keep_unscored=args.unscored == "keep", dropped_output=args.dropped_output,
         fail_on_error=args.fail_on_error, summary_format=args.format, progress=not args.no_progress,
-        chunk_size=args.chunk_size, engine=args.engine,
+        chunk_size=args.chunk_size, engine=args.engine, resume=args.resume,
         ray=RayEngine(ray_address=args.ray_address, concurrency=args.concurrency,
                       num_cpus_per_worker=args.num_cpus_per_worker, num_gpus_per_worker=args.num_gpus_per_worker,
                       batch_size=args.ray_batch_size))
@@ -270,10 +277,16 @@ def _report(args: argparse.Namespace) -> int:
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
     check_outputs(read, [("output", args.output, html_files(args.output))])
     check_writable(args.output, "output")  # an output file's folder must exist (as for every output flag)
+    from ..report import MAX_PAGE_ROWS
+
+    if args.max_rows is not None and args.max_rows < 1:
+        raise ValueError(f"--max-rows must be at least 1, got {args.max_rows}")
     data = report_from_files(args.inputs, args.output, title=args.title, texts=args.texts,
-                             columns=(args.response_column, args.knowledge_column, args.history_column))
-    errors = sum(r["status"] == "error" for r in data.rows)
-    print(f"{args.output}: {len(data.rows)} responses ({errors} errors) from {len(data.sources)} file(s)")
+                             columns=(args.response_column, args.knowledge_column, args.history_column),
+                             max_rows=None if args.all_rows else args.max_rows or MAX_PAGE_ROWS)
+    sample = f"; the table shows a sample of {len(data.rows):,} (--all-rows: every row)" \
+        if len(data.rows) < data.total else ""
+    print(f"{args.output}: {data.total} responses ({data.n_errors} errors) from {len(data.sources)} file(s){sample}")
     return 0
 
 
@@ -387,6 +400,39 @@ def _missing_package(e: ModuleNotFoundError) -> str:
     return f"{text}; install it: {fix}"
 
 
+def _stopped(command: str, e: BaseException, argv: list[str]) -> int:
+    """The one line of a run that stopped (interrupted, terminated, a failed write): what stopped it, the rows
+    committed and where, and the command that continues it; returns the exit code (an internal error is raised
+    again after the line, with its traceback)."""
+    import errno
+    import shlex
+
+    from ..jobs.partial import stopped_run
+
+    run = stopped_run(e)
+    assert run is not None
+    resume = "" if not run.resumable else "; to continue: " + shlex.join(
+        ["q2", *argv, *([] if "--resume" in argv else ["--resume"])])
+    if isinstance(e, Terminated):
+        why, code = f"terminated ({e})", 128 + e.signum
+    elif isinstance(e, KeyboardInterrupt):
+        why, code = "interrupted", 130
+    elif isinstance(e, OSError):
+        where = run.failed or e.filename or "a file"
+        why, code = f"error: {where}: {(e.strerror or str(e)).lower()}", 2
+        if e.errno == errno.ENOSPC and resume:
+            resume = "; free some space, then continue: " + resume.split(": ", 1)[1]
+    else:
+        from ..errors import ModelLoadError, NamesSetting
+
+        known = isinstance(e, (ValueError, ModelLoadError, NamesSetting))  # what main says as one error line
+        why, code = (f"error: {e}", 2) if known else (f"the run stopped ({type(e).__name__}: {e})", 1)
+    print(f"q2 {command}: {why}: {run.where()}{resume}", file=sys.stderr)
+    if code == 1:
+        raise e
+    return code
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     """The ``q2`` command: its exit code. An error the user can fix is one line and exit 2 (a bug: one line and
     exit 1); ``Q2_DEBUG=1`` shows the traceback instead."""
@@ -403,11 +449,19 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         print(f"q2 {args.command}: error: {line}", file=sys.stderr)
         return code
 
+    command = {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
+               "make-test-models": _make_test_models, "meta-eval": _meta_eval,
+               "perturb": _perturb, "train": _train, "hooks": _hooks, "compare": _compare,
+               "check-precision": _check_precision}[args.command]
     try:
-        return {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
-                "make-test-models": _make_test_models, "meta-eval": _meta_eval,
-                "perturb": _perturb, "train": _train, "hooks": _hooks, "compare": _compare,
-                "check-precision": _check_precision}[args.command](args)
+        try:
+            return command(args)
+        except BaseException as e:
+            from ..jobs.partial import stopped_run
+
+            if stopped_run(e) is None:
+                raise
+            return _stopped(args.command, e, sys.argv[1:] if argv is None else list(argv))
     except NamesSetting as e:  # a library error names its setting; the command line names the flag
         return fail(str(e.named(flag_of(args.command))))
     except ModuleNotFoundError as e:  # an extra that is not installed

@@ -41,7 +41,8 @@ class ScoreJob:
     """One scoring run: read ``input``, score its rows with ``config``, write ``output`` (``-``: standard output,
     local engine) with its ``.meta.json``, and optionally an ``html`` report; ``rows`` says which columns are scored
     and what each result carries. Filter mode (``keep_min_score``): ``output`` gets the rows scoring at least that,
-    ``dropped_output`` the others (unscored rows go with the kept ones with ``keep_unscored``)."""
+    ``dropped_output`` the others (unscored rows go with the kept ones with ``keep_unscored``). ``resume``: keep
+    the rows a stopped run committed to ``OUTPUT.partial`` and score the rest (:mod:`q2_plugins.jobs.partial`)."""
 
     input: str
     output: Optional[str] = None
@@ -59,6 +60,7 @@ class ScoreJob:
     chunk_size: int = 1000
     engine: str = "local"
     ray: RayEngine = RayEngine()
+    resume: bool = False  # continue a stopped run from its OUTPUT.partial (jobs.partial); local engine
 
 
 def check_engine(job: ScoreJob) -> None:
@@ -73,6 +75,11 @@ def check_engine(job: ScoreJob) -> None:
         raise SettingError("output", "the ray engine cannot write to standard output; name a file or folder")
     if job.keep_min_score is not None and not job.output:
         raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
+    if job.resume and job.engine == "ray":
+        raise SettingError("resume", "the ray engine cannot resume a stopped run (its parts are not kept as the "
+                                     "run goes); resume with the local engine, or score again")
+    if job.resume and (not job.output or job.output == "-"):
+        raise SettingError("resume", "resuming continues OUTPUT.partial: name the output file of the stopped run")
 
 
 def check_job_outputs(job: ScoreJob) -> None:
@@ -108,6 +115,33 @@ def run_score_job(job: ScoreJob) -> int:
     check_engine(job)
     check_job_outputs(job)
     check_devices(job.config)  # a device that is not here: before the input is read or any model loads
+    from .partial import OutputLock, lock_output
+
+    # one writer per output, from here to the end of the run (the lock of a killed run is free again)
+    lock = lock_output(job.output) if job.output and job.output != "-" else OutputLock(Path("-"), None)
+    with lock:
+        _check_space(job)
+        return _run(job)
+
+
+def _check_space(job: ScoreJob) -> None:
+    """The output's folder has room for the estimated output (a resumed run: less the rows it keeps)."""
+    from .partial import check_free_space
+
+    if not job.output or job.output == "-":
+        return
+    source = Path(job.input)
+    try:
+        size = source.stat().st_size if source.is_file() else sum(
+            p.stat().st_size for p in source.rglob("*") if p.is_file())
+    except OSError:
+        return  # (the reader says what is wrong with the input)
+    partial = Path(f"{job.output}.partial")
+    written = partial.stat().st_size if job.resume and partial.is_file() else 0
+    check_free_space(job.output, size, explain=job.rows.explain, written=written)
+
+
+def _run(job: ScoreJob) -> int:
     if job.engine == "local":
         from .local import score_local
 

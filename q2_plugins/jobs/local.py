@@ -19,7 +19,8 @@ __all__ = ["score_local", "write_report"]
 
 def score_local(job: ScoreJob) -> int:
     """Run ``job`` here (its engine and outputs already checked: :func:`~q2_plugins.jobs.run_score_job`); prints
-    the summary and returns the exit code."""
+    the summary and returns the exit code. With ``job.resume`` the rows a stopped run committed to its
+    ``.partial`` are kept and the rest scored after them (:mod:`q2_plugins.jobs.partial`)."""
     from ..io import ResultFile, read_rows
     from ..results import cache_line
     from ..rows import write_meta
@@ -29,18 +30,42 @@ def score_local(job: ScoreJob) -> int:
     config, spec = job.config, job.rows
     # the file and its columns are checked before anything else
     rows = read_rows(job.input, job.input_format, spec.required, spec.settings)
+    run = _run_record(job)
+    resume = run is not None and job.resume and _resumable(job, run)
     scorer = _loaded(Q2Scorer(config), progress=job.progress)  # a model that cannot load stops here, once
+    if run is not None:
+        from dataclasses import replace
+
+        from .partial import RunRecord, check_resume
+
+        run = replace(run, signature=str(scorer.signature))
+        if resume:
+            check_resume(job.output, RunRecord.read(job.output), run, signature=True)  # type: ignore[arg-type]
+        else:
+            if job.output and Path(f"{job.output}.partial").is_file() and RunRecord.read(job.output) is not None:
+                print(f"q2 score: {job.output}.partial of a stopped run is begun again (--resume would continue it)",
+                      file=sys.stderr)
+            run.write(job.output)  # type: ignore[arg-type]
     progress = _run_progress(job)
-    out = ResultFile(job.output) if job.output else None
     report_rows: Optional[list[dict[str, Any]]] = [] if job.html else None
+    kept = _Kept(spec, report_rows)
+    if resume:
+        kept.take(job, rows)
+    out = ResultFile(job.output, kept=kept.n) if job.output else None
     try:
-        stats, errors, signature = _score_rows(scorer, rows, job, out, report_rows, progress, taxonomy)
+        stats, errors, signature = _score_rows(scorer, rows, job, out, report_rows, progress, taxonomy, kept)
     finally:
         _close(progress)
+    if run is not None:
+        from .partial import record_path
+
+        record_path(job.output).unlink(missing_ok=True)  # type: ignore[arg-type]  # (the run is complete)
     summary = {**stats.summary(), **errors.summary()}
     signature = signature or scorer.signature
     code, problem = stats.exit_code(job.fail_on_error)
     extra: dict[str, Any] = {} if scorer.cache is None else {"cache": scorer.cache.counts()}
+    if kept.n:
+        extra["resumed_after"] = kept.n
     if job.taxonomy_model:
         extra["taxonomy_model"] = _taxonomy_model_id(job.taxonomy_model)
     if getattr(scorer, "precision_agreement", None) is not None:  # a setting the tests cannot run, checked
@@ -68,16 +93,87 @@ def score_local(job: ScoreJob) -> int:
     return code
 
 
+def _run_record(job: ScoreJob) -> Any:
+    """What this run's ``.partial`` will hold (its signature filled in once the models load); None when the run
+    writes no file, or its input is no regular file (a pipe: it cannot be read again, so it cannot be resumed)."""
+    from .partial import RunRecord, input_identity
+
+    if not job.output or job.output == "-":
+        return None
+    if not Path(job.input).is_file():
+        if job.resume:
+            from .partial import ResumeError
+
+            raise ResumeError("resume", f"{job.input} is not a regular file: a stopped run on it cannot be resumed")
+        return None
+    spec = job.rows
+    settings = {**spec.columns(), "explain": spec.explain, "labels": spec.labels, "input_format": job.input_format,
+                "taxonomy_model": _taxonomy_model_id(job.taxonomy_model) if job.taxonomy_model else None}
+    return RunRecord(input=input_identity(job.input), signature="", rows=settings)
+
+
+def _resumable(job: ScoreJob, run: Any) -> bool:
+    """Whether there is a ``.partial`` to resume (checked against ``run`` before the models load); without one the
+    run starts from its first row, and says so."""
+    from .partial import RunRecord, check_resume
+
+    partial = Path(f"{job.output}.partial")
+    if not partial.is_file():
+        print(f"q2 score: --resume: there is no {partial} to continue; scoring from the first row", file=sys.stderr)
+        return False
+    check_resume(job.output, RunRecord.read(job.output), run, signature=False)  # type: ignore[arg-type]
+    return True
+
+
+class _Kept:
+    """The rows a resumed run keeps from its ``.partial``: their count, figures and errors (and report rows)."""
+
+    def __init__(self, spec: Any, report_rows: Optional[list[dict[str, Any]]]) -> None:
+        from ..results import Q2Stats, RowErrors
+
+        self.spec, self.report_rows = spec, report_rows
+        self.n, self.stats, self.errors = 0, Q2Stats(), RowErrors()
+        self._rows: list[dict[str, Any]] = []
+
+    def _add(self, row: dict[str, Any]) -> None:
+        from ..results import Q2Stats
+        from ..rows import response_result
+
+        self.stats = self.stats + Q2Stats.of([response_result(row)])
+        if isinstance(row.get("error"), str):
+            self.errors.add(row["error"])
+        if self.report_rows is not None:
+            self._rows.append(row)
+
+    def take(self, job: ScoreJob, rows: Iterator[dict[str, Any]]) -> None:
+        """Keep the ``.partial``'s complete rows (a torn last line is cut off) and read past their input rows."""
+        from .partial import ResumeError, keep_committed
+
+        self.n = keep_committed(f"{job.output}.partial", self._add)
+        for result in self._rows:
+            self.report_rows.append(_with_texts(result, next(rows, {}), self.spec))  # type: ignore[union-attr]
+        for i in range(len(self._rows), self.n):
+            if next(rows, None) is None:
+                raise ResumeError("resume", f"{job.output}.partial holds {self.n} rows but {job.input} only {i}")
+        self._rows = []
+        print(f"q2 score: resuming {job.output}.partial after its {self.n} committed rows", file=sys.stderr)
+
+
 def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out: Any,
                 report_rows: Optional[list[dict[str, Any]]], progress: Optional[Progress],
-                labeller: Any = None) -> tuple[Any, Any, Any]:
-    """Score the rows chunk by chunk, streaming result rows out; the output is committed once all are written. A
-    run that stops (an interrupt, SIGTERM, a full disk) says where its rows so far are, then raises."""
+                labeller: Any = None, kept: Optional[_Kept] = None) -> tuple[Any, Any, Any]:
+    """Score the rows chunk by chunk, streaming result rows out (after the ``kept`` rows of a resumed run); the
+    output is committed once all are written. A run that stops (an interrupt, SIGTERM, a full disk) raises with a
+    :class:`~q2_plugins.jobs.partial.StoppedRun` attached: how many rows are committed, and where."""
     from ..results import Q2Stats, RowErrors
     from ..rows import result_row, score_records
 
     spec = job.rows
-    stats, errors, signature, offset = Q2Stats(), RowErrors(), "", 0
+    stats, errors = (kept.stats, kept.errors) if kept is not None else (Q2Stats(), RowErrors())
+    signature, offset = "", kept.n if kept is not None else 0
+    if progress is not None and offset:
+        progress.rows_done(offset)
+    writing = False
     try:
         from ..ahead import off_cpu
 
@@ -87,6 +183,7 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
                 progress.row_names = [f"row {offset + i}" + (f" (id {row['id']!r})" if "id" in row else "")
                                       for i, row in enumerate(chunk)]
             result = score_records(scorer, chunk, spec, progress=progress or False, labeller=labeller)
+            writing = True
             for i, (row, res) in enumerate(zip(chunk, result.responses)):
                 record = result_row(offset + i, row, res, spec.explain)
                 if res.error is not None:
@@ -97,15 +194,14 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
                     report_rows.append(_with_texts(record, row, spec))
             if out is not None:
                 out.flush()
+            writing = False
             stats, signature, offset = stats + result.stats, result.signature, offset + len(chunk)
         if out is not None:
+            writing = True
             out.commit()
     except BaseException as e:
         _close(progress)
-        partial = out.abandon() if out is not None else None
-        kept = f"; its {out.rows} rows so far are in {partial}, {job.output} is left as it was" if partial else ""
-        print(f"q2 score: the run stopped after {offset} rows{kept} ({type(e).__name__})", file=sys.stderr)
-        raise
+        raise _stopped(e, out, job, offset, writing)  # noqa: B904 - e itself, with where its rows are
     return stats, errors, signature
 
 
@@ -123,6 +219,25 @@ def _with_next(chunks: Iterator[list[dict[str, Any]]], ahead: Any,
             ahead([row.get(column) for row in following])
         yield current
         current = following
+
+
+def _stopped(e: BaseException, out: Any, job: ScoreJob, offset: int, writing: bool) -> BaseException:
+    """``e`` with the :class:`~q2_plugins.jobs.partial.StoppedRun` of this run attached: one count, the rows in
+    the ``.partial`` (after a failed write: those complete on disk, as ``--resume`` will count them)."""
+    from .partial import StoppedRun, committed_rows, mark_stopped
+
+    partial = out.abandon() if out is not None else None
+    if out is None or partial is None:
+        return mark_stopped(e, StoppedRun(out.rows if out is not None else offset, None, None))
+    failed = getattr(e, "filename", None) or (str(out.partial if not out.stdout else "standard output")
+                                              if writing and isinstance(e, OSError) else None)
+    rows = out.rows
+    if partial is not None and isinstance(e, OSError):
+        try:
+            rows = committed_rows(partial)[0]
+        except OSError:
+            pass
+    return mark_stopped(e, StoppedRun(rows, partial, job.output, failed))
 
 
 def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:

@@ -107,9 +107,26 @@ def run_score(job: ScoreJob) -> int:
     if job.keep_min_score is not None and not job.output:
         raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
     _check_not_empty_parquet(Path(job.input))
+    import signal
+    import threading
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    ours = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main_thread else {}
     _start(job)
-    with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
-        return _run_started(job)
+    for s, handler in ours.items():  # ray.init's own SIGTERM handler exits without a word: the caller's stays
+        if handler is not None:
+            signal.signal(s, handler)
+    try:
+        with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
+            return _run_started(job)
+    except (KeyboardInterrupt, OSError) as e:
+        from .partial import StoppedRun, mark_stopped, stopped_run
+
+        if stopped_run(e) is None:  # stopped while scoring: the rows are in the cluster's memory, none on disk
+            mark_stopped(e, StoppedRun(0, None, job.output, text=(
+                "the ray engine keeps no rows of a stopped run (it writes them once all are scored) and cannot "
+                "resume; score again, or use the local engine (--resume)")))
+        raise
 
 
 def _check_not_empty_parquet(path: Path) -> None:
@@ -179,14 +196,17 @@ def _write_outputs(job: ScoreJob, scored: "ray.data.Dataset", out_format: str,
 
 
 def _written(ds: "ray.data.Dataset", path: str, fmt: str) -> int:
-    """:func:`write_dataset`; when it stops (SIGTERM, a full disk), one line naming the ``.partial`` it leaves."""
+    """:func:`write_dataset`; when it stops (SIGTERM, a full disk), the exception carries where its rows are
+    (:class:`~q2_plugins.jobs.partial.StoppedRun`: the ``.partial`` it leaves; the Ray engine cannot resume)."""
     from ..io import partial_path
 
     try:
         return write_dataset(ds, path, fmt)
     except BaseException as e:
+        from .partial import StoppedRun, mark_stopped
+
         partial = partial_path(path)
-        if partial.exists():
-            print(f"q2 score: the run stopped while writing {path}; the rows written so far are in {partial}, "
-                  f"{path} is left as it was ({type(e).__name__})", file=sys.stderr)
+        kept = (f"the rows written so far are in {partial}, " if partial.exists() else "") + f"{path} left as it was"
+        mark_stopped(e, StoppedRun(0, partial if partial.exists() else None, path, failed=path, text=(
+            f"stopped while writing {path}: {kept}; the ray engine cannot resume: score again")))
         raise

@@ -164,19 +164,13 @@ def _match(found: Iterable[str], known: Mapping[str, Example], what: str) -> lis
 def read_scores_file(path: str | Path, known: Mapping[str, Example], *, name: str = "Q2") -> list[MetricScores]:
     """Read a ``q2 score`` output (both Q² variants and the question counts; only Q² w/o NLI when its sidecar says
     it was scored without NLI, as ``q2 replay`` output is) or a generic id / score file."""
-    from ..rows import read_results, response_result
+    from ..results import EXPLANATION_FIELDS, RESULT_FIELDS
+    from ..rows import ROW_FIELD, read_sidecar, response_result, scan_results
 
     path = Path(path)
-    read = read_results(path)
-    rows = read.rows
-    if not rows:
-        raise DataFormatError(f"Scores file {path} is empty")
-    ids, records = [], []
-    for n, row in enumerate(rows, start=1):
-        if not isinstance(row, dict):
-            raise DataFormatError(f"Scores file {path} record {n} is a JSON {type(row).__name__}, not an object")
-        if "__error__" in row:
-            raise DataFormatError(f"Scores file {path}: {row['__error__']}")
+    needed = {ROW_FIELD, "score", *RESULT_FIELDS, *EXPLANATION_FIELDS}  # what is kept of a row (of an example)
+    ids, records, signatures = [], [], []
+    for n, row in enumerate(scan_results(path), start=1):  # one row at a time
         if row.get("id") not in (None, ""):  # (a column of ids in Parquet / CSV is null or empty where absent)
             key = str(row["id"])
         elif row.get("row") not in (None, ""):
@@ -186,8 +180,13 @@ def read_scores_file(path: str | Path, known: Mapping[str, Example], *, name: st
                                   f"{sorted(row)}")
         if "score" not in row:
             raise DataFormatError(f"Scores file {path} record {n} has no 'score' field; its fields are {sorted(row)}")
+        if isinstance(row.get("signature"), str) and row["signature"] not in signatures:
+            signatures.append(row["signature"])
         ids.append(key)
-        records.append(row)
+        records.append({k: v for k, v in row.items() if k in needed} if key in known else None)
+    meta, _ = read_sidecar(path)
+    if meta is not None and isinstance(meta.get("signature"), str) and meta["signature"] not in signatures:
+        signatures.append(meta["signature"])
     duplicates = sorted(i for i, n in Counter(ids).items() if n > 1)
     if duplicates:
         raise DataFormatError(f"Scores file {path} scores the same id more than once: {duplicates[:5]}")
@@ -200,8 +199,8 @@ def read_scores_file(path: str | Path, known: Mapping[str, Example], *, name: st
         except (TypeError, ValueError) as e:
             raise DataFormatError(f"Scores file {path} has 'status' fields, as a q2 score output does, but not all "
                                   f"of its fields ({e}); write it with q2 score, or keep only id and score") from None
-        signature = read.signatures[-1] if read.signatures else None
-        use_nli = ((read.meta or {}).get("config") or {}).get("use_nli")
+        signature = signatures[-1] if signatures else None
+        use_nli = ((meta or {}).get("config") or {}).get("use_nli")
         metrics = metrics_from_results([i for i, _ in keep], results, name=name, source=source, signature=signature,
                                        with_nli=False if use_nli is False else None)
     else:

@@ -27,8 +27,8 @@ from typing import Any, Optional, Sequence
 
 from ..results import Q2Result, Q2Stats, ResponseResult, ResponseStatus, explained_row
 
-__all__ = ["ReportInput", "load_results", "attach_texts", "result_rows", "summary_of_rows", "render_html",
-           "write_html", "comparison_of_files", "report_from_files"]
+__all__ = ["ReportInput", "load_results", "MAX_PAGE_ROWS", "attach_texts", "result_rows", "summary_of_rows",
+           "render_html", "write_html", "comparison_of_files", "report_from_files"]
 
 _STATUSES = (ResponseStatus.SCORED, ResponseStatus.FALLBACK, ResponseStatus.NO_VALID_QUESTION, ResponseStatus.ERROR)
 _PLACEHOLDER = "__Q2_REPORT_DATA__"
@@ -48,6 +48,10 @@ class ReportInput:
     version: Optional[str] = None
     notes: list[str] = field(default_factory=list)
     shorts: dict[str, str] = field(default_factory=dict)  # a sidecar's full signature -> its short form
+    total: int = 0  # the rows the files hold (``rows``: all of them, or a sample of them)
+    n_errors: int = 0  # ...with status error, of which
+    n_unread: int = 0  # ...rows that are no result rows
+    histogram: Optional[dict[str, Any]] = None  # the histogram of every row, when ``rows`` is a sample
 
 
 #: the column of an input's human label (consistent / inconsistent), which the page splits its histogram by
@@ -94,32 +98,57 @@ def _with_texts(row: dict[str, Any], columns: dict[str, Optional[str]]) -> dict[
     return row
 
 
-def load_results(paths: Sequence[str | Path]) -> ReportInput:
-    """Read results files with their ``.meta.json`` sidecars through :func:`q2_plugins.rows.read_results` (either
-    engine's output, JSONL / Parquet / CSV, a JSON ``Q2Result.to_dict()``, per-example files of the adapters).
+#: ``q2 report`` puts at most this many rows in the page (a stated random sample; ``--all-rows``: every row); the
+#: summary and the histogram always count every row
+MAX_PAGE_ROWS = 10_000
 
-    A record that is not a result row becomes an error row naming the file and record, so nothing is dropped.
+
+def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, seed: int = 0) -> ReportInput:
+    """Read results files with their ``.meta.json`` sidecars through :func:`q2_plugins.rows.scan_results` (either
+    engine's output, JSONL / Parquet / CSV, a JSON ``Q2Result.to_dict()``, per-example files of the adapters), one
+    row at a time.
+
+    With ``max_rows``, at most that many rows are kept (a uniform random sample drawn with ``seed``, in file order;
+    :attr:`ReportInput.total` says how many there are), while the summary and the histogram count every row, so
+    memory stays bounded whatever the files hold. A result row the page cannot show (a status it does not know, a
+    score that is no number) becomes an error row naming the file and record, so nothing is dropped.
     """
-    from ..rows import read_results
+    import random
+
+    from ..rows import read_sidecar, scan_results
 
     out = ReportInput()
     metas = []
+    rng = random.Random(seed)
+    tally = _Tally()
     for p in paths:
         path = Path(p)
-        if not path.exists():
-            raise ValueError(f"No results file {path}")
         out.sources.append(str(path))
-        read = read_results(path)
-        rows = [_with_texts(_as_result_row(r, f"{path.name} record {n}"), read.columns)
-                for n, r in enumerate(read.rows, start=1)]
-        out.notes.extend(read.notes)
-        meta = read.meta
-        metas.append((path, meta, len(rows)))
-        out.rows.extend(rows)
-    for r in out.rows:  # per-example files of the adapters may carry the signature on each row
-        sig = r.pop("signature", None)
-        if isinstance(sig, str) and sig not in out.signatures:
-            out.signatures.append(sig)
+        meta, notes = read_sidecar(path)
+        columns = _columns(meta)
+        n = 0
+        for n, r in enumerate(scan_results(path), start=1):
+            row = _with_texts(_as_result_row(r, f"{path.name} record {n}"), columns)
+            sig = row.pop("signature", None)  # per-example files of the adapters may carry it on each row
+            if isinstance(sig, str) and sig not in out.signatures:
+                out.signatures.append(sig)
+            tally.add(row)
+            if max_rows is None or len(out.rows) < max_rows:
+                out.rows.append(row)
+            else:  # reservoir sampling: every row kept with the same chance
+                k = rng.randrange(tally.n)
+                if k < max_rows:
+                    out.rows[k] = row
+        out.notes.extend(notes)
+        metas.append((path, meta, n))
+    out.total, out.n_errors, out.n_unread = tally.n, tally.n_errors, tally.n_unread
+    if max_rows is not None and tally.n > max_rows:
+        out.rows.sort(key=lambda r: r["_q2_pos"])
+        out.histogram = tally.histogram()
+        out.notes.append(f"the table shows a random sample of {len(out.rows):,} of the {tally.n:,} responses; the "
+                         f"summary and the histogram count all of them (q2 report --all-rows: every row)")
+    for r in out.rows:
+        r.pop("_q2_pos", None)
     for _, meta, _ in metas:
         if meta is None:
             continue
@@ -139,7 +168,63 @@ def load_results(paths: Sequence[str | Path]) -> ReportInput:
         else:
             out.notes.append(f"{path.name}.meta.json summarises {meta['summary'].get('n')} responses but the file "
                              f"holds {n}; the summary is computed from the rows")
+    if out.summary is None and out.histogram is not None:
+        out.summary = tally.stats.summary()
     return out
+
+
+def _columns(meta: Optional[dict[str, Any]]) -> dict[str, Optional[str]]:
+    saved = (meta or {}).get("columns")
+    return dict(saved) if isinstance(saved, dict) else {"response": "response", "knowledge": "knowledge",
+                                                          "history": None}
+
+
+def _human_class(r: dict[str, Any]) -> Optional[str]:
+    for key in ("gold", HUMAN_LABEL):
+        if r.get(key) in ("consistent", "inconsistent"):
+            return r[key]
+    return None
+
+
+class _Tally:
+    """What the page needs of every row, added up one row at a time: the figures, the counts and the histogram
+    (ten bins of 0.1 by human label, or else by predicted BEGIN label, as the page's own histogram bins them)."""
+
+    BINS = 10
+
+    def __init__(self) -> None:
+        self.n = self.n_errors = self.n_unread = 0
+        self.stats = Q2Stats()
+        self.by_human = [{"consistent": 0, "inconsistent": 0, "none": 0} for _ in range(self.BINS)]
+        self.by_class = [{"consistent": 0, "inconsistent": 0, "none": 0} for _ in range(self.BINS)]
+        self.human = self.begin = False
+
+    def add(self, row: dict[str, Any]) -> None:
+        row["_q2_pos"] = self.n
+        self.n += 1
+        status = row["status"]
+        self.n_errors += status == ResponseStatus.ERROR
+        self.n_unread += status == ResponseStatus.ERROR and bool(_NOT_READ.match(str(row.get("error"))))
+        score = row.get("score")
+        no_nli = row.get("score_no_nli")
+        self.stats = self.stats + Q2Stats.of([ResponseResult(index=0, status=status, score=score, score_no_nli=(
+            no_nli if _finite(no_nli) else score))])
+        human = _human_class(row)
+        label = row.get("label")
+        self.human = self.human or human is not None
+        self.begin = self.begin or isinstance(label, str)
+        if not _finite(score):
+            return
+        i = min(self.BINS - 1, max(0, math.floor(score * self.BINS)))
+        cls = human or (("consistent" if label == "entailment" else "inconsistent") if isinstance(label, str)
+                        else None)
+        self.by_human[i][human or "none"] += 1
+        self.by_class[i][cls or "none"] += 1
+
+    def histogram(self) -> dict[str, Any]:
+        source = "gold" if self.human else "begin" if self.begin else None
+        bins = self.by_human if source == "gold" else self.by_class
+        return {"bins": bins, "n": sum(sum(b.values()) for b in bins), "class_source": source}
 
 
 def attach_texts(data: ReportInput, inputs: str | Path, columns: Sequence[Optional[str]] = ("response", "knowledge"),
@@ -151,22 +236,25 @@ def attach_texts(data: ReportInput, inputs: str | Path, columns: Sequence[Option
 
     response_col, knowledge_col, *rest = columns
     history_col = rest[0] if rest else None
-    inputs_rows = list(read_rows(inputs, fmt))
-    done = missed = 0
+    wanted: dict[int, list[dict[str, Any]]] = {}
     for r in data.rows:
         n = r.get("row")
-        if not isinstance(n, int) or isinstance(n, bool) or not 0 <= n < len(inputs_rows):
-            missed += not ("response" in r and "knowledge" in r)  # (rows of both engines carry their texts)
-            continue
-        src = inputs_rows[n]
-        texts = {"response": src.get(response_col), "knowledge": src.get(knowledge_col),
-                 "history": src.get(history_col) if history_col else None, HUMAN_LABEL: src.get(HUMAN_LABEL)}
-        added = {k: v for k, v in texts.items() if isinstance(v, str) and k not in r}
-        r.update(added)
-        done += bool(added)
+        if isinstance(n, int) and not isinstance(n, bool) and n >= 0:
+            wanted.setdefault(n, []).append(r)
+    done, n_inputs = 0, 0
+    for n_inputs, src in enumerate(read_rows(inputs, fmt), start=1):  # one input row at a time
+        for r in wanted.pop(n_inputs - 1, ()):
+            texts = {"response": src.get(response_col), "knowledge": src.get(knowledge_col),
+                     "history": src.get(history_col) if history_col else None, HUMAN_LABEL: src.get(HUMAN_LABEL)}
+            added = {k: v for k, v in texts.items() if isinstance(v, str) and k not in r}
+            r.update(added)
+            done += bool(added)
+    left = {id(r) for rows in wanted.values() for r in rows}
+    missed = sum(not ("response" in r and "knowledge" in r) for r in data.rows  # (both engines' rows carry texts)
+                 if not isinstance(r.get("row"), int) or isinstance(r.get("row"), bool) or id(r) in left)
     if missed:
         data.notes.append(f"{missed} of {len(data.rows)} rows got no text from {inputs} (no 'row' number within "
-                          f"its {len(inputs_rows)} rows)")
+                          f"its {n_inputs} rows)")
     return done
 
 
@@ -212,6 +300,10 @@ def _script_json(payload: dict[str, Any]) -> str:
         text = json.dumps(_clean(payload), ensure_ascii=False, separators=(",", ":"), allow_nan=False)
     for ch, esc in _JS_ESCAPES.items():
         text = text.replace(ch, esc)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:  # a lone surrogate (text read back from \ud800 escapes) stays such an escape
+        text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
 
 
@@ -247,11 +339,12 @@ def render_html(
     page_size: int = 50,
     comparison: Optional[dict[str, Any]] = None,
     shorts: Optional[dict[str, str]] = None,
+    histogram: Optional[dict[str, Any]] = None,
 ) -> str:
     """The report page for ``rows`` (result dicts). ``summary`` defaults to one computed from the rows;
     ``comparison`` (:func:`comparison_of_files`) adds the paired test of several systems. The page shows each
     signature's short form (a :class:`~q2_plugins.signature.Signature`'s, or ``shorts[full]``) with the full one on
-    demand."""
+    demand. ``histogram`` (:attr:`ReportInput.histogram`): the bins of every row, when ``rows`` is a sample."""
     shorts = shorts or {}
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, got {page_size}")
@@ -265,6 +358,7 @@ def render_html(
         "signatures_short": [getattr(sig, "short", None) or shorts.get(sig) for sig in signatures],
         "summary": summary if summary is not None else summary_of_rows(checked),
         "config": config, "version": version, "notes": list(notes), "page_size": page_size, "comparison": comparison,
+        "histogram": histogram,
         "rows": [{k: v for k, v in r.items() if v is not None} for r in checked],
     }
     head, sep, tail = _template().partition(_PLACEHOLDER)
@@ -290,8 +384,11 @@ def write_html(path: str | Path, rows: Sequence[dict[str, Any]], **kwargs: Any) 
     html = render_html(rows, **kwargs)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    from ..io import named_errors
+
     try:
-        tmp.write_text(html, encoding="utf-8")
+        with named_errors(path):
+            tmp.write_text(html, encoding="utf-8")
         os.replace(tmp, path)
     finally:
         if tmp.exists():
@@ -316,11 +413,13 @@ def comparison_of_files(paths: Sequence[str | Path], notes: Optional[list[str]] 
 
 def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: Optional[str] = None,
                       texts: Optional[str | Path] = None,
-                      columns: Sequence[Optional[str]] = ("response", "knowledge")) -> ReportInput:
-    """``q2 report``: read results files (and the scored texts from ``texts``, the input of ``q2 score``) and write
-    one HTML report; returns what was read."""
-    data = load_results(inputs)
-    if all(r["status"] == ResponseStatus.ERROR and _NOT_READ.match(str(r.get("error"))) for r in data.rows):
+                      columns: Sequence[Optional[str]] = ("response", "knowledge"),
+                      max_rows: Optional[int] = MAX_PAGE_ROWS) -> ReportInput:
+    """``q2 report``: read results files one row at a time (and the scored texts from ``texts``, the input of ``q2
+    score``) and write one HTML report, its table a stated sample of ``max_rows`` rows when the files hold more
+    (None: every row); returns what was read."""
+    data = load_results(inputs, max_rows=max_rows)
+    if data.n_unread == data.total:
         raise ValueError(f"{', '.join(map(str, inputs))} holds no Q² result rows (q2 score or q2 replay output); "
                          f"to report on an input file, score it first")
     if texts is not None:
@@ -329,5 +428,5 @@ def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: O
     write_html(output, data.rows, signatures=data.signatures, summary=data.summary,
                title=title or "Q² report: " + ", ".join(Path(s).name for s in data.sources),
                sources=data.sources, config=data.config, version=data.version, notes=data.notes,
-               comparison=comparison, shorts=data.shorts)
+               comparison=comparison, shorts=data.shorts, histogram=data.histogram)
     return data

@@ -8,12 +8,12 @@ import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping, Optional
+from typing import Any, Iterable, Iterator, Mapping, Optional
 
 from ..results import EXPLANATION_FIELDS, RESULT_FIELDS, ResponseResult
 from .layout import ROW_FIELD
 
-__all__ = ["ResultRows", "read_results", "response_result"]
+__all__ = ["ResultRows", "read_results", "scan_results", "read_sidecar", "response_result"]
 
 # result fields as the Ray engine wrote them before the one layout (q2_score, ..., q2_explanation: JSON)
 _LEGACY_PREFIX, _LEGACY_EXPLANATION = "q2_", "q2_explanation"
@@ -50,57 +50,138 @@ class ResultRows:
         return [response_result(r, i) for i, r in enumerate(self.rows)]
 
 
-def read_results(path: str | Path) -> ResultRows:
+def read_results(path: str | Path, *, score_field: str = "score") -> ResultRows:
     """Read a result file of ``q2 score`` (either engine) or ``q2 replay``: JSONL, Parquet, CSV / TSV, or a directory
     of such part files (read in name order), with its sidecar ``PATH.meta.json``. Also read: a JSON
-    ``Q2Result.to_dict()``, per-example files of the framework adapters (the result nested one level down) and result
-    files of the Ray engine before the one layout (``q2_`` before each result field)."""
-    from ..io import FORMATS, meta_path
+    ``Q2Result.to_dict()``, per-example files of the framework adapters (the result nested one level down), result
+    files of the Ray engine before the one layout (``q2_`` before each result field) and files of ids and scores
+    (a ``score_field``).
 
+    The one verdict of ``q2 report``, ``q2 compare`` and ``q2 meta-eval --scores``: a file that is not one of these
+    (a ``.partial``, no rows, a record that cannot be read, a row that is neither a result nor a score) raises
+    :class:`~q2_plugins.io.InputFormatError` in one line naming the file and the line."""
     path = Path(path)
-    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS) \
-        if path.is_dir() else [path]
-    out = ResultRows(path, [])
-    for f in files:
-        out.rows.extend(_typed(r) for r in _raw_rows(f))
-    meta = meta_path(path)
-    if meta.is_file():
-        try:
-            out.meta = json.loads(meta.read_text(encoding="utf-8"))
-        except (OSError, ValueError) as e:
-            out.notes.append(f"{meta.name} could not be read ({e}); the summary is computed from the rows")
-        else:
-            if not isinstance(out.meta, dict):
-                out.notes.append(f"{meta.name} is not a JSON object; ignored")
-                out.meta = None
+    out = ResultRows(path, list(scan_results(path, score_field=score_field)))
+    out.meta, out.notes = read_sidecar(path)
     return out
 
 
-def _raw_rows(path: Path) -> Iterable[Any]:
-    """The records of one file as it holds them (:func:`q2_plugins.io.read_rows`; Parquet through pyarrow)."""
-    from ..io import InputFormatError, read_rows
+def scan_results(path: str | Path, *, score_field: str = "score") -> Iterator[dict[str, Any]]:
+    """The rows :func:`read_results` reads, one at a time (memory bounded by one row), checked as it checks them."""
+    from ..io import FORMATS, InputFormatError
 
-    if not path.is_file():
+    path = Path(path)
+    _check_results_path(path)
+    files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS) \
+        if path.is_dir() else [path]
+    n = 0
+    for f in files:
+        for where, raw in _raw_rows(f):
+            row = _typed(raw)
+            _check_row(f, where, row, score_field)
+            n += 1
+            yield row
+    if not n:
+        raise InputFormatError(f"{path} holds no rows" + (" (no result files in the folder)" if not files else ""))
+
+
+def read_sidecar(path: str | Path) -> tuple[Optional[dict[str, Any]], list[str]]:
+    """A result file's sidecar ``PATH.meta.json`` (None without a readable one) and notes on what went wrong."""
+    from ..io import meta_path
+
+    meta = meta_path(path)
+    if not meta.is_file():
+        return None, []
+    try:
+        data = json.loads(meta.read_text(encoding="utf-8"))
+    except (OSError, ValueError) as e:
+        return None, [f"{meta.name} could not be read ({e}); the summary is computed from the rows"]
+    if not isinstance(data, dict):
+        return None, [f"{meta.name} is not a JSON object; ignored"]
+    return data, []
+
+
+def _check_results_path(path: Path) -> None:
+    """A path the readers can take: it exists, is no ``.partial``, and its extension names a format."""
+    from ..io import FORMATS, InputFormatError
+
+    if path.name.endswith(".partial"):
+        raise InputFormatError(f"{path} is a .partial file: still being written or left by a stopped run; read "
+                               f"{path.name.removesuffix('.partial')} once the run is done (a stopped q2 score run "
+                               f"can be resumed)")
+    if not path.exists():
         raise InputFormatError(f"No results file {path}")
+    if path.is_file() and path.suffix.lower() not in FORMATS:
+        raise InputFormatError(f"Cannot tell the format of {path} from its extension; name a .jsonl, .parquet, "
+                               f".csv or .tsv results file")
+
+
+def _check_row(path: Path, where: str, row: Any, score_field: str) -> None:
+    """A row the readers can take: a record that was read, an object, a result row or a score row."""
+    from ..io import InputFormatError, ReadError
+
+    if not isinstance(row, dict):
+        raise InputFormatError(f"{path} {where} is a JSON {type(row).__name__}, expected an object (a result row)")
+    if isinstance(row, ReadError):  # (the message names its line)
+        raise InputFormatError(f"{path} {row['__error__']}")
+    if "status" not in row and score_field not in row:
+        raise InputFormatError(f"{path} {where} is not a result row: no 'status' or {score_field!r} field (its "
+                               f"fields: {sorted(map(str, row))[:12]}); give q2 score output (an input file: score "
+                               f"it first)")
+
+
+def _raw_rows(path: Path) -> Iterable[tuple[str, Any]]:
+    """``(where, record)`` per record of one file as it holds it (``line N`` for JSONL / CSV read by
+    :func:`q2_plugins.io.read_records`, ``row N`` in Parquet, ``record N`` in a JSON document)."""
+    from ..io import InputFormatError
+
     if path.suffix.lower() == ".parquet":
         try:
             import pyarrow.parquet as pq
         except ModuleNotFoundError as e:
             raise ModuleNotFoundError(f"reading {path} needs pyarrow ({e.name} is not installed): "
                                       f"pip install 'q2-plugins[ray]'", name=e.name) from e
-        return pq.read_table(path).to_pylist()
+        try:
+            parquet = pq.ParquetFile(path)
+        except (OSError, ValueError) as e:  # (pyarrow's errors are these)
+            raise InputFormatError(f"{path} cannot be read as Parquet ({' '.join(str(e).split())[:200]}): a "
+                                   f"damaged or unfinished file") from None
+        return _parquet_rows(path, parquet)
     if path.suffix.lower() == ".json":
         whole = _json_document(path)
         if whole is not None:
-            return whole
-    return read_rows(path)
+            return ((f"record {n}", r) for n, r in enumerate(whole, start=1))
+    kind = "jsonl" if path.suffix.lower() in (".jsonl", ".json", ".ndjson") else path.suffix.lower()[1:]
+    return _records(path, kind)
+
+
+def _records(path: Path, kind: str) -> Iterable[tuple[str, Any]]:
+    from ..io import read_records
+
+    with path.open("rb") as f:
+        for n, row in read_records(f, kind, rename=False):
+            yield f"line {n}", row
+
+
+def _parquet_rows(path: Path, parquet: Any) -> Iterable[tuple[str, Any]]:
+    from ..io import InputFormatError
+
+    n = 0
+    try:
+        for batch in parquet.iter_batches(batch_size=4096):
+            for row in batch.to_pylist():
+                yield f"row {n}", row
+                n += 1
+    except (OSError, ValueError) as e:
+        raise InputFormatError(f"{path} row {n}: cannot be read as Parquet ({' '.join(str(e).split())[:200]}): a "
+                               f"damaged or unfinished file") from None
 
 
 def _json_document(path: Path) -> Optional[list[Any]]:
     """The rows of a ``.json`` file holding one JSON document (a ``Q2Result.to_dict()`` gives its ``responses``);
-    None when the file is JSON lines."""
-    text = path.read_text(encoding="utf-8")
+    None when the file is JSON lines (or not UTF-8: its lines then say which)."""
     try:
+        text = path.read_text(encoding="utf-8")
         whole = json.loads(text)
     except ValueError:
         return None
@@ -113,7 +194,9 @@ def _typed(row: Any) -> Any:
     """A result row with its result fields of the declared types (a CSV cell "0.5" -> 0.5, "" -> None, JSON text of
     an explanation -> its value); a legacy or nested result row first brought to the one layout. A value that is not
     of its type stays as it is, for the reader to reject."""
-    if not isinstance(row, dict) or "__error__" in row:
+    from ..io import ReadError
+
+    if not isinstance(row, dict) or isinstance(row, ReadError):
         return row
     if "status" not in row:
         row = _legacy(row)

@@ -220,3 +220,67 @@ def test_the_result_columns_are_the_local_rows_fields():
         row = result_fields(res, explain=True)
         assert {name: values[i] if name in OUTPUT_COLUMNS else values[i] and json.loads(values[i])
                 for name, (_, values) in columns.items()} == row
+
+
+@pytest.mark.parametrize("kind", ["jsonl", "csv", "parquet"])
+def test_no_input_name_crashes_a_run_or_drops_a_field(tiny_models, tmp_path, kind):
+    """Every name of the readers, the engines and the row layout as an input field: the Ray rows keep them all (those
+    named like ours under input_<name>), as the local engine's rows do."""
+    from tests.pipeline.test_long_runs import every_name
+
+    extra = {k: v if isinstance(v, str) else json.dumps(v) for k, v in every_name().items()}
+    rows = [{"id": f"r{i}", "response": "paris is in france .", "knowledge": "Paris is in France.", **extra}
+            for i in range(3)]
+    src = tmp_path / f"in.{kind}"
+    if kind == "parquet":
+        import pyarrow.parquet as pq
+
+        pq.write_table(pa.Table.from_pylist(rows), src)
+    elif kind == "csv":
+        with src.open("w", newline="", encoding="utf-8") as f:
+            writer = csv.DictWriter(f, fieldnames=list(rows[0]))
+            writer.writeheader()
+            writer.writerows(rows)
+    else:
+        src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    assert main(["score", *flags(tiny_models), "--no-progress", "--input", str(src), "--output", str(out)]) == 0
+    got = [json.loads(line) for line in out.read_text().splitlines()]
+    assert [r["id"] for r in got] == ["r0", "r1", "r2"]
+    for r in got:
+        assert r["status"] != "error" and r["error"] is None, r
+        assert set(extra.values()) <= {v for k, v in r.items() if k not in ("row", "status", "score", "error")}
+    if kind != "parquet":  # the local engine writes the same field names
+        local_out = tmp_path / "local.jsonl"
+        local_flags = flags(tiny_models)[:flags(tiny_models).index("--engine")]
+        assert main(["score", *local_flags, "--no-progress", "--input", str(src), "--output", str(local_out)]) == 0
+        local = [json.loads(line) for line in local_out.read_text().splitlines()]
+        assert [sorted(r) for r in local] == [sorted(r) for r in got]
+
+
+def test_a_stopped_ray_run_says_in_one_line_that_it_cannot_resume(tiny_models, tmp_path):
+    """SIGTERM while the actors score: our one line (no stack dump of Ray's), exit 143; --resume is refused."""
+    import signal
+    import subprocess
+
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps({"id": i, "response": "paris is in france .", "knowledge": "Paris is in France."})
+                           + "\n" for i in range(3000)))
+    out = tmp_path / "out.jsonl"
+    argv = [sys.executable, "-m", "q2_plugins.cli", "score", *flags(tiny_models), "--input", str(src), "--output",
+            str(out)]
+    env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parents[2]))
+    proc = subprocess.Popen(argv, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    lines = []
+    for line in proc.stderr:  # the run is under way once it says it loads the models
+        lines.append(line)
+        if line.startswith("q2: loading models"):
+            break
+    time.sleep(20)
+    proc.send_signal(signal.SIGTERM)
+    err = "".join(lines) + proc.communicate(timeout=120)[1]
+    assert proc.returncode == 128 + signal.SIGTERM, err
+    ours = [x for x in err.splitlines() if x.startswith("q2 score: terminated (SIGTERM): ")]
+    assert len(ours) == 1 and "the ray engine keeps no rows of a stopped run" in ours[0], err
+    assert "Traceback" not in err and not out.exists()
+    assert main(["score", *flags(tiny_models), "--input", str(src), "--output", str(out), "--resume"]) == 2

@@ -56,22 +56,24 @@ def test_summary_is_computed_from_rows_like_q2stats():
     assert embedded(render_html(rows))["summary"] == expected
 
 
-def test_unreadable_lines_become_error_rows_and_nested_results_are_found(tmp_path):
+def test_unreadable_lines_are_refused_and_nested_results_are_found(tmp_path):
     f = tmp_path / "mixed.jsonl"
-    lines = [json.dumps(row(0)), "not json", "[1, 2]", json.dumps({"episode": 3, "text": "x"}),
-             json.dumps({"episode_id": "e1", "turn": 2, "q2": row(5, score=0.75)}),
+    lines = [json.dumps(row(0)), json.dumps({"episode_id": "e1", "turn": 2, "q2": row(5, score=0.75)}),
              json.dumps(row(6, score="high")), json.dumps(row(7, status="odd"))]
     f.write_text("\n".join(lines) + "\n\n")
     data = load_results([f])
     statuses = [r["status"] for r in data.rows]
-    assert statuses == ["scored", "error", "error", "error", "scored", "error", "error"]
+    assert statuses == ["scored", "scored", "error", "error"]
     errors = [r.get("error", "") for r in data.rows]
-    assert errors[1].startswith("mixed.jsonl: line 2 is not valid JSON")
-    assert errors[2] == "mixed.jsonl: line 3 is a JSON list, expected an object"
-    assert "no 'status' field" in errors[3] and data.rows[3]["episode"] == 3
-    assert data.rows[4]["episode_id"] == "e1" and data.rows[4]["turn"] == 2 and data.rows[4]["score"] == 0.75
-    assert "without a numeric score" in errors[5] and "unknown status 'odd'" in errors[6]
+    assert data.rows[1]["episode_id"] == "e1" and data.rows[1]["turn"] == 2 and data.rows[1]["score"] == 0.75
+    assert "without a numeric score" in errors[2] and "unknown status 'odd'" in errors[3]
     assert data.summary is None and data.signatures == []
+    # a record that cannot be read, or is no result row, is refused in one line naming the file and its line
+    for bad, message in (("not json", "line 2 is not valid JSON"), ("[1, 2]", "line 2 is a JSON list, expected"),
+                         (json.dumps({"episode": 3}), "line 2 is not a result row: no 'status' or 'score' field")):
+        f.write_text("\n".join([lines[0], bad, *lines[1:]]) + "\n")
+        with pytest.raises(ValueError, match=f"^{re.escape(str(f))} {re.escape(message)}"):
+            load_results([f])
 
 
 def test_lm_eval_style_samples_with_nested_details(tmp_path):
@@ -102,7 +104,7 @@ def test_sidecar_gives_signature_config_and_summary_when_it_matches(tmp_path):
 
 def test_q2_report_cli(tmp_path, capsys):
     f, g = tmp_path / "a.jsonl", tmp_path / "b.json"
-    f.write_text(json.dumps(row(0, id="x", response="hello")) + "\nbroken\n")
+    f.write_text(json.dumps(row(0, id="x", response="hello")) + "\n" + json.dumps(row(1, status="odd")) + "\n")
     g.write_text(json.dumps({"signature": "s", "responses": [row(1, score=1.0)]}))
     out = tmp_path / "r.html"
     assert main(["report", str(f), str(g), "--output", str(out)]) == 0
@@ -112,6 +114,27 @@ def test_q2_report_cli(tmp_path, capsys):
     assert data["summary"]["n"] == 3 and data["summary"]["q2"] == 0.75
     assert main(["report", str(tmp_path / "missing.jsonl"), "--output", str(out)]) == 2
     assert "No results file" in capsys.readouterr().err
+
+
+def test_a_large_file_gives_a_stated_sample_of_rows_and_figures_of_all(tmp_path, capsys):
+    f = tmp_path / "big.jsonl"
+    rows = [row(i, score=(i % 10) / 10 + 0.05, human_label="consistent" if i % 3 else "inconsistent")
+            for i in range(300)]
+    f.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "r.html"
+    assert main(["report", str(f), "--output", str(out), "--max-rows", "40"]) == 0
+    assert "300 responses (0 errors) from 1 file(s); the table shows a sample of 40" in capsys.readouterr().out
+    data = embedded(out.read_text(encoding="utf-8"))
+    positions = [r["index"] for r in data["rows"]]
+    assert len(positions) == 40 and positions == sorted(positions) and positions != list(range(40))  # random, in order
+    assert data["summary"]["n"] == 300 and data["summary"]["q2"] == pytest.approx(0.5)
+    hist = data["histogram"]
+    assert hist["n"] == 300 and hist["class_source"] == "gold"
+    assert [b["consistent"] + b["inconsistent"] for b in hist["bins"]] == [30] * 10
+    assert sum(b["inconsistent"] for b in hist["bins"]) == 100
+    assert any("random sample of 40 of the 300 responses" in n for n in data["notes"])
+    assert main(["report", str(f), "--output", str(out), "--all-rows"]) == 0
+    assert len(embedded(out.read_text(encoding="utf-8"))["rows"]) == 300 and "sample" not in capsys.readouterr().out
 
 
 def test_q2_report_takes_the_texts_from_the_scored_input(tmp_path, capsys):
@@ -269,8 +292,9 @@ def test_q2_report_refuses_a_file_that_holds_no_result_rows(tmp_path, capsys):
     out = tmp_path / "r.html"
     assert main(["report", str(inp), "--output", str(out)]) == 2
     err = capsys.readouterr().err
-    assert err.splitlines() == [f"q2 report: error: {inp} holds no Q² result rows (q2 score or q2 replay output); "
-                                "to report on an input file, score it first"]
+    assert err.splitlines() == [f"q2 report: error: {inp} line 1 is not a result row: no 'status' or 'score' field "
+                                "(its fields: ['id', 'knowledge', 'response']); give q2 score output (an input file: "
+                                "score it first)"]
     assert not out.exists()
     # a results file whose every row is an error is still reported (the rows say why)
     res = tmp_path / "errors.jsonl"

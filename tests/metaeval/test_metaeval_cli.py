@@ -99,7 +99,8 @@ def test_export_score_evaluate_loop(shared_data, tmp_path, capsys):
     (["--dataset", "wow", "--data", "{wow}", "--label-column", "gold"], "--label-column only apply to --dataset table"),
     (["--dataset", "table", "--data", "{wow}/dodeca_consistent.csv"],
      "error: --consistent-labels: name the label values"),
-    (["--dataset", "wow", "--data", "{wow}", "--scores", "{wow}/cross_annotation.csv"], "neither 'id' nor 'row'"),
+    (["--dataset", "wow", "--data", "{wow}", "--scores", "{wow}/cross_annotation.csv"],
+     "cross_annotation.csv line 2 is not a result row: no 'status' or 'score' field"),  # the readers' one verdict
     (["--dataset", "wow", "--data", "{wow}", "--replay", "{wow}"], "not a recorded run"),
     (["--dataset", "wow", "--data", "{wow}", "--replay", "{wow}/none"], "error: --replay: expects the folder"),
     (["--dataset", "table", "--data", "{wow}/dodeca_consistent.csv", "--label-column", "gold",

@@ -193,7 +193,7 @@ def test_a_failed_run_keeps_the_old_file_and_its_rows_so_far(tmp_path, capsys, m
     partial = read_out(tmp_path / "out.jsonl.partial")
     assert [r["id"] for r in partial] == [0, 1, 2]
     err = capsys.readouterr().err
-    assert f"its 3 rows so far are in {out}.partial, {out} is left as it was" in err
+    assert f": 3 rows committed to {out}.partial, {out} left as it was; to continue: q2 score " in err
 
 
 def test_a_complete_run_replaces_the_file_and_writes_its_meta(tmp_path, capsys, model_flags):

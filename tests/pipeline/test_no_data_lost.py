@@ -115,9 +115,11 @@ def test_sigterm_names_the_partial_like_ctrl_c(tmp_path, model_flags, sig):
     proc.send_signal(sig)
     err = proc.communicate(timeout=120)[1]
     assert proc.returncode == 128 + sig, err
-    assert f"rows so far are in {partial}, {out} is left as it was (Terminated)" in err
-    assert f"terminated ({sig.name})" in err and out.read_text() == "precious\n"
-    assert all(json.loads(line)["row"] == i for i, line in enumerate(partial.read_text().splitlines()))
+    lines = partial.read_text().splitlines()
+    assert err.count("\n") == 1 and err.startswith(f"q2 score: terminated ({sig.name}): {len(lines)} rows committed "
+                                                  f"to {partial}, {out} left as it was; to continue: q2 score "), err
+    assert err.rstrip().endswith(" --resume") and out.read_text() == "precious\n"
+    assert all(json.loads(line)["row"] == i for i, line in enumerate(lines))
 
 
 class _FullDisk:
@@ -144,8 +146,8 @@ class _FullDisk:
 def test_a_full_disk_names_the_partial_and_exits_2(tmp_path, capsys, model_flags, monkeypatch):
     real = q2io.ResultFile.__init__
 
-    def on_a_small_disk(self, target):
-        real(self, target)
+    def on_a_small_disk(self, target, **kw):
+        real(self, target, **kw)
         self._f = _FullDisk(self._f, room=1500)
 
     monkeypatch.setattr(q2io.ResultFile, "__init__", on_a_small_disk)
@@ -153,8 +155,10 @@ def test_a_full_disk_names_the_partial_and_exits_2(tmp_path, capsys, model_flags
     p = jsonl(tmp_path / "in.jsonl", [dict(GOOD, id=i) for i in range(12)])
     assert main(["score", "--input", str(p), "--output", str(out), "--chunk-size", "4", *model_flags]) == 2
     err = capsys.readouterr().err
-    assert f"rows so far are in {out}.partial, {out} is left as it was (OSError)" in err
-    assert "No space left on device" in err and not out.exists()
+    assert err.count("\n") == 1 and err.startswith(f"q2 score: error: {out}.partial: no space left on device: "), err
+    kept = len((tmp_path / "out.jsonl.partial").read_text().splitlines())
+    assert f": {kept} rows committed to {out}.partial, {out} left as it was; free some space, then continue: " in err
+    assert err.rstrip().endswith("--resume") and not out.exists()
 
 
 def test_an_html_report_that_cannot_be_written_is_exit_2_in_the_sidecar_too(tmp_path, capsys, model_flags,
