@@ -653,6 +653,10 @@ def page(res: Results) -> str:
         verbatim(res, "bench_significance.txt"),
         "## HTML report at 10,000 rows (`benchmarks/bench_report.py`)\n",
         verbatim(res, "bench_report.txt"),
+        "## HTML report at 99,365 rows, 203 MB of results (`benchmarks/bench_report_big.py`)\n",
+        verbatim(res, "bench_report_big.txt"),
+        "## Output size against input size: the free-space estimate (`benchmarks/bench_output_size.py`)\n",
+        verbatim(res, "bench_output_size.txt"),
         "## Training recipes (`benchmarks/audit_recipes.py`, `benchmarks/bench_train.py`)\n",
         "### Cues a classifier could learn besides the labels\n",
         wrap("The surface probe is logistic regression on 12 surface features (lengths, punctuation, question and "
