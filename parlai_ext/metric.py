@@ -36,7 +36,8 @@ from typing import IO, Any, Optional
 from parlai.core.metrics import AverageMetric, Metric, SumMetric, TeacherMetrics
 
 from q2_plugins import metric_names as M
-from q2_plugins.results import Q2Stats, explained_row
+from q2_plugins.results import Q2Stats
+from q2_plugins.rows import result_row
 
 from .options import NO_KNOWLEDGE, config_from_opt, knowledge_error, knowledge_field, scorer_for
 
@@ -115,17 +116,21 @@ class _Pending:
         self.ids.clear()
 
     def write_rows(self, result: Any) -> None:
-        """One JSON line per scored example: its ids, response and knowledge, then the core's explained row."""
+        """One JSON line per scored example (:func:`~q2_plugins.rows.result_row`): its position in the file, its ids,
+        response and knowledge, the core's result with its explanation, then the signature."""
         if self.rows is None:
             return
         for ids, response, knowledge, res in zip(self.ids, self.responses, self.knowledge, result.responses):
-            row = explained_row(res, ids=ids, texts={"response": response, "knowledge": knowledge},
-                                signature=result.signature)
+            position = _ROW_COUNTS.get(self.rows.name, 0)
+            row = result_row(position, {**ids, "response": response, "knowledge": knowledge}, res, explain=True,
+                             signature=result.signature)
             self.rows.write(json.dumps(row, ensure_ascii=False, default=repr) + "\n")
+            _ROW_COUNTS[self.rows.name] = position + 1
         self.rows.flush()
 
 
 _ROW_FILES: dict[str, IO[str]] = {}
+_ROW_COUNTS: dict[str, int] = {}  # rows written to each open per-example file: the next row's position
 
 
 def _per_example_file(path: str) -> IO[str]:
@@ -134,6 +139,7 @@ def _per_example_file(path: str) -> IO[str]:
     if path not in _ROW_FILES or _ROW_FILES[path].closed:
         try:
             _ROW_FILES[path] = open(path, "w", encoding="utf-8")
+            _ROW_COUNTS[path] = 0
         except OSError as e:
             raise ValueError(f"--q2-per-example-file {path!r} cannot be written: {e}") from None
     return _ROW_FILES[path]
@@ -143,6 +149,7 @@ def close_per_example_files() -> None:
     """End of a run: the next run that names a file starts it afresh."""
     while _ROW_FILES:
         _ROW_FILES.popitem()[1].close()
+    _ROW_COUNTS.clear()
 
 
 class Q2TeacherMetrics(TeacherMetrics):

@@ -7,12 +7,12 @@ import math
 import re
 import sys
 from dataclasses import dataclass, field, fields
-from typing import Any, Iterable, Mapping, Optional, Union, get_args, get_origin, get_type_hints
+from typing import Any, Iterable, Optional, Union, get_args, get_origin, get_type_hints
 
 from . import metric_names as M
 
 __all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "RowErrors", "Q2Result", "ResponseStatus",
-           "print_summary", "cache_line", "explained_row", "RESULT_FIELDS", "EXPLANATION_FIELDS"]
+           "print_summary", "cache_line", "RESULT_FIELDS", "EXPLANATION_FIELDS"]
 
 
 class ResponseStatus:
@@ -85,6 +85,11 @@ class ResponseResult:
     #: --coref: the response as scored ("response"), "original_response" and each of "replacements"
     coref: Optional[dict[str, Any]] = field(default=None, metadata=_EXPLANATION)
 
+    @property
+    def explained(self) -> bool:
+        """Whether the response carries an explanation: its questions (``explain=True``) or its coreference."""
+        return self.questions is not None or self.coref is not None
+
     def to_dict(self) -> dict[str, Any]:
         """``index``, the result fields (``warning`` only when set), then the explanation when there is one: the
         candidates, questions and dropped questions when questions were kept, ``coref`` when it was run."""
@@ -131,17 +136,6 @@ RESULT_FIELDS: dict[str, type] = _row_fields("result")
 #: The fields an explained row (``explain=True``) adds after :data:`RESULT_FIELDS`: nested in JSONL, JSON text in
 #: Parquet / CSV.
 EXPLANATION_FIELDS: dict[str, type] = _row_fields("explanation")
-
-
-def explained_row(result: ResponseResult, *, ids: Optional[Mapping[str, Any]] = None,
-                  texts: Optional[Mapping[str, Any]] = None, signature: Any = None) -> dict[str, Any]:
-    """One response's row as every front end writes it (``q2 score`` / ``q2 replay`` output, ``evaluate``'s
-    explanations, ParlAI's per-example file, lm-eval's logged samples): its ids, the texts it scored, the core's
-    result (with the explanation when it was asked for), then the signature when given."""
-    row: dict[str, Any] = {**(ids or {}), **(texts or {}), **result.to_dict()}
-    if signature is not None:
-        row["signature"] = str(signature)
-    return row
 
 
 class RowErrors:

@@ -13,7 +13,7 @@ from q2_plugins.adapters import ScorerCache, config_from_options
 from q2_plugins.config import Q2Config
 from q2_plugins.errors import NamesSetting
 from q2_plugins.metric_names import METRIC_INFO
-from q2_plugins.results import explained_row
+from q2_plugins.rows import result_row
 
 _CITATION = """\
 @inproceedings{honovich-etal-2021-q2,
@@ -126,6 +126,6 @@ class Q2(evaluate.Metric):
             raise e.named(keyword_argument) from None
         output = {**result.stats.summary(), "scores": result.scores, "hashcode": result.signature}
         if explain:  # rows in the format of `q2 score --explain`, which `q2 report` renders
-            output["explanations"] = [explained_row(r, texts={"response": p, "knowledge": k})
-                                      for p, k, r in zip(predictions, knowledge, result.responses)]
+            output["explanations"] = [result_row(i, {"response": p, "knowledge": k}, r, explain=True)
+                                      for i, (p, k, r) in enumerate(zip(predictions, knowledge, result.responses))]
         return output

@@ -63,7 +63,9 @@ def run_replay(job: ReplayJob) -> int:
         sources.extend([Path(steps).name.removesuffix("_out.steps.csv")] * len(loaded))
     result = replay(records, normalization=job.normalization, explain=job.explain or bool(job.html),
                     discard_unanswerable=job.discard_unanswerable)
-    rows = [_replay_row(rec, res, src, result.signature) for rec, res, src in zip(records, result.responses, sources)]
+    explain = job.explain or bool(job.html)
+    rows = [_replay_row(i, rec, res, src, result.signature, explain)
+            for i, (rec, res, src) in enumerate(zip(records, result.responses, sources))]
     # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
     summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
     if job.output:
@@ -84,12 +86,13 @@ def run_replay(job: ReplayJob) -> int:
     return 0
 
 
-def _replay_row(rec: Any, res: Any, source: str, signature: Any) -> dict[str, Any]:
-    """One replay output row: the response's id, source file and texts, its result and the signature. The original
-    run's files are named by gold label (``<system>_consistent`` / ``<system>_inconsistent``); such a name sets
-    ``gold``."""
-    from ..results import explained_row
+def _replay_row(position: int, rec: Any, res: Any, source: str, signature: Any, explain: bool) -> dict[str, Any]:
+    """One replay output row (:func:`~q2_plugins.rows.result_row`): its position, the response's id, source file and
+    texts, its result and the signature. The original run's files are named by gold label (``<system>_consistent``
+    / ``<system>_inconsistent``); such a name sets ``gold``."""
+    from ..rows import result_row
 
     gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
-    return explained_row(res, ids={"id": rec.id, "source": source, **({"gold": gold} if gold else {})},
-                         texts={"response": rec.response, "knowledge": rec.knowledge}, signature=signature)
+    return result_row(position, {"id": rec.id, "source": source, **({"gold": gold} if gold else {}),
+                                 "response": rec.response, "knowledge": rec.knowledge}, res, explain,
+                      signature=signature)

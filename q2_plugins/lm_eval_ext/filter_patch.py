@@ -21,7 +21,8 @@ from typing import Any, Iterator, Mapping, Optional
 
 from ..adapters import config_from_env, config_from_options, shared_scorer
 from ..config import Q2Config
-from ..results import ResponseResult, explained_row
+from ..results import ResponseResult
+from ..rows import result_row
 from ..scorer import Q2Scorer
 
 __all__ = ["CONFIG_ENV", "METADATA_KEY", "SIGNATURE_KEY", "DETAILS_METRIC", "STASH", "Spec", "install",
@@ -162,8 +163,9 @@ def first_response(results: Any) -> Any:
 
 
 def details_row(result: ResponseResult, response: Any, knowledge: Any, signature: str) -> dict[str, Any]:
-    """A logged sample's Q² result: the row of ``q2 score --explain`` (plus the signature)."""
-    return explained_row(result, texts={"response": response, "knowledge": knowledge}, signature=signature)
+    """A logged sample's Q² result: the row of ``q2 score --explain`` (plus the signature); its ``row`` is None (the
+    sample's ``doc_id`` names the document)."""
+    return result_row(None, {"response": response, "knowledge": knowledge}, result, explain=True, signature=signature)
 
 
 def details_aggregation(rows: list[Any]) -> int:

@@ -29,7 +29,7 @@ import numpy as np
 from ..datasets.common import DataFormatError, DataSettingError
 from ..datasets.types import Example
 from ..replay import load_original_steps, load_recorded_scores, replay
-from ..results import ResponseResult, ResponseStatus, explained_row
+from ..results import ResponseResult, ResponseStatus
 from ..scoring import counted_questions, mean_score
 from ..signature import replay_signature
 
@@ -339,12 +339,12 @@ def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[Re
     ``source`` as the input, library versions), so that ``q2 compare`` and ``q2 report`` know what scored them.
     Returns the sidecar's path."""
     from ..results import Q2Stats, RowErrors
-    from ..rows import write_meta
+    from ..rows import result_row, write_meta
 
     errors = RowErrors()
     with open(path, "w", encoding="utf-8") as f:
         for row, (i, res) in enumerate(zip(ids, results)):
-            f.write(json.dumps(explained_row(res, ids={"row": row, "id": i}), ensure_ascii=False) + "\n")
+            f.write(json.dumps(result_row(row, {"id": i}, res, res.explained), ensure_ascii=False) + "\n")
             if res.error is not None:
                 errors.add(res.error)
     return write_meta(path, engine="meta-eval", signature=signature, config=config, rows=len(results), input=source,

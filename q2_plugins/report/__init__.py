@@ -2,7 +2,7 @@
 
 Input rows are the result rows ``q2 score`` (either engine, JSONL / Parquet / CSV) and ``q2 replay`` write, read by
 the one reader :func:`q2_plugins.rows.read_results` (``row``, the input fields, the result fields; with
-``--explain`` the questions); per-example files of the framework adapters use the same dict. A results file may have
+``--explain`` the questions); per-example files of the framework adapters are the same rows. A results file may have
 a sidecar ``<file>.meta.json`` (``signature``, ``summary``, ``config``, ``version``, ``columns``); without one the
 summary is computed from the rows.
 
@@ -25,7 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ..results import Q2Result, Q2Stats, ResponseResult, ResponseStatus, explained_row
+from ..results import Q2Result, Q2Stats, ResponseResult, ResponseStatus
 
 __all__ = ["ReportInput", "load_results", "MAX_PAGE_ROWS", "attach_texts", "result_rows", "summary_of_rows",
            "render_html", "write_html", "comparison_of_files", "report_from_files"]
@@ -265,11 +265,15 @@ def result_rows(result: Q2Result, responses: Optional[Sequence[str]] = None,
     for name, seq in (("responses", responses), ("knowledge", knowledge), ("ids", ids)):
         if seq is not None and len(seq) != n:
             raise ValueError(f"result_rows: {name} has {len(seq)} items but the result has {n} responses")
+    from ..rows import result_row
+
+    explain = any(r.explained for r in result.responses)
     rows = []
     for i, res in enumerate(result.responses):
-        texts = {**({"response": responses[i]} if responses is not None else {}),
-                 **({"knowledge": knowledge[i]} if knowledge is not None else {})}
-        rows.append(explained_row(res, ids={"id": ids[i]} if ids is not None else None, texts=texts))
+        fields = {**({"id": ids[i]} if ids is not None else {}),
+                  **({"response": responses[i]} if responses is not None else {}),
+                  **({"knowledge": knowledge[i]} if knowledge is not None else {})}
+        rows.append(result_row(i, fields, res, explain))
     return rows
 
 

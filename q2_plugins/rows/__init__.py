@@ -2,11 +2,11 @@
 they write (:mod:`.layout`), the one reader of result files (:mod:`.reader`) and the run's sidecar
 (:mod:`.sidecar`)."""
 
-from .layout import INPUT_PREFIX, RESERVED_FIELDS, ROW_FIELD, kept_name, result_fields, result_row
+from .layout import INPUT_PREFIX, RESERVED_FIELDS, ROW_FIELD, SIGNATURE_FIELD, kept_name, result_fields, result_row
 from .pipeline import RowSpec, problems_of, score_records
 from .reader import ResultRows, read_results, read_sidecar, response_result, scan_results
 from .sidecar import META_FORMAT, dropped_path, write_meta
 
 __all__ = ["RowSpec", "score_records", "result_row", "result_fields", "kept_name", "read_results", "scan_results",
            "read_sidecar", "ResultRows", "response_result", "write_meta", "dropped_path", "problems_of", "META_FORMAT",
-           "ROW_FIELD", "INPUT_PREFIX", "RESERVED_FIELDS"]
+           "ROW_FIELD", "SIGNATURE_FIELD", "INPUT_PREFIX", "RESERVED_FIELDS"]

@@ -53,7 +53,7 @@ class ResultRows:
 def read_results(path: str | Path, *, score_field: str = "score") -> ResultRows:
     """Read a result file of ``q2 score`` (either engine) or ``q2 replay``: JSONL, Parquet, CSV / TSV, or a directory
     of such part files (read in name order), with its sidecar ``PATH.meta.json``. Also read: a JSON
-    ``Q2Result.to_dict()``, per-example files of the framework adapters (the result nested one level down), result
+    ``Q2Result.to_dict()``, lm-eval's logged samples (the result row nested one level down, in ``q2_details``), result
     files of the Ray engine before the one layout (``q2_`` before each result field) and files of ids and scores
     (a ``score_field``).
 
@@ -212,8 +212,8 @@ def _typed(row: Any) -> Any:
 
 
 def _legacy(row: dict[str, Any]) -> dict[str, Any]:
-    """A row of an older layout in the one layout: the Ray engine's ``q2_<field>`` columns, or a per-example record
-    of a framework adapter with the result nested one level down; any other row as it is."""
+    """A row of an older layout in the one layout: the Ray engine's ``q2_<field>`` columns, or a record with the
+    result row nested one level down (an lm-eval sample's ``q2_details``); any other row as it is."""
     if _LEGACY_PREFIX + "status" in row:
         explained = row.get(_LEGACY_EXPLANATION)
         explained = _of_type(explained, dict) if explained is not None else {}

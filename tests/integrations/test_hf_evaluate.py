@@ -341,7 +341,8 @@ def test_editable_install_then_q2_hooks_install_loads_the_bare_name(evaluate_mod
 
 def test_explanations_are_report_rows(bare_name, evaluate_module, model_workdir):
     """docs/integrations.md: explain=True rows written as JSON lines are `q2 score --explain` rows."""
-    from q2_plugins.results import ResponseResult
+    from q2_plugins.results import EXPLANATION_FIELDS, RESULT_FIELDS
+    from q2_plugins.rows import response_result, result_fields
     from tests.conftest import _doc_blocks
 
     (block,) = _doc_blocks(REPO / "docs" / "integrations.md", "evaluate-report")
@@ -349,6 +350,7 @@ def test_explanations_are_report_rows(bare_name, evaluate_module, model_workdir)
     rows = [json.loads(line) for line in (model_workdir / "q2_rows.jsonl").read_text().splitlines()]
     assert [(r["id"], r["response"]) for r in rows] == [(0, "it aired on pbs ."), (1, "i like it .")]
     assert rows[1]["knowledge"] == "Paris is the capital of France." and rows[0]["signature"].startswith("q2:")
-    for row in rows:
-        core = {k: v for k, v in row.items() if k not in ("id", "response", "knowledge", "signature")}
-        assert ResponseResult.from_dict(core).to_dict() == core and "questions" in core
+    for i, row in enumerate(rows):  # the one row writer's layout: row, the texts, the result, the explanation
+        assert list(row) == ["id", "row", "response", "knowledge", *RESULT_FIELDS, *EXPLANATION_FIELDS, "signature"]
+        assert row["row"] == i and result_fields(response_result(row), explain=True) == {
+            k: row[k] for k in (*RESULT_FIELDS, *EXPLANATION_FIELDS)}

@@ -99,9 +99,11 @@ def test_per_example_file_from_the_metrics_own_calls(datapath, scorer, tmp_path)
     pairs = [(r, k) for call in scorer.calls for r, k in zip(call["responses"], call["knowledge"])]
     assert len(scorer.calls) == 1 and len(rows) == len(pairs) == 9  # no extra scoring: the same one call
     assert [(row["response"], row["knowledge"]) for row in rows] == pairs
-    for i, row in enumerate(rows):
-        expected = scorer.result_for(i, row["response"]).to_dict()
-        assert {k: row[k] for k in expected} == expected
+    for i, row in enumerate(rows):  # the one row writer's layout: its position in the file, the ids, the texts, ...
+        expected = {k: v for k, v in scorer.result_for(i, row["response"]).to_dict().items() if k != "index"}
+        assert {k: row[k] for k in expected} == expected and row["row"] == i
+        assert list(row)[:6] == ["row", "task", "episode_idx", "entry_idx", "response", "knowledge"]
+        assert list(row)[-1] == "signature" and "index" not in row
         assert row["signature"] == scorer.signature and row["task"] == "wizard_of_wikipedia:Generator"
     ids = sorted((row["episode_idx"], row["entry_idx"]) for row in rows)
     assert ids == [(e, t) for e in range(3) for t in range(3)]  # the 4th turn of each episode has no knowledge
@@ -236,3 +238,4 @@ def test_a_backend_named_in_the_model_options_scores_the_eval(datapath, tmp_path
     assert report["q2"] == pytest.approx(offline.stats.score) and report["q2_errors"] == 0
     saved = json.loads((tmp_path / "r.json").read_text())["report"]["q2_signature"]
     assert saved == offline.signature and dict(offline.signature.parts)["qa"] == "scripted:x"
+

@@ -68,3 +68,29 @@ def test_the_reader_types_csv_and_legacy_rows(tmp_path):
 def test_kept_name():
     assert [kept_name(n) for n in ("text", "row", "label", "input_label", "input_x")] == [
         "text", "input_row", "input_label", "input_input_label", "input_x"]
+
+
+def test_every_front_end_writes_the_one_layout(tmp_path):
+    """``q2 meta-eval --save-scores``, the report's rows of a ``Q2Result`` and lm-eval's ``q2_details`` write
+    :func:`result_row`: ``row``, their ids and texts, the result fields, the explanation, then the signature where
+    the front end writes it; a field named like one of the layout is kept as ``input_<name>``."""
+    from q2_plugins.lm_eval_ext.filter_patch import details_row
+    from q2_plugins.metaeval.scores import write_scores_file
+    from q2_plugins.report import result_rows
+    from q2_plugins.results import Q2Result
+
+    layout = [*RESULT_FIELDS, *EXPLANATION_FIELDS]
+    saved = tmp_path / "scores.jsonl"
+    write_scores_file(saved, ["a", "b"], [explained(), explained()], signature="sig", config={}, source="data")
+    rows = [json.loads(line) for line in saved.read_text().splitlines()]
+    assert [list(r) for r in rows] == [["row", "id", *layout]] * 2 and [r["row"] for r in rows] == [0, 1]
+    assert [response_result(r).to_dict() for r in read_results(saved).rows] == [
+        {**explained().to_dict(), "index": i} for i in range(2)]
+    report = result_rows(Q2Result([explained()], "sig"), responses=["r"], knowledge=["k"], ids=["x"])
+    assert [list(r) for r in report] == [["row", "id", "response", "knowledge", *layout]]
+    details = details_row(explained(), "r", "k", "sig")
+    assert list(details) == ["row", "response", "knowledge", *layout, "signature"] and details["row"] is None
+    clash = result_row(2, {"signature": "mine", "score": 1}, explained(), signature="sig")
+    assert list(clash) == ["row", "input_signature", "input_score", *RESULT_FIELDS, "signature"]
+    assert (clash["input_signature"], clash["signature"]) == ("mine", "sig")
+    assert "input_signature" not in result_row(2, {"signature": "mine"}, explained())  # (kept as it is without one)

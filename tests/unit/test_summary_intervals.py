@@ -13,7 +13,7 @@ from scipy import stats as scipy_stats
 
 from q2_plugins import metric_names as M
 from q2_plugins.cli import main
-from q2_plugins.results import Q2Stats, ResponseResult, ResponseStatus, explained_row, print_summary
+from q2_plugins.results import Q2Stats, ResponseResult, ResponseStatus, print_summary
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -65,14 +65,6 @@ def test_too_few_scores_give_no_interval_and_the_text_shows_one_when_there_is():
     assert "Wilson" in cov_line and "[" in cov_line
 
 
-def test_explained_row_order_and_signature():
-    res = ResponseResult(3, ResponseStatus.SCORED, score=0.5, score_no_nli=0.5, num_questions=1)
-    row = explained_row(res, ids={"id": "a"}, texts={"response": "r", "knowledge": "k"}, signature="sig")
-    assert list(row)[:4] == ["id", "response", "knowledge", "index"] and list(row)[-1] == "signature"
-    assert {k: row[k] for k in res.to_dict()} == res.to_dict()
-    assert "signature" not in explained_row(res)
-
-
 def test_replay_summary_has_no_q2_interval_and_its_rows_come_from_the_serialiser(tmp_path, capsys):
     from q2_plugins.replay import bundled_original_run
 
@@ -84,7 +76,8 @@ def test_replay_summary_has_no_q2_interval_and_its_rows_come_from_the_serialiser
     assert summary["q2"] is None and summary["q2_ci_low"] is None and summary["q2_stderr"] is None
     assert summary["coverage_ci_low"] <= summary["coverage"] <= summary["coverage_ci_high"]
     row = json.loads(out.read_text().splitlines()[0])
-    assert list(row)[:5] == ["id", "source", "gold", "response", "knowledge"] and "index" in row
+    assert list(row)[:6] == ["row", "id", "source", "gold", "response", "knowledge"] and "index" not in row
+    assert list(row)[-1] == "signature" and row["row"] == 0
 
 
 def test_the_responses_line_names_rows_unscored_for_want_of_a_question_only_when_there_are_some():
