@@ -4,7 +4,8 @@ The import hook of q2-plugins (``_q2_plugins_hook``, installed with ``q2 hooks i
 each of two ParlAI modules loads:
 
 - ``parlai.core.params`` (:func:`patch_params`): ``ParlaiParser.add_parlai_args`` also adds the ``--q2-*`` argument
-  group, so the options appear in every script's ``--help`` and land in ``opt``;
+  group, so the options appear in every script's ``--help`` and land in ``opt``, and ``parse_args`` gives a Q²
+  ``--validation-metric`` its declared direction (``--validation-metric-mode``);
 - ``parlai.core.teachers`` (:func:`patch_teachers`): teachers get :class:`parlai_ext.metric.Q2TeacherMetrics`
   (ParlAI's ``TeacherMetrics`` plus a buffer of responses to score) and ``FixedDialogTeacher.observe`` hands each
   response to that buffer.
@@ -24,7 +25,8 @@ ENV_SWITCH = "Q2_PARLAI_HOOK"
 
 
 def patch_params(module: Any) -> None:
-    """Patch the module ``parlai.core.params``: every ParlAI script gets the ``--q2-*`` options."""
+    """Patch the module ``parlai.core.params``: every ParlAI script gets the ``--q2-*`` options (and a Q² validation
+    metric its direction)."""
     from .options import patch_parser
 
     patch_parser(module.ParlaiParser)

@@ -10,14 +10,17 @@ value (``--q2-use-nli false``); a boolean that is on by default also gets a swit
 from __future__ import annotations
 
 import functools
-from typing import Any, Mapping, Optional
+import sys
+from typing import Any, Mapping, MutableMapping, Optional
 
+from q2_plugins import metric_names as M
 from q2_plugins.config import Q2Config, config_options
 from q2_plugins.errors import NamesSetting, SettingError
 
 __all__ = [
     "GROUP_TITLE", "NO_KNOWLEDGE", "add_q2_args", "patch_parser", "config_from_opt", "scorer_for",
     "register_scorer", "unregister_scorer", "knowledge_field", "knowledge_error", "parlai_option",
+    "set_validation_mode",
 ]
 
 GROUP_TITLE = "Q2 factual consistency (q2-plugins: --metrics q2, Q2 reranking)"
@@ -70,19 +73,56 @@ def add_q2_args(parser: Any) -> None:
 
 
 def patch_parser(parser_class: Any) -> None:
-    """Make ``parser_class.add_parlai_args`` (ParlAI's common arguments of every script) add the Q2 group too."""
-    original = parser_class.add_parlai_args
-    if getattr(original, "__q2_plugins__", False):
-        return
+    """Make ``parser_class.add_parlai_args`` (ParlAI's common arguments of every script) add the Q2 group too, and
+    ``parser_class.parse_args`` set the direction of a Q² validation metric (:func:`set_validation_mode`)."""
 
-    @functools.wraps(original)
-    def add_parlai_args(self: Any, *args: Any, **kwargs: Any) -> Any:
+    def add_parlai_args(original: Any, self: Any, *args: Any, **kwargs: Any) -> Any:
         out = original(self, *args, **kwargs)
         add_q2_args(self)
         return out
 
-    add_parlai_args.__q2_plugins__ = True  # type: ignore[attr-defined]
-    parser_class.add_parlai_args = add_parlai_args
+    def parse_args(original: Any, self: Any, *args: Any, **kwargs: Any) -> Any:
+        opt = original(self, *args, **kwargs)
+        set_validation_mode(opt)
+        return opt
+
+    for method in (add_parlai_args, parse_args):
+        original = getattr(parser_class, method.__name__)
+        if not getattr(original, "__q2_plugins__", False):
+            setattr(parser_class, method.__name__, _patched(original, method))
+
+
+def _patched(original: Any, method: Any) -> Any:
+    """``original`` wrapped by ``method(original, self, ...)``, marked as ours (patching twice does nothing)."""
+
+    @functools.wraps(original)
+    def patched(self: Any, *args: Any, **kwargs: Any) -> Any:
+        return method(original, self, *args, **kwargs)
+
+    patched.__q2_plugins__ = True  # type: ignore[attr-defined]
+    return patched
+
+
+#: the direction of each figure ParlAI reports, by its ParlAI name (``q2_fallback_rate``: lower is better)
+_HIGHER_IS_BETTER = {m.framework_key: m.higher_is_better for m in M.METRICS if m.higher_is_better is not None}
+
+
+def set_validation_mode(opt: MutableMapping[str, Any]) -> Optional[str]:
+    """``--validation-metric-mode`` for a ``--validation-metric`` that is a Q² figure, from its declared direction
+    (:mod:`q2_plugins.metric_names`): ParlAI's ``train_model`` knows the direction of its own metrics only and
+    maximises any other, which is wrong for ``q2_fallback_rate``. Unset: set (``max`` / ``min``); set to the
+    opposite: kept, with a one-line note on stderr. Returns the declared mode (None for a metric not Q²'s)."""
+    higher = _HIGHER_IS_BETTER.get(opt.get("validation_metric"))  # type: ignore[arg-type]
+    if higher is None:
+        return None
+    mode = "max" if higher else "min"
+    if opt.get("validation_metric_mode") is None:
+        opt["validation_metric_mode"] = mode
+    elif opt["validation_metric_mode"] != mode:
+        print(f"q2: --validation-metric-mode {opt['validation_metric_mode']} with --validation-metric "
+              f"{opt['validation_metric']}, whose {'higher' if higher else 'lower'} values are better "
+              f"(--validation-metric-mode {mode}); kept as given", file=sys.stderr)
+    return mode
 
 
 def config_from_opt(opt: Mapping[str, Any]) -> Q2Config:

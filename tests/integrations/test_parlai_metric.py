@@ -239,3 +239,24 @@ def test_a_backend_named_in_the_model_options_scores_the_eval(datapath, tmp_path
     saved = json.loads((tmp_path / "r.json").read_text())["report"]["q2_signature"]
     assert saved == offline.signature and dict(offline.signature.parts)["qa"] == "scripted:x"
 
+
+def test_train_model_keeps_the_best_model_by_each_q2_metrics_declared_direction(datapath, tmp_path, capsys):
+    """ParlAI's train_model maximises a validation metric it does not ship; the Q² figures' directions come from
+    q2_plugins.metric_names: q2_fallback_rate is minimised, q2 maximised, a mode the user gives is kept (with a
+    note when it is the opposite)."""
+    from parlai.scripts.train_model import TrainLoop
+    from parlai.scripts.train_model import setup_args as train_args
+
+    def opt(metric, **more):
+        return train_args().parse_kwargs(task="wizard_of_wikipedia:Generator", model="repeat_label",
+                                         datapath=datapath, validation_metric=metric, **more)
+
+    assert TrainLoop(opt("q2_fallback_rate", model_file=str(tmp_path / "m"))).valid_optim == -1  # minimised
+    assert [opt(m).get("validation_metric_mode") for m in ("q2", "q2_coverage", "q2_no_nli")] == ["max"] * 3
+    assert opt("q2_stderr").get("validation_metric_mode") is None  # (no direction: ParlAI's default)
+    capsys.readouterr()
+    assert opt("q2_fallback_rate", validation_metric_mode="max")["validation_metric_mode"] == "max"
+    err = capsys.readouterr().err.splitlines()
+    assert [line for line in err if line.startswith("q2: ")] == [
+        "q2: --validation-metric-mode max with --validation-metric q2_fallback_rate, whose lower values are better "
+        "(--validation-metric-mode min); kept as given"]
