@@ -72,5 +72,5 @@ def test_the_wow_json_example_runs_as_written(workdir, capsys):
     (workdir / "data" / "wizard_of_wikipedia").mkdir(parents=True)
     (workdir / "data" / "wizard_of_wikipedia" / "valid_random_split.json").write_text(json.dumps(WOW_JSON))
     printed = run_block("wow-json", capsys)
-    assert "| original | consistent | 4 |" in printed and "empty response or knowledge: 1" in printed
+    assert "| original | consistent | 4 |" in printed and "'knowledge' is empty: 1" in printed
     assert len((workdir / "wow_conv_fever.jsonl").read_text().splitlines()) > 4
