@@ -2,8 +2,8 @@
 
 ``q2 hooks install`` writes ``q2_plugins_hook.pth`` into site-packages (the wheel ships the same file). Python's
 ``site`` runs its one line at start-up; the line calls :func:`install`, which imports nothing and puts one finder
-first on ``sys.meta_path``. The finder ignores every import except the modules of :data:`TARGETS`; when a program
-imports one of them, the finder lets the module load as usual, then runs the target's patch on it:
+first on ``sys.meta_path``. The finder ignores every import except the modules of :data:`TARGETS` (and
+:data:`QUIET_LOADS`); when a program imports one of them, the finder lets the module load as usual, then runs the target's patch on it:
 
 ==========================  ======================================================  ============================
 module                      patch (run right after the module has loaded)            switched off by
@@ -12,6 +12,10 @@ module                      patch (run right after the module has loaded)       
 ``parlai.core.params``      ParlAI scripts get the ``--q2-*`` options                ``Q2_PARLAI_HOOK``
 ``parlai.core.teachers``    teachers get ``--metrics q2``                            ``Q2_PARLAI_HOOK``
 ==========================  ======================================================  ============================
+
+One framework warning is left out while its module loads (:data:`QUIET_LOADS`): ParlAI 1.7.2's
+``parlai.core.opt`` imports ``pkg_resources``, whose deprecation warning (setuptools 81) tells a ParlAI user nothing
+they can act on; only that message, only while that module runs, and only with the ParlAI hook on.
 
 Cost: start-up imports no module (not even ``typing``: the annotations here are strings) and adds well under 2 ms
 (``benchmarks/hook_startup.py``); a process that imports none of the targets pays one set lookup per import.
@@ -25,7 +29,7 @@ turns its targets off.
 import os  # (already loaded by site at start-up, as is sys)
 import sys
 
-__all__ = ["TARGETS", "PTH_NAME", "PTH_LINE", "FRAMEWORKS", "install", "enable", "switched_off", "patched"]
+__all__ = ["TARGETS", "QUIET_LOADS", "PTH_NAME", "PTH_LINE", "FRAMEWORKS", "install", "enable", "switched_off", "patched"]
 
 PTH_NAME = "q2_plugins_hook.pth"
 # The .pth line: site executes lines that start with "import"; the try keeps start-up silent if this module is gone.
@@ -39,6 +43,11 @@ TARGETS: "dict[str, tuple[str, str]]" = {
     "evaluate.loading": ("evaluate", "q2_plugins.hf_evaluate:patch_loading"),
     "parlai.core.params": ("parlai", "parlai_ext.hook:patch_params"),
     "parlai.core.teachers": ("parlai", "parlai_ext.hook:patch_teachers"),
+}
+
+# module -> (framework, start of the warning message left out while the module itself loads)
+QUIET_LOADS: "dict[str, tuple[str, str]]" = {
+    "parlai.core.opt": ("parlai", "pkg_resources is deprecated as an API"),
 }
 
 _OFF = ("0", "false", "no", "off")
@@ -78,8 +87,17 @@ class _ThenPatch:
         return self._loader.create_module(spec)
 
     def exec_module(self, module: "object") -> None:
-        self._loader.exec_module(module)
-        _patch(self._name, module)
+        if self._name in QUIET_LOADS:
+            import re
+            import warnings
+
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message=re.escape(QUIET_LOADS[self._name][1]))
+                self._loader.exec_module(module)
+        else:
+            self._loader.exec_module(module)
+        if self._name in TARGETS:
+            _patch(self._name, module)
 
     def __getattr__(self, attr: str) -> "object":
         return getattr(self._loader, attr)
@@ -126,6 +144,9 @@ def enable(frameworks: "tuple[str, ...] | None" = None) -> None:
             if not patched(name):
                 _patch(name, sys.modules[name])
         else:
+            FINDER.watched.add(name)
+    for name, (framework, _) in QUIET_LOADS.items():
+        if framework in chosen and name not in sys.modules:
             FINDER.watched.add(name)
     if FINDER.watched and not any(f is FINDER for f in sys.meta_path):
         sys.meta_path.insert(0, FINDER)

@@ -177,12 +177,15 @@ def scorer_for(config: Q2Config, load: bool = True) -> Any:
 
             scorer = shared_scorer(config, slot="parlai")
         if load:
+            from q2_plugins.backends.loading import quiet_loading
+
             c = scorer.config
             parts = ["candidate_extractor", "question_generator", "question_answerer"]
             parts += ["personal_filter"] if c.remove_personal else []
             parts += ["nli"] if (c.use_nli or c.fallback) else []
-            for part in parts:
-                getattr(scorer, part, None)
+            with quiet_loading():  # as q2 score: no per-file loading bars in ParlAI's output
+                for part in parts:
+                    getattr(scorer, part, None)
     except NamesSetting as e:
         raise e.named(parlai_option)
     return scorer

@@ -25,11 +25,12 @@ pairs, whatever the other rows or methods.
 
 from __future__ import annotations
 
+import contextlib
 import random
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Union
 
 from .datasets.grounded import keep_filter
 from .datasets.registry import recipe_inputs
@@ -749,13 +750,15 @@ def make_stress_pairs(
     spacy_model: str = "en_core_web_sm",
     max_response_chars: Optional[int] = None,
     max_knowledge_chars: Optional[int] = None,
+    progress: Any = None,
 ) -> tuple[list[StressPair], PerturbReport]:
     """Perturb every (response, knowledge) pair with every method; returns the pairs (row order, then method order)
     and the report of what was made and skipped. A row whose response or knowledge is no usable text
     (:func:`q2_plugins.textcheck.text_problem`: not a string, empty, a control or zero-width character, a lone
     surrogate) or over its budget (default: ``q2 score``'s ``max_response_chars`` / ``max_knowledge_chars``; 0 = no
     limit) is skipped by every method, its reason counted. ``ids`` (default: the row numbers) must be unique;
-    ``topics`` steer the random pairing."""
+    ``topics`` steer the random pairing. ``progress``, a :class:`~q2_plugins.progress.Progress`, counts the rows
+    through the stages ``parse`` (spaCy) and ``perturb``."""
     methods, source_ids, topic_of = _stress_inputs(responses, knowledge, ids, topics, methods)
     n = len(responses)
     if nlp is None:
@@ -768,9 +771,8 @@ def make_stress_pairs(
     know = [k if p is None else None for k, p in zip(knowledge, problems)]
     usable = [i for i in range(n) if problems[i] is None]
     report = PerturbReport(n, methods, seed)
-    rdocs = dict(zip(usable, nlp.pipe([resp[i] for i in usable])))
-    unique_k = list(dict.fromkeys(know[i] for i in usable))
-    kdocs = dict(zip(unique_k, nlp.pipe(unique_k)))
+    rdocs, kdocs = _parsed(nlp, [resp[i] for i in usable], usable, [know[i] for i in usable], progress, n)
+    unique_k = list(kdocs)
     pool = entity_pool(list(rdocs.values()) + list(kdocs.values())) if "entity_swap" in methods else {}
     distinct = list(unique_k)
     by_topic: dict[str, list[str]] = {}
@@ -780,7 +782,7 @@ def make_stress_pairs(
                 by_topic[topic_of[i]].append(know[i])  # type: ignore[arg-type]
 
     pairs: list[StressPair] = []
-    for i in range(n):
+    for i in _counted(range(n), progress, "perturb"):
         if i not in rdocs:
             for m in methods:
                 report.skip(m, problems[i] or "")
@@ -808,7 +810,44 @@ def make_stress_pairs(
                 original_knowledge=kdoc.text, perturbed_response=new_r, perturbed_knowledge=new_k,
                 topic=topic_of[i] if topic_of is not None else None,
             ))
+    if progress is not None:
+        progress.rows_done(n)
     return pairs, report
+
+
+_EVERY = 64  # rows (or spaCy documents) between two moves of the progress count
+
+
+def _parsed(nlp: Any, responses: list[Any], positions: list[int], knowledge: list[Any], progress: Any,
+            rows: int) -> tuple[dict[int, Any], dict[Any, Any]]:
+    """The spaCy documents of the responses (by row position) and of each distinct knowledge, in first-seen order;
+    ``progress`` (if any) starts its call of ``rows`` rows here (stages ``parse``, then ``perturb``) and counts the
+    documents as ``parse``."""
+    unique_k = list(dict.fromkeys(knowledge))
+    if progress is not None:
+        progress.start(rows, ["parse", "perturb"])
+        progress.add("parse", len(responses) + len(unique_k))
+        progress.add("perturb", rows)
+    rdocs = dict(zip(positions, _counted(nlp.pipe(responses), progress, "parse")))
+    return rdocs, dict(zip(unique_k, _counted(nlp.pipe(unique_k), progress, "parse")))
+
+
+def _counted(items: Any, progress: Any, stage: str) -> Iterator[Any]:
+    """``items`` as they come; ``progress`` (if any) is told of each :data:`_EVERY` once the caller is done with
+    them (and of the rest at the end) as items of ``stage``."""
+    if progress is None:
+        yield from items
+        return
+    done = 0
+    progress.stage(stage)
+    for item in items:
+        yield item
+        done += 1
+        if done % _EVERY == 0:
+            progress.advance(stage, _EVERY)
+            progress.stage(stage)
+    if done % _EVERY:
+        progress.advance(stage, done % _EVERY)
 
 
 # -- command line: q2 perturb --------------------------------------------------------------------------------------
@@ -861,8 +900,10 @@ def _write_jsonl(path: str, items: Sequence[Any]) -> None:
             f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
 
 
-def stress_pairs(options: PerturbOptions) -> dict[str, Any]:
-    """Read ``options.inputs[0]``, make its stress pairs, write them to ``options.output``; returns the summary."""
+def stress_pairs(options: PerturbOptions, progress: bool = False) -> dict[str, Any]:
+    """Read ``options.inputs[0]``, make its stress pairs, write them to ``options.output``; returns the summary.
+    ``progress``: the rows counted on standard error as ``q2 score`` counts them (a bar on a terminal, plain lines
+    in a log)."""
     from .io import read_checked_rows
 
     path = options.inputs[0]
@@ -877,13 +918,19 @@ def stress_pairs(options: PerturbOptions) -> dict[str, Any]:
     first = rows[0][1] if rows else {}
     id_column = options.id_column or ("id" if "id" in first else None)
     topic_column = options.topic_column or ("topic" if "topic" in first else None)
-    pairs, report = make_stress_pairs(
-        responses=[row[options.response_column] for _, row in rows],
+    with contextlib.ExitStack() as stack:
+        bar = None
+        if progress:
+            from .progress import Progress
+
+            bar = stack.enter_context(Progress(total=len(rows)))
+        pairs, report = make_stress_pairs(
+            responses=[row[options.response_column] for _, row in rows],
         knowledge=[row[options.knowledge_column] for _, row in rows],
-        ids=[row.get(id_column) if id_column else n for n, row in rows],
-        topics=[row.get(topic_column) for _, row in rows] if topic_column else None,
-        methods=options.methods, seed=options.seed, spacy_model=options.spacy_model,
-    )
+            ids=[row.get(id_column) if id_column else n for n, row in rows],
+            topics=[row.get(topic_column) for _, row in rows] if topic_column else None,
+            methods=options.methods, seed=options.seed, spacy_model=options.spacy_model, progress=bar,
+        )
     _write_jsonl(options.output, pairs)
     return {"input": path, "n_read": n_read, "keep": options.keep, "output": options.output,
             "n_pairs": len(pairs), "id_column": id_column, "topic_column": topic_column, **report.to_dict()}

@@ -113,6 +113,7 @@ class Q2BatchScorer:
         prefix: str = "",
         expected_signature: Union[str, list, None] = None,
         cache_counter: Optional[Any] = None,
+        row_counter: Optional[Any] = None,
     ) -> None:
         from .scorer import Q2Scorer
 
@@ -122,7 +123,7 @@ class Q2BatchScorer:
         self.history_column = history_column
         self.explain, self.labels, self.prefix = explain, labels, prefix
         self.reserved = {ROW_FIELD, *(prefix + name for name in (*OUTPUT_COLUMNS, *EXPLANATION_COLUMNS))}
-        self.cache_counter = cache_counter
+        self.cache_counter, self.row_counter = cache_counter, row_counter
         self._load_models()
         if isinstance(expected_signature, list):  # [the run's model check, started with the actors]: its result
             expected_signature = model_check_result(expected_signature[0])
@@ -145,6 +146,8 @@ class Q2BatchScorer:
         out = self._score_records(batch) if records else self._score_columns(batch)
         if self.cache_counter is not None and cache is not None:
             ray.get(self.cache_counter.add.remote({k: v - before[k] for k, v in cache.counts().items()}))
+        if self.row_counter is not None:  # (the driver's progress lines read it)
+            ray.get(self.row_counter.add.remote({"rows": batch.num_rows}))
         return out
 
     def _spec(self) -> RowSpec:

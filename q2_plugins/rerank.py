@@ -145,6 +145,22 @@ def rerank(
     )[0]
 
 
+def _length(model: Any, enc: Any, decoder_only: bool, max_new_tokens: int,
+            generate_kwargs: dict[str, Any]) -> dict[str, Any]:
+    """The length keyword arguments of ``generate`` for ``max_new_tokens`` new tokens. A model whose generation
+    config sets ``max_length`` (many seq2seq models do) gets the same limit as a ``max_length`` counted as
+    ``generate`` counts it (the decoder's input plus the new tokens), with no ``max_new_tokens``: both set make
+    transformers warn, on every call, that ``max_new_tokens`` wins."""
+    if getattr(getattr(model, "generation_config", None), "max_length", None) is None:
+        return {"max_new_tokens": max_new_tokens}
+    if decoder_only:
+        start = enc["input_ids"].shape[1]
+    else:  # the decoder starts from its start token, or from the decoder input given
+        given = generate_kwargs.get("decoder_input_ids")
+        start = given.shape[1] if given is not None else 1
+    return {"max_length": start + max_new_tokens, "max_new_tokens": None}
+
+
 def generate_best(
     model: Any,
     tokenizer: Any,
@@ -178,6 +194,8 @@ def generate_best(
     for key in ("num_beams", "num_return_sequences", "do_sample"):
         if key in generate_kwargs:
             raise TypeError(f"generate_best sets {key} itself (beam search with num_candidates beams)")
+    if "max_length" in generate_kwargs:
+        raise TypeError("generate_best sets max_length itself (from max_new_tokens)")
     _check_weight(weight, True)
     decoder_only = not getattr(model.config, "is_encoder_decoder", False)
     if tokenizer.pad_token_id is None:
@@ -192,7 +210,8 @@ def generate_best(
                         padding_side="left" if decoder_only else "right").to(device)
         with torch.no_grad():
             out = model.generate(**enc, num_beams=k, num_return_sequences=k, do_sample=False,
-                                 max_new_tokens=max_new_tokens, output_scores=True, return_dict_in_generate=True,
+                                 **_length(model, enc, decoder_only, max_new_tokens, generate_kwargs),
+                                 output_scores=True, return_dict_in_generate=True,
                                  pad_token_id=tokenizer.pad_token_id, **generate_kwargs)
         sequences = out.sequences[:, enc["input_ids"].shape[1]:] if decoder_only else out.sequences
         decoded = tokenizer.batch_decode(sequences, skip_special_tokens=True)

@@ -45,6 +45,8 @@ def add_parser(sub: Any) -> Any:
                         "its label")
     p.add_argument("--spacy-model", default="en_core_web_sm")
     p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
+    p.add_argument("--no-progress", dest="progress", action="store_false",
+                   help="stress pairs: no row count on standard error (a bar on a terminal, plain lines otherwise)")
     return p
 
 
@@ -70,7 +72,7 @@ def run(args: Any) -> int:
 
         summary, lines = run_recipe(options, preview=args.preview)
     else:
-        summary = stress_pairs(options)
+        summary = stress_pairs(options, progress=args.progress)
         lines = _stress_lines(summary, options)
     print(json.dumps(summary, indent=2, ensure_ascii=False) if args.format == "json" else "\n".join(lines))
     return 0

@@ -6,10 +6,11 @@ Needs the ``ray`` extra: ``pip install 'q2-plugins[ray]'``.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Iterator, Optional
 
 import ray
 import ray.data
@@ -86,18 +87,68 @@ def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any]) -> tuple["r
               file=sys.stderr, flush=True)
     # the models are checked in a task while the actors start and load them (the actors wait for its result)
     check = start_model_check(config, num_cpus=0, num_gpus=job.ray.num_gpus_per_worker)
+    rows = ray.remote(num_cpus=0)(_CacheCounter).remote() if job.progress else None
     scored = map_scorer(ds, config, response_column=spec.response_column, knowledge_column=spec.knowledge_column,
                          history_column=spec.history_column, explain=spec.explain, labels=spec.labels, prefix="",
                          concurrency=job.ray.concurrency, num_cpus=job.ray.num_cpus_per_worker,
                          num_gpus=job.ray.num_gpus_per_worker, batch_size=job.ray.batch_size, max_restarts=3,
                          max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,
-                         cache_counter=counter)
+                         cache_counter=counter, row_counter=rows)
     try:
-        scored = scored.materialize()
+        with _row_lines(rows, _row_total(path, kind, ds)):
+            scored = scored.materialize()
     except Exception:
         model_check_result(check)  # a model that cannot load: the check's error, once, rather than Ray's report of it
         raise
     return scored, model_check_result(check)
+
+
+def _row_total(path: Path, kind: str, ds: "ray.data.Dataset") -> Optional[int]:
+    """The input's row count, for the progress lines: counted in the file, or from Parquet's metadata."""
+    from ..io import count_records
+
+    if kind == "parquet":
+        return ds.count()
+    return count_records(path, kind) if path.is_file() else None
+
+
+@contextlib.contextmanager
+def _row_lines(rows: Optional[Any], total: Optional[int], every: float = 1.0) -> Iterator[None]:
+    """In a log (standard error no terminal), while the block runs, a plain ``q2 rows: done/total`` line whenever the
+    actors' count of scored rows (``rows``, a counter actor) has moved, read every ``every`` seconds, and one at the
+    end; on a terminal Ray Data's own bars show the rows."""
+    if rows is None or sys.stderr.isatty():
+        yield
+        return
+    import threading
+
+    from ..progress import Progress
+
+    stop = threading.Event()
+    progress = Progress(total=total, plain=True, every=0.0)
+
+    def count() -> None:
+        shown, finished = 0, False
+        while not finished:
+            finished = stop.wait(every)  # (once the block has ended: one last reading)
+            try:
+                done = ray.get(rows.totals.remote()).get("rows", 0)
+            except Exception:  # Ray stopping under a failed run: the run's own error says what happened
+                return
+            if total is not None:
+                done = min(done, total)  # (a retried batch counts again)
+            if done > shown:
+                progress.rows_done(done - shown)
+                shown = done
+
+    reader = threading.Thread(target=count, daemon=True)
+    reader.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        reader.join()
+        progress.close()
 
 
 def run_score(job: ScoreJob) -> int:

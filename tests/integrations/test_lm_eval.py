@@ -271,6 +271,10 @@ def test_docs_examples_run_offline(model_workdir, doc_blocks, monkeypatch, capsy
     proc = subprocess.run(["bash", "-euo", "pipefail", "-c", blocks[0][1]], cwd=model_workdir, env=env,
                           capture_output=True, text=True, timeout=900)
     assert proc.returncode == 0, proc.stderr[-3000:]
+    # nothing of ours on standard error: no note on the bundled task's data keywords, no loading bar but lm-eval's
+    # own of the model it evaluates (the Q² models load quietly)
+    assert "Custom kwargs can be passed" not in proc.stderr, proc.stderr[-3000:]
+    assert proc.stderr.count("Loading weights:   0%") == 1, proc.stderr[-3000:]
     rows = [line for line in proc.stdout.splitlines() if line.startswith("|")]
     metrics = {cells[5].strip(): cells[7].strip() for cells in (row.split("|") for row in rows[2:])}
     assert {"q2", "q2_no_nli", "q2_coverage", "q2_fallback_rate"} <= set(metrics)

@@ -36,7 +36,7 @@ def run(code: str, pth_dir: Path, pythonpath: str = str(REPO), **env: str) -> su
         sys.path.append({sysconfig.get_paths()["purelib"]!r})
     """)
     environ = {k: v for k, v in os.environ.items() if k not in _q2_plugins_hook.FRAMEWORKS.values()}
-    environ.update(PYTHONPATH=pythonpath, PYTHONWARNINGS="ignore", **env)
+    environ.update({"PYTHONPATH": pythonpath, "PYTHONWARNINGS": "ignore", **env})
     return subprocess.run([sys.executable, "-S", "-c", prologue + textwrap.dedent(code)], env=environ,
                           capture_output=True, text=True, timeout=120)
 
@@ -106,7 +106,23 @@ def test_one_switch_leaves_the_other_framework_hooked(pth_dir):
         print("watched:", sorted(h.FINDER.watched))
     """, pth_dir, Q2_PLUGINS_EVALUATE_HOOK="false")
     assert out.returncode == 0, out.stderr
-    assert "watched: ['parlai.core.params', 'parlai.core.teachers']" in out.stdout
+    assert "watched: ['parlai.core.opt', 'parlai.core.params', 'parlai.core.teachers']" in out.stdout
+
+
+def test_parlai_starts_without_the_pkg_resources_warning_and_other_warnings_stay(pth_dir):
+    """ParlAI 1.7.2 imports pkg_resources, whose deprecation warning (setuptools 80.10, as locked) the hook leaves
+    out while ParlAI loads; any other warning still shows, and with the hook off the ParlAI one is back."""
+    code = """
+        import warnings
+        import parlai.core.params
+        warnings.warn("another warning")
+    """
+    hooked = run(code, pth_dir, PYTHONWARNINGS="default")
+    plain = run(code, pth_dir, PYTHONWARNINGS="default", **{hook.ENV_SWITCH: "0"})
+    assert hooked.returncode == 0 and plain.returncode == 0, (hooked.stderr, plain.stderr)
+    assert "pkg_resources is deprecated" in plain.stderr
+    assert "pkg_resources" not in hooked.stderr, hooked.stderr
+    assert "another warning" in hooked.stderr
 
 
 def test_a_left_over_pth_whose_module_is_gone_is_silent(pth_dir, tmp_path):

@@ -56,3 +56,25 @@ def test_ray_run_without_progress_writes_nothing_to_standard_error(tiny_models, 
     assert proc.returncode == 0, log
     assert log == "", log  # no "core_worker.cc ... max_restarts > 0" line, no INFO logs, no bars
     assert len([json.loads(line) for line in (tmp_path / "out.jsonl").read_text().splitlines()]) == 4
+
+
+def test_ray_run_in_a_log_counts_the_scored_rows_in_plain_lines(tiny_models, tmp_path):
+    """With progress, a log gets the run's one "loading models" line and plain ``q2 rows: done/total`` lines read
+    from the actors' count of scored rows, the last at the total; no bar, no Ray log line."""
+    optional_import("ray", "ray")
+    data = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
+    rows = data.read_text(encoding="utf-8").splitlines()[:4]
+    (tmp_path / "in.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    argv = [sys.executable, "-m", "q2_plugins.cli", "score", "--engine", "ray", "--ray-batch-size", "2",
+            "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out.jsonl"),
+            "--qg-model", str(tiny_models["qg_short"]), "--qa-model", str(tiny_models["qa"]),
+            "--nli-model", str(tiny_models["nli"]), "--qg-max-length", "12"]
+    with open(tmp_path / "err", "w") as err:
+        proc = subprocess.run(argv, stderr=err, stdout=subprocess.DEVNULL, timeout=900)
+    lines = (tmp_path / "err").read_text().splitlines()
+    assert proc.returncode == 0, lines
+    assert lines[0].startswith("q2: loading models") and len(lines) >= 2, lines
+    counts = [line for line in lines[1:] if line.startswith("q2 rows: ")]
+    assert counts == lines[1:], lines  # nothing else
+    assert counts[-1].startswith("q2 rows: 4/4 rows (100%) in "), counts
+    assert "\r" not in (tmp_path / "err").read_text()

@@ -64,6 +64,8 @@ def test_quickstart_example_runs_as_printed(index, model_workdir):
         assert "q2:" in out.splitlines()[-1]
     elif kind == "parlai":
         assert re.search(r"\bq2\b", out + proc.stderr)
+        # nothing of ours on standard error: no loading bars of the Q² models, no pkg_resources warning at start-up
+        assert "Loading weights" not in proc.stderr and "pkg_resources" not in proc.stderr, proc.stderr[-3000:]
     elif kind == "evaluate":
         value = out.strip().splitlines()[-1]
         assert value == "None" or 0.0 <= float(value) <= 1.0

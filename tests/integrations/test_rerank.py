@@ -4,6 +4,7 @@ seq2seq (T5) and decoder-only (GPT-2) models, then the docs example with the tin
 from __future__ import annotations
 
 import math
+import os
 
 import pytest
 
@@ -125,6 +126,58 @@ def test_generate_best_rejects_conflicting_generate_options(tiny_models):
         generate_best(model, tok, ["x"], ["K"], num_beams=2, scorer=ScriptedScorer({}))
     with pytest.raises(ValueError, match="one knowledge per prompt"):
         generate_best(model, tok, ["x", "y"], ["K"], scorer=ScriptedScorer({}))
+    with pytest.raises(TypeError, match="max_length"):
+        generate_best(model, tok, ["x"], ["K"], max_length=9, scorer=ScriptedScorer({}))
+
+
+@pytest.mark.parametrize("kind", ["seq2seq", "causal"])
+def test_generate_best_length_is_max_new_tokens_whatever_the_models_max_length(tiny_models, kind):
+    """The tiny T5's generation config sets max_length 32 (the GPT-2's none): generate_best's length settings give
+    the very beams that ``max_new_tokens`` gives, 40 new tokens being more than 32."""
+    import torch
+    from transformers import AutoModelForCausalLM, AutoModelForSeq2SeqLM, AutoTokenizer
+
+    from q2_plugins.rerank import _length
+
+    path = tiny_models["qg" if kind == "seq2seq" else "lm"]
+    auto = AutoModelForSeq2SeqLM if kind == "seq2seq" else AutoModelForCausalLM
+    model, tok = auto.from_pretrained(path), AutoTokenizer.from_pretrained(path)
+    assert (model.generation_config.max_length is not None) == (kind == "seq2seq")
+    enc = tok(["who painted the mona lisa?", "the thames"], return_tensors="pt", padding=True,
+              padding_side="right" if kind == "seq2seq" else "left")
+    beams = dict(num_beams=3, num_return_sequences=3, do_sample=False, output_scores=True,
+                 return_dict_in_generate=True, pad_token_id=tok.pad_token_id)
+    want = model.generate(**enc, max_new_tokens=40, **beams)
+    got = model.generate(**enc, **_length(model, enc, kind == "causal", 40, {}), **beams)
+    assert torch.equal(got.sequences, want.sequences)
+
+
+def test_generate_best_through_the_real_scorer_writes_nothing_to_standard_error(tiny_models, tiny_config):
+    """Our code paths stay quiet: the Q² models load without transformers' "Loading weights" bars, and generate
+    gets its length without the warning that both max_new_tokens and the model's max_length are set."""
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = f"""
+from q2_plugins.backends.loading import quiet_loading
+from q2_plugins.config import Q2Config
+from q2_plugins.rerank import generate_best
+from transformers import AutoModelForSeq2SeqLM, AutoTokenizer
+with quiet_loading():  # (the test's own load of the model that generates)
+    model = AutoModelForSeq2SeqLM.from_pretrained({str(tiny_models["qg"])!r})
+tok = AutoTokenizer.from_pretrained({str(tiny_models["qg"])!r})
+config = Q2Config.from_dict({tiny_config.to_dict()!r})
+best = generate_best(model, tok, ["who painted the mona lisa?"], ["Leonardo painted it."], num_candidates=2,
+                     max_new_tokens=40, config=config)
+print(len(best))
+"""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("Q2_")}
+    env.update(PYTHONPATH=str(Path(__file__).resolve().parents[2]), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=600, env=env)
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert proc.stdout.strip() == "1"
+    assert proc.stderr == "", proc.stderr
 
 
 def test_docs_example_runs(model_workdir, doc_blocks, capsys):

@@ -284,3 +284,30 @@ def test_count_records_is_unknown_for_a_stream(tmp_path):
     fifo = tmp_path / "rows.jsonl"
     os.mkfifo(fifo)
     assert count_records(fifo) is None
+
+
+def test_q2_perturb_counts_its_rows_on_a_terminal_in_plain_lines_in_a_log_and_not_with_no_progress(tmp_path):
+    """``q2 perturb`` (stress pairs): the same row bar as ``q2 score`` at a terminal, moving through its stages
+    (spaCy's parse, then the perturbations); a log gets plain lines; ``--no-progress`` writes nothing there."""
+    sample = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
+    base = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
+    rows = [{**row, "id": f"{row['id']}-{k}"} for k in range(13) for row in base]  # 156 rows: the count moves
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    argv = [sys.executable, "-m", "q2_plugins.cli", "perturb", "--input", str(tmp_path / "in.jsonl"),
+            "--output", str(tmp_path / "pairs.jsonl")]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "TQDM_MININTERVAL": "0"}
+    code, shown = in_a_terminal(argv, env)
+    assert code == 0, shown[-2000:]
+    states = [part.strip() for part in shown.split("\r") if part.startswith("q2 rows:")]
+    counts = [int(re.search(r"\| *(\d+)/156 \[", s).group(1)) for s in states]
+    assert counts and counts == sorted(counts) and counts[0] == 0 and counts[-1] == 156, (states, shown[-3000:])
+    assert len({c for c in counts if 0 < c < 156}) >= 2, states
+    assert any("stage: parse" in s for s in states) and any("stage: perturb" in s for s in states), states
+    logged = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert logged.returncode == 0, logged.stderr[-2000:]
+    lines = logged.stderr.splitlines()
+    assert lines and all(line.startswith("q2 rows: ") for line in lines), lines
+    assert lines[-1].startswith("q2 rows: 156/156 rows (100%) in ") and "\r" not in logged.stderr
+    quiet = subprocess.run(argv + ["--no-progress"], env=env, capture_output=True, text=True, timeout=600)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr[-2000:]
+    assert quiet.stdout == logged.stdout  # the same summary
