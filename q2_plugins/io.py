@@ -89,7 +89,7 @@ def _checked_path(path: str | Path) -> Path:
     path = Path(path)
     if path.is_dir():
         raise InputFormatError(f"{path} is a folder; name a JSONL, CSV or TSV file in it (the ray engine reads a "
-                               f"folder of files: --engine ray)")
+                               f"folder of files)")
     if not path.is_file():
         raise InputFormatError(f"No input file {path}")
     return path

@@ -10,8 +10,9 @@ import pytest
 
 from q2_plugins import Q2Config, backends, precision
 from q2_plugins.errors import SettingError
+from tests.conftest import optional_import
 
-pytest.importorskip("ctranslate2", reason="the ct2 extra: pip install 'q2-plugins[ct2]'")
+optional_import("ctranslate2", "ct2")
 from q2_plugins.backends import ct2  # noqa: E402
 
 SAMPLE = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"

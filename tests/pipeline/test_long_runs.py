@@ -20,6 +20,7 @@ from q2_plugins.cli import main
 from q2_plugins.io import INTERNAL_FIELDS
 from q2_plugins.jobs.partial import lock_output
 from q2_plugins.rows import RESERVED_FIELDS
+from tests.conftest import optional_import
 from tests.hostile import hostile_rows, write_jsonl
 from tests.pipeline import test_cli_failures as base
 from tests.pipeline.test_cli_failures import GOOD, REPO, jsonl
@@ -225,7 +226,7 @@ def verdicts(paths: dict[str, Path], good: Path, capsys) -> dict[str, set[tuple[
 
 
 def test_report_compare_and_meta_eval_give_one_verdict(tmp_path, capsys):
-    pa = pytest.importorskip("pyarrow")
+    pa = optional_import("pyarrow", "ray")
     import pyarrow.parquet as pq
 
     good = tmp_path / "good.jsonl"

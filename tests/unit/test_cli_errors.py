@@ -129,7 +129,7 @@ def test_a_file_whose_records_cannot_be_read_is_not_empty(tmp_path, capsys, no_m
 def test_a_folder_as_input_says_it_is_a_folder(tmp_path, capsys):
     assert main(["score", "--input", str(tmp_path)]) == 2
     assert capsys.readouterr().err == (f"q2 score: error: {tmp_path} is a folder; name a JSONL, CSV or TSV file in "
-                                       f"it (the ray engine reads a folder of files: --engine ray)\n")
+                                       f"it (the ray engine reads a folder of files)\n")
 
 
 def test_a_parquet_input_on_the_local_engine_names_the_engine_that_reads_it(tmp_path, capsys, no_model_loads):
