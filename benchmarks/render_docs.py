@@ -21,7 +21,7 @@ import re
 import sys
 import textwrap
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 if str(REPO) not in sys.path:

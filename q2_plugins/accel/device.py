@@ -77,7 +77,7 @@ def probe(device: Any) -> DeviceProps:
 def model_shape(config: Any, *, beams: int = 1, max_new_tokens: int = 0) -> ModelShape:
     """The :class:`ModelShape` of a transformers model config (T5's ``d_model`` / ``d_ff`` / ``num_heads`` names
     included; decoder layers count with the encoder's for a seq2seq model)."""
-    hidden = getattr(config, "hidden_size", None) or getattr(config, "d_model")
+    hidden = getattr(config, "hidden_size", None) or config.d_model
     intermediate = getattr(config, "intermediate_size", None) or getattr(config, "d_ff", None) or 4 * hidden
     heads = getattr(config, "num_attention_heads", None) or getattr(config, "num_heads", 1)
     layers = getattr(config, "num_hidden_layers", None) or getattr(config, "num_layers", 1)

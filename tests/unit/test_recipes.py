@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import random
-import re
 from collections import Counter
 
 import pytest
@@ -13,7 +12,6 @@ import pytest
 from q2_plugins.cli import main
 from q2_plugins.perturb import PerturbOptions, Skip
 from q2_plugins.recipes import (
-    GENERIC_RESPONSES,
     HFResponseGenerator,
     SourceRow,
     label_table,
@@ -262,7 +260,6 @@ def test_negated_knowledge_only_where_the_response_draws_on_it(nlp):
 
 
 def test_antonyms_from_the_bundled_wordnet_pairs(nlp):
-    import random
 
     from q2_plugins.perturb import antonym, content_forms, wordnet_antonyms
 
