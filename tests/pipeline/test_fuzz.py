@@ -109,7 +109,7 @@ def test_fuzz_no_path_destroys_data(tmp_path, flags, capsys):
     are error rows naming their line, and no row is lost."""
     import os
 
-    from q2_plugins.io import check_outputs, files_written
+    from q2_plugins.io import check_outputs, files_written, html_files
 
     src = tmp_path / "in.jsonl"
     rows = hostile_rows(60, seed=29)
@@ -130,7 +130,9 @@ def test_fuzz_no_path_destroys_data(tmp_path, flags, capsys):
                             "--engine", engine, flag, str(tmp_path / target), *flags]
                     if flag == "--dropped-output":
                         argv += ["--output", str(tmp_path / "kept.jsonl"), "--keep-min-score", "0.5"]
-                    written = files_written(tmp_path / target) + [tmp_path / target]
+                    # what the run writes for that flag: an HTML page and its temporary; a result file, its .partial, ...
+                    written = (html_files(tmp_path / target) if flag == "--html"
+                               else files_written(tmp_path / target) + [tmp_path / target])
                     try:
                         check_outputs([tmp_path / source], [(flag[2:].replace("-", "_"), tmp_path / target, written)])
                         continue  # no clash: the run would go ahead (not run here: the first test scores)

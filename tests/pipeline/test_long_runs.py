@@ -266,7 +266,10 @@ def test_every_file_q2_score_writes_is_read_back_by_every_tool(tmp_path, capsys,
     capsys.readouterr()
     assert main(["report", str(out), "--output", str(tmp_path / "r.html")]) == 0
     assert "2 responses" in capsys.readouterr().out
-    assert main(["compare", str(out), str(out), "--format", "json"]) == 0
+    twin = out.with_name("twin.jsonl")  # (a file compared with itself is refused)
+    twin.write_bytes(out.read_bytes())
+    twin.with_name("twin.jsonl.meta.json").write_bytes(out.with_name("out.jsonl.meta.json").read_bytes())
+    assert main(["compare", str(out), str(twin), "--format", "json"]) == 0
     capsys.readouterr()
     code = main(["meta-eval", "--dataset", "wow", "--data", str(WOW), "--scores", str(out), "--baselines", "none",
                  "--experiments", "system"])
