@@ -390,10 +390,29 @@ def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
     # Read tasks reserve no CPU: the scoring actors may hold every CPU of the cluster, and a read waiting for one of
     # them would wait for ever (reading costs next to nothing beside scoring).
     if kind == "parquet":
-        return ray.data.read_parquet(str(path), num_cpus=0)
+        return _read_parquet(path)
     source = _RecordsDatasource(str(path), kind=kind, name_files=path.is_dir(), rows_per_block=rows_per_block,
                                 file_extensions=None if path.is_file() else [x[1:] for x in suffixes(kind)])
     return ray.data.read_datasource(source, num_cpus=0)
+
+
+def _read_parquet(path: Path) -> "ray.data.Dataset":
+    """``ray.data.read_parquet`` with read tasks that reserve no CPU, and without the bar of its sampling of the
+    files (drawn even in a log). Ray Data's newer Parquet reader (2.60's ``use_datasource_v2``) lists the files in a
+    task of its own that needs a CPU whatever the read's ``num_cpus``, and waits for ever beside actors holding every
+    CPU: Parquet is read by the reader whose tasks all follow ``num_cpus``. The dataset keeps the caller's settings."""
+    ctx = ray.data.DataContext.get_current()
+    saved = {name: getattr(ctx, name) for name in ("use_datasource_v2", "enable_progress_bars") if hasattr(ctx, name)}
+    for name in saved:
+        setattr(ctx, name, False)
+    try:
+        ds = ray.data.read_parquet(str(path), num_cpus=0)
+    finally:
+        for name, value in saved.items():
+            setattr(ctx, name, value)
+    for name, value in saved.items():  # (the dataset holds a copy of the context it was read with)
+        setattr(ds.context, name, value)
+    return ds
 
 
 class _RecordsDatasource(FileBasedDatasource):
