@@ -782,7 +782,7 @@ def make_stress_pairs(
                 by_topic[topic_of[i]].append(know[i])  # type: ignore[arg-type]
 
     pairs: list[StressPair] = []
-    for i in _counted(range(n), progress, "perturb"):
+    for i in counted(range(n), progress, "perturb"):
         if i not in rdocs:
             for m in methods:
                 report.skip(m, problems[i] or "")
@@ -828,11 +828,11 @@ def _parsed(nlp: Any, responses: list[Any], positions: list[int], knowledge: lis
         progress.start(rows, ["parse", "perturb"])
         progress.add("parse", len(responses) + len(unique_k))
         progress.add("perturb", rows)
-    rdocs = dict(zip(positions, _counted(nlp.pipe(responses), progress, "parse")))
-    return rdocs, dict(zip(unique_k, _counted(nlp.pipe(unique_k), progress, "parse")))
+    rdocs = dict(zip(positions, counted(nlp.pipe(responses), progress, "parse")))
+    return rdocs, dict(zip(unique_k, counted(nlp.pipe(unique_k), progress, "parse")))
 
 
-def _counted(items: Any, progress: Any, stage: str) -> Iterator[Any]:
+def counted(items: Any, progress: Any, stage: str) -> Iterator[Any]:
     """``items`` as they come; ``progress`` (if any) is told of each :data:`_EVERY` once the caller is done with
     them (and of the rest at the end) as items of ``stage``."""
     if progress is None:

@@ -9,7 +9,7 @@ import sys
 import time
 from typing import IO, Any, Iterator, Optional, Sequence, Union
 
-__all__ = ["Progress", "scoring_progress"]
+__all__ = ["CountLines", "Progress", "scoring_progress"]
 
 
 class Progress:
@@ -55,7 +55,7 @@ class Progress:
         if not rows:
             self._rows: Any = None
         elif plain:
-            self._rows = _Lines("q2 rows", total, "row", file, every)
+            self._rows = CountLines("q2 rows", total, "row", file, every)
         else:
             self._rows = self._bar("q2 rows", total, "row", position=0, leave=True)
         self.closed = False
@@ -134,7 +134,7 @@ class Progress:
             return
         self._named.add(name)
         line = f"q2: slow: a {stage} batch took {seconds:.0f} s; its largest row is {name} ({size})"
-        if isinstance(self._rows, _Lines):
+        if isinstance(self._rows, CountLines):
             print(line, file=self._file or sys.stderr, flush=True)
         else:
             self._tqdm.write(line, file=self._file or sys.stderr)
@@ -214,8 +214,8 @@ class _Call:
         return min(self.rows - 1, int(self.rows * share / whole)) if whole else 0
 
 
-class _Lines:
-    """The row count as whole lines on ``file`` (standard error by default): one at most every ``every`` seconds
+class CountLines:
+    """A count (rows, steps) as whole lines on ``file`` (standard error by default): one at most every ``every`` seconds
     while rows come in, and one at :meth:`close` with the count, the time and the rate."""
 
     def __init__(self, desc: str, total: Optional[int], unit: str, file: Optional[IO[str]], every: float) -> None:

@@ -55,7 +55,18 @@ from typing import TYPE_CHECKING, Any, Callable, Optional, Protocol, Sequence, U
 from .backends.hf.generator import HFResponseGenerator
 from .datasets.grounded import DatasetError, SourceRow, read_sources
 from .errors import SettingError
-from .perturb import Edit, Skip, antonym, content_forms, entity_pool, invert, negate, swap_entity, wordnet_antonyms
+from .perturb import (
+    Edit,
+    Skip,
+    antonym,
+    content_forms,
+    counted,
+    entity_pool,
+    invert,
+    negate,
+    swap_entity,
+    wordnet_antonyms,
+)
 from .taxonomy import LABELS
 from .textcheck import default_budget
 
@@ -426,13 +437,13 @@ def _hallucination(i: int, src: SourceRow, rdoc: Any, near: "_Neighbours", seed:
 
 def _begin_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs: dict[str, Any],
                     generator: Optional[ResponseGenerator], seed: int, report: RecipeReport, nlp: Any,
-                    antonyms: Any) -> list[TrainingRow]:
+                    antonyms: Any, progress: Any = None) -> list[TrainingRow]:
     near = _Neighbours(rows, kdocs, rdocs)
     style = _pretokenised([r.response for r in rows])
     pool = entity_pool(list(kdocs.values())) if generator is not None else {}
     out: list[TrainingRow] = []
     wanted: list[tuple[int, Edit]] = []  # (row, perturbed evidence) whose hallucination the generator writes
-    for i, (src, rdoc) in enumerate(zip(rows, rdocs)):
+    for i, (src, rdoc) in enumerate(counted(zip(rows, rdocs), progress, "examples")):
         failed = begin_filter(src.response, src.knowledge)
         if failed:
             report.skip("original", failed)
@@ -505,10 +516,10 @@ def _other_dialogue(i: int, rows: Sequence[SourceRow], rng: random.Random, what:
 
 
 def _conv_fever_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs: dict[str, Any], seed: int,
-                         report: RecipeReport) -> list[TrainingRow]:
+                         report: RecipeReport, progress: Any = None) -> list[TrainingRow]:
     pool = entity_pool(list(kdocs.values()))  # cased text: the tagger's types hold better than on lower-cased responses
     out: list[TrainingRow] = []
-    for i, (src, rdoc) in enumerate(zip(rows, rdocs)):
+    for i, (src, rdoc) in enumerate(counted(zip(rows, rdocs), progress, "examples")):
         kdoc = kdocs[src.knowledge]
 
         def add(method: str, label: str, evidence: str, response: str, change: str, src: SourceRow = src,
@@ -595,13 +606,15 @@ def _checked(rows: Sequence[SourceRow], report: RecipeReport, budgets: dict[str,
 def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, balance: bool = True,
                       generator: Optional[ResponseGenerator] = None, nlp: Any = None,
                       spacy_model: str = "en_core_web_sm", max_response_chars: Optional[int] = None,
-                      max_knowledge_chars: Optional[int] = None) -> tuple[list[TrainingRow], RecipeReport]:
+                      max_knowledge_chars: Optional[int] = None,
+                      progress: Any = None) -> tuple[list[TrainingRow], RecipeReport]:
     """Make ``recipe``'s training examples (``"begin"`` or ``"conv-fever"``) from grounded ``rows``.
 
     Rows whose response or knowledge is empty, not text, or over its budget (default: ``q2 score``'s
     ``max_response_chars`` / ``max_knowledge_chars``; 0 = no limit) are skipped and counted; ids must be unique.
     Rows repeating an earlier row's evidence and response are dropped and counted. ``balance`` applies to BEGIN only
     (Conv-FEVER keeps every example), ``generator`` to BEGIN's hallucinations and generic replies only.
+    ``progress``, a :class:`~q2_plugins.progress.Progress`, counts the rows (stages ``parse``, then ``examples``).
     """
     if recipe not in RECIPES:
         raise ValueError(f"Unknown recipe {recipe!r}; expected one of {list(RECIPES)}")
@@ -619,13 +632,19 @@ def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, 
         from .spacy_parts import load_spacy
 
         nlp = load_spacy(spacy_model)
-    rdocs = list(nlp.pipe([r.response for r in usable]))
     unique_k = list(dict.fromkeys(r.knowledge for r in usable))
-    kdocs = dict(zip(unique_k, nlp.pipe(unique_k)))
+    if progress is not None:
+        progress.start(len(rows), ["parse", "examples"])
+        progress.add("parse", len(usable) + len(unique_k))
+        progress.add("examples", len(usable))
+    rdocs = list(counted(nlp.pipe([r.response for r in usable]), progress, "parse"))
+    kdocs = dict(zip(unique_k, counted(nlp.pipe(unique_k), progress, "parse")))
     if recipe == "begin":
-        made = _begin_examples(usable, rdocs, kdocs, generator, seed, report, nlp, wordnet_antonyms())
+        made = _begin_examples(usable, rdocs, kdocs, generator, seed, report, nlp, wordnet_antonyms(), progress)
     else:
-        made = _conv_fever_examples(usable, rdocs, kdocs, seed, report)
+        made = _conv_fever_examples(usable, rdocs, kdocs, seed, report, progress)
+    if progress is not None:
+        progress.rows_done(len(rows))
     order = {r.id: n for n, r in enumerate(usable)}
     methods = _method_order(recipe)
     made.sort(key=lambda t: (order[t.source_id], methods(t.method)))
@@ -712,10 +731,12 @@ def preview_lines(made: Sequence[TrainingRow], sources: Sequence[SourceRow], n: 
     return lines
 
 
-def run_recipe(options: "PerturbOptions", preview: int = 0) -> tuple[dict[str, Any], list[str]]:
+def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = False) -> tuple[dict[str, Any], list[str]]:
     """Read every input, make the recipe's training set, write it to ``options.output`` and its summary (with every
     method's skip counts and reasons) to the sidecar ``OUTPUT.meta.json``; returns the summary and its printed lines
-    (the label counts in the paper's table form, then ``preview`` examples per method)."""
+    (the label counts in the paper's table form, then ``preview`` examples per method). ``progress``: the rows
+    counted on standard error as ``q2 score`` counts them (a bar on a terminal, plain lines in a log)."""
+    import contextlib
     import json
 
     from . import __version__
@@ -731,8 +752,15 @@ def run_recipe(options: "PerturbOptions", preview: int = 0) -> tuple[dict[str, A
         raise SettingError("dataset / keep", f"no grounded rows in {', '.join(options.inputs)}: check these and the "
                                              f"column settings")
     generator = HFResponseGenerator(options.generator, seed=options.seed) if options.generator else None
-    made, report = make_training_set(sources, recipe=options.recipe or "", seed=options.seed,
-                                     balance=options.balance, generator=generator, spacy_model=options.spacy_model)
+    with contextlib.ExitStack() as stack:
+        bar = None
+        if progress:
+            from .progress import Progress
+
+            bar = stack.enter_context(Progress(total=len(sources)))
+        made, report = make_training_set(sources, recipe=options.recipe or "", seed=options.seed,
+                                         balance=options.balance, generator=generator,
+                                         spacy_model=options.spacy_model, progress=bar)
     with open(options.output, "w", encoding="utf-8") as f:
         for row in made:
             f.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")

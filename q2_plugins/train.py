@@ -269,6 +269,40 @@ def _counting_trainer(trainer_class: type) -> type:
     return CountingTrainer
 
 
+def _plain_progress() -> bool:
+    """Standard error is no terminal (a log file, a pipe): the steps go there as plain lines, not as a bar."""
+    import sys
+
+    return not getattr(sys.stderr, "isatty", lambda: False)()
+
+
+def _step_lines(every: float = 30.0) -> Any:
+    """A ``TrainerCallback`` that counts the optimiser steps on standard error as ``q2 score`` counts rows in a log:
+    a ``q2 train: steps`` line at most every ``every`` seconds (with the last logged loss) and one at the end."""
+    from transformers import TrainerCallback
+
+    from .progress import CountLines
+
+    class StepLines(TrainerCallback):  # type: ignore[misc]
+        lines: Any = None
+
+        def on_train_begin(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.lines = CountLines("q2 train", state.max_steps or None, "step", None, every)
+            self.lines.n = state.global_step  # (a resumed run starts at its checkpoint's step)
+
+        def on_step_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.lines.update(state.global_step - self.lines.n)
+
+        def on_log(self, args: Any, state: Any, control: Any, logs: Any = None, **kwargs: Any) -> None:
+            if logs and "loss" in logs:
+                self.lines.set_postfix_str(f"loss {logs['loss']:.4f}")
+
+        def on_train_end(self, args: Any, state: Any, control: Any, **kwargs: Any) -> None:
+            self.lines.close()
+
+    return StepLines()
+
+
 def _training_args(options: TrainOptions, has_eval: bool) -> Any:
     from transformers import TrainingArguments
 
@@ -282,7 +316,7 @@ def _training_args(options: TrainOptions, has_eval: bool) -> Any:
         gradient_accumulation_steps=options.gradient_accumulation_steps, warmup_steps=options.warmup_ratio,
         weight_decay=options.weight_decay, seed=options.seed, data_seed=options.seed, bf16=options.bf16,
         logging_steps=options.logging_steps, logging_first_step=True, report_to="none",
-        eval_strategy="epoch" if has_eval else "no", disable_tqdm=not options.progress,
+        eval_strategy="epoch" if has_eval else "no", disable_tqdm=not options.progress or _plain_progress(),
         dataloader_num_workers=0, dataloader_pin_memory=False, **save)
 
 
@@ -315,8 +349,10 @@ def train(options: TrainOptions) -> TrainResult:
         trainer = _counting_trainer(Trainer)(
             model=model, args=_training_args(options, eval_data is not None), train_dataset=train_data,
             eval_dataset=eval_data, data_collator=DataCollatorWithPadding(tokenizer), processing_class=tokenizer)
-        if not options.progress:  # without its bar the Trainer prints each log dict: the log history keeps them
-            trainer.remove_callback(PrinterCallback)
+        if not options.progress or _plain_progress():  # without its bar the Trainer prints each log dict: the log
+            trainer.remove_callback(PrinterCallback)       # history keeps them
+        if options.progress and _plain_progress():  # a log: plain step lines instead of the bar's redraws
+            trainer.add_callback(_step_lines())
         start = time.perf_counter()
         trainer.train(resume_from_checkpoint=options.resume_from_checkpoint)
         seconds = time.perf_counter() - start

@@ -46,7 +46,7 @@ def add_parser(sub: Any) -> Any:
     p.add_argument("--spacy-model", default="en_core_web_sm")
     p.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
     p.add_argument("--no-progress", dest="progress", action="store_false",
-                   help="stress pairs: no row count on standard error (a bar on a terminal, plain lines otherwise)")
+                   help="no row count on standard error (a bar on a terminal, plain lines otherwise)")
     return p
 
 
@@ -70,7 +70,7 @@ def run(args: Any) -> int:
     if options.recipe is not None:
         from ..recipes import run_recipe
 
-        summary, lines = run_recipe(options, preview=args.preview)
+        summary, lines = run_recipe(options, preview=args.preview, progress=args.progress)
     else:
         summary = stress_pairs(options, progress=args.progress)
         lines = _stress_lines(summary, options)

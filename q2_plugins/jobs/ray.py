@@ -63,13 +63,15 @@ def _start(job: ScoreJob) -> None:
     """A local Ray instance (or the cluster at ``ray_address``) set up for one ``q2 score`` run."""
     if not ray.is_initialized():
         ray.init(address=job.ray.ray_address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
-    # Ray Data's per-execution INFO lines; without progress also its warning that the progress bars are off
-    logging.getLogger("ray.data").setLevel(logging.WARNING if job.progress else logging.ERROR)
+    # Ray Data's bars in a log (on a terminal the run's own bar counts the rows; without progress, none)
+    ray_bars = job.progress and not sys.stderr.isatty()
+    # Ray Data's per-execution INFO lines; with its bars off also its warning that they are off
+    logging.getLogger("ray.data").setLevel(logging.WARNING if ray_bars else logging.ERROR)
     # ...and its warning that no CPU is free, when the actors hold them all: every other step here needs none
     logging.getLogger("ray.data.dataset").addFilter(lambda r: "does not have any available CPUs" not in r.getMessage())
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True  # output rows in input order, as q2 score writes them
-    ctx.enable_progress_bars = job.progress
+    ctx.enable_progress_bars = ray_bars
 
 
 def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any]) -> tuple["ray.data.Dataset", str]:
@@ -114,10 +116,10 @@ def _row_total(path: Path, kind: str, ds: "ray.data.Dataset") -> Optional[int]:
 
 @contextlib.contextmanager
 def _row_lines(rows: Optional[Any], total: Optional[int], every: float = 1.0) -> Iterator[None]:
-    """In a log (standard error no terminal), while the block runs, a plain ``q2 rows: done/total`` line whenever the
-    actors' count of scored rows (``rows``, a counter actor) has moved, read every ``every`` seconds, and one at the
-    end; on a terminal Ray Data's own bars show the rows."""
-    if rows is None or sys.stderr.isatty():
+    """While the block runs, the actors' count of scored rows (``rows``, a counter actor), read every ``every``
+    seconds (half that on a terminal): a bar on a terminal (rows done / total, rate, time left; Ray Data's own bars
+    are off there), a plain ``q2 rows: done/total`` line whenever the count has moved in a log, and one at the end."""
+    if rows is None:
         yield
         return
     import threading
@@ -125,7 +127,9 @@ def _row_lines(rows: Optional[Any], total: Optional[int], every: float = 1.0) ->
     from ..progress import Progress
 
     stop = threading.Event()
-    progress = Progress(total=total, plain=True, every=0.0)
+    terminal = sys.stderr.isatty()
+    progress = Progress(total=total, plain=not terminal, stage_bars=False, every=0.0)
+    every = every / 2 if terminal else every
 
     def count() -> None:
         shown, finished = 0, False

@@ -5,6 +5,8 @@ there (no Ray INFO logs, no bars)."""
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -78,3 +80,28 @@ def test_ray_run_in_a_log_counts_the_scored_rows_in_plain_lines(tiny_models, tmp
     assert counts == lines[1:], lines  # nothing else
     assert counts[-1].startswith("q2 rows: 4/4 rows (100%) in "), counts
     assert "\r" not in (tmp_path / "err").read_text()
+
+
+def test_ray_run_on_a_terminal_shows_the_runs_row_bar_and_not_ray_datas(tiny_models, tmp_path):
+    """At a terminal the Ray engine draws the same row bar as the local engine (rows done / total, rate, time
+    left), from the actors' count of scored rows; Ray Data's own operator bars stay off."""
+    optional_import("ray", "ray")
+    from tests.pipeline.test_progress import in_a_terminal
+
+    data = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
+    rows = data.read_text(encoding="utf-8").splitlines()[:6]
+    (tmp_path / "in.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
+    argv = [sys.executable, "-m", "q2_plugins.cli", "score", "--engine", "ray", "--ray-batch-size", "2",
+            "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out.jsonl"),
+            "--qg-model", str(tiny_models["qg_short"]), "--qa-model", str(tiny_models["qa"]),
+            "--nli-model", str(tiny_models["nli"]), "--qg-max-length", "12"]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
+           "TQDM_MININTERVAL": "0"}
+    code, shown = in_a_terminal(argv, env, timeout=900)
+    assert code == 0, shown[-3000:]
+    states = [part.strip() for part in shown.replace("\n", "\r").split("\r") if part.startswith("q2 rows:")]
+    counts = [int(re.search(r"\| *(\d+)/6 \[", s).group(1)) for s in states]
+    assert counts and counts == sorted(counts) and counts[0] == 0 and counts[-1] == 6, (states, shown[-3000:])
+    assert re.search(r"\[\d\d:\d\d<\d\d:\d\d, +[\d.]+(row/s|s/row)\]", states[-1]), states[-1]
+    assert "MapBatches" not in shown and "Running Dataset" not in shown and "Traceback" not in shown, shown[-3000:]
+    assert len((tmp_path / "out.jsonl").read_text().splitlines()) == 6

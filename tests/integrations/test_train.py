@@ -213,3 +213,38 @@ def test_three_way_folding_and_conv_fever_labels(tmp_path):
     pairs = read_pairs(str(path), TrainOptions(str(path), "o", labels=3))
     assert [p.label for p in pairs] == ["neutral", "entailment", "contradiction", "contradiction", "neutral"]
     assert evaluate_labels(["entailment", "generic"], ["entailment", "off-topic"])["3way"]["accuracy"] == 1.0
+
+
+def test_q2_train_counts_its_steps_as_a_bar_on_a_terminal_in_plain_lines_in_a_log_and_not_with_no_progress(
+        bases, train_file, tmp_path):
+    """The steps of ``q2 train``: a bar redrawn in place at a terminal; plain ``q2 train: done/total steps`` lines in
+    a log (the last at the total); nothing with ``--no-progress``; standard output keeps the summary
+    (``--format json`` parses) either way."""
+    import os
+    import re
+    import subprocess
+    import sys
+
+    from tests.pipeline.test_progress import in_a_terminal
+
+    repo = Path(__file__).resolve().parents[2]
+    env = {**os.environ, "PYTHONPATH": str(repo), "TQDM_MININTERVAL": "0"}
+
+    def argv(out: str) -> list[str]:
+        return [sys.executable, "-m", "q2_plugins.cli", "train", "--train-file", str(train_file), "--output-dir",
+                str(tmp_path / out), "--labels", "5", "--base", str(bases[5]), "--max-length", "48",
+                "--max-steps", "6", "--per-device-train-batch-size", "2", "--logging-steps", "2", "--seed", "3",
+                "--format", "json"]
+
+    code, shown = in_a_terminal(argv("tty"), env, size=(24, 100))  # (the Trainer's bar: a terminal with a size)
+    assert code == 0, shown[-2000:]
+    states = [part for part in shown.split("\r") if re.search(r"\d+/6 \[", part)]
+    assert len(states) >= 3 and re.search(r"\b6/6 \[", states[-1]), shown[-2000:]
+    logged = subprocess.run(argv("log"), env=env, capture_output=True, text=True, timeout=600)
+    assert logged.returncode == 0, logged.stderr[-2000:]
+    lines = [line for line in logged.stderr.splitlines() if line.startswith("q2 train: ")]
+    assert lines and re.match(r"q2 train: 6/6 steps \(100%\) in [\d.]+ s, [\d.]+ steps/s$", lines[-1]), lines
+    assert "\r" not in logged.stderr and json.loads(logged.stdout)["steps"] == 6
+    quiet = subprocess.run(argv("quiet") + ["--no-progress"], env=env, capture_output=True, text=True, timeout=600)
+    assert quiet.returncode == 0 and "q2 train: " not in quiet.stderr and "\r" not in quiet.stderr, quiet.stderr
+    assert json.loads(quiet.stdout)["steps"] == 6

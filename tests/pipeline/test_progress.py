@@ -145,14 +145,21 @@ def test_a_log_of_a_q2_score_run_holds_only_our_lines(model_config, seven_rows, 
         assert log.splitlines()[1].startswith("q2 rows: 7/7 rows (100%) in ")
 
 
-def in_a_terminal(argv: list[str], env: dict[str, str], timeout: float = 600) -> tuple[int, str]:
+def in_a_terminal(argv: list[str], env: dict[str, str], timeout: float = 600,
+                  size: tuple[int, int] | None = None) -> tuple[int, str]:
     """Run ``argv`` with standard error (and input) on a pseudo-terminal, as a person at a terminal does; returns
-    its exit code and everything the terminal got."""
+    its exit code and everything the terminal got. ``size``: its rows and columns (default: none set)."""
     import pty
     import select
     import time
 
     main_fd, side = pty.openpty()
+    if size is not None:
+        import fcntl
+        import struct
+        import termios
+
+        fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", size[0], size[1], 0, 0))
     proc = subprocess.Popen(argv, stdin=side, stdout=subprocess.DEVNULL, stderr=side, env=env, close_fds=True)
     os.close(side)
     got, end = bytearray(), time.monotonic() + timeout
@@ -311,3 +318,34 @@ def test_q2_perturb_counts_its_rows_on_a_terminal_in_plain_lines_in_a_log_and_no
     quiet = subprocess.run(argv + ["--no-progress"], env=env, capture_output=True, text=True, timeout=600)
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr[-2000:]
     assert quiet.stdout == logged.stdout  # the same summary
+
+
+@pytest.mark.parametrize("recipe", ["begin", "conv-fever"])
+def test_q2_perturb_recipe_counts_its_rows_on_a_terminal_in_plain_lines_in_a_log_and_not_with_no_progress(
+        tmp_path, recipe):
+    """``q2 perturb --recipe``: the row bar at a terminal, through spaCy's parse and then the examples; plain lines
+    in a log; nothing with ``--no-progress``; the same summary either way."""
+    sample = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
+    base = [json.loads(line) for line in sample.read_text(encoding="utf-8").splitlines()]
+    rows = [{"response": f"{row['response']} ({k})", "knowledge": row["knowledge"], "topic": f"t{k % 5}"}
+            for k in range(13) for row in base]
+    n = len(rows)
+    (tmp_path / "in.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows), encoding="utf-8")
+    argv = [sys.executable, "-m", "q2_plugins.cli", "perturb", "--recipe", recipe, "--input",
+            str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "made.jsonl")]
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]), "TQDM_MININTERVAL": "0"}
+    code, shown = in_a_terminal(argv, env)
+    assert code == 0, shown[-2000:]
+    states = [part.strip() for part in shown.split("\r") if part.startswith("q2 rows:")]
+    counts = [int(re.search(rf"\| *(\d+)/{n} \[", s).group(1)) for s in states]
+    assert counts and counts == sorted(counts) and counts[0] == 0 and counts[-1] == n, (states, shown[-3000:])
+    assert len({c for c in counts if 0 < c < n}) >= 2, states
+    assert any("stage: parse" in s for s in states) and any("stage: examples" in s for s in states), states
+    logged = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=600)
+    assert logged.returncode == 0, logged.stderr[-2000:]
+    lines = logged.stderr.splitlines()
+    assert lines and all(line.startswith("q2 rows: ") for line in lines), lines
+    assert lines[-1].startswith(f"q2 rows: {n}/{n} rows (100%) in ") and "\r" not in logged.stderr
+    quiet = subprocess.run(argv + ["--no-progress"], env=env, capture_output=True, text=True, timeout=600)
+    assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr[-2000:]
+    assert quiet.stdout == logged.stdout
