@@ -25,7 +25,7 @@ from typing import Any, Optional, Sequence
 from .config import Q2Config
 
 __all__ = ["TOLERANCE", "MOVED", "Tolerance", "Agreement", "compare", "check_due", "reference_config",
-           "reference_model", "warn_if_below"]
+           "reference_model", "precision_line", "warn_if_below"]
 
 #: a response's score "moves" when it changes by more than this
 MOVED = 0.05
@@ -110,6 +110,11 @@ class Agreement:
         return {**asdict(self), "moved_share": self.moved_share, "filter_flip_share": self.filter_flip_share,
                 "nli_flip_share": self.nli_flip_share, "speed_ratio": self.speed_ratio, "moved_by": MOVED,
                 "tolerance": asdict(tolerance), "within_tolerance": not self.below(tolerance)}
+
+    @classmethod
+    def from_dict(cls, d: dict[str, Any]) -> "Agreement":
+        """The agreement :meth:`to_dict` wrote."""
+        return cls(**{k: d[k] for k in cls.__dataclass_fields__ if k in d})
 
     def lines(self) -> list[str]:
         """The figures as text, one line each."""
@@ -251,6 +256,13 @@ def describe(config: Q2Config, library_paths: bool = False) -> str:
     devices = sorted({config.role_device(r) for r in _roles(config)})
     paths = ", library paths" if library_paths else ""
     return f"{', '.join(parts)} on {'/'.join(devices)}{paths}"
+
+
+def precision_line(checked: dict[str, Any]) -> str:
+    """A run's summary line for its ``precision_check`` record (:meth:`Agreement.to_dict`)."""
+    return (f"precision     first {checked['rows']} rows vs {checked['reference']}: {checked['moved_share']:.1%} "
+            f"moved > {checked['moved_by']}, {checked['filter_flip_share']:.1%} filter and "
+            f"{checked['nli_flip_share']:.1%} NLI decisions flipped")
 
 
 def warn_if_below(agreement: Agreement, tolerance: Tolerance = TOLERANCE) -> bool:

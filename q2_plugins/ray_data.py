@@ -114,11 +114,14 @@ class Q2BatchScorer:
         expected_signature: Union[str, list, None] = None,
         cache_counter: Optional[Any] = None,
         row_counter: Optional[Any] = None,
+        precision_tally: Optional[Any] = None,
     ) -> None:
         from .scorer import Q2Scorer
 
         self.config = _config(config)
         self.scorer = Q2Scorer(self.config)
+        # a run's precision check (q2_plugins.precision) is taken once, by the first actor to score a batch
+        self.precision_tally, self._claimed = precision_tally if self.config.precision_check else None, False
         self.response_column, self.knowledge_column = response_column, knowledge_column
         self.history_column = history_column
         self.explain, self.labels, self.prefix = explain, labels, prefix
@@ -140,6 +143,11 @@ class Q2BatchScorer:
             _ = self.scorer.text_signals
 
     def __call__(self, batch: pa.Table) -> pa.Table:
+        if self.precision_tally is not None and not self._claimed:
+            self._claimed = True
+            if not ray.get(self.precision_tally.claim.remote("precision_check")):
+                self.precision_tally = None
+                self.scorer.skip_precision_check()
         cache = self.scorer.cache
         before = cache.counts() if cache is not None else {}
         records = set(batch.column_names) == {_RECORD, _READ_ERROR, _POSITION}  # (read_dataset's JSONL / CSV rows)
@@ -148,6 +156,10 @@ class Q2BatchScorer:
             ray.get(self.cache_counter.add.remote({k: v - before[k] for k, v in cache.counts().items()}))
         if self.row_counter is not None:  # (the driver's progress lines read it)
             ray.get(self.row_counter.add.remote({"rows": batch.num_rows}))
+        agreement = getattr(self.scorer, "precision_agreement", None)
+        if self.precision_tally is not None and agreement is not None:  # the check is done: the driver records it
+            ray.get(self.precision_tally.put.remote("precision_check", agreement.to_dict()))
+            self.precision_tally = None
         return out
 
     def _spec(self) -> RowSpec:

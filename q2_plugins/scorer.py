@@ -303,6 +303,10 @@ class Q2Scorer:
                                           lambda: SpacyCandidateExtractor(load_spacy(name, shared=False)))
         self._ahead.start([r for r in responses if isinstance(r, str)])
 
+    def skip_precision_check(self) -> None:
+        """Take no precision check (:mod:`q2_plugins.precision`): another scorer of the same run takes it."""
+        self._precision_pending = False
+
     def _rows_to_check(self, rows: Sequence[st.Row]) -> list[int]:
         """The rows of this call whose decisions are compared with float32 (:mod:`q2_plugins.precision`): the first
         ``precision_check`` usable rows of the first call with any, on a setting that is due a check and with the

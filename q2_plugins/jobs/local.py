@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
 from .. import __version__
+from ..precision import precision_line
 from ..results import print_summary
 
 if TYPE_CHECKING:
@@ -83,10 +84,7 @@ def score_local(job: ScoreJob) -> int:
     if "cache" in extra and job.summary_format == "text":
         print(cache_line(extra["cache"], config.cache_dir), file=stream)
     if "precision_check" in extra and job.summary_format == "text":
-        pc = extra["precision_check"]
-        print(f"precision     first {pc['rows']} rows vs {pc['reference']}: {pc['moved_share']:.1%} moved > "
-              f"{pc['moved_by']}, {pc['filter_flip_share']:.1%} filter and {pc['nli_flip_share']:.1%} NLI decisions "
-              f"flipped", file=stream)
+        print(precision_line(extra["precision_check"]), file=stream)
     for line in (extra.get("html_error"), problem):
         if line:
             print(f"q2 score: {line}", file=sys.stderr)

@@ -17,6 +17,7 @@ import ray.data
 
 from ..config import Q2Config
 from ..errors import SettingError
+from ..precision import Agreement, check_due, precision_line, warn_if_below
 from ..ray_data import (
     Q2BatchScorer,
     check_columns,
@@ -38,10 +39,14 @@ __all__ = ["run_score"]
 
 
 class _CacheCounter:
-    """The run's cache hits, misses and failed checks, added up from every actor's batches (an actor with no CPU)."""
+    """What the run's actors tell the driver (an actor with no CPU): counts added up from every actor's batches (cache
+    hits, misses and failed checks; scored rows), and values put once (the precision check's figures), with the
+    right to do a run-wide task once (:meth:`claim`: the first caller gets it)."""
 
     def __init__(self) -> None:
         self.counts: dict[str, int] = {"hits": 0, "misses": 0, "failed_checks": 0}
+        self.values: dict[str, Any] = {}
+        self.claimed: set[str] = set()
 
     def add(self, counts: dict[str, int]) -> None:
         for k, v in counts.items():
@@ -49,6 +54,17 @@ class _CacheCounter:
 
     def totals(self) -> dict[str, int]:
         return dict(self.counts)
+
+    def claim(self, name: str) -> bool:
+        first = name not in self.claimed
+        self.claimed.add(name)
+        return first
+
+    def put(self, name: str, value: Any) -> None:
+        self.values[name] = value
+
+    def get(self, name: str) -> Any:
+        return self.values.get(name)
 
 
 # Ray Data (2.60) hands every actor of its pool its context and map function as object-store references and
@@ -74,7 +90,8 @@ def _start(job: ScoreJob) -> None:
     ctx.enable_progress_bars = ray_bars
 
 
-def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any]) -> tuple["ray.data.Dataset", str]:
+def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any],
+            tally: Optional[Any] = None) -> tuple["ray.data.Dataset", str]:
     """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
     path = Path(job.input)
     kind = format_of(path, job.input_format, "input_format") if path.exists() else job.input_format
@@ -95,7 +112,7 @@ def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any]) -> tuple["r
                          concurrency=job.ray.concurrency, num_cpus=job.ray.num_cpus_per_worker,
                          num_gpus=job.ray.num_gpus_per_worker, batch_size=job.ray.batch_size, max_restarts=3,
                          max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,
-                         cache_counter=counter, row_counter=rows)
+                         cache_counter=counter, row_counter=rows, precision_tally=tally)
     try:
         with _row_lines(rows, _row_total(path, kind, ds)):
             scored = scored.materialize()
@@ -203,9 +220,15 @@ def _run_started(job: ScoreJob) -> int:
 
     config = job.config
     counter = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.cache_dir else None
-    scored, signature = _scored(job, config, counter)
+    # a setting the tests cannot run: one actor checks its decisions on its first rows (as the local engine does)
+    tally = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.precision_check and check_due(config) else None
+    scored, signature = _scored(job, config, counter, tally)
     stats, errors = dataset_summary(scored)
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
+    checked = ray.get(tally.get.remote("precision_check")) if tally is not None else None
+    if checked is not None:
+        extra["precision_check"] = checked
+        warn_if_below(Agreement.from_dict(checked))
     out_format = format_of(Path(job.input), job.input_format, "input_format")  # for directory outputs
     written = _write_outputs(job, scored, out_format, extra)
     summary = {**stats.summary(), **errors.summary()}
@@ -224,6 +247,8 @@ def _run_started(job: ScoreJob) -> int:
 def _print_extra(extra: dict[str, Any], config: Q2Config) -> None:
     if "cache" in extra:
         print(cache_line(extra["cache"], config.cache_dir))
+    if "precision_check" in extra:
+        print(precision_line(extra["precision_check"]))
     if "filter" in extra:
         f = extra["filter"]
         print(f"filter        kept {f['kept']} -> {f['kept_output']}  dropped {f['dropped']} -> "

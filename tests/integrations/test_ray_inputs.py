@@ -285,3 +285,25 @@ def test_a_stopped_ray_run_says_in_one_line_that_it_cannot_resume(tiny_models, t
     assert len(ours) == 1 and "the ray engine keeps no rows of a stopped run" in ours[0], err
     assert "Traceback" not in err and not out.exists()
     assert main(["score", *flags(tiny_models), "--input", str(src), "--output", str(out), "--resume"]) == 2
+
+
+def test_a_setting_the_tests_cannot_run_is_checked_once_and_recorded_as_the_local_engine_does(tiny_models, tmp_path,
+                                                                                               capsys):
+    """float16 on the CPU is due a precision check: one of the two actors scores the first rows of its first batch
+    again in float32 (the other takes none), and the driver records the agreement in the sidecar and prints it, as the local
+    engine does."""
+    rows = [{"id": f"r{i}", "response": "paris is in france .", "knowledge": "Paris is in France."} for i in range(6)]
+    src = tmp_path / "in.jsonl"
+    src.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    out = tmp_path / "out.jsonl"
+    assert main(["score", *flags(tiny_models), "--ray-batch-size", "4", "--no-progress", "--dtype", "float16",
+                 "--precision-check", "3", "--input", str(src), "--output", str(out)]) == 0
+    meta = json.loads(Path(f"{out}.meta.json").read_text())
+    checked = meta["precision_check"]
+    # (the rows of the first batch an actor scores, up to 3: Ray may hand it the block of 4 rows or that of 2)
+    assert 1 <= checked["rows"] <= 3 and checked["scores"] <= 3 and "float32" in checked["reference"], checked
+    assert "within_tolerance" in checked and "float16" in checked["checked"], checked
+    assert f"precision     first {checked['rows']} rows vs {checked['reference']}" in capsys.readouterr().out
+    # no check is due on the CPU's own float32: nothing recorded
+    assert main(["score", *flags(tiny_models), "--no-progress", "--input", str(src), "--output", str(out)]) == 0
+    assert "precision_check" not in json.loads(Path(f"{out}.meta.json").read_text())
