@@ -644,8 +644,9 @@ def page(res: Results) -> str:
              "in brackets; decisions of the real models against the batched fp32 run's; int8 through the ct2 "
              "backend on the CPU. No GPU run of this code is recorded yet. Tiny models time per-call overheads "
              "(Python between the beam steps, which CTranslate2 does in C++), not the kernels: their ratios say "
-             "nothing of paper-size models. The CPU runs below shared their machine with other work (its load "
-             "average is given where recorded).") + "\n",
+             "nothing of paper-size models. Each CPU run gives the machine's load average at its start (the paper-size "
+             "int8 runs: an idle 2-core AMD EPYC with AVX2 and no AVX-512 or VNNI, where int8 kernels gain less than "
+             "on CPUs that have them).") + "\n",
         gpu_runs(res),
         "## lm-eval: time inside the metric against offline scoring (`benchmarks/bench_lm_eval.py`)\n",
         lm_eval(res),
