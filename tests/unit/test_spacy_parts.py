@@ -52,3 +52,36 @@ def test_missing_pipeline_names_the_setting():
 
     with pytest.raises(ModelLoadError, match="spacy_model"):
         load_spacy("xx_no_such_pipeline")
+
+
+def test_personal_filter_parses_only_what_can_be_personal_and_decides_as_a_full_parse(nlp, monkeypatch):
+    """The token pre-check changes no decision: every question of the bundled recorded run, every response sentence
+    and hard cases (contractions, capitals, look-alikes), against the full parse of each; and questions without an
+    I / you / my / your token are not parsed at all."""
+    import csv
+    from pathlib import Path
+
+    data = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "original_run_slice"
+    texts = set()
+    for path in data.glob("*_out.steps.csv"):
+        with path.open(encoding="utf-8") as f:
+            for row in csv.DictReader(f):
+                texts.update(t for t in (row["question"], row["response"]) if t and t != "NO_Q")
+    with (data.parent / "begin_dev" / "dev_05_24_21.tsv").open(encoding="utf-8") as f:  # BEGIN's turns: many I / you
+        for row in csv.DictReader(f, delimiter="\t"):
+            texts.update(t for t in (row["response"], row["previous turn"]) if t)
+    hard = ["You're right, what's your name?", "I'm here", "what is YOUR view?", "i.e. what is it?", "y'all ok?",
+            "what did i-95 cross?", "Where's my_car?", "your", "I", "what did the youtube star buy?", "mine or yours?",
+            "Do you?", "What do they think of you?", "thank-you notes: who sends them?"]
+    questions = sorted(texts) + hard
+    assert len(questions) > 1000
+    pf = SpacyPersonalFilter(nlp)
+    expected = [pf._personal(doc) for doc in nlp.pipe(questions)]
+    assert pf.is_personal(questions) == expected
+    assert 0 < sum(expected) < len(expected)
+    parsed: list[str] = []
+    real_pipe = nlp.pipe
+    monkeypatch.setattr(nlp, "pipe", lambda texts, **kw: real_pipe(parsed.extend(texts) or texts, **kw))
+    assert pf.is_personal(["Who wrote the book?", "What do you like?", "Where is the youtube office?"]) == [
+        False, True, False]
+    assert parsed == ["What do you like?"]
