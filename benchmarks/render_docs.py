@@ -658,6 +658,11 @@ def page(res: Results) -> str:
         verbatim(res, "bench_report_big.txt"),
         "## Output size against input size: the free-space estimate (`benchmarks/bench_output_size.py`)\n",
         verbatim(res, "bench_output_size.txt"),
+        "## The personal-question filter's token pre-check (`benchmarks/bench_personal.py`)\n",
+        wrap("Only a question with an I / you / my / your token is parsed. The recorded questions passed the "
+             "original's filters (few are personal); BEGIN's previous turns are chat, near the worst case. Questions "
+             "of a run's beams fall between the two.") + "\n",
+        verbatim(res, "bench_personal_2b1d527.txt"),
         "## Training recipes (`benchmarks/audit_recipes.py`, `benchmarks/bench_train.py`)\n",
         "### Cues a classifier could learn besides the labels\n",
         wrap("The surface probe is logistic regression on 12 surface features (lengths, punctuation, question and "
