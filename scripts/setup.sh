@@ -11,13 +11,15 @@ PY=${PYTHON:-python3}
 VENV=${Q2_VENV:-.venv}
 PINS=${Q2_CONSTRAINTS:-requirements.lock}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
-# PYTHONWARNINGS: no build-backend warnings (setuptools' "Editable installation" banner) among the set-up lines
+# PYTHONWARNINGS: no build-backend warnings (setuptools' "Editable installation" banner) among the set-up lines.
+# --no-compile: no byte-compiling of every installed file (torch's alone: ~20 s on 2 cores); Python compiles the
+# modules a run imports, once, when it first imports them.
 PIP=(env PYTHONWARNINGS=ignore "$VENV/bin/python" -m pip --disable-pip-version-check -q)
-"${PIP[@]}" install -c "$PINS" --upgrade pip
-"${PIP[@]}" install -c "$PINS" torch==2.13.0
+"${PIP[@]}" install --no-compile -c "$PINS" --upgrade pip
+"${PIP[@]}" install --no-compile -c "$PINS" torch==2.13.0
 # Q2_EXTRAS: the extras to install (default: all the tests use; empty: scoring only, as scripts/score_sample.sh does)
 EXTRAS=${Q2_EXTRAS-dev,evaluate,lm-eval,metaeval,bertscore,train,report-tests,ray,ct2}
-"${PIP[@]}" install -c "$PINS" -e ".${EXTRAS:+[$EXTRAS]}"
+"${PIP[@]}" install --no-compile -c "$PINS" -e ".${EXTRAS:+[$EXTRAS]}"
 # the start-up hook for evaluate.load("q2") and ParlAI's --metrics q2 (editable installs do not get it from pip)
 "$VENV/bin/q2" hooks install
 # Headless Chromium for the HTML report's browser tests (apt-get as root when missing; Q2_BROWSER=0 skips)
