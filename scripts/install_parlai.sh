@@ -13,8 +13,8 @@ PINS=${Q2_CONSTRAINTS:-requirements.lock}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 # PYTHONWARNINGS: no build-backend warnings (setuptools' "Editable installation" banner) among the set-up lines
 PIP=(env PYTHONWARNINGS=ignore "$VENV/bin/python" -m pip --disable-pip-version-check -q)
-"${PIP[@]}" install --no-compile -c "$PINS" torch==2.13.0
-"${PIP[@]}" install --no-compile -c "$PINS" -e ".[parlai]"
-"${PIP[@]}" install --no-compile -c "$PINS" --no-deps parlai==1.7.2
+"${PIP[@]}" install -c "$PINS" torch==2.13.0
+"${PIP[@]}" install -c "$PINS" -e ".[parlai]"
+"${PIP[@]}" install -c "$PINS" --no-deps parlai==1.7.2
 "$VENV/bin/q2" hooks install
 "$VENV/bin/q2" hooks status

@@ -12,14 +12,17 @@ VENV=${Q2_VENV:-.venv}
 PINS=${Q2_CONSTRAINTS:-requirements.lock}
 [ -x "$VENV/bin/python" ] || "$PY" -m venv "$VENV"
 # PYTHONWARNINGS: no build-backend warnings (setuptools' "Editable installation" banner) among the set-up lines.
-# --no-compile: no byte-compiling of every installed file (torch's alone: ~20 s on 2 cores); Python compiles the
-# modules a run imports, once, when it first imports them.
+# Q2_COMPILE=0: no byte-compiling of the installed files (torch's alone: ~20 s on 2 cores); the caller compiles them
+# later (scripts/score_sample.sh, after its first score), since with PYTHONDONTWRITEBYTECODE set every run would
+# otherwise compile what it imports, every time.
 PIP=(env PYTHONWARNINGS=ignore "$VENV/bin/python" -m pip --disable-pip-version-check -q)
-"${PIP[@]}" install --no-compile -c "$PINS" --upgrade pip
-"${PIP[@]}" install --no-compile -c "$PINS" torch==2.13.0
+INSTALL=(install)
+[ "${Q2_COMPILE:-1}" = 1 ] || INSTALL+=(--no-compile)
+"${PIP[@]}" "${INSTALL[@]}" -c "$PINS" --upgrade pip
+"${PIP[@]}" "${INSTALL[@]}" -c "$PINS" torch==2.13.0
 # Q2_EXTRAS: the extras to install (default: all the tests use; empty: scoring only, as scripts/score_sample.sh does)
 EXTRAS=${Q2_EXTRAS-dev,evaluate,lm-eval,metaeval,bertscore,train,report-tests,ray,ct2}
-"${PIP[@]}" install --no-compile -c "$PINS" -e ".${EXTRAS:+[$EXTRAS]}"
+"${PIP[@]}" "${INSTALL[@]}" -c "$PINS" -e ".${EXTRAS:+[$EXTRAS]}"
 # the start-up hook for evaluate.load("q2") and ParlAI's --metrics q2 (editable installs do not get it from pip)
 "$VENV/bin/q2" hooks install
 # Headless Chromium for the HTML report's browser tests (apt-get as root when missing; Q2_BROWSER=0 skips)
