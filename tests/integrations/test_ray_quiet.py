@@ -43,15 +43,21 @@ def test_only_the_harmless_core_worker_line_is_left_out(tmp_path):
                    b"bar 1/2\rbar 2/2\nno newline at the endafter\n" + HARMLESS)  # (after the block: not filtered)
 
 
-def test_ray_run_without_progress_writes_nothing_to_standard_error(tiny_models, tmp_path):
-    optional_import("ray", "ray")
+def ray_score_argv(tiny_models, tmp_path: Path, n_rows: int, *flags: str) -> list[str]:
+    """``q2 score --engine ray`` on the sample's first ``n_rows`` rows (written to ``tmp_path/in.jsonl``) with the
+    tiny models, as a command line; ``flags`` go after ``--engine ray``."""
     data = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
-    rows = data.read_text(encoding="utf-8").splitlines()[:4]
+    rows = data.read_text(encoding="utf-8").splitlines()[:n_rows]
     (tmp_path / "in.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    argv = [sys.executable, "-m", "q2_plugins.cli", "score", "--engine", "ray", "--no-progress",
+    return [sys.executable, "-m", "q2_plugins.cli", "score", "--engine", "ray", *flags,
             "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out.jsonl"),
             "--qg-model", str(tiny_models["qg_short"]), "--qa-model", str(tiny_models["qa"]),
             "--nli-model", str(tiny_models["nli"]), "--qg-max-length", "12"]
+
+
+def test_ray_run_without_progress_writes_nothing_to_standard_error(tiny_models, tmp_path):
+    optional_import("ray", "ray")
+    argv = ray_score_argv(tiny_models, tmp_path, 4, "--no-progress")
     with open(tmp_path / "err", "w") as err:
         proc = subprocess.run(argv, stderr=err, stdout=subprocess.DEVNULL, timeout=900)
     log = (tmp_path / "err").read_text()
@@ -64,13 +70,7 @@ def test_ray_run_in_a_log_counts_the_scored_rows_in_plain_lines(tiny_models, tmp
     """With progress, a log gets the run's one "loading models" line and plain ``q2 rows: done/total`` lines read
     from the actors' count of scored rows, the last at the total; no bar, no Ray log line."""
     optional_import("ray", "ray")
-    data = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
-    rows = data.read_text(encoding="utf-8").splitlines()[:4]
-    (tmp_path / "in.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    argv = [sys.executable, "-m", "q2_plugins.cli", "score", "--engine", "ray", "--ray-batch-size", "2",
-            "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out.jsonl"),
-            "--qg-model", str(tiny_models["qg_short"]), "--qa-model", str(tiny_models["qa"]),
-            "--nli-model", str(tiny_models["nli"]), "--qg-max-length", "12"]
+    argv = ray_score_argv(tiny_models, tmp_path, 4, "--ray-batch-size", "2")
     with open(tmp_path / "err", "w") as err:
         proc = subprocess.run(argv, stderr=err, stdout=subprocess.DEVNULL, timeout=900)
     lines = (tmp_path / "err").read_text().splitlines()
@@ -88,13 +88,7 @@ def test_ray_run_on_a_terminal_shows_the_runs_row_bar_and_not_ray_datas(tiny_mod
     optional_import("ray", "ray")
     from tests.pipeline.test_progress import in_a_terminal
 
-    data = Path(__file__).resolve().parents[2] / "q2_plugins" / "data" / "sample.jsonl"
-    rows = data.read_text(encoding="utf-8").splitlines()[:6]
-    (tmp_path / "in.jsonl").write_text("\n".join(rows) + "\n", encoding="utf-8")
-    argv = [sys.executable, "-m", "q2_plugins.cli", "score", "--engine", "ray", "--ray-batch-size", "2",
-            "--input", str(tmp_path / "in.jsonl"), "--output", str(tmp_path / "out.jsonl"),
-            "--qg-model", str(tiny_models["qg_short"]), "--qa-model", str(tiny_models["qa"]),
-            "--nli-model", str(tiny_models["nli"]), "--qg-max-length", "12"]
+    argv = ray_score_argv(tiny_models, tmp_path, 6, "--ray-batch-size", "2")
     env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2]),
            "TQDM_MININTERVAL": "0"}
     code, shown = in_a_terminal(argv, env, timeout=900)
