@@ -38,7 +38,7 @@ from . import ScoreJob
 __all__ = ["run_score"]
 
 
-class _CacheCounter:
+class _RunTally:
     """What the run's actors tell the driver (an actor with no CPU): counts added up from every actor's batches (cache
     hits, misses and failed checks; scored rows), and values put once (the precision check's figures), with the
     right to do a run-wide task once (:meth:`claim`: the first caller gets it)."""
@@ -106,7 +106,7 @@ def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any],
               file=sys.stderr, flush=True)
     # the models are checked in a task while the actors start and load them (the actors wait for its result)
     check = start_model_check(config, num_cpus=0, num_gpus=job.ray.num_gpus_per_worker)
-    rows = ray.remote(num_cpus=0)(_CacheCounter).remote() if job.progress else None
+    rows = ray.remote(num_cpus=0)(_RunTally).remote() if job.progress else None
     scored = map_scorer(ds, config, response_column=spec.response_column, knowledge_column=spec.knowledge_column,
                          history_column=spec.history_column, explain=spec.explain, labels=spec.labels, prefix="",
                          concurrency=job.ray.concurrency, num_cpus=job.ray.num_cpus_per_worker,
@@ -219,9 +219,9 @@ def _run_started(job: ScoreJob) -> int:
     from ..rows import write_meta
 
     config = job.config
-    counter = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.cache_dir else None
+    counter = ray.remote(num_cpus=0)(_RunTally).remote() if config.cache_dir else None
     # a setting the tests cannot run: one actor checks its decisions on its first rows (as the local engine does)
-    tally = ray.remote(num_cpus=0)(_CacheCounter).remote() if config.precision_check and check_due(config) else None
+    tally = ray.remote(num_cpus=0)(_RunTally).remote() if config.precision_check and check_due(config) else None
     scored, signature = _scored(job, config, counter, tally)
     stats, errors = dataset_summary(scored)
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
