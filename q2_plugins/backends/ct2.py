@@ -177,6 +177,27 @@ def _threads() -> int:
     return max(1, torch.get_num_threads())
 
 
+def _workers(threads: int) -> tuple[int, int]:
+    """(batches run side by side, threads each) for a translator on ``threads`` CPU threads. The decoder's matmuls
+    at one step are small (batch x beams rows), so threads split within one batch wait on each other at every
+    op; whole batches run side by side do not (``benchmarks/bench_gpu.py --int8`` measures it). At most 4 side by
+    side, to keep the memory of the batches in flight bounded."""
+    side = min(threads, 4)
+    return side, max(1, threads // side)
+
+
+def _keeping_torch_threads(make: Any) -> Any:
+    """``make()``, then torch's thread count put back: CTranslate2 sets the OpenMP thread count of the calling
+    thread to its ``intra_threads``, which torch (QA, the float32 check) would then run on."""
+    import torch
+
+    threads = torch.get_num_threads()
+    try:
+        return make()
+    finally:
+        torch.set_num_threads(threads)
+
+
 class CT2Backend:
     """Components of CTranslate2 conversions of transformers QG and NLI models (see the module docstring)."""
 
@@ -201,12 +222,14 @@ class CT2Backend:
         rt = config.role_runtime(role)
         batching = {"batch_size": rt.batch_size, "batch_tokens": rt.batch_tokens, "sort_by_length": rt.sort_by_length}
         if role == "qg":
-            translator = ctranslate2.Translator(str(path), device="cpu", compute_type=compute,
-                                                intra_threads=_threads())
+            side, each = _workers(_threads())
+            translator = _keeping_torch_threads(lambda: ctranslate2.Translator(
+                str(path), device="cpu", compute_type=compute, inter_threads=side, intra_threads=each))
             qg = CT2QuestionGenerator(tokenizer, translator, **config.stage_settings("qg"), **batching)
             qg.end_tokens = _end_tokens(tokenizer, _local_files(role, model, _revision(role, config)))
             return qg
-        encoder = ctranslate2.Encoder(str(path), device="cpu", compute_type=compute, intra_threads=_threads())
+        encoder = _keeping_torch_threads(lambda: ctranslate2.Encoder(str(path), device="cpu", compute_type=compute,
+                                                                     intra_threads=_threads()))
         return CT2NLI(tokenizer, encoder, path / "q2_head.pt", **config.stage_settings("nli"), model_name=name,
                       **batching)
 
@@ -262,14 +285,18 @@ class CT2QuestionGenerator(_hf().HFQuestionGenerator):  # type: ignore[misc]
         most = self.generate_overrides.get("max_new_tokens", self.max_length - 1)  # (max_length counts the start)
         least = self.generate_overrides.get("min_new_tokens", 0)
         out: list[list[str]] = [[] for _ in pairs]
-        for batch in length_batches([len(t) for t in tokens], self.batch_size, self.sort_by_length,
-                                    self.batch_tokens):
-            results = self.translator.translate_batch(
-                [tokens[i] for i in batch], beam_size=self.num_beams, num_hypotheses=self.num_return,
-                no_repeat_ngram_size=self.no_repeat_ngram if self.decoding == "beam" else 0,
-                max_decoding_length=most, min_decoding_length=least, max_batch_size=len(batch),
-                **({"end_token": self.end_tokens} if self.end_tokens else {}))
-            for i, res in zip(batch, results):
+        # Every batch is queued at once (the same batches as one at a time, so the same questions); the
+        # translator's workers run them side by side (see _workers).
+        queued = [(batch, self.translator.translate_batch(
+            [tokens[i] for i in batch], beam_size=self.num_beams, num_hypotheses=self.num_return,
+            no_repeat_ngram_size=self.no_repeat_ngram if self.decoding == "beam" else 0,
+            max_decoding_length=most, min_decoding_length=least, max_batch_size=len(batch), asynchronous=True,
+            **({"end_token": self.end_tokens} if self.end_tokens else {})))
+            for batch in length_batches([len(t) for t in tokens], self.batch_size, self.sort_by_length,
+                                        self.batch_tokens)]
+        for batch, results in queued:
+            for i, pending in zip(batch, results):
+                res = pending.result()
                 texts = self.tokenizer.batch_decode([self.tokenizer.convert_tokens_to_ids(h) for h in res.hypotheses],
                                                     skip_special_tokens=True)
                 out[i] = [q.replace("question: ", "", 1) for q in texts]

@@ -103,3 +103,17 @@ def test_check_precision_prints_the_comparison(tiny_models, ct2_cache, rows, tmp
     assert "ct2" in out["checked"] and "ct2" not in out["reference"]
     assert {"score_mae", "score_corr", "moved_share", "filter_flip_share", "nli_flip_share"} <= set(out)
     assert "ct2-" in out["signatures"]["checked"] and "ct2-" not in out["signatures"]["reference"]
+
+
+def test_batches_run_side_by_side_give_each_batch_its_own_questions(tiny_models, ct2_cache, rows):
+    """All batches are queued at once: every row still gets the questions of its own input, in input order, and
+    loading the translator leaves torch's thread count as it was."""
+    import torch
+
+    threads = torch.get_num_threads()
+    qg = backends.load("qg", _config(tiny_models, batch_size=1))
+    assert torch.get_num_threads() == threads
+    pairs = [(r["response"].split()[i], r["response"]) for r in rows[:6] for i in (0, 1)]
+    together = qg.generate(pairs)
+    assert together == [qg.generate([p])[0] for p in pairs]
+    assert len({tuple(q) for q in together}) > 1
