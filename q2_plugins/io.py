@@ -134,6 +134,11 @@ def _big_int(digits: str) -> Any:
     return int(digits) if len(digits.lstrip("-")) <= MAX_INT_DIGITS else digits
 
 
+def _not_utf8(line: int, raw: bytes, e: UnicodeDecodeError, start: int) -> str:
+    """The one wording of a line that is not UTF-8 (``start``: the line's byte offset in the file)."""
+    return f"line {line} is not valid UTF-8: byte {raw[e.start]:#04x} at byte offset {start + e.start} of the file"
+
+
 def _jsonl_records(f: IO[bytes]) -> Iterator[tuple[int, Any, Optional[str]]]:
     """``(line number, parsed value, None)`` or ``(line number, None, error message)`` per non-blank line of a byte
     stream; lines end at ``\\n`` only (a ``\\r`` before it is dropped), a UTF-8 BOM at the start is skipped."""
@@ -159,8 +164,7 @@ def _jsonl_records(f: IO[bytes]) -> Iterator[tuple[int, Any, Optional[str]]]:
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError as e:
-            yield n, None, (f"line {n} is not valid UTF-8: byte {raw[e.start]:#04x} at byte offset "
-                             f"{start + e.start} of the file")
+            yield n, None, _not_utf8(n, raw, e, start)
             continue
         try:
             yield n, json.loads(text, strict=False, parse_int=_big_int, parse_constant=str,
@@ -506,12 +510,33 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     os.replace(tmp, path)
 
 
+def _first_bad_line(path: Path) -> Optional[str]:
+    """Where ``path`` first stops being UTF-8, in the words of the record readers ("line N is not valid UTF-8: byte
+    0x.. at byte offset K of the file"); None when it cannot be read again or every line decodes (a line ends at
+    ``\\n``, which no UTF-8 sequence holds, so lines decode one at a time)."""
+    try:
+        with path.open("rb") as f:
+            offset = 0
+            for n, raw in enumerate(f, start=1):
+                try:
+                    raw.decode("utf-8")
+                except UnicodeDecodeError as e:
+                    return _not_utf8(n, raw, e, offset)
+                offset += len(raw)
+    except OSError:
+        return None
+    return None
+
+
 @contextlib.contextmanager
 def named_errors(path: str | Path) -> Iterator[None]:
     """An OS error (a full disk) or a codec error while ``path`` is read or written names it: the OS error gets
-    ``path`` as its ``filename`` when it has none; a codec error becomes an :class:`InputFormatError` naming it."""
+    ``path`` as its ``filename`` when it has none; a codec error becomes an :class:`InputFormatError` naming it
+    (and, when reading, the line of the first byte that is not UTF-8)."""
     try:
         yield
+    except UnicodeDecodeError as e:
+        raise InputFormatError(f"{path} {_first_bad_line(Path(path)) or e}") from None
     except UnicodeError as e:
         raise InputFormatError(f"{path}: {e}") from None
     except OSError as e:

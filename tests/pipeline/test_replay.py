@@ -114,3 +114,13 @@ def test_replay_summary_labels_the_f1_mean_as_what_it_is(tmp_path, capsys):
     assert main(["replay", "--steps", str(steps), "--discard-unanswerable", "--format", "json"]) == 0
     star = json.loads(capsys.readouterr().out)
     assert star["q2_no_nli"] == 0.5 and "|questions:discard-unanswerable" in star["signature"]
+
+
+def test_a_byte_that_is_not_utf8_is_named_by_file_and_line(tmp_path, capsys):
+    steps = tmp_path / "x_out.steps.csv"
+    head = b"id,response,cand,question,knowledge,knowledge_ans,score\n0,r0,Paris,Which city?,k0,Paris,1.0\n"
+    steps.write_bytes(head + b"1,caf\xa9,Rome,Which town?,k1,[CLS],0.0\n")
+    assert main(["replay", "--steps", str(steps)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and err[0].endswith(f"{steps} line 3 is not valid UTF-8: byte 0xa9 at byte offset "
+                                             f"{len(head) + 5} of the file"), err
