@@ -178,10 +178,11 @@ def _threads() -> int:
 
 
 def _workers(threads: int) -> tuple[int, int]:
-    """(batches run side by side, threads each) for a translator on ``threads`` CPU threads. The decoder's matmuls
-    at one step are small (batch x beams rows), so threads split within one batch wait on each other at every
-    op; whole batches run side by side do not (``benchmarks/bench_gpu.py --int8`` measures it). At most 4 side by
-    side, to keep the memory of the batches in flight bounded."""
+    """(batches run side by side, threads each) for a translator or encoder on ``threads`` CPU threads. A matmul of
+    one batch (batch x beams rows at a decoder step) is small, so threads split within one batch wait on each
+    other at every op; whole batches run side by side do not (``benchmarks/bench_gpu.py --int8`` measures it). A
+    call of one batch runs on one worker's threads. At most 4 side by side, to keep the memory of the batches in
+    flight bounded."""
     side = min(threads, 4)
     return side, max(1, threads // side)
 
@@ -228,8 +229,9 @@ class CT2Backend:
             qg = CT2QuestionGenerator(tokenizer, translator, **config.stage_settings("qg"), **batching)
             qg.end_tokens = _end_tokens(tokenizer, _local_files(role, model, _revision(role, config)))
             return qg
+        side, each = _workers(_threads())
         encoder = _keeping_torch_threads(lambda: ctranslate2.Encoder(str(path), device="cpu", compute_type=compute,
-                                                                     intra_threads=_threads()))
+                                                                     inter_threads=side, intra_threads=each))
         return CT2NLI(tokenizer, encoder, path / "q2_head.pt", **config.stage_settings("nli"), model_name=name,
                       **batching)
 
@@ -318,6 +320,7 @@ class CT2NLI(_hf().HFNLI):  # type: ignore[misc]
         self.max_length, self.stride = max_length, stride
         self.labels = _hf().nli_label_map({int(k): v for k, v in saved["id2label"].items()}, model_name)
         self._head = saved["head"]
+        self._threads: Any = None  # the threads that hand batches to the encoder's workers, made on first use
 
     def _classify(self, first: Any) -> Any:
         """The head on each window's first-token state: RoBERTa's dense + tanh + out_proj, or BERT's linear layer
@@ -339,10 +342,24 @@ class CT2NLI(_hf().HFNLI):  # type: ignore[misc]
         features = win.features
         lengths = [len(f["input_ids"]) for f in features]
         out: list[Any] = [None] * len(features)
-        for batch in length_batches(lengths, self.batch_size, self.sort_by_length, self.batch_tokens):
+
+        def encode(batch: list[int]) -> tuple[list[int], Any]:
             ids = [list(features[w]["input_ids"]) for w in batch]
             types = [list(features[w]["token_type_ids"]) for w in batch] if "token_type_ids" in features[0] else None
-            result = self.encoder.forward_batch(ids, token_type_ids=types)
+            return batch, self.encoder.forward_batch(ids, token_type_ids=types)
+
+        batches = list(length_batches(lengths, self.batch_size, self.sort_by_length, self.batch_tokens))
+        # whole batches side by side on the encoder's workers (see _workers); the same batches as one at a time
+        workers = int(getattr(self.encoder, "num_encoders", 1) or 1)
+        if workers > 1 and len(batches) > 1:
+            if self._threads is None:
+                from concurrent.futures import ThreadPoolExecutor
+
+                self._threads = ThreadPoolExecutor(workers, thread_name_prefix="q2-ct2-nli")
+            encoded: Any = self._threads.map(encode, batches)
+        else:
+            encoded = map(encode, batches)
+        for batch, result in encoded:
             pooled = getattr(result, "pooler_output", None) if "out_proj.weight" not in self._head else None
             first = (torch.as_tensor(np.array(pooled)) if pooled is not None
                      else torch.as_tensor(np.array(result.last_hidden_state))[:, 0])

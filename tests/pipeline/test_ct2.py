@@ -117,3 +117,17 @@ def test_batches_run_side_by_side_give_each_batch_its_own_questions(tiny_models,
     together = qg.generate(pairs)
     assert together == [qg.generate([p])[0] for p in pairs]
     assert len({tuple(q) for q in together}) > 1
+
+
+def test_nli_batches_run_side_by_side_give_each_pair_its_own_label(tiny_models, ct2_cache, rows):
+    import torch
+
+    threads = torch.get_num_threads()
+    nli = backends.load("nli", _config(tiny_models, batch_size=1))
+    assert torch.get_num_threads() == threads
+    pairs = [(r["knowledge"], r["response"]) for r in rows]
+    together = nli._logits(nli._windows(pairs))
+    assert len(together) == len(pairs)
+    alone = [nli._logits(nli._windows([p]))[0] for p in pairs]
+    assert all(torch.equal(a, b) for a, b in zip(together, alone))
+    assert len({tuple(x.tolist()) for x in together}) == len(pairs)
