@@ -646,7 +646,9 @@ def page(res: Results) -> str:
              "(Python between the beam steps, which CTranslate2 does in C++), not the kernels: their ratios say "
              "nothing of paper-size models. Each CPU run gives the machine's load average at its start (the paper-size "
              "int8 runs: an idle 2-core AMD EPYC with AVX2 and no AVX-512 or VNNI, where int8 kernels gain less than "
-             "on CPUs that have them).") + "\n",
+             "on CPUs that have them). The int8 runs of 3716788 ran each ct2 batch over all threads, one batch at "
+             "a time; later ones run whole batches side by side (up to 4, the threads shared among them; the same "
+             "batches, so the same outputs).") + "\n",
         gpu_runs(res),
         "## lm-eval: time inside the metric against offline scoring (`benchmarks/bench_lm_eval.py`)\n",
         lm_eval(res),
