@@ -450,19 +450,27 @@ def blank_lines(path: str | Path, fmt: Optional[str] = None) -> list[int]:
 
 def read_checked_rows(path: str | Path, fmt: Optional[str] = None, fields: Sequence[tuple[str, Optional[str]]] = (),
                       *, error: type[InputFormatError] = InputFormatError,
-                      missing_error: type[SettingError] = MissingColumnsError) -> Iterator[tuple[int, dict[str, Any]]]:
+                      missing_error: type[SettingError] = MissingColumnsError,
+                      keep_bad_rows: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
     """``(row number, row)`` of rows that all have the fields ``fields`` names, as (setting, column) pairs (a None
     column is not asked for): an unreadable row raises ``error``; a missing field raises ``missing_error`` naming
-    the setting that chose it."""
+    the setting that chose it. ``keep_bad_rows``: an unreadable row comes as read (``{"__error__": why}``) and only
+    the first readable row must have every field (a later one may lack one), for a caller that skips and counts
+    bad rows."""
     asked = [(setting, column) for setting, column in fields if column]
+    checked = False
     for n, row in enumerate(read_rows(path, fmt)):
         if "__error__" in row:
-            raise error(f"{path}: {row['__error__']}")
-        missing = [(setting, column) for setting, column in asked if column not in row]
+            if not keep_bad_rows:
+                raise error(f"{path}: {row['__error__']}")
+            yield n, row
+            continue
+        missing = [] if checked else [(setting, column) for setting, column in asked if column not in row]
         if missing:
             raise missing_error(" / ".join(dict.fromkeys(s for s, _ in missing)),
                                 f"{path} row {n}: no field(s) {[c for _, c in missing]}; its fields are "
                                 f"{sorted(row)}. Name the right ones.")
+        checked = keep_bad_rows
         yield n, row
 
 

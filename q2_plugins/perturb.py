@@ -905,19 +905,22 @@ def stress_pairs(options: PerturbOptions, progress: bool = False) -> dict[str, A
     ``progress``: the rows counted on standard error as ``q2 score`` counts them (a bar on a terminal, plain lines
     in a log)."""
     from .io import read_checked_rows
+    from .textcheck import cells
 
     path = options.inputs[0]
     keep = keep_filter(options.keep)
     fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
               ("id_column", options.id_column), ("topic_column", options.topic_column),
               ("keep", keep[0] if keep else None)]
-    rows = list(read_checked_rows(path, options.input_format, fields))
+    # an unreadable record or a row without a field is kept, to be skipped and counted, never dropped
+    rows = list(read_checked_rows(path, options.input_format, fields, keep_bad_rows=True))
     n_read = len(rows)
     if keep:
-        rows = [(n, row) for n, row in rows if str(row[keep[0]]).strip() in keep[1]]
-    first = rows[0][1] if rows else {}
+        rows = [(n, row) for n, row in rows if "__error__" in row or str(row.get(keep[0])).strip() in keep[1]]
+    first = next((row for _, row in rows if "__error__" not in row), {})
     id_column = options.id_column or ("id" if "id" in first else None)
     topic_column = options.topic_column or ("topic" if "topic" in first else None)
+    columns = [cells(row, options.response_column, options.knowledge_column) for _, row in rows]
     with contextlib.ExitStack() as stack:
         bar = None
         if progress:
@@ -925,9 +928,9 @@ def stress_pairs(options: PerturbOptions, progress: bool = False) -> dict[str, A
 
             bar = stack.enter_context(Progress(total=len(rows)))
         pairs, report = make_stress_pairs(
-            responses=[row[options.response_column] for _, row in rows],
-        knowledge=[row[options.knowledge_column] for _, row in rows],
-            ids=[row.get(id_column) if id_column else n for n, row in rows],
+            responses=[c[0] for c in columns], knowledge=[c[1] for c in columns],
+            ids=[f"unreadable row {n}" if "__error__" in row else row.get(id_column) if id_column else n
+                 for n, row in rows],
             topics=[row.get(topic_column) for _, row in rows] if topic_column else None,
             methods=options.methods, seed=options.seed, spacy_model=options.spacy_model, progress=bar,
         )

@@ -82,24 +82,32 @@ def input_kind(path: Path, dataset: str) -> str:
 
 def _table_rows(path: Path, options: SourceOptions) -> list[SourceRow]:
     from ..io import read_checked_rows
+    from ..textcheck import cells
 
     keep = keep_filter(options.keep)
     fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
               ("id_column", options.id_column), ("topic_column", options.topic_column),
               ("previous_column", options.previous_column), ("keep", keep[0] if keep else None)]
-    rows = [(n, r) for n, r in read_checked_rows(str(path), options.input_format, fields)
-            if not keep or str(r[keep[0]]).strip() in keep[1]]
-    first = rows[0][1] if rows else {}
+    # an unreadable record or a row without a field is kept, to be skipped and counted (textcheck), never dropped
+    rows = [(n, r) for n, r in read_checked_rows(str(path), options.input_format, fields, keep_bad_rows=True)
+            if not keep or "__error__" in r or str(r.get(keep[0])).strip() in keep[1]]
+    first = next((r for _, r in rows if "__error__" not in r), {})
     previous = options.previous_column or next((c for c in _PREVIOUS if c in first), None)
     topic = options.topic_column or ("topic" if "topic" in first else None)
-    def value(v: Any) -> Any:
-        return "" if v is None else v  # a missing cell is empty; any other value is kept as read, for the checks
 
-    return [SourceRow(id=str(r[options.id_column]) if options.id_column else str(n),
-                      response=value(r[options.response_column]), knowledge=value(r[options.knowledge_column]),
-                      previous=value(r[previous]) if previous else None,
-                      dialogue=str(r[topic]) if topic and r.get(topic) not in (None, "") else None,
-                      topic=str(r[topic]) if topic and r.get(topic) not in (None, "") else None)
+    def value(r: dict[str, Any], column: str) -> Any:
+        if "__error__" in r:
+            return cells(r, column)[0]
+        v = r.get(column)
+        return "" if v is None and column in r else v  # an empty cell is empty; any other value is kept as read
+
+    def label(r: dict[str, Any]) -> Optional[str]:
+        return str(r[topic]) if topic and "__error__" not in r and r.get(topic) not in (None, "") else None
+
+    return [SourceRow(id=str(r[options.id_column]) if options.id_column and options.id_column in r else str(n),
+                      response=value(r, options.response_column), knowledge=value(r, options.knowledge_column),
+                      previous=value(r, previous) if previous and "__error__" not in r else None,
+                      dialogue=label(r), topic=label(r))
             for n, r in rows]
 
 

@@ -416,3 +416,25 @@ def test_off_topic_names_what_it_speaks_of_and_not_from_evidence_naming_the_topi
     # b is of a's topic and shares no word with a's evidence, but its evidence names McDonald's: not off-topic for a
     assert off["a"] == rows[3].response
     assert rows[2].response not in off.values()  # "it originated in india" could be about anything
+
+
+def test_an_unreadable_record_or_a_missing_field_is_skipped_and_counted_not_fatal(nlp, tmp_path, capsys):
+    """A malformed line, a record that is not an object and a row without the response field, among good rows:
+    every recipe and the stress pairs write the good rows' examples and count the bad rows by reason."""
+    table = tmp_path / "mixed.jsonl"
+    good = [json.dumps({"response": r.response, "knowledge": r.knowledge, "topic": r.dialogue}) for r in ROWS]
+    bad = ["not json at all", '"just a string"', json.dumps({"knowledge": "Paris is the capital of France."})]
+    table.write_text("\n".join(good[:2] + bad + good[2:]) + "\n")
+    out, meta = tmp_path / "o.jsonl", tmp_path / "o.jsonl.meta.json"
+    for recipe in ("begin", "conv-fever"):
+        assert main(["perturb", "--recipe", recipe, "--input", str(table), "--output", str(out), "--no-balance"]) == 0
+        reasons = json.loads(meta.read_text())["summary"]["methods"]["original"]["reasons"]
+        assert reasons == {"the record cannot be read": 2, "'response' is missing": 1}, recipe
+        sources = {r["source_id"].split("/")[-1] for r in map(json.loads, out.read_text().splitlines())}
+        assert sources and not sources & {"2", "3", "4"}
+    capsys.readouterr()
+    assert main(["perturb", "--input", str(table), "--output", str(out), "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    assert summary["n_read"] == len(ROWS) + 3
+    for method in summary["methods"].values():
+        assert method["reasons"]["the record cannot be read"] == 2 and method["reasons"]["'response' is missing"] == 1
