@@ -32,7 +32,7 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Union
 
-from .datasets.grounded import keep_filter
+from .datasets.grounded import table_rows
 from .datasets.registry import recipe_inputs
 from .errors import SettingError
 from .taxonomy import COARSE
@@ -904,20 +904,12 @@ def stress_pairs(options: PerturbOptions, progress: bool = False) -> dict[str, A
     """Read ``options.inputs[0]``, make its stress pairs, write them to ``options.output``; returns the summary.
     ``progress``: the rows counted on standard error as ``q2 score`` counts them (a bar on a terminal, plain lines
     in a log)."""
-    from .io import read_checked_rows
     from .textcheck import cells
 
     path = options.inputs[0]
-    keep = keep_filter(options.keep)
     fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
-              ("id_column", options.id_column), ("topic_column", options.topic_column),
-              ("keep", keep[0] if keep else None)]
-    # an unreadable record or a row without a field is kept, to be skipped and counted, never dropped
-    rows = list(read_checked_rows(path, options.input_format, fields, keep_bad_rows=True))
-    n_read = len(rows)
-    if keep:
-        rows = [(n, row) for n, row in rows if "__error__" in row or str(row.get(keep[0])).strip() in keep[1]]
-    first = next((row for _, row in rows if "__error__" not in row), {})
+              ("id_column", options.id_column), ("topic_column", options.topic_column)]
+    rows, first, n_read = table_rows(path, options.input_format, fields, options.keep)
     id_column = options.id_column or ("id" if "id" in first else None)
     topic_column = options.topic_column or ("topic" if "topic" in first else None)
     columns = [cells(row, options.response_column, options.knowledge_column) for _, row in rows]

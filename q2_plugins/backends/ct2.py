@@ -320,7 +320,7 @@ class CT2NLI(_hf().HFNLI):  # type: ignore[misc]
         self.max_length, self.stride = max_length, stride
         self.labels = _hf().nli_label_map({int(k): v for k, v in saved["id2label"].items()}, model_name)
         self._head = saved["head"]
-        self._threads: Any = None  # the threads that hand batches to the encoder's workers, made on first use
+        self._feeders: Any = None  # the threads that hand batches to the encoder's workers, made on first use
 
     def _classify(self, first: Any) -> Any:
         """The head on each window's first-token state: RoBERTa's dense + tanh + out_proj, or BERT's linear layer
@@ -352,11 +352,11 @@ class CT2NLI(_hf().HFNLI):  # type: ignore[misc]
         # whole batches side by side on the encoder's workers (see _workers); the same batches as one at a time
         workers = int(getattr(self.encoder, "num_encoders", 1) or 1)
         if workers > 1 and len(batches) > 1:
-            if self._threads is None:
+            if self._feeders is None:
                 from concurrent.futures import ThreadPoolExecutor
 
-                self._threads = ThreadPoolExecutor(workers, thread_name_prefix="q2-ct2-nli")
-            encoded: Any = self._threads.map(encode, batches)
+                self._feeders = ThreadPoolExecutor(workers, thread_name_prefix="q2-ct2-nli")
+            encoded: Any = self._feeders.map(encode, batches)
         else:
             encoded = map(encode, batches)
         for batch, result in encoded:

@@ -6,7 +6,7 @@ responses, BEGIN's entailed (v1) or fully attributable (v2) ones, the wizard tur
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Optional, Protocol
+from typing import Any, Optional, Protocol, Sequence
 
 from ..errors import SettingError
 from ..io import InputFormatError
@@ -41,7 +41,8 @@ class SourceOptions(Protocol):
     @property
     def keep(self) -> Optional[str]: ...
 
-__all__ = ["DatasetError", "SourceRow", "SourceOptions", "input_kind", "keep_filter", "read_sources"]
+__all__ = ["DatasetError", "SourceRow", "SourceOptions", "input_kind", "keep_filter", "read_sources",
+           "table_rows"]
 
 
 class DatasetError(InputFormatError, SettingError):
@@ -80,18 +81,29 @@ def input_kind(path: Path, dataset: str) -> str:
     return "table"
 
 
-def _table_rows(path: Path, options: SourceOptions) -> list[SourceRow]:
+def table_rows(path: str | Path, input_format: Optional[str], fields: Sequence[tuple[str, Optional[str]]],
+               keep: Optional[str]) -> tuple[list[tuple[int, dict[str, Any]]], dict[str, Any], int]:
+    """The ``(row number, row)`` pairs of a JSONL / CSV / TSV table that ``keep`` (``COLUMN=VALUE[,VALUE...]``) lets
+    through, its first readable row (whose fields name the columns) and how many rows were read. ``fields``: the
+    (setting, column) pairs the first readable row must have. An unreadable record (``{"__error__": why}``) or a
+    later row without a field is kept, for the recipes and stress pairs to skip and count
+    (:func:`q2_plugins.textcheck.cells`), never dropped."""
     from ..io import read_checked_rows
+
+    kept = keep_filter(keep)
+    asked = [*fields, ("keep", kept[0] if kept else None)]
+    read = list(read_checked_rows(str(path), input_format, asked, keep_bad_rows=True))
+    rows = [(n, r) for n, r in read if not kept or "__error__" in r or str(r.get(kept[0])).strip() in kept[1]]
+    return rows, next((r for _, r in rows if "__error__" not in r), {}), len(read)
+
+
+def _table_rows(path: Path, options: SourceOptions) -> list[SourceRow]:
     from ..textcheck import cells
 
-    keep = keep_filter(options.keep)
     fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
               ("id_column", options.id_column), ("topic_column", options.topic_column),
-              ("previous_column", options.previous_column), ("keep", keep[0] if keep else None)]
-    # an unreadable record or a row without a field is kept, to be skipped and counted (textcheck), never dropped
-    rows = [(n, r) for n, r in read_checked_rows(str(path), options.input_format, fields, keep_bad_rows=True)
-            if not keep or "__error__" in r or str(r.get(keep[0])).strip() in keep[1]]
-    first = next((r for _, r in rows if "__error__" not in r), {})
+              ("previous_column", options.previous_column)]
+    rows, first, _ = table_rows(path, options.input_format, fields, options.keep)
     previous = options.previous_column or next((c for c in _PREVIOUS if c in first), None)
     topic = options.topic_column or ("topic" if "topic" in first else None)
 
