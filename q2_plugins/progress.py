@@ -177,13 +177,16 @@ def scoring_progress(scorer: Any, rows: int, enabled: bool) -> Iterator[Union[bo
 
 
 def _size_if_unknown(file: Optional[IO[str]]) -> dict[str, int]:
-    """A terminal that reports no size (a pseudo-terminal nobody sized: tqdm then measures -1 columns and draws
-    nothing) gets bars 80 columns wide; a terminal with a size, or a notebook, is left to tqdm."""
+    """A terminal that reports no size, or only its width (a pseudo-terminal nobody sized, or ``stty cols N`` alone:
+    tqdm then measures -1 columns or 0 rows and draws nothing) gets 80 columns or 24 rows for what it lacks; a
+    terminal with a size, or a notebook, is left to tqdm."""
     try:
-        columns = os.get_terminal_size((file or sys.stderr).fileno()).columns
+        size = os.get_terminal_size((file or sys.stderr).fileno())
     except (AttributeError, OSError, ValueError):
         return {}
-    return {} if columns > 0 else {"ncols": 80, "nrows": 24}
+    if size.columns > 0 and size.lines > 0:
+        return {}
+    return {"ncols": size.columns if size.columns > 0 else 80, "nrows": size.lines if size.lines > 0 else 24}
 
 
 class _Call:

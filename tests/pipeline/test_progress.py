@@ -349,3 +349,27 @@ def test_q2_perturb_recipe_counts_its_rows_on_a_terminal_in_plain_lines_in_a_log
     quiet = subprocess.run(argv + ["--no-progress"], env=env, capture_output=True, text=True, timeout=600)
     assert quiet.returncode == 0 and quiet.stderr == "", quiet.stderr[-2000:]
     assert quiet.stdout == logged.stdout
+
+
+@pytest.mark.parametrize("rows, columns, expected", [
+    (0, 0, {"ncols": 80, "nrows": 24}),  # a pseudo-terminal nobody sized
+    (0, 100, {"ncols": 100, "nrows": 24}),  # ``stty cols 100`` alone: tqdm would see 0 rows and draw nothing
+    (30, 0, {"ncols": 80, "nrows": 30}),
+    (30, 100, {}),  # a sized terminal is left to tqdm
+])
+def test_a_terminal_that_lacks_its_size_gets_what_it_lacks(rows, columns, expected):
+    import fcntl
+    import pty
+    import struct
+    import termios
+
+    from q2_plugins.progress import _size_if_unknown
+
+    main_fd, side = pty.openpty()
+    try:
+        fcntl.ioctl(side, termios.TIOCSWINSZ, struct.pack("HHHH", rows, columns, 0, 0))
+        with os.fdopen(os.dup(side), "w") as terminal:
+            assert _size_if_unknown(terminal) == expected
+    finally:
+        os.close(side)
+        os.close(main_fd)
