@@ -1,18 +1,29 @@
-"""The next chunk's answer candidates, extracted while the models score this one (for runs whose models are on a
-GPU, where spaCy's CPU work would otherwise sit on the critical path).
+"""spaCy work done in a separate process while the models work (for runs whose models are on a GPU, where spaCy's
+CPU time would otherwise sit on the critical path).
 
-:class:`CandidatesAhead` wraps the scorer's candidate extractor: :meth:`~CandidatesAhead.start` parses a list of
-responses in a background thread with its own spaCy pipeline (a pipeline is not shared across threads), and
-:meth:`~CandidatesAhead.extract` serves the responses it has done and extracts the others itself. The rule and the
-pipeline are the same, so the candidates are identical either way (tested).
+- :class:`CandidatesAhead` wraps the scorer's candidate extractor: the next chunk's responses are parsed while the
+  models score this one.
+- :class:`PersonalAhead` wraps the personal-question filter: a round's questions are parsed while the question
+  answerer reads the same questions (:func:`q2_plugins.stages.select_questions`).
+
+:meth:`~_Ahead.start` hands texts to a worker process (``python -m q2_plugins.ahead KIND PIPELINE``: its own spaCy
+pipeline, JSON lines over its standard input and output); the wrapped method then serves the texts done and does
+the others itself. A process, not a thread: a spaCy thread holds Python's lock often enough to slow a thread that
+drives a GPU op by op (3.5x for a loop of small torch ops, measured). The rule and the pipeline are the same, so the
+outputs are identical either way (tested); a worker that cannot start or stops leaves all the work to the caller.
 """
 
 from __future__ import annotations
 
+import json
+import os
+import subprocess
+import sys
 import threading
-from typing import Any, Callable, Optional, Sequence
+import weakref
+from typing import Any, Optional, Sequence
 
-__all__ = ["CandidatesAhead", "off_cpu"]
+__all__ = ["CandidatesAhead", "PersonalAhead", "off_cpu"]
 
 
 def off_cpu(config: Any) -> bool:
@@ -23,50 +34,164 @@ def off_cpu(config: Any) -> bool:
     return any(torch.device(config.role_device(r)).type != "cpu" for r in roles)
 
 
-class CandidatesAhead:
-    """A candidate extractor that can work ahead in a thread (see the module docstring). ``make_background``
-    builds the extractor the thread uses (with its own pipeline), once, on the first :meth:`start`."""
+class _Worker:
+    """A worker process with the spaCy component ``kind`` (``candidates`` or ``personal``) of pipeline ``spacy_name``:
+    one request at a time, sent by :meth:`send` (returns at once) and read back by :meth:`receive`."""
 
-    def __init__(self, inner: Any, make_background: Callable[[], Any]) -> None:
+    def __init__(self, kind: str, spacy_name: str) -> None:
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(p or os.getcwd() for p in sys.path))
+        self.proc = subprocess.Popen([sys.executable, "-m", "q2_plugins.ahead", kind, spacy_name],
+                                     stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env=env)
+        self._writer: Optional[threading.Thread] = None
+        self._write_error: Optional[BaseException] = None
+        self._finalizer = weakref.finalize(self, _stop, self.proc)
+
+    def send(self, method: str, texts: list[str]) -> None:
+        data = (json.dumps({"method": method, "texts": texts}) + "\n").encode("ascii")
+
+        def write() -> None:  # in a thread: a request longer than the pipe's buffer waits for the worker to read it
+            try:
+                self.proc.stdin.write(data)  # type: ignore[union-attr]
+                self.proc.stdin.flush()  # type: ignore[union-attr]
+            except BaseException as e:  # noqa: BLE001 - read back by receive()
+                self._write_error = e
+
+        self._writer = threading.Thread(target=write, name="q2-ahead-writer", daemon=True)
+        self._writer.start()
+
+    def receive(self) -> list[Any]:
+        if self._writer is not None:
+            self._writer.join()
+        if self._write_error is not None:
+            raise RuntimeError(f"the spaCy worker took no request: {self._write_error}")
+        line = self.proc.stdout.readline()  # type: ignore[union-attr]
+        if not line:
+            raise RuntimeError(f"the spaCy worker stopped (exit {self.proc.poll()})")
+        reply = json.loads(line)
+        if "error" in reply:
+            raise RuntimeError(reply["error"])
+        return reply["out"]
+
+    def close(self) -> None:
+        self._finalizer()
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    try:
+        proc.stdin.close()  # type: ignore[union-attr]
+        proc.wait(timeout=5)
+    except Exception:  # noqa: BLE001 - it is stopped either way
+        proc.kill()
+
+
+class _Ahead:
+    """A spaCy component whose ``method`` can work ahead in a worker process (see the module docstring). ``keep``:
+    whether outputs done ahead and not asked for yet are kept when more texts are started (the next chunk's
+    candidates are; a round's personal decisions that the run already knew are not asked for again)."""
+
+    keep = True
+    kind = ""
+    method = ""
+
+    def __init__(self, inner: Any, spacy_name: str) -> None:
         self.inner = inner
-        self._make_background = make_background
-        self._background: Any = None
-        self._done: dict[str, list[str]] = {}
-        self._thread: Optional[threading.Thread] = None
-        self._error: Optional[BaseException] = None
+        self._spacy_name = spacy_name
+        self._worker: Optional[_Worker] = None
+        self._broken = False
+        self._pending: Optional[list[str]] = None
+        self._done: dict[str, Any] = {}
+
+    def prepare(self) -> None:
+        """Start the worker now, so its pipeline loads while other work goes on."""
+        if self._worker is None and not self._broken:
+            try:
+                self._worker = _Worker(self.kind, self._spacy_name)
+            except Exception:  # noqa: BLE001 - no worker: the caller does all the work
+                self._broken = True
 
     def start(self, texts: Sequence[str]) -> None:
-        """Extract the candidates of ``texts`` in a background thread (after the previous one finished)."""
+        """Hand ``texts`` to the worker (after taking back what it was doing); returns at once."""
         self.wait()
+        if not self.keep:
+            self._done.clear()
         todo = [t for t in dict.fromkeys(texts) if isinstance(t, str) and t not in self._done]
-        if not todo:
+        self.prepare()
+        if not todo or self._worker is None:
             return
-
-        def work() -> None:
-            try:
-                if self._background is None:
-                    self._background = self._make_background()
-                self._done.update(zip(todo, self._background.extract(todo)))
-            except BaseException as e:  # noqa: BLE001 - the texts are extracted in the foreground instead
-                self._error = e
-
-        self._thread = threading.Thread(target=work, name="q2-candidates-ahead", daemon=True)
-        self._thread.start()
+        self._worker.send(self.method, todo)
+        self._pending = todo
 
     def wait(self) -> None:
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
+        """Take back the worker's outputs of the texts last started (none, if it failed: they are done here)."""
+        if self._pending is None or self._worker is None:
+            return
+        todo, self._pending = self._pending, None
+        try:
+            self._done.update(zip(todo, self._worker.receive()))
+        except Exception:  # noqa: BLE001 - the texts are done in the foreground instead (its error is named)
+            self._broken = True
+            self._worker.close()
+            self._worker = None
 
-    def extract(self, texts: Sequence[str]) -> list[list[str]]:
-        """The candidates of each text: done ahead where they were, extracted now otherwise."""
+    def _serve(self, texts: Sequence[str]) -> list[Any]:
+        """The output of each text: done ahead where it was, done now otherwise."""
         self.wait()
         rest = [t for t in texts if t not in self._done]
-        fresh = dict(zip(rest, self.inner.extract(rest))) if rest else {}
-        out = [list(self._done[t]) if t in self._done else fresh[t] for t in texts]
+        fresh = dict(zip(rest, getattr(self.inner, self.method)(rest))) if rest else {}
+        out = [self._done[t] if t in self._done else fresh[t] for t in texts]
         for t in texts:
             self._done.pop(t, None)
         return out
 
-    def __getattr__(self, name: str) -> Any:  # unfit, signature, ... of the wrapped extractor
+    def close(self) -> None:
+        """Stop the worker (it also stops when this object is collected, or at exit)."""
+        if self._worker is not None:
+            self._worker.close()
+            self._worker = None
+
+    def __getattr__(self, name: str) -> Any:  # unfit, signature, ... of the wrapped component
         return getattr(self.inner, name)
+
+
+class CandidatesAhead(_Ahead):
+    """A candidate extractor that can extract the next chunk's candidates ahead (see the module docstring)."""
+
+    kind, method = "candidates", "extract"
+
+    def extract(self, texts: Sequence[str]) -> list[list[str]]:
+        return [list(c) for c in self._serve(texts)]
+
+
+class PersonalAhead(_Ahead):
+    """A personal-question filter that can decide a round's questions while they are answered (see the module
+    docstring)."""
+
+    keep = False
+    kind, method = "personal", "is_personal"
+
+    def is_personal(self, questions: Sequence[str]) -> list[bool]:
+        return [bool(p) for p in self._serve(questions)]
+
+
+def _serve_requests(kind: str, spacy_name: str) -> int:
+    """The worker: load the pipeline, then answer each request line with a reply line until standard input ends."""
+    from .spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy
+
+    try:
+        nlp = load_spacy(spacy_name, shared=False)
+    except Exception:  # noqa: BLE001 - the caller sees the worker stop and does the work itself
+        return 1
+    component = SpacyCandidateExtractor(nlp) if kind == "candidates" else SpacyPersonalFilter(nlp)
+    for line in sys.stdin.buffer:
+        request = json.loads(line)
+        try:
+            reply = {"out": getattr(component, request["method"])(request["texts"])}
+        except Exception as e:  # noqa: BLE001 - one request's failure is the caller's to redo
+            reply = {"error": f"{type(e).__name__}: {e}"}
+        sys.stdout.buffer.write((json.dumps(reply) + "\n").encode("ascii"))
+        sys.stdout.buffer.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(_serve_requests(sys.argv[1], sys.argv[2]))

@@ -75,12 +75,15 @@ class Q2Scorer:
             cache = Q2Cache(config.cache_dir)
         self.cache = cache
         self.timings: dict[str, float] = {}
+        #: per stage, the items its component was given in the last call (the others were known already)
+        self.stage_items: dict[str, int] = {}
         self._signature: Optional[Signature] = None
         self._part_ids: dict[str, str] = {}
         #: the agreement of this scorer's first rows with float32 (:mod:`q2_plugins.precision`), once checked
         self.precision_agreement: Any = None
         self._precision_pending = True
         self._ahead: Any = None  # the candidates extractor that works ahead (see ahead())
+        self._personal_background: Any = None  # the personal filter beside the answerer (models on a GPU)
         self._devices_checked = False
 
     # -- components (lazy) ------------------------------------------------------------------------------------
@@ -174,8 +177,26 @@ class Q2Scorer:
         coref = self.coreference if c.coref else None
         qg, qa = self.question_generator, self.question_answerer
         nli = self.nli if c.uses_nli else None
-        return st.Parts(c, self._ahead or self.candidate_extractor, qg, qa,
-                        personal=self.personal_filter if c.remove_personal else None, nli=nli, coref=coref)
+        personal, overlap = None, False
+        if c.remove_personal:
+            personal, overlap = self._personal_part()
+        return st.Parts(c, self._ahead or self.candidate_extractor, qg, qa, personal=personal, nli=nli, coref=coref,
+                        overlap=overlap)
+
+    def _personal_part(self) -> tuple[PersonalQuestionFilter, bool]:
+        """The personal filter, and whether it runs beside the question answerer: with the project's own spaCy
+        filter and models off the CPU, a :class:`~q2_plugins.ahead.PersonalAhead` (a worker process with a pipeline
+        of its own)."""
+        from .ahead import off_cpu
+
+        if self._custom["personal"] is not None or not off_cpu(self.config):
+            return self.personal_filter, False
+        if self._personal_background is None:
+            from .ahead import PersonalAhead
+
+            self._personal_background = PersonalAhead(self.personal_filter, self.config.spacy_model)
+            self._personal_background.prepare()  # its pipeline loads while the candidates and questions are made
+        return self._personal_background, True
 
     # -- signature ----------------------------------------------------------------------------------------------
     def _part_id(self, stage: str) -> str:
@@ -280,6 +301,7 @@ class Q2Scorer:
         finally:
             run.close()
             self.timings = run.timings
+            self.stage_items = run.computed
         if checked:  # a setting the tests cannot run: its decisions against float32 on its first rows
             self._check_decisions(checked, responses, knowledge, history, results)
         if not explain:
@@ -288,7 +310,7 @@ class Q2Scorer:
         return Q2Result(results, self.signature)
 
     def ahead(self, responses: Sequence[Any]) -> None:
-        """Start extracting the answer candidates of ``responses`` (a later call's) in a background thread, with a
+        """Start extracting the answer candidates of ``responses`` (a later call's) in a worker process, with a
         spaCy pipeline of its own, so they are ready when that call needs them (:mod:`q2_plugins.ahead`). Same
         candidates as without; a run whose models are on a GPU calls it for its next chunk. Does nothing with a
         candidate extractor passed in."""
@@ -296,11 +318,8 @@ class Q2Scorer:
             return
         if self._ahead is None:
             from .ahead import CandidatesAhead
-            from .spacy_parts import SpacyCandidateExtractor, load_spacy
 
-            name = self.config.spacy_model
-            self._ahead = CandidatesAhead(self.candidate_extractor,
-                                          lambda: SpacyCandidateExtractor(load_spacy(name, shared=False)))
+            self._ahead = CandidatesAhead(self.candidate_extractor, self.config.spacy_model)
         self._ahead.start([r for r in responses if isinstance(r, str)])
 
     def skip_precision_check(self) -> None:

@@ -117,7 +117,8 @@ class ComparedQuestion:
 class Parts:
     """What the steps use: the settings and the loaded component of each stage. ``personal`` is there when the
     settings remove personal questions, ``nli`` when they use NLI (:attr:`Q2Config.uses_nli`), ``coref`` with
-    ``coref`` on."""
+    ``coref`` on. ``overlap`` (models off the CPU, ``personal`` a :class:`~q2_plugins.ahead.PersonalAhead`): a
+    round's personal filter runs in a worker process while the question answerer reads the same questions."""
 
     settings: Q2Config
     candidates: CandidateExtractor
@@ -126,6 +127,7 @@ class Parts:
     personal: Optional[PersonalQuestionFilter] = None
     nli: Optional[NLIModel] = None
     coref: Optional[Coreference] = None
+    overlap: bool = False
 
 
 # -- the stage runner -----------------------------------------------------------------------------------------------
@@ -198,6 +200,7 @@ class StageRunner:
         self.progress: Optional[Progress] = Progress(rows=False, plain=False) if progress is True else progress or None
         self._own_progress = progress is True
         self.timings: dict[str, float] = {}
+        self.computed: dict[str, int] = {}  # items each stage's component was given (not known already)
         self._memo: dict[str, dict[Hashable, Any]] = {}  # stage -> item -> output, within one score() call
         self.rows: Sequence[Row] = ()  # the call's rows: a slow batch names its largest row
         self.batch_sizes: dict[str, int] = {}  # a loaded component's own batch size (a GPU's is set by its memory)
@@ -239,6 +242,7 @@ class StageRunner:
                  namespace: Optional[str], results: dict) -> None:
         size = self.batch_sizes.get(name) or (self.config.role_batch_size(name) if name in ("qg", "qa", "nli") else 64)
         chunk = max(1, size) * 8
+        self.computed[name] = self.computed.get(name, 0) + len(todo)
         if self.progress is not None:  # a later round or call adds its items to the stage's total
             self.progress.add(name, len(todo))
         for start in range(0, len(todo), chunk):
@@ -419,18 +423,15 @@ def select_questions(run: StageRunner, parts: Parts, slots: list[Slot]) -> list[
     """The valid questions, in candidate order then beam rank. ``single`` mode tries one more rank per round until
     a candidate has a valid question; ``all`` tries every rank in one round. The knowledge answers of a round's
     valid questions (step 4) ride in the next round's QA batch."""
-    c, personal = parts.settings, StageOutputs({})
-    if parts.personal is not None:
-        personal = run.run("personal", [(q,) for s in slots for q in s.questions],
-                           lambda part: parts.personal.is_personal([p[0] for p in part]))
+    c = parts.settings
     valid: list[ValidQuestion] = []
     counts: dict[int, int] = {}  # valid questions per row (id), for the max_questions budget
     while True:
-        batch = _next_round(c, personal, slots)
+        ahead = [(v.question, v.row.knowledge) for v in valid if v.row.error is None]
+        batch = _next_round(run, parts, slots, ahead)
         if not batch:
             break
-        ahead = [(v.question, v.row.knowledge) for v in valid if v.row.error is None]
-        answers = _answer(run, parts, [(q, s.row.response) for s, _, q in batch] + ahead)
+        answers = _answer(run, parts, [(q, s.row.response) for s, _, q in batch] + ahead)  # (with overlap: known)
         for s, rank, q in batch:
             ans = answers.take((q, s.row.response), s.row, "question answering on the response")
             if ans is None:
@@ -448,26 +449,54 @@ def select_questions(run: StageRunner, parts: Parts, slots: list[Slot]) -> list[
     return [v for v in valid if v.row.error is None]
 
 
-def _next_round(c: Q2Config, personal: StageOutputs, slots: list[Slot]) -> list[tuple[Slot, int, str]]:
-    """The (slot, beam rank, question) pairs to try next; personal questions are dropped on the way."""
-    batch = []
-    for s in slots:
-        if s.done or s.row.error is not None or s.row.full:
-            s.done = True
-            continue
-        take = len(s.questions) if c.question_mode == "all" else 1
-        while s.next < len(s.questions) and take > 0:
-            q = s.questions[s.next]
-            s.next += 1
+def _next_round(run: StageRunner, parts: Parts, slots: list[Slot],
+                ahead: list[tuple[str, str]]) -> list[tuple[Slot, int, str]]:
+    """The (slot, beam rank, question) triples of the next round, in slot then rank order: each open slot's next
+    question (``single``) or all its remaining ones (``all``), personal questions dropped on the way (in ``single``
+    mode a candidate whose question is personal tries its next rank in the same round). Only the questions a round
+    reaches go through the personal filter. With ``parts.overlap`` the filter runs in a worker process while the
+    question answerer reads the same questions (and the ``ahead`` pairs); a personal question's answer is unused."""
+    c = parts.settings
+    tries = [t for s in slots for t in _take(c, s, first=True)]
+    if parts.personal is None:
+        return tries
+    batch: list[tuple[Slot, int, str]] = []
+    while tries:
+        questions = [(q,) for _, _, q in tries]
+        if parts.overlap:
+            parts.personal.start([q for _, _, q in tries])  # type: ignore[attr-defined]
+            _answer(run, parts, [(q, s.row.response) for s, _, q in tries] + ahead)
+            ahead = []
+        personal = run.run("personal", questions, lambda part: parts.personal.is_personal([p[0] for p in part]))
+        again = []
+        for s, rank, q in tries:
+            if s.row.error is not None:
+                s.done = True
+                continue
             if personal.get((q,), False) and personal.take((q,), s.row, "personal-question filter"):
                 s.row.dropped.append(DroppedQuestion(s.candidate, q, "personal"))
+                if c.question_mode == "single":
+                    again.extend(_take(c, s, first=False))
                 continue
-            if s.row.error is not None:
-                break
-            batch.append((s, s.next - 1, q))
-            take -= 1
-        s.done = s.next >= len(s.questions) or c.question_mode == "all"
-    return batch
+            if s.row.error is None:  # (not the filter's failure on this question)
+                batch.append((s, rank, q))
+        tries = again
+    order = {id(s): i for i, s in enumerate(slots)}
+    batch.sort(key=lambda t: (order[id(t[0])], t[1]))
+    return [t for t in batch if t[0].row.error is None]
+
+
+def _take(c: Q2Config, s: Slot, *, first: bool) -> list[tuple[Slot, int, str]]:
+    """The slot's next question (``single``) or all its remaining ones (``all``), moving its next rank on; none for a
+    slot that is done, whose row has an error or is full (``first``: at the round's start)."""
+    if first and (s.done or s.row.error is not None or s.row.full):
+        s.done = True
+        return []
+    end = len(s.questions) if c.question_mode == "all" else min(s.next + 1, len(s.questions))
+    out = [(s, rank, s.questions[rank]) for rank in range(s.next, end)]
+    s.next = end
+    s.done = s.next >= len(s.questions) or c.question_mode == "all"
+    return out
 
 
 def _answer(run: StageRunner, parts: Parts, items: list[tuple[str, str]]) -> StageOutputs:
