@@ -670,6 +670,13 @@ def page(res: Results) -> str:
              "original's filters (few are personal); BEGIN's previous turns are chat, near the worst case. Questions "
              "of a run's beams fall between the two.") + "\n",
         verbatim(res, "bench_personal_2b1d527.txt"),
+        "## spaCy beside the models: a thread or a worker process (`benchmarks/bench_overlap.py`)\n",
+        wrap("With models on a GPU, spaCy's work (the next chunk's candidates, a round's personal filter) runs while "
+             "the models work. The stand-in for the thread that drives a GPU is a loop of small torch ops; it is timed "
+             "alone, beside a spaCy thread in its own process, and beside the worker process the run uses. Two runs "
+             "of this script on the same machine gave 2.70x / 1.30x and the 3.17x / 1.62x below: on 2 cores the "
+             "worker and the loop still share the machine, where a GPU host's cores would not.") + "\n",
+        verbatim(res, "bench_overlap_0075c08.txt"),
         "## Training recipes (`benchmarks/audit_recipes.py`, `benchmarks/bench_train.py`)\n",
         "### Cues a classifier could learn besides the labels\n",
         wrap("The surface probe is logistic regression on 12 surface features (lengths, punctuation, question and "
