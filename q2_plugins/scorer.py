@@ -20,7 +20,7 @@ from .components import (
 )
 from .config import STAGES, Q2Config
 from .progress import Progress
-from .results import Q2Result
+from .results import Q2Result, ResponseResult
 from .signature import Signature, scorer_signature, spacy_id, stage_key
 
 __all__ = ["Q2Scorer", "score"]
@@ -257,9 +257,50 @@ class Q2Scorer:
         BEGIN-style label of each response (:mod:`q2_plugins.taxonomy`). ``progress``: True for a bar per stage of
         this call, or a :class:`~q2_plugins.progress.Progress` to keep one set of bars (rows with an ETA, and
         stages) over the several calls of a run.
+
+        With models off the CPU, a call of more than :data:`AHEAD_ROWS` rows is scored in parts of that many, each
+        part's answer candidates extracted while the models score the part before (:meth:`ahead`); the results are
+        those of one call.
         """
         _check_inputs(responses, knowledge, history)
         _check_progress(progress)
+        if len(responses) > AHEAD_ROWS and self._custom["candidates"] is None:
+            from .ahead import off_cpu
+
+            if off_cpu(self.config):
+                return self._score_in_parts(responses, knowledge, history, explain, progress, label)
+        return self._score_call(responses, knowledge, history, explain, progress, label)
+
+    def _score_in_parts(self, responses: Sequence[Any], knowledge: Sequence[Any], history: Optional[Sequence[Any]],
+                        explain: bool, progress: Union[bool, Progress], label: bool) -> Q2Result:
+        """:meth:`score` over parts of :data:`AHEAD_ROWS` rows, the next part's candidates extracted ahead; one set
+        of bars (``progress`` True) over all of them, one result with the call's row indices."""
+        bars = Progress(rows=False, plain=False) if progress is True else progress
+        results: list[ResponseResult] = []
+        timings: dict[str, float] = {}
+        items: dict[str, int] = {}
+        try:
+            for start in range(0, len(responses), AHEAD_ROWS):
+                end, after = start + AHEAD_ROWS, start + 2 * AHEAD_ROWS
+                if end < len(responses):
+                    self.ahead(responses[end:after])
+                part = self._score_call(responses[start:end], knowledge[start:end],
+                                        None if history is None else history[start:end], explain, bars, label)
+                for res in part.responses:
+                    res.index += start
+                results.extend(part.responses)
+                for k, v in self.timings.items():
+                    timings[k] = timings.get(k, 0.0) + v
+                for k, n in self.stage_items.items():
+                    items[k] = items.get(k, 0) + n
+        finally:
+            if progress is True and bars:
+                bars.close()
+        self.timings, self.stage_items = timings, items
+        return Q2Result(results, self.signature)
+
+    def _score_call(self, responses: Sequence[Any], knowledge: Sequence[Any], history: Optional[Sequence[Any]],
+                    explain: bool, progress: Union[bool, Progress], label: bool) -> Q2Result:
         c = self.config
         rows = st.check_cells(responses, knowledge, history if c.coref else None)
         check_lengths(c, rows)                                                            # 0. budgets, up front
@@ -375,6 +416,10 @@ class Q2Scorer:
         st.label(rows, result.responses)
         return result
 
+
+#: with models off the CPU, a ``score()`` call of more rows is scored in parts of this many, each part's candidates
+#: extracted while the models score the part before (a run's default chunk; a part's work fills any GPU's batches)
+AHEAD_ROWS = 1000
 
 #: the order in which ``score()`` first runs its stages (the personal filter comes with the questions' filters)
 _RUN_ORDER = ("coref", "candidates", "qg", "personal", "qa", "nli", "signals")

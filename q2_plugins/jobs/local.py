@@ -174,8 +174,10 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
     writing = False
     try:
         from ..ahead import off_cpu
+        from ..scorer import AHEAD_ROWS
 
-        ahead = getattr(scorer, "ahead", None) if off_cpu(job.config) else None
+        # (a chunk of more rows is scored in parts, each part's candidates extracted ahead by the scorer itself)
+        ahead = getattr(scorer, "ahead", None) if off_cpu(job.config) and job.chunk_size <= AHEAD_ROWS else None
         for chunk in _with_next(_chunks(rows, job.chunk_size), ahead, spec.response_column):
             if progress is not None:  # a slow batch names its row by its place in the input and its id
                 progress.row_names = [f"row {offset + i}" + (f" (id {row['id']!r})" if "id" in row else "")

@@ -162,3 +162,28 @@ def test_a_worker_that_cannot_start_leaves_the_work_to_the_foreground():
     assert personal._done == {"What do I love?": True, "Where is Paris?": False}  # done by the worker
     assert personal.is_personal(questions) == [True, False] and personal._done == {}
     personal.close()
+
+
+def test_a_long_call_is_scored_in_parts_each_parts_candidates_extracted_ahead(tiny_config, monkeypatch):
+    import q2_plugins.ahead as ahead
+    import q2_plugins.scorer as scorer_module
+
+    rows = [json.loads(line) for line in SAMPLE.read_text().splitlines()][:5]
+    responses, knowledge = [r["response"] for r in rows], [r["knowledge"] for r in rows]
+    config = tiny_config.replace(cpu_kernels="torch")
+    expected = Q2Scorer(config).score(responses=responses, knowledge=knowledge, explain=True)
+    monkeypatch.setattr(ahead, "off_cpu", lambda config: True)
+    monkeypatch.setattr(scorer_module, "AHEAD_ROWS", 2)
+    scorer = Q2Scorer(config)
+    foreground = []
+    inner = scorer.candidate_extractor
+    real = inner.extract
+    inner.extract = lambda texts: foreground.extend(texts) or real(texts)
+    got = scorer.score(responses=responses, knowledge=knowledge, explain=True, progress=True)
+    assert [r.to_dict() for r in got.responses] == [r.to_dict() for r in expected.responses]
+    assert [r.index for r in got.responses] == [0, 1, 2, 3, 4]
+    assert got.stats == expected.stats and got.signature == expected.signature
+    assert set(foreground) == set(responses[:2])  # parts 2 and 3 were extracted by the worker
+    assert scorer.stage_items["candidates"] == len(set(responses))  # the parts' counts add up
+    assert scorer.stage_items["qg"] == sum(1 for r in expected.responses for _ in (r.candidates or []))
+    scorer._ahead.close()
