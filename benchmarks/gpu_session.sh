@@ -5,7 +5,8 @@
 #                                            # lacks (spaCy, its pipeline, pydantic, their small deps), unpacked,
 #                                            # stripped and packed in .gpu-site.tar.xz (~29 MB; ignored by git)
 #   Q2_COMMIT=<7 hex> bash benchmarks/gpu_session.sh run   # there: unpacks it beside its torch, then measures 32
-#                                            # and 256 paper-size responses; JSON and a log go to $OUT (or out/)
+#                                            # and 256 paper-size responses, and spaCy beside a model-driving
+#                                            # thread (bench_overlap.py); JSON, text and a log go to $OUT (or out/)
 # Rehearsal on a CPU, in an environment with only torch and transformers (what the GPU image has):
 #   Q2_PYV=3.11 bash benchmarks/gpu_session.sh prepare
 #   Q2_DEVICE=cpu Q2_SIZES=tiny Q2_NS=8 bash benchmarks/gpu_session.sh run
@@ -62,6 +63,8 @@ transformers.__version__, 'spacy', spacy.__version__, 'pydantic', pydantic.__ver
       python3 benchmarks/bench_gpu.py --device "$DEVICE" --sizes "$SIZES" --n "$n" $per_item \
         --json "$OUT/bench_gpu_${name}_n${n}_${commit}.json" || echo "bench_gpu.py --n $n failed: exit $?"
     done
+    # spaCy beside a model-driving thread, on the GPU host's own cores
+    python3 benchmarks/bench_overlap.py > "$OUT/bench_overlap_${name}_${commit}.txt" || echo "bench_overlap.py failed"
   } 2>&1 | tee "$OUT/gpu_session.log"
   ;;
 *)
