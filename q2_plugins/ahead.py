@@ -86,10 +86,11 @@ def _stop(proc: subprocess.Popen) -> None:
 
 class _Ahead:
     """A spaCy component whose ``method`` can work ahead in a worker process (see the module docstring). ``keep``:
-    whether outputs done ahead and not asked for yet are kept when more texts are started (the next chunk's
-    candidates are; a round's personal decisions that the run already knew are not asked for again)."""
+    how many earlier requests' outputs not asked for yet are kept when more texts are started (the next chunk's
+    candidates are asked for after the chunk after it is started; a round's personal decisions that the run already
+    knew are never asked for). Older ones are dropped, so a long run holds no outputs nobody asks for."""
 
-    keep = True
+    keep = 1
     kind = ""
     method = ""
 
@@ -99,7 +100,8 @@ class _Ahead:
         self._worker: Optional[_Worker] = None
         self._broken = False
         self._pending: Optional[list[str]] = None
-        self._done: dict[str, Any] = {}
+        self._done: dict[str, tuple[int, Any]] = {}  # text -> (its request's number, output)
+        self._requests = 0
 
     def prepare(self) -> None:
         """Start the worker now, so its pipeline loads while other work goes on."""
@@ -112,8 +114,9 @@ class _Ahead:
     def start(self, texts: Sequence[str]) -> None:
         """Hand ``texts`` to the worker (after taking back what it was doing); returns at once."""
         self.wait()
-        if not self.keep:
-            self._done.clear()
+        self._requests += 1
+        oldest = self._requests - self.keep
+        self._done = {t: v for t, v in self._done.items() if v[0] >= oldest}
         todo = [t for t in dict.fromkeys(texts) if isinstance(t, str) and t not in self._done]
         self.prepare()
         if not todo or self._worker is None:
@@ -127,7 +130,7 @@ class _Ahead:
             return
         todo, self._pending = self._pending, None
         try:
-            self._done.update(zip(todo, self._worker.receive()))
+            self._done.update((t, (self._requests, out)) for t, out in zip(todo, self._worker.receive()))
         except Exception:  # noqa: BLE001 - the texts are done in the foreground instead (its error is named)
             self._broken = True
             self._worker.close()
@@ -138,7 +141,7 @@ class _Ahead:
         self.wait()
         rest = [t for t in texts if t not in self._done]
         fresh = dict(zip(rest, getattr(self.inner, self.method)(rest))) if rest else {}
-        out = [self._done[t] if t in self._done else fresh[t] for t in texts]
+        out = [self._done[t][1] if t in self._done else fresh[t] for t in texts]
         for t in texts:
             self._done.pop(t, None)
         return out
@@ -166,7 +169,7 @@ class PersonalAhead(_Ahead):
     """A personal-question filter that can decide a round's questions while they are answered (see the module
     docstring)."""
 
-    keep = False
+    keep = 0
     kind, method = "personal", "is_personal"
 
     def is_personal(self, questions: Sequence[str]) -> list[bool]:

@@ -159,9 +159,25 @@ def test_a_worker_that_cannot_start_leaves_the_work_to_the_foreground():
     personal.start(questions)
     assert personal._pending == questions
     personal.wait()
-    assert personal._done == {"What do I love?": True, "Where is Paris?": False}  # done by the worker
+    assert personal._done == {"What do I love?": (1, True), "Where is Paris?": (1, False)}  # done by the worker
     assert personal.is_personal(questions) == [True, False] and personal._done == {}
     personal.close()
+
+
+def test_outputs_done_ahead_that_nobody_asks_for_are_not_kept_for_ever():
+    from q2_plugins.ahead import CandidatesAhead
+    from q2_plugins.spacy_parts import SpacyCandidateExtractor, load_spacy
+
+    cands = CandidatesAhead(SpacyCandidateExtractor(load_spacy("en_core_web_sm")), "en_core_web_sm")
+    chunks = [[f"Paris is in France, said Anne number {i}."] for i in range(4)]
+    cands.start(chunks[0])
+    cands.start(chunks[1])  # chunk 0 is asked for after chunk 1 is started: kept
+    assert set(cands._done) == set(chunks[0])
+    cands.start(chunks[2])  # chunk 0 was never asked for: dropped; chunk 1 kept
+    assert set(cands._done) == set(chunks[1])
+    assert cands.extract(chunks[2]) == SpacyCandidateExtractor(load_spacy("en_core_web_sm")).extract(chunks[2])
+    assert set(cands._done) == set(chunks[1])
+    cands.close()
 
 
 def test_a_long_call_is_scored_in_parts_each_parts_candidates_extracted_ahead(tiny_config, monkeypatch):
