@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
-__all__ = ["Batching", "length_batches", "packed_batches", "merge_consecutive", "BATCH_OVERHEAD_TOKENS",
-           "PACKED_BATCH_TOKENS"]
+__all__ = ["Batching", "length_batches", "packed_batches", "merge_consecutive", "bucket_length",
+           "BATCH_OVERHEAD_TOKENS", "PACKED_BATCH_TOKENS"]
 
 # A forward pass costs about as much as this many more input tokens would: small matrix products run far below the
 # machine's speed, and every pass has fixed work. Batching trades this against padding (see length_batches).
@@ -25,6 +25,16 @@ class Batching:
     size: int
     sort: bool = True
     max_tokens: Optional[int] = None
+
+
+def bucket_length(n: int, limit: Optional[int] = None) -> int:
+    """``n`` tokens rounded up to its length bucket: a multiple of 8 below 128 tokens, then of an eighth of the power
+    of two below ``n`` (16 from 128, 32 from 256, ...). A padded batch then has one of few lengths (8 an octave;
+    from 64 tokens on, at most 12.5% more padding); a GPU pays for the first sight of each shape. Never over the
+    power of two at or above ``n``, nor over ``limit`` (the model's longest input), nor under ``n``."""
+    step = max(8, 1 << max(0, n.bit_length() - 4))
+    rounded = -(-n // step) * step
+    return max(n, min(rounded, limit)) if limit else rounded
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, sort: bool, max_tokens: Optional[int] = None,

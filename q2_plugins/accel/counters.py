@@ -37,9 +37,14 @@ class RunStats:
         self.padded_tokens += padded_tokens
         self.batches += 1
 
-    def padded(self, tokenizer: Any, features: Sequence[dict[str, Any]], device: Any) -> dict[str, Any]:
-        """One padded batch of ``features`` (with attention masks) on ``device``, counted."""
-        batch = tokenizer.pad(list(features), padding=True, return_tensors="pt")
+    def padded(self, tokenizer: Any, features: Sequence[dict[str, Any]], device: Any,
+               length: Optional[int] = None) -> dict[str, Any]:
+        """One padded batch of ``features`` (with attention masks) on ``device``, counted; padded to ``length``
+        tokens where given (a length bucket), else to its longest input."""
+        if length is None:
+            batch = tokenizer.pad(list(features), padding=True, return_tensors="pt")
+        else:
+            batch = tokenizer.pad(list(features), padding="max_length", max_length=length, return_tensors="pt")
         self.count(sum(len(f["input_ids"]) for f in features), int(batch["input_ids"].numel()))
         return {k: v.to(device) for k, v in batch.items()}
 

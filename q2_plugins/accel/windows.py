@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from .batching import PACKED_BATCH_TOKENS, Batching, length_batches, packed_batches
+from .batching import PACKED_BATCH_TOKENS, Batching, bucket_length, length_batches, packed_batches
 from .counters import RunStats
 from .device import matmul_precision, packed_windows
 from .packed import PackedEncoder
@@ -21,7 +21,9 @@ class WindowRunner:
 
     With ``pack_windows``, on the CPU (and with a model :class:`PackedEncoder` supports), windows run packed end to
     end (:func:`~q2_plugins.accel.device.packed_windows`); elsewhere in padded batches. A model marked for TF32
-    (:func:`q2_plugins.accel.prepare_model`) runs its passes with TF32 matrix products.
+    (:func:`q2_plugins.accel.prepare_model`) runs its passes with TF32 matrix products. ``bucket`` (on by default
+    off the CPU): padded batches are planned and padded at their :func:`~q2_plugins.accel.batching.bucket_length`
+    (the same logits over the real tokens: padding is masked).
     """
 
     def __init__(self, tokenizer: Any, model: Any, kind: str, *, pack_windows: bool = True) -> None:
@@ -33,6 +35,9 @@ class WindowRunner:
         self.device = next(model.parameters()).device
         self.pack_windows = packed_windows(self.device.type, pack_windows)
         self.tf32 = bool(getattr(model, "q2_tf32", False))
+        self.bucket = self.device.type != "cpu"
+        limit = getattr(tokenizer, "model_max_length", None)
+        self._limit = limit if isinstance(limit, int) and 0 < limit < 1_000_000 else None
         self.stats = RunStats()
         self._packed: Any = None
 
@@ -61,7 +66,9 @@ class WindowRunner:
                     run = packer.qa_logits if self.kind == "qa" else packer.class_logits
                     result = self.stats.timed(run, _bare(part), forward=True)
                 else:
-                    outputs = self.stats.timed(self.model, **self.stats.padded(self.tokenizer, part, self.device))
+                    length = self._bucket(max(lengths[w] for w in batch)) if self.bucket else None
+                    outputs = self.stats.timed(self.model, **self.stats.padded(self.tokenizer, part, self.device,
+                                                                               length))
                     result = (outputs.start_logits, outputs.end_logits) if self.kind == "qa" else outputs.logits
             for j, w in enumerate(batch):
                 if self.kind == "qa":  # padding positions are never candidates
@@ -75,9 +82,13 @@ class WindowRunner:
         """The packer (or None) and the window batches of one call."""
         packer = self.packer()
         if packer is None:
-            return None, self._padded_batches(lengths, batching)
+            planned = [self._bucket(n) for n in lengths] if self.bucket else lengths
+            return None, self._padded_batches(planned, batching)
         cap = min(batching.max_tokens or PACKED_BATCH_TOKENS, PACKED_BATCH_TOKENS)
         return packer, packed_batches(lengths, batching.size, batching.sort, cap)
+
+    def _bucket(self, n: int) -> int:
+        return bucket_length(n, self._limit)
 
     @staticmethod
     def _padded_batches(lengths: list[int], batching: Batching) -> list[list[int]]:

@@ -110,3 +110,49 @@ def test_packed_batches_respect_both_caps(sort):
         assert 1 <= len(b) <= 4
         assert len(b) == 1 or sum(lengths[i] for i in b) <= 40
     assert [b for b in batches if len(b) == 1 and lengths[b[0]] > 40]  # longer than the cap: alone
+
+
+def test_bucket_lengths_are_few_bounded_and_never_shorter():
+    from q2_plugins.accel.batching import bucket_length
+
+    buckets = {bucket_length(n) for n in range(1, 513)}
+    assert len(buckets) == 32 and max(buckets) == 512
+    for n in range(1, 2049):
+        b = bucket_length(n)
+        assert n <= b <= 1 << max(3, (n - 1).bit_length())  # never past the power of two at or above n
+        assert b - n < 8 if n < 64 else b - n <= n // 8  # at most 12.5% more from 64 tokens on
+    assert bucket_length(500, 505) == 505 and bucket_length(600, 512) == 600  # a limit caps it, never below n
+
+
+@pytest.mark.parametrize("kind", ["qa", "classification"])
+def test_padded_batches_at_bucket_lengths_give_the_same_answers_and_labels(tiny_models, rows, kind):
+    from functools import partial
+
+    from q2_plugins.accel.batching import bucket_length
+
+    if kind == "qa":
+        tok, model = load_model("qa", str(tiny_models["qa"]), None, "cpu", "float32", "qa", "torch")
+        make = partial(HFQuestionAnswerer, tok, model, batch_size=8, max_length=44, stride=16, pack_windows=False)
+        pairs = [(QUESTIONS[i % 3], r["knowledge"] + " " + r["response"]) for i, r in enumerate(rows)]
+        call = "answer"
+    else:
+        tok, model = load_model("nli", str(tiny_models["nli"]), None, "cpu", "float32", "classification", "torch")
+        make = partial(HFNLI, tok, model, batch_size=8, max_length=48, stride=8, model_name="tiny", pack_windows=False)
+        pairs = [(r["knowledge"] + " " + r["response"], " ".join(r["response"].split()[:4])) for r in rows]
+        call = "predict"
+    plain, bucketed = make(), make()
+    assert not plain.runner.bucket  # on the CPU: off
+    bucketed.runner.bucket = True
+    widths, longest = [], []
+    real_pad = bucketed.runner.stats.padded
+
+    def padded(tokenizer, features, device, length=None):
+        out = real_pad(tokenizer, features, device, length)
+        widths.append(out["input_ids"].shape[1])
+        longest.append(max(len(f["input_ids"]) for f in features))
+        return out
+
+    bucketed.runner.stats.padded = padded
+    assert getattr(bucketed, call)(pairs) == getattr(plain, call)(pairs)
+    assert len(widths) > 1 and widths == [bucket_length(n) for n in longest]
+    assert any(w > n for w, n in zip(widths, longest))  # padded past the longest window: the buckets showed
