@@ -99,13 +99,13 @@ class Synced:
 
 def components(paths: dict[str, Path], device: str, dtype: str, qg_len: int, buckets: bool = True) -> dict[str, Any]:
     """The three components as a run with these settings builds them (device defaults included); ``buckets`` off:
-    QA and NLI pad each batch to its longest window instead of its length bucket (the default off the CPU)."""
+    each batch padded to its longest input instead of its length bucket (the default off the CPU)."""
     cfg = Q2Config(qg_model=str(paths["qg"]), qa_model=str(paths["qa"]), nli_model=str(paths["nli"]), device=device,
                    dtype=dtype, precision_check=0)
     comps = {role: backends.load(role, cfg) for role in ROLES}
     comps["qg"].runner.generate_overrides = fixed_length(qg_len)
     if not buckets:
-        for role in ("qa", "nli"):
+        for role in ROLES:
             comps[role].runner.bucket = False
     return comps
 
@@ -202,8 +202,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--dtypes", default="", help="comma-separated: float32,tf32,bfloat16 (default: float32, and "
                                                  "tf32 and bfloat16 on a GPU that has them)")
     ap.add_argument("--no-per-item", action="store_true", help="skip the per-item reference")
-    ap.add_argument("--no-buckets", action="store_true", help="QA and NLI batches padded to their longest window, "
-                                                               "not to its length bucket (a GPU's default)")
+    ap.add_argument("--no-buckets", action="store_true", help="batches padded to their longest input, not to its "
+                                                               "length bucket (a GPU's default)")
     ap.add_argument("--int8", action="store_true", help="on the CPU: QG and NLI in fp32 vs the ct2 backend's int8")
     ap.add_argument("--int8-only", action="store_true", help="only the int8 comparison (no pipeline modes)")
     ap.add_argument("--repeats", type=int, default=2, help="int8 comparison: best of this many (default: 2)")

@@ -63,7 +63,7 @@ transformers.__version__, 'spacy', spacy.__version__, 'pydantic', pydantic.__ver
       python3 benchmarks/bench_gpu.py --device "$DEVICE" --sizes "$SIZES" --n "$n" $per_item \
         --json "$OUT/bench_gpu_${name}_n${n}_${commit}.json" || echo "bench_gpu.py --n $n failed: exit $?"
     done
-    # bf16 on the larger workload with QA / NLI batches padded to their longest window, not their length bucket
+    # bf16 on the larger workload with batches padded to their longest input, not their length bucket
     python3 benchmarks/bench_gpu.py --device "$DEVICE" --sizes "$SIZES" --n "${NS##* }" --no-per-item --no-buckets \
       --dtypes "$(python3 -c 'import torch; print("bfloat16" if torch.cuda.is_available() else "float32")')" \
       --json "$OUT/bench_gpu_${name}_n${NS##* }_nobuckets_${commit}.json" || echo "bench_gpu.py --no-buckets failed"

@@ -550,7 +550,7 @@ def render_gpu(report: dict[str, Any]) -> str:
     m, s, roles = report["machine"], report["settings"], ("qg", "qa", "nli")
     where = f"GPU {m['gpu']}" if m.get("gpu") else f"{m.get('cpu_count')}-core {m['cpu']}"
     load = report.get("load_average")
-    buckets = "; QA / NLI batches padded to their longest window (no length buckets)" if s.get("no_buckets") else ""
+    buckets = "; batches padded to their longest input (no length buckets)" if s.get("no_buckets") else ""
     lines = [f"{where}; {s['sizes']} models, {s['n']} responses, questions of {s['qg_len']} tokens{buckets}; "
              "matmul peak "
              + ", ".join(f"{d} {v:.2f} TFLOP/s" for d, v in report["peak_tflops"].items())

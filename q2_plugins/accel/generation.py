@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
-from .batching import Batching, length_batches, merge_consecutive
+from .batching import Batching, bucket_length, length_batches, merge_consecutive
 from .beam import BeamSettings, T5BeamSearch, beam_settings
 from .counters import RunStats
 from .device import matmul_precision
@@ -34,6 +34,9 @@ class QuestionDecoder:
         self.generate_overrides = dict(generate_overrides or {})
         self.device = next(model.parameters()).device
         self.tf32 = bool(getattr(model, "q2_tf32", False))
+        self.bucket = self.device.type != "cpu"  # encoder batches padded at their length bucket (few GPU shapes)
+        limit = getattr(tokenizer, "model_max_length", None)
+        self._limit = limit if isinstance(limit, int) and 0 < limit < 1_000_000 else None
         self.stats = RunStats()
         self.beam_search: Optional[T5BeamSearch] = None  # built on the first call it serves
 
@@ -45,13 +48,17 @@ class QuestionDecoder:
         gen_kwargs = {**gen_kwargs, **self.generate_overrides}
         num_return = gen_kwargs.get("num_return_sequences") or 1
         settings = self._settings(gen_kwargs)
-        groups = length_batches([len(x) for x in encoded], batching.size, batching.sort, batching.max_tokens)
+        lengths = [len(x) for x in encoded]
+        if self.bucket:
+            lengths = [bucket_length(n, self._limit) for n in lengths]
+        groups = length_batches(lengths, batching.size, batching.sort, batching.max_tokens)
         # the decoder's cost per input does not depend on its length: our beam search decodes consecutive encoder
         # batches together, up to batch_size inputs; generate takes one encoder batch at a time
         calls = merge_consecutive(groups, batching.size) if settings else [[g] for g in groups]
         out: list[Any] = [None] * len(encoded)
         for call in calls:
-            padded = [self.stats.padded(self.tokenizer, [{"input_ids": encoded[i]} for i in g], self.device)
+            padded = [self.stats.padded(self.tokenizer, [{"input_ids": encoded[i]} for i in g], self.device,
+                                        max(lengths[i] for i in g) if self.bucket else None)
                       for g in call]
             with torch.inference_mode(), matmul_precision(self.tf32):
                 if settings is not None:
