@@ -185,3 +185,20 @@ class NeverCalled:
 
     def __getattr__(self, name: str) -> Any:
         raise AssertionError(f"{self.why} (used: {name})")
+
+
+def record_padding(runner: Any) -> tuple[list[int], list[int]]:
+    """Wraps ``runner.stats.padded`` (a model runner's padded batches): the lists it returns get, per batch, its
+    padded width and its longest input, as the runner runs."""
+    widths: list[int] = []
+    longest: list[int] = []
+    real = runner.stats.padded
+
+    def padded(tokenizer: Any, features: Sequence[dict], device: Any, length: Optional[int] = None) -> dict:
+        out = real(tokenizer, features, device, length)
+        widths.append(out["input_ids"].shape[1])
+        longest.append(max(len(f["input_ids"]) for f in features))
+        return out
+
+    runner.stats.padded = padded
+    return widths, longest

@@ -200,22 +200,14 @@ def test_an_unknown_search_is_refused_naming_the_choices(tiny_models):
 @pytest.mark.parametrize("search", ["own", "library"])
 def test_encoder_batches_at_their_length_bucket_give_the_same_questions(tiny_models, texts, search):
     from q2_plugins.accel.batching import bucket_length
+    from tests.fakes import record_padding
 
     tok, model = load_model("qg", str(tiny_models["qg"]), None, "cpu", "float32", "seq2seq", "torch")
     plain = HFQuestionGenerator(tok, model, batch_size=4, max_length=12, search=search)
     bucketed = HFQuestionGenerator(tok, model, batch_size=4, max_length=12, search=search)
     assert not plain.runner.bucket  # on the CPU: off
     bucketed.runner.bucket = True
-    widths, longest = [], []
-    real_pad = bucketed.runner.stats.padded
-
-    def padded(tokenizer, features, device, length=None):
-        out = real_pad(tokenizer, features, device, length)
-        widths.append(out["input_ids"].shape[1])
-        longest.append(max(len(f["input_ids"]) for f in features))
-        return out
-
-    bucketed.runner.stats.padded = padded
+    widths, longest = record_padding(bucketed.runner)
     words = " ".join(texts).split()
     pairs = [(words[i], " ".join(words[i : i + 3 + i % 11])) for i in range(0, 60, 3)]  # inputs of many lengths
     assert bucketed.generate(pairs) == plain.generate(pairs)

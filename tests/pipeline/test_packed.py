@@ -129,6 +129,7 @@ def test_padded_batches_at_bucket_lengths_give_the_same_answers_and_labels(tiny_
     from functools import partial
 
     from q2_plugins.accel.batching import bucket_length
+    from tests.fakes import record_padding
 
     if kind == "qa":
         tok, model = load_model("qa", str(tiny_models["qa"]), None, "cpu", "float32", "qa", "torch")
@@ -143,16 +144,7 @@ def test_padded_batches_at_bucket_lengths_give_the_same_answers_and_labels(tiny_
     plain, bucketed = make(), make()
     assert not plain.runner.bucket  # on the CPU: off
     bucketed.runner.bucket = True
-    widths, longest = [], []
-    real_pad = bucketed.runner.stats.padded
-
-    def padded(tokenizer, features, device, length=None):
-        out = real_pad(tokenizer, features, device, length)
-        widths.append(out["input_ids"].shape[1])
-        longest.append(max(len(f["input_ids"]) for f in features))
-        return out
-
-    bucketed.runner.stats.padded = padded
+    widths, longest = record_padding(bucketed.runner)
     assert getattr(bucketed, call)(pairs) == getattr(plain, call)(pairs)
     assert len(widths) > 1 and widths == [bucket_length(n) for n in longest]
     assert any(w > n for w, n in zip(widths, longest))  # padded past the longest window: the buckets showed
