@@ -294,7 +294,7 @@ class Q2Scorer:
                 for k, n in self.stage_items.items():
                     items[k] = items.get(k, 0) + n
         finally:
-            if progress is True and bars:
+            if progress is True and isinstance(bars, Progress):
                 bars.close()
         self.timings, self.stage_items = timings, items
         return Q2Result(results, self.signature)
