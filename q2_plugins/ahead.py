@@ -9,8 +9,9 @@ CPU time would otherwise sit on the critical path).
 :meth:`~_Ahead.start` hands texts to a worker process (``python -m q2_plugins.ahead KIND PIPELINE``: its own spaCy
 pipeline, JSON lines over its standard input and output); the wrapped method then serves the texts done and does
 the others itself. A process, not a thread: a spaCy thread holds Python's lock often enough to slow a thread that
-drives a GPU op by op (3.5x for a loop of small torch ops, measured). The rule and the pipeline are the same, so the
-outputs are identical either way (tested); a worker that cannot start or stops leaves all the work to the caller.
+drives a GPU op by op (``benchmarks/bench_overlap.py`` measures both). The rule and the pipeline are the same, so
+the outputs are identical either way (tested); a worker that cannot start or stops leaves all the work to the
+caller.
 """
 
 from __future__ import annotations

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Any, Optional, Sequence
 
-__all__ = ["Batching", "length_batches", "packed_batches", "merge_consecutive", "bucket_length",
+__all__ = ["Batching", "length_batches", "packed_batches", "merge_consecutive", "bucket_length", "input_limit",
            "BATCH_OVERHEAD_TOKENS", "PACKED_BATCH_TOKENS"]
 
 # A forward pass costs about as much as this many more input tokens would: small matrix products run far below the
@@ -35,6 +35,13 @@ def bucket_length(n: int, limit: Optional[int] = None) -> int:
     step = max(8, 1 << max(0, n.bit_length() - 4))
     rounded = -(-n // step) * step
     return max(n, min(rounded, limit)) if limit else rounded
+
+
+def input_limit(tokenizer: Any) -> Optional[int]:
+    """The longest input a tokenizer's model takes (``model_max_length``), or None where it states none (the library
+    then gives a huge placeholder): the cap of :func:`bucket_length`."""
+    limit = getattr(tokenizer, "model_max_length", None)
+    return limit if isinstance(limit, int) and 0 < limit < 1_000_000 else None
 
 
 def length_batches(lengths: Sequence[int], batch_size: int, sort: bool, max_tokens: Optional[int] = None,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
-from .batching import Batching, bucket_length, length_batches, merge_consecutive
+from .batching import Batching, bucket_length, input_limit, length_batches, merge_consecutive
 from .beam import BeamSettings, T5BeamSearch, beam_settings
 from .counters import RunStats
 from .device import matmul_precision
@@ -35,8 +35,7 @@ class QuestionDecoder:
         self.device = next(model.parameters()).device
         self.tf32 = bool(getattr(model, "q2_tf32", False))
         self.bucket = self.device.type != "cpu"  # encoder batches padded at their length bucket (few GPU shapes)
-        limit = getattr(tokenizer, "model_max_length", None)
-        self._limit = limit if isinstance(limit, int) and 0 < limit < 1_000_000 else None
+        self._limit = input_limit(tokenizer)
         self.stats = RunStats()
         self.beam_search: Optional[T5BeamSearch] = None  # built on the first call it serves
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from .batching import PACKED_BATCH_TOKENS, Batching, bucket_length, length_batches, packed_batches
+from .batching import PACKED_BATCH_TOKENS, Batching, bucket_length, input_limit, length_batches, packed_batches
 from .counters import RunStats
 from .device import matmul_precision, packed_windows
 from .packed import PackedEncoder
@@ -36,8 +36,7 @@ class WindowRunner:
         self.pack_windows = packed_windows(self.device.type, pack_windows)
         self.tf32 = bool(getattr(model, "q2_tf32", False))
         self.bucket = self.device.type != "cpu"
-        limit = getattr(tokenizer, "model_max_length", None)
-        self._limit = limit if isinstance(limit, int) and 0 < limit < 1_000_000 else None
+        self._limit = input_limit(tokenizer)
         self.stats = RunStats()
         self._packed: Any = None
 
