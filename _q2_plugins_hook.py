@@ -40,7 +40,7 @@ PTH_LINE = ('import sys; exec("try:\\n    import _q2_plugins_hook\\nexcept Excep
 FRAMEWORKS = {"evaluate": "Q2_PLUGINS_EVALUATE_HOOK", "parlai": "Q2_PARLAI_HOOK"}
 # module -> (framework, "module:function" called with the loaded module)
 TARGETS: "dict[str, tuple[str, str]]" = {
-    "evaluate.loading": ("evaluate", "q2_plugins.hf_evaluate:patch_loading"),
+    "evaluate.loading": ("evaluate", "q2_plugins.integrations.evaluate:patch_loading"),
     "parlai.core.params": ("parlai", "parlai_ext.hook:patch_params"),
     "parlai.core.teachers": ("parlai", "parlai_ext.hook:patch_teachers"),
 }

@@ -44,10 +44,10 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from q2_plugins import recipes  # noqa: E402
-from q2_plugins.perturb import PerturbOptions  # noqa: E402
-from q2_plugins.recipes import make_training_set, read_sources  # noqa: E402
-from q2_plugins.spacy_parts import load_spacy  # noqa: E402
+from q2_plugins.metric.spacy_parts import load_spacy  # noqa: E402
+from q2_plugins.training import recipes
+from q2_plugins.training.perturb import PerturbOptions  # noqa: E402
+from q2_plugins.training.recipes import make_training_set, read_sources  # noqa: E402
 
 FIRST_PERSON = {"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"}
 SECOND_PERSON = {"you", "your", "yours", "yourself"}
@@ -278,7 +278,7 @@ def main() -> None:
         return
     figures = audit(Path(args.data))
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
-                            cwd=Path(sys.modules["q2_plugins.recipes"].__file__).parent).stdout.strip()
+                            cwd=Path(sys.modules["q2_plugins.training.recipes"].__file__).parent).stdout.strip()
     figures["commit"] = commit or "unknown"
     for key, value in figures.items():
         if isinstance(value, list) and len(value) == 2:

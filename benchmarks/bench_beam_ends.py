@@ -29,9 +29,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))  # bench_pipeline, also
 import torch  # noqa: E402
 from bench_pipeline import REPO, BenchCandidates, Oracle, build_models, load_workload  # noqa: E402
 
-from q2_plugins import Q2Config, accel  # noqa: E402
+from q2_plugins import Q2Config  # noqa: E402
+from q2_plugins.backends import accel
 from q2_plugins.backends.hf.transformers_models import HFQuestionGenerator, load_model  # noqa: E402
-from q2_plugins.spacy_parts import SpacyCandidateExtractor, load_spacy  # noqa: E402
+from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor, load_spacy  # noqa: E402
 
 
 def main(argv: Optional[Sequence[str]] = None) -> int:

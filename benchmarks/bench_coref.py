@@ -30,7 +30,7 @@ import torch  # noqa: E402
 
 from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins.backends.hf.coref import FCoref, load_fcoref  # noqa: E402
-from q2_plugins.testing import build_fcoref  # noqa: E402
+from q2_plugins.backends.hf.tiny import build_fcoref  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 PAPER_SIZE = dict(hidden_size=768, num_hidden_layers=6, num_attention_heads=12, intermediate_size=3072,

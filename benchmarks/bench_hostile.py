@@ -43,7 +43,7 @@ def tiny_models(where: Optional[str], scratch: Path) -> Path:
     """The directory holding ``qg``, ``qa``, ``nli`` (built here unless ``where`` names one)."""
     if where:
         return Path(where)
-    from q2_plugins.testing import build_examples
+    from q2_plugins.backends.hf.tiny import build_examples
 
     return build_examples(scratch / "examples")["qg"].parent
 

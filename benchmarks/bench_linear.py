@@ -21,7 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 from bench_pipeline import best_seconds  # noqa: E402  (this script's own folder is on the path)
 
-from q2_plugins.accel.onednn import PackedLinear, available, bf16_supported  # noqa: E402
+from q2_plugins.backends.accel.onednn import PackedLinear, available, bf16_supported  # noqa: E402
 
 # (model, layer, in, out, rows)
 SHAPES = [

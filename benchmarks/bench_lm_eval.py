@@ -90,11 +90,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     import lm_eval
     from lm_eval.api.task import ConfigurableTask
 
-    import q2_plugins.lm_eval_ext as ext
+    import q2_plugins.integrations.lm_eval as ext
     from parlai_ext.benchmark import Stopwatch
     from q2_plugins import Q2Scorer
-    from q2_plugins.adapters import config_from_options, shared_scorer
-    from q2_plugins.lm_eval_ext import filter_patch
+    from q2_plugins.integrations.adapters import config_from_options, shared_scorer
+    from q2_plugins.integrations.lm_eval import filter_patch
 
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -103,7 +103,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     if args.qg_model:
         models = {"qg_model": args.qg_model, "qa_model": args.qa_model, "nli_model": args.nli_model}
     else:
-        from q2_plugins.testing import build_all, short_questions_copy
+        from q2_plugins.backends.hf.tiny import build_all, short_questions_copy
 
         paths = build_all(work / "q2-models")
         paths["qg"] = short_questions_copy(paths["qg"], work / "q2-models" / "qg-short")  # random weights seldom end

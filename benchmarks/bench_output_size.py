@@ -4,7 +4,7 @@
 
 The input is the bundled slice of the original run (real responses, knowledge, questions and answers), written as
 ``q2 score`` reads it (``id``, ``response``, ``knowledge`` per JSONL line); the output is what ``q2 score`` writes for
-it (:func:`q2_plugins.rows.result_row`, the one row writer), with and without ``--explain``, the results replayed
+it (:func:`q2_plugins.io.rows.result_row`, the one row writer), with and without ``--explain``, the results replayed
 from the recorded questions. Prints the ratio of each file and over all rows, and the largest row's.
 
     python benchmarks/bench_output_size.py
@@ -20,10 +20,10 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from q2_plugins.io import json_line  # noqa: E402
+from q2_plugins.io.outputs import json_line  # noqa: E402
+from q2_plugins.io.rows import result_row  # noqa: E402
 from q2_plugins.jobs.partial import EXPLAINED_FACTOR, OUTPUT_FACTOR  # noqa: E402
-from q2_plugins.replay import bundled_original_run, load_original_steps, load_recorded_scores, replay  # noqa: E402
-from q2_plugins.rows import result_row  # noqa: E402
+from q2_plugins.jobs.replay import bundled_original_run, load_original_steps, load_recorded_scores, replay  # noqa: E402
 
 
 def main() -> None:

@@ -1,10 +1,10 @@
 """What spaCy work beside a model-driving thread costs that thread: in a thread of the same process, or in the worker
-process of :mod:`q2_plugins.ahead`.
+process of :mod:`q2_plugins.metric.spacy_worker`.
 
 A thread that drives a GPU issues one small op after another, each holding Python's lock while it is launched. The
 stand-in here is a loop of small in-place torch ops on the CPU (one torch thread). It is timed alone, then while a
 spaCy thread parses questions in the same process, then while the worker process parses them (the personal filter
-of :class:`~q2_plugins.ahead.PersonalAhead`, the same questions). Also printed: questions the parser got through
+of :class:`~q2_plugins.metric.spacy_worker.PersonalAhead`, the same questions). Also printed: questions the parser got through
 meanwhile, per second.
 
     python benchmarks/bench_overlap.py [--ops 20000] [--repeats 3] > benchmarks/results/bench_overlap_<commit>.txt
@@ -26,8 +26,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import torch  # noqa: E402
 
 from benchmarks.machine import cpu_name  # noqa: E402
-from q2_plugins.ahead import PersonalAhead  # noqa: E402
-from q2_plugins.spacy_parts import SpacyPersonalFilter, load_spacy  # noqa: E402
+from q2_plugins.metric.spacy_parts import SpacyPersonalFilter, load_spacy  # noqa: E402
+from q2_plugins.metric.spacy_worker import PersonalAhead  # noqa: E402
 
 QUESTIONS = ["What do you think I should plant in my garden this year?", "Which city do you love most?",
              "What did I say about your dog?", "Where do you and I go on holiday?"] * 50

@@ -22,7 +22,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.machine import cpu_name  # noqa: E402
-from q2_plugins.spacy_parts import SpacyPersonalFilter, load_spacy  # noqa: E402
+from q2_plugins.metric.spacy_parts import SpacyPersonalFilter, load_spacy  # noqa: E402
 
 DATA = Path(__file__).resolve().parents[1] / "q2_plugins" / "data"
 

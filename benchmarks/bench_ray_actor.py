@@ -3,7 +3,7 @@
 
 ``bench_ray.py`` times whole commands, whose fixed costs (start-up, model loading) vary from run to run and blur
 the marginal rate. This script separates them: it scores ``--n`` rows in batches of ``--batch-size`` with one
-``Q2Scorer`` in this process, then the same batches through :func:`q2_plugins.ray_data.score_dataset` on one actor
+``Q2Scorer`` in this process, then the same batches through :func:`q2_plugins.jobs.ray.dataset.score_dataset` on one actor
 of a local Ray instance, timing each ``score()`` call where it runs (one torch thread in both). It reports the
 per-batch times both ways, their ratio (the actor's cost per batch, Ray Data included, against the plain call),
 and the Ray run's wall time outside the batches (its start, the actor's model load). The first batch of each run is
@@ -65,7 +65,7 @@ def in_ray_actor(rows: list[dict[str, Any]], config: Any, batch: int) -> dict[st
     import pyarrow as pa
     import ray
 
-    from q2_plugins.ray_data import Q2BatchScorer, score_dataset
+    from q2_plugins.jobs.ray.dataset import Q2BatchScorer, score_dataset
 
     class TimedBatchScorer(Q2BatchScorer):
         def __call__(self, table: pa.Table) -> pa.Table:

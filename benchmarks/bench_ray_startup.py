@@ -3,7 +3,7 @@
 
 ``cli``: wall time of ``q2 score`` and of ``q2 score --engine ray --concurrency 1`` on the same 2 rows, each in a
 fresh process (and Ray instance); ``--repo DIR`` runs another checkout's code (an older commit, to compare).
-``steps`` (this checkout): ``import`` (``q2_plugins.ray_data``: Ray, Ray Data, pyarrow), ``ray_init`` (the local
+``steps`` (this checkout): ``import`` (``q2_plugins.jobs.ray.dataset``: Ray, Ray Data, pyarrow), ``ray_init`` (the local
 instance, started as the command starts it), ``check_models`` (the models loaded once in a Ray task),
 ``first_batch`` (one actor started, its models loaded, one row scored), ``shutdown``, run one after the other (the
 command overlaps the check with the actor's start). Medians over ``--repeat`` runs.
@@ -31,8 +31,8 @@ CHILD = r"""
 import json, sys, time
 t = {"start": time.perf_counter()}
 from q2_plugins.jobs import ScoreJob
-from q2_plugins.jobs.ray import _start
-from q2_plugins.ray_data import check_models, score_dataset
+from q2_plugins.jobs.ray.engine import _start
+from q2_plugins.jobs.ray.dataset import check_models, score_dataset
 import ray
 t["import"] = time.perf_counter()
 from q2_plugins import Q2Config

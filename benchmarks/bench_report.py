@@ -26,8 +26,8 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from q2_plugins import __version__  # noqa: E402
-from q2_plugins.replay import bundled_original_run, load_original_steps, load_recorded_scores, replay  # noqa: E402
-from q2_plugins.report import write_html  # noqa: E402
+from q2_plugins.jobs.replay import bundled_original_run, load_original_steps, load_recorded_scores, replay  # noqa: E402
+from q2_plugins.jobs.report import write_html  # noqa: E402
 
 
 def build_rows(n: int) -> list[dict[str, Any]]:

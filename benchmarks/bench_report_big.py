@@ -30,7 +30,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.bench_report import build_rows  # noqa: E402
 from benchmarks.machine import cpu_name  # noqa: E402
-from q2_plugins.io import json_line  # noqa: E402
+from q2_plugins.io.outputs import json_line  # noqa: E402
 
 
 def write_results(path: Path, n: int) -> int:

@@ -38,7 +38,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins.cli import main as q2_main  # noqa: E402
-from q2_plugins.significance import PairedTest, bootstrap_figures, bootstrap_p_value, paired_ar, systems_arrays  # noqa: E402
+from q2_plugins.metric.significance import PairedTest, bootstrap_figures, bootstrap_p_value, paired_ar, systems_arrays  # noqa: E402
 
 GRID = np.array([0.0, 0.25, 1 / 3, 0.5, 2 / 3, 0.75, 1.0])  # Q² response scores are means of a few 0 / F1 / 1
 

@@ -5,7 +5,7 @@
    Q² WoW annotations' consistent responses and BEGIN v2 dev's fully attributable ones (WoW, CMU-DoG, TopicalChat).
    Its source rows are split (seeded) into a training part and a held-out part.
 2. A WordPiece tokenizer is trained on the training part's text, and a small BERT (random init) is trained on it with
-   ``q2_plugins.train.train`` (the Hugging Face ``Trainer``), five-way.
+   ``q2_plugins.training.train.train`` (the Hugging Face ``Trainer``), five-way.
 3. Evaluated on the held-out silver part and on BEGIN v1 dev (836 human-labelled responses), against the majority
    label: five-way and three-way accuracy and macro-F1, with the training curve (loss by step) printed.
 4. Throughput: a few ``Trainer`` steps of a bert-base-sized classifier (random weights: a step costs the same) on the
@@ -35,9 +35,9 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from benchmarks.machine import cpu_name  # noqa: E402
-from q2_plugins.perturb import PerturbOptions  # noqa: E402
-from q2_plugins.recipes import label_table, make_training_set, read_sources  # noqa: E402
-from q2_plugins.train import TaxonomyModel, TrainOptions, evaluate_labels, train  # noqa: E402
+from q2_plugins.training.perturb import PerturbOptions  # noqa: E402
+from q2_plugins.training.recipes import label_table, make_training_set, read_sources  # noqa: E402
+from q2_plugins.training.train import TaxonomyModel, TrainOptions, evaluate_labels, train  # noqa: E402
 
 
 def silver_split(data: Path, out: Path, seed: int, held_out: float) -> tuple[Path, Path, dict[str, Any]]:
@@ -63,7 +63,7 @@ def small_bert(train_file: Path, path: Path, seed: int, **size: Any) -> Path:
     from tokenizers import BertWordPieceTokenizer
     from transformers import BertConfig, BertForSequenceClassification, BertTokenizerFast
 
-    from q2_plugins.taxonomy import LABELS
+    from q2_plugins.metric.taxonomy import LABELS
 
     texts = []
     for line in train_file.read_text().splitlines():

@@ -15,7 +15,7 @@ __all__ = ["enable", "register_scorer", "unregister_scorer"]
 
 def enable() -> None:
     """Hook ``--metrics q2`` and the ``--q2-*`` options into ParlAI in this interpreter (idempotent)."""
-    from .hook import enable as _enable
+    from parlai_ext.hook import enable as _enable
 
     _enable()
 
@@ -26,13 +26,13 @@ def register_scorer(scorer: object) -> None:
     The way to plug custom components (a :class:`q2_plugins.Q2Scorer` built with your own QG / QA / NLI) into
     ParlAI runs: build the scorer, register it, run ParlAI in-process with the matching ``--q2-*`` options.
     """
-    from .options import register_scorer as _register
+    from parlai_ext.options import register_scorer as _register
 
     _register(scorer)
 
 
 def unregister_scorer(scorer: object) -> None:
     """Undo :func:`register_scorer`."""
-    from .options import unregister_scorer as _unregister
+    from parlai_ext.options import unregister_scorer as _unregister
 
     _unregister(scorer)

@@ -2,7 +2,7 @@
 
 :class:`Q2RerankMixin` goes in front of any ``TorchGeneratorAgent`` subclass. After the agent's own ``eval_step``
 it reranks every example's finished beam hypotheses against the knowledge in the example's message
-(``--q2-knowledge-field``), all candidates of the batch in one :func:`q2_plugins.rerank.rerank_batch` call, and
+(``--q2-knowledge-field``), all candidates of the batch in one :func:`q2_plugins.integrations.rerank.rerank_batch` call, and
 returns the reranked best as ``text``, the reranked list as ``beam_texts`` (``(text, beam score)`` pairs, best
 first) and each candidate's figures as ``q2_rerank``. ``--q2-rerank-weight w`` ranks by
 ``(1 - w) * Q2 + w * exp(beam score)`` (ParlAI's beam score is the length-penalised log-probability); the default 0
@@ -25,9 +25,8 @@ from parlai.core.metrics import AverageMetric
 from parlai.utils.misc import warn_once
 from projects.wizard_of_wikipedia.generator.agents import EndToEndAgent
 
-from q2_plugins.rerank import rerank_batch
-
-from .options import NO_KNOWLEDGE, add_q2_args, config_from_opt, knowledge_error, knowledge_field, scorer_for
+from parlai_ext.options import NO_KNOWLEDGE, add_q2_args, config_from_opt, knowledge_error, knowledge_field, scorer_for
+from q2_plugins.integrations.rerank import rerank_batch
 
 __all__ = ["Q2RerankMixin", "Q2RerankTransformerGeneratorAgent", "Q2RerankImageSeq2seqAgent",
            "Q2RerankEndToEndAgent"]

@@ -28,7 +28,7 @@ __all__ = ["main", "offline_pairs", "Stopwatch"]
 
 def offline_pairs(world_logs: str, field: str) -> tuple[list[Any], list[Any]]:
     """(responses, knowledge) from ``eval_model --world-logs`` output, as ``--metrics q2`` collected them."""
-    from .options import NO_KNOWLEDGE
+    from parlai_ext.options import NO_KNOWLEDGE
 
     responses, knowledge = [], []
     with open(world_logs, encoding="utf-8") as f:
@@ -88,11 +88,10 @@ def main(argv: Optional[list[str]] = None) -> int:
     parlai_ext.enable()
     from parlai.core.params import ParlaiParser
 
+    from parlai_ext.options import config_from_opt, knowledge_field
+    from parlai_ext.testing import write_wow_data
     from q2_plugins import Q2Scorer
-    from q2_plugins.spacy_parts import load_spacy
-
-    from .options import config_from_opt, knowledge_field
-    from .testing import write_wow_data
+    from q2_plugins.metric.spacy_parts import load_spacy
 
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
@@ -103,7 +102,7 @@ def main(argv: Optional[list[str]] = None) -> int:
         "model": "repeat_label"}
     q2_flags = list(extra)
     if "--q2-qg-model" not in q2_flags:
-        from q2_plugins.testing import build_all
+        from q2_plugins.backends.hf.tiny import build_all
 
         paths = build_all(work / "q2-models")
         q2_flags += ["--q2-qg-model", str(paths["qg"]), "--q2-qa-model", str(paths["qa"]),
@@ -114,8 +113,8 @@ def main(argv: Optional[list[str]] = None) -> int:
     common = dict(task=args.task, datapath=datapath, **agent)
     common.update({k: v for k, v in opt.items() if k.startswith("q2_") and v is not None})
 
-    from .metric import Q2TeacherMetrics
-    from .options import scorer_for
+    from parlai_ext.metric import Q2TeacherMetrics
+    from parlai_ext.options import scorer_for
 
     in_metric, core_calls = Stopwatch(), Stopwatch()
     for name in ("add_q2_example", "score_pending"):

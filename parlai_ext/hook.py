@@ -27,21 +27,21 @@ ENV_SWITCH = "Q2_PARLAI_HOOK"
 def patch_params(module: Any) -> None:
     """Patch the module ``parlai.core.params``: every ParlAI script gets the ``--q2-*`` options (and a Q² validation
     metric its direction)."""
-    from .options import patch_parser
+    from parlai_ext.options import patch_parser
 
     patch_parser(module.ParlaiParser)
 
 
 def patch_teachers(module: Any) -> None:
     """Patch the module ``parlai.core.teachers``: teachers compute ``--metrics q2``."""
-    from .metric import patch_teachers as patch
+    from parlai_ext.metric import patch_teachers as patch
 
     patch(module)
 
 
 def enable() -> None:
     """Hook into ParlAI in this interpreter: patch its modules now if imported, else right after they are."""
-    from q2_plugins.hooks import mechanism
+    from q2_plugins.integrations.hooks import mechanism
 
     mechanism().enable(("parlai",))
 

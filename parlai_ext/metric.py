@@ -35,11 +35,10 @@ from typing import IO, Any, Optional
 
 from parlai.core.metrics import AverageMetric, Metric, SumMetric, TeacherMetrics
 
-from q2_plugins import metric_names as M
-from q2_plugins.results import Q2Stats
-from q2_plugins.rows import result_row
-
-from .options import NO_KNOWLEDGE, config_from_opt, knowledge_error, knowledge_field, scorer_for
+from parlai_ext.options import NO_KNOWLEDGE, config_from_opt, knowledge_error, knowledge_field, scorer_for
+from q2_plugins.io.rows import result_row
+from q2_plugins.metric import names as M
+from q2_plugins.metric.results import Q2Stats
 
 __all__ = ["Q2TeacherMetrics", "Q2AverageMetric", "Q2FigureMetric", "Q2KnowledgeFieldError", "wants_q2",
            "patch_teachers"]
@@ -116,7 +115,7 @@ class _Pending:
         self.ids.clear()
 
     def write_rows(self, result: Any) -> None:
-        """One JSON line per scored example (:func:`~q2_plugins.rows.result_row`): its position in the file, its ids,
+        """One JSON line per scored example (:func:`~q2_plugins.io.rows.result_row`): its position in the file, its ids,
         response and knowledge, the core's result with its explanation, then the signature."""
         if self.rows is None:
             return

@@ -1,7 +1,7 @@
 """The ``--q2-*`` options in ParlAI's parser, their mapping onto :class:`Q2Config`, and the scorer they select.
 
 Every :class:`Q2Config` field is one ParlAI option ``--q2-<field>`` (``qg_model`` -> ``--q2-qg-model``), built from
-:func:`q2_plugins.config.config_options`, the list the ``q2`` command line uses too. ParlAI style: booleans take a
+:func:`q2_plugins.metric.config.config_options`, the list the ``q2`` command line uses too. ParlAI style: booleans take a
 value (``--q2-use-nli false``); a boolean that is on by default also gets a switch (``--q2-no-nli``,
 ``--q2-no-fallback``, ...). Four options belong to the ParlAI side only: ``--q2-knowledge-field``,
 ``--q2-history``, ``--q2-score-every`` and ``--q2-per-example-file``.
@@ -13,9 +13,9 @@ import functools
 import sys
 from typing import Any, Mapping, MutableMapping, Optional
 
-from q2_plugins import metric_names as M
-from q2_plugins.config import Q2Config, config_options
-from q2_plugins.errors import NamesSetting, SettingError
+from q2_plugins.metric import names as M
+from q2_plugins.metric.config import Q2Config, config_options
+from q2_plugins.metric.errors import NamesSetting, SettingError
 
 __all__ = [
     "GROUP_TITLE", "NO_KNOWLEDGE", "add_q2_args", "patch_parser", "config_from_opt", "scorer_for",
@@ -109,7 +109,7 @@ _HIGHER_IS_BETTER = {m.framework_key: m.higher_is_better for m in M.METRICS if m
 
 def set_validation_mode(opt: MutableMapping[str, Any]) -> Optional[str]:
     """``--validation-metric-mode`` for a ``--validation-metric`` that is a Q² figure, from its declared direction
-    (:mod:`q2_plugins.metric_names`): ParlAI's ``train_model`` knows the direction of its own metrics only and
+    (:mod:`q2_plugins.metric.names`): ParlAI's ``train_model`` knows the direction of its own metrics only and
     maximises any other, which is wrong for ``q2_fallback_rate``. Unset: set (``max`` / ``min``); set to the
     opposite: kept, with a one-line note on stderr. Returns the declared mode (None for a metric not Q²'s)."""
     higher = _HIGHER_IS_BETTER.get(opt.get("validation_metric"))  # type: ignore[arg-type]
@@ -173,7 +173,7 @@ def scorer_for(config: Q2Config, load: bool = True) -> Any:
     try:  # a library error names its setting; here it is the option --q2-<setting>
         scorer: Optional[Any] = next((s for s in _REGISTERED if s.config == config), None)
         if scorer is None:
-            from q2_plugins.adapters import shared_scorer
+            from q2_plugins.integrations.adapters import shared_scorer
 
             scorer = shared_scorer(config, slot="parlai")
         if load:

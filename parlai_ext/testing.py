@@ -3,7 +3,7 @@
 :func:`write_wow_data` writes ``<datapath>/wizard_of_wikipedia/`` in the layout ParlAI's WoW teachers read (with
 the ``.built`` marker, so nothing is downloaded). :func:`train_tiny_model` trains one of the three model classes the
 Q² paper scored, for a handful of steps, into a real ParlAI model file. Their outputs mean nothing; they exercise
-the real code paths. Sentences come from :data:`q2_plugins.testing.CORPUS`, so the tiny Q² models' tokenizers know
+the real code paths. Sentences come from :data:`q2_plugins.backends.hf.tiny.CORPUS`, so the tiny Q² models' tokenizers know
 the words.
 """
 
@@ -14,7 +14,7 @@ import os
 from pathlib import Path
 from typing import Any
 
-from q2_plugins.testing import corpus_sentences
+from q2_plugins.backends.hf.tiny import corpus_sentences
 
 __all__ = ["MODELS", "write_wow_data", "train_tiny_model", "TINY_ARCH"]
 

@@ -20,18 +20,22 @@ __all__ = [
     "Signature",
     "score",
     "METRIC_INFO",
+    "SettingError",
+    "ModelLoadError",
 ]
 
 _LAZY = {
-    "Q2Config": "config",
+    "Q2Config": "metric.config",
     "Q2Scorer": "scorer",
     "score": "scorer",
-    "Q2Result": "results",
-    "ResponseResult": "results",
-    "QuestionResult": "results",
-    "Q2Stats": "results",
-    "Signature": "signature",
-    "METRIC_INFO": "metric_names",
+    "Q2Result": "metric.results",
+    "ResponseResult": "metric.results",
+    "QuestionResult": "metric.results",
+    "Q2Stats": "metric.results",
+    "Signature": "metric.signature",
+    "METRIC_INFO": "metric.names",
+    "SettingError": "metric.errors",
+    "ModelLoadError": "metric.errors",
 }
 
 

@@ -1,16 +1,16 @@
 """``Q2Scorer``: the Q² pipeline over lists of responses. It loads the components once, names them in the
-signature, and runs the steps of :mod:`q2_plugins.stages`, each batched across the whole call."""
+signature, and runs the steps of :mod:`q2_plugins.metric.stages`, each batched across the whole call."""
 
 from __future__ import annotations
 
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
-from . import __version__
-from . import metric_names as M
-from . import stages as st
-from .budgets import check_candidates, check_lengths
-from .cache import Q2Cache
-from .components import (
+from q2_plugins import __version__
+from q2_plugins.metric import names as M
+from q2_plugins.metric import stages as st
+from q2_plugins.metric.budgets import check_candidates, check_lengths
+from q2_plugins.metric.cache import Q2Cache
+from q2_plugins.metric.components import (
     CandidateExtractor,
     Coreference,
     NLIModel,
@@ -18,10 +18,11 @@ from .components import (
     QuestionAnswerer,
     QuestionGenerator,
 )
-from .config import STAGES, Q2Config
-from .progress import Progress
-from .results import Q2Result, ResponseResult
-from .signature import Signature, scorer_signature, spacy_id, stage_key
+from q2_plugins.metric.config import STAGES, Q2Config
+from q2_plugins.metric.progress import Progress
+from q2_plugins.metric.results import Q2Result, ResponseResult
+from q2_plugins.metric.runner import Parts, Row, StageRunner
+from q2_plugins.metric.signature import Signature, scorer_signature, spacy_id, stage_key
 
 __all__ = ["Q2Scorer", "score"]
 
@@ -31,14 +32,14 @@ class Q2Scorer:
 
     Models load lazily on first use, once per scorer, through the backend each model setting names
     (:mod:`q2_plugins.backends`: ``hf`` by default, ``SCHEME:...`` for another). Any component can also be replaced
-    by an object implementing the matching protocol in :mod:`q2_plugins.components` (its ``signature`` attribute,
+    by an object implementing the matching protocol in :mod:`q2_plugins.metric.components` (its ``signature`` attribute,
     if any, names it in the signature); a backend reaches every front end, an object only this scorer.
 
     >>> scorer = Q2Scorer(Q2Config(use_nli=False))            # doctest: +SKIP
     >>> result = scorer.score(responses=["..."], knowledge=["..."], explain=True)  # doctest: +SKIP
     """
 
-    #: torchmetrics-style metadata, from the one declaration (:data:`q2_plugins.metric_names.METRIC_INFO`)
+    #: torchmetrics-style metadata, from the one declaration (:data:`q2_plugins.metric.names.METRIC_INFO`)
     higher_is_better: bool = bool(M.METRIC_INFO.higher_is_better)
     plot_lower_bound: float = M.METRIC_INFO.bounds[0]  # type: ignore[index]
     plot_upper_bound: float = M.METRIC_INFO.bounds[1]  # type: ignore[index]
@@ -79,7 +80,7 @@ class Q2Scorer:
         self.stage_items: dict[str, int] = {}
         self._signature: Optional[Signature] = None
         self._part_ids: dict[str, str] = {}
-        #: the agreement of this scorer's first rows with float32 (:mod:`q2_plugins.precision`), once checked
+        #: the agreement of this scorer's first rows with float32 (:mod:`q2_plugins.metric.precision`), once checked
         self.precision_agreement: Any = None
         self._precision_pending = True
         self._ahead: Any = None  # the candidates extractor that works ahead (see ahead())
@@ -88,14 +89,14 @@ class Q2Scorer:
 
     # -- components (lazy) ------------------------------------------------------------------------------------
     def _nlp(self) -> Any:
-        from .spacy_parts import load_spacy
+        from q2_plugins.metric.spacy_parts import load_spacy
 
         return load_spacy(self.config.spacy_model)
 
     @property
     def candidate_extractor(self) -> CandidateExtractor:
         if self._candidates is None:
-            from .spacy_parts import SpacyCandidateExtractor
+            from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor
 
             self._candidates = SpacyCandidateExtractor(self._nlp())
         return self._candidates
@@ -103,23 +104,23 @@ class Q2Scorer:
     @property
     def personal_filter(self) -> PersonalQuestionFilter:
         if self._personal is None:
-            from .spacy_parts import SpacyPersonalFilter
+            from q2_plugins.metric.spacy_parts import SpacyPersonalFilter
 
             self._personal = SpacyPersonalFilter(self._nlp())
         return self._personal
 
     @property
     def text_signals(self) -> Any:
-        """The text signals of the BEGIN-style labels (:mod:`q2_plugins.taxonomy`), from the spaCy pipeline."""
+        """The text signals of the BEGIN-style labels (:mod:`q2_plugins.metric.taxonomy`), from the spaCy pipeline."""
         if self._signals is None:
-            from .taxonomy import SpacyTextSignals
+            from q2_plugins.metric.taxonomy import SpacyTextSignals
 
             self._signals = SpacyTextSignals(self._nlp())
         return self._signals
 
     def _component(self, role: str) -> Any:
         """The component of ``role``, loaded by the backend its model setting names (:mod:`q2_plugins.backends`)."""
-        from . import backends
+        from q2_plugins import backends
 
         component = backends.load(role, self.config)
         if self._part_ids.pop(role, None) is not None:  # loading can fill the cache an identity reads: ask again
@@ -153,22 +154,22 @@ class Q2Scorer:
 
     def load(self, *, quiet: bool = False) -> "Q2Scorer":
         """Load every component this configuration needs now; a model that cannot load raises
-        :class:`~q2_plugins.errors.ModelLoadError` here, once. ``score()`` calls it before its first stage.
+        :class:`~q2_plugins.metric.errors.ModelLoadError` here, once. ``score()`` calls it before its first stage.
         ``quiet`` silences the model library's per-file loading bars while it runs."""
         if quiet:
-            from .backends.loading import quiet_loading
+            from q2_plugins.backends.loading import quiet_loading
 
             with quiet_loading():
                 return self.load()
         self.parts()
         return self
 
-    def parts(self) -> st.Parts:
+    def parts(self) -> Parts:
         """The settings and the components that scoring with them uses, loaded: what the steps of
-        :mod:`q2_plugins.stages` are given."""
+        :mod:`q2_plugins.metric.stages` are given."""
         c = self.config
         if not self._devices_checked:  # a device that is not here stops before any model loads
-            from .devices import check_devices
+            from q2_plugins.backends.accel.device import check_devices
 
             check_devices(c, [role for role in ("qg", "qa", "nli") if self._custom[role] is None])
             self._devices_checked = True
@@ -180,19 +181,19 @@ class Q2Scorer:
         personal, overlap = None, False
         if c.remove_personal:
             personal, overlap = self._personal_part()
-        return st.Parts(c, self._ahead or self.candidate_extractor, qg, qa, personal=personal, nli=nli, coref=coref,
+        return Parts(c, self._ahead or self.candidate_extractor, qg, qa, personal=personal, nli=nli, coref=coref,
                         overlap=overlap)
 
     def _personal_part(self) -> tuple[PersonalQuestionFilter, bool]:
         """The personal filter, and whether it runs beside the question answerer: with the project's own spaCy
-        filter and models off the CPU, a :class:`~q2_plugins.ahead.PersonalAhead` (a worker process with a pipeline
+        filter and models off the CPU, a :class:`~q2_plugins.metric.spacy_worker.PersonalAhead` (a worker process with a pipeline
         of its own)."""
-        from .ahead import off_cpu
+        from q2_plugins.metric.spacy_worker import off_cpu
 
         if self._custom["personal"] is not None or not off_cpu(self.config):
             return self.personal_filter, False
         if self._personal_background is None:
-            from .ahead import PersonalAhead
+            from q2_plugins.metric.spacy_worker import PersonalAhead
 
             self._personal_background = PersonalAhead(self.personal_filter, self.config.spacy_model)
             self._personal_background.prepare()  # its pipeline loads while the candidates and questions are made
@@ -211,7 +212,7 @@ class Q2Scorer:
             return str(getattr(custom, "signature", f"custom:{type(custom).__name__}"))
         if stage in ("candidates", "personal", "signals"):
             return spacy_id(self._nlp())
-        from . import backends
+        from q2_plugins import backends
 
         return backends.identity(stage, self.config)
 
@@ -220,7 +221,7 @@ class Q2Scorer:
         """Reproducibility signature: models with revisions, decoding, filters, normalisation, package version.
 
         A string (the full form) with a sacrebleu-style ``.short`` form, derived from the settings' declarations;
-        see :mod:`q2_plugins.signature`.
+        see :mod:`q2_plugins.metric.signature`.
         """
         if self._signature is None:
             self._signature = scorer_signature(self.config, _Identities(self), __version__)
@@ -228,7 +229,7 @@ class Q2Scorer:
 
     def stage_keys(self, stages: Sequence[str]) -> dict[str, str]:
         """The cache namespace of each of ``stages``: the stage, its component's identity and the settings that
-        change its outputs (:func:`~q2_plugins.signature.stage_key`)."""
+        change its outputs (:func:`~q2_plugins.metric.signature.stage_key`)."""
         return {stage: stage_key(self.config, stage, self._part_id(stage), st.stage_version(stage))
                 for stage in stages}
 
@@ -249,13 +250,13 @@ class Q2Scorer:
         progress: Union[bool, Progress] = False,
         label: bool = False,
     ) -> Q2Result:
-        """Score ``responses[i]`` against ``knowledge[i]``; the steps are those of :mod:`q2_plugins.stages`.
+        """Score ``responses[i]`` against ``knowledge[i]``; the steps are those of :mod:`q2_plugins.metric.stages`.
 
         Each knowledge item is a string or a list of strings (joined by spaces). ``history`` (the dialogue before
         each response) is read only with ``coref`` (the paper's appendix A step, :mod:`q2_plugins.backends.hf.coref`).
         Bad rows get ``status="error"`` and a message; they never stop the other rows. ``label`` adds the
-        BEGIN-style label of each response (:mod:`q2_plugins.taxonomy`). ``progress``: True for a bar per stage of
-        this call, or a :class:`~q2_plugins.progress.Progress` to keep one set of bars (rows with an ETA, and
+        BEGIN-style label of each response (:mod:`q2_plugins.metric.taxonomy`). ``progress``: True for a bar per stage of
+        this call, or a :class:`~q2_plugins.metric.progress.Progress` to keep one set of bars (rows with an ETA, and
         stages) over the several calls of a run.
 
         With models off the CPU, a call of more than :data:`AHEAD_ROWS` rows is scored in parts of that many, each
@@ -265,7 +266,7 @@ class Q2Scorer:
         _check_inputs(responses, knowledge, history)
         _check_progress(progress)
         if len(responses) > AHEAD_ROWS and self._custom["candidates"] is None:
-            from .ahead import off_cpu
+            from q2_plugins.metric.spacy_worker import off_cpu
 
             if off_cpu(self.config):
                 return self._score_in_parts(responses, knowledge, history, explain, progress, label)
@@ -305,7 +306,7 @@ class Q2Scorer:
         rows = st.check_cells(responses, knowledge, history if c.coref else None)
         check_lengths(c, rows)                                                            # 0. budgets, up front
         checked = self._rows_to_check(rows)
-        run = st.StageRunner(c, self.cache, progress=progress)
+        run = StageRunner(c, self.cache, progress=progress)
         run.rows = rows
         run.start(len(rows), [s for s in _RUN_ORDER if s in self._stages(label)])
         try:
@@ -352,23 +353,23 @@ class Q2Scorer:
 
     def ahead(self, responses: Sequence[Any]) -> None:
         """Start extracting the answer candidates of ``responses`` (a later call's) in a worker process, with a
-        spaCy pipeline of its own, so they are ready when that call needs them (:mod:`q2_plugins.ahead`). Same
+        spaCy pipeline of its own, so they are ready when that call needs them (:mod:`q2_plugins.metric.spacy_worker`). Same
         candidates as without; a run whose models are on a GPU calls it for its next chunk. Does nothing with a
         candidate extractor passed in."""
         if self._custom["candidates"] is not None:
             return
         if self._ahead is None:
-            from .ahead import CandidatesAhead
+            from q2_plugins.metric.spacy_worker import CandidatesAhead
 
             self._ahead = CandidatesAhead(self.candidate_extractor, self.config.spacy_model)
         self._ahead.start([r for r in responses if isinstance(r, str)])
 
     def skip_precision_check(self) -> None:
-        """Take no precision check (:mod:`q2_plugins.precision`): another scorer of the same run takes it."""
+        """Take no precision check (:mod:`q2_plugins.metric.precision`): another scorer of the same run takes it."""
         self._precision_pending = False
 
-    def _rows_to_check(self, rows: Sequence[st.Row]) -> list[int]:
-        """The rows of this call whose decisions are compared with float32 (:mod:`q2_plugins.precision`): the first
+    def _rows_to_check(self, rows: Sequence[Row]) -> list[int]:
+        """The rows of this call whose decisions are compared with float32 (:mod:`q2_plugins.metric.precision`): the first
         ``precision_check`` usable rows of the first call with any, on a setting that is due a check and with the
         models of the backends (a component passed in has no float32 reference)."""
         if not self._precision_pending or not self.config.precision_check:
@@ -376,7 +377,7 @@ class Q2Scorer:
         if any(self._custom[k] is not None for k in ("qg", "qa", "nli")):
             self._precision_pending = False
             return []
-        from .precision import check_due
+        from q2_plugins.metric.precision import check_due
 
         if check_due(self.config) is None:
             self._precision_pending = False
@@ -387,7 +388,7 @@ class Q2Scorer:
                          history: Optional[Sequence[Any]], results: list[Any]) -> None:
         """Score the rows ``indices`` again with the float32 reference, keep the agreement in
         :attr:`precision_agreement` and warn below the tolerance; the reference models are let go after."""
-        from .precision import compare, describe, reference_config, warn_if_below
+        from q2_plugins.metric.precision import compare, describe, reference_config, warn_if_below
 
         self._precision_pending = False
         reference = Q2Scorer(reference_config(self.config), candidate_extractor=self._custom["candidates"],
@@ -412,7 +413,7 @@ class Q2Scorer:
         check_lengths(self.config, rows)
         if st.usable(rows):
             keys = self.stage_keys(["signals"]) if self.cache is not None else {}
-            st.text_signals(st.StageRunner(self.config, self.cache, keys), self.text_signals, st.usable(rows))
+            st.text_signals(StageRunner(self.config, self.cache, keys), self.text_signals, st.usable(rows))
         st.label(rows, result.responses)
         return result
 
@@ -441,7 +442,7 @@ def _check_inputs(responses: Any, knowledge: Any, history: Any) -> None:
 
 def _check_progress(progress: Any) -> None:
     if not isinstance(progress, (bool, Progress)):
-        raise TypeError(f"Expected progress to be True, False or a q2_plugins.progress.Progress, "
+        raise TypeError(f"Expected progress to be True, False or a q2_plugins.metric.progress.Progress, "
                         f"but got {type(progress).__name__}")
     if isinstance(progress, Progress) and progress.closed:
         raise ValueError("This Progress is closed; make a new one for another run")

@@ -1,5 +1,5 @@
 #!/usr/bin/env python
-"""Tune the text-signal thresholds of q2_plugins.taxonomy on BEGIN's development split, and print what it measured.
+"""Tune the text-signal thresholds of q2_plugins.metric.taxonomy on BEGIN's development split, and print what it measured.
 
 Only the model-free part of the rules can be tuned here: BEGIN has no recorded per-question Q² evidence and no real
 model weights are available, so every response is labelled by ``classify(None, signals, thresholds)`` (text signals
@@ -27,10 +27,10 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from q2_plugins.metaeval.loaders import load_begin  # noqa: E402
+from q2_plugins.datasets.begin import load_begin
 from q2_plugins.metaeval.stats import classification_metrics  # noqa: E402
-from q2_plugins.spacy_parts import load_spacy  # noqa: E402
-from q2_plugins.taxonomy import (  # noqa: E402
+from q2_plugins.metric.spacy_parts import load_spacy  # noqa: E402
+from q2_plugins.metric.taxonomy import (  # noqa: E402
     COARSE,
     DEFAULT_THRESHOLDS,
     LABELS,
@@ -96,7 +96,7 @@ def main() -> int:
     chosen = {k: getattr(DEFAULT_THRESHOLDS, k) for k in GRID}
     c_default = combos.index(chosen)
     rank = next(i for i, (_, c) in enumerate(scored) if c == c_default) + 1
-    print(f"\ndefaults in q2_plugins.taxonomy: {chosen} (rank {rank} of {len(combos)}, objective "
+    print(f"\ndefaults in q2_plugins.metric.taxonomy: {chosen} (rank {rank} of {len(combos)}, objective "
           f"{objective(c_default, everything)[0]:.4f})")
     labels5 = [LABELS[i] for i in preds[c_default]]
     gold_labels = [ex.label for ex in examples]

@@ -52,7 +52,7 @@ def shared_data() -> Path:
 @pytest.fixture(scope="session")
 def examples_dir(tmp_path_factory) -> Path:
     """The layout of ``q2 make-test-models --examples DIR``: what the documented examples run in."""
-    from q2_plugins.testing import build_examples
+    from q2_plugins.backends.hf.tiny import build_examples
 
     root = tmp_path_factory.mktemp("examples")
     build_examples(root)

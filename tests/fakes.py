@@ -8,8 +8,8 @@ import re
 from typing import Any, Callable, Optional, Sequence
 
 from q2_plugins import Q2Config, Q2Scorer
-from q2_plugins.components import Answer, NLILabel
-from q2_plugins.results import Q2Result, ResponseResult, ResponseStatus
+from q2_plugins.metric.components import Answer, NLILabel
+from q2_plugins.metric.results import Q2Result, ResponseResult, ResponseStatus
 
 
 class FakeCandidates:
@@ -97,7 +97,7 @@ class FakeCoref:
         self.calls: list[list[tuple[str, str]]] = []
 
     def resolve(self, pairs: Sequence[tuple[str, str]]) -> list[Any]:
-        from q2_plugins.backends.hf.coref import join_dialogue, rewrite
+        from q2_plugins.metric.coref_rules import join_dialogue, rewrite
 
         self.calls.append(list(pairs))
         out = []

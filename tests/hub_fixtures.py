@@ -5,7 +5,7 @@ For each default model and each alternative the README lists, :func:`build_hub_c
 named by SHA-256 (LFS files) or git blob SHA-1 (small files), the snapshot's files symlinked to them, ``refs/main``
 naming the commit. Each repository has its published file set (read from its public file listing) and the published
 ``config.json`` / tokenizer-config / special-tokens fields, with the size fields (hidden sizes, layers, heads,
-vocabulary) shrunk so tiny models built by :mod:`q2_plugins.testing` fit them, and tiny random weights in the
+vocabulary) shrunk so tiny models built by :mod:`q2_plugins.backends.hf.tiny` fit them, and tiny random weights in the
 published weight format (``pytorch_model.bin`` as a pickle checkpoint, in the pre-zip format for the 2020 uploads, and
 ``model.safetensors`` where the repository has it). TensorFlow / Flax weights, optimizer states and training arguments
 are present as files, since the repositories have them, but hold placeholders: the PyTorch loading path never reads
@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import torch
 
-from q2_plugins.testing import build_albert_qa, build_fcoref, build_roberta_nli, build_t5_qg
+from q2_plugins.backends.hf.tiny import build_albert_qa, build_fcoref, build_roberta_nli, build_t5_qg
 
 DEFAULT_REPOS = ("mrm8488/t5-base-finetuned-question-generation-ap", "ktrapeznikov/albert-xlarge-v2-squad-v2",
                  "FacebookAI/roberta-large-mnli")

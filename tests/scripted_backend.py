@@ -14,8 +14,8 @@ import re
 from typing import Any, Optional
 
 from q2_plugins import backends
-from q2_plugins.components import NLILabel
-from q2_plugins.errors import SETTING, ModelLoadError
+from q2_plugins.metric.components import NLILabel
+from q2_plugins.metric.errors import SETTING, ModelLoadError
 from tests.fakes import FakeNLI, FakeQA, FakeQG
 
 __all__ = ["ScriptedBackend", "BACKEND", "parts"]

@@ -9,11 +9,11 @@ import dataclasses
 import datasets
 import evaluate
 
-from q2_plugins.adapters import ScorerCache, config_from_options
-from q2_plugins.config import Q2Config
-from q2_plugins.errors import NamesSetting
-from q2_plugins.metric_names import METRIC_INFO
-from q2_plugins.rows import result_row
+from q2_plugins.integrations.adapters import ScorerCache, config_from_options
+from q2_plugins.io.rows import result_row
+from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.errors import NamesSetting
+from q2_plugins.metric.names import METRIC_INFO
 
 _CITATION = """\
 @inproceedings{honovich-etal-2021-q2,

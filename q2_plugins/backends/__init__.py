@@ -4,16 +4,16 @@ A model setting (``qg_model``, ``qa_model``, ``nli_model``, ``coref_model``, and
 ``taxonomy_model``) names a backend and what it loads: ``SCHEME:REST`` picks the backend registered as ``SCHEME``
 (``ct2:DIR``, ``openai:URL#model``, ...); anything else (a hub id, a directory) is the default backend ``hf``
 (transformers, :mod:`q2_plugins.backends.hf`), as is ``hf:REST``. Because every front end (the CLI, Python, ParlAI,
-evaluate, lm-eval, Ray) passes these strings through :class:`~q2_plugins.config.Q2Config`, a backend is reachable
+evaluate, lm-eval, Ray) passes these strings through :class:`~q2_plugins.metric.config.Q2Config`, a backend is reachable
 from all of them.
 
 A backend is an object with two methods (:class:`Backend`):
 
 - ``identity(role, name, config)``: what the signature and the cache keys call the component (computed without
   loading it; it should name the backend, e.g. ``myscheme:<content hash>``);
-- ``load(role, name, config)``: the component, implementing the role's protocol of :mod:`q2_plugins.components`
+- ``load(role, name, config)``: the component, implementing the role's protocol of :mod:`q2_plugins.metric.components`
   (``QuestionGenerator``, ``QuestionAnswerer``, ``NLIModel``, ``Coreference``, ``ResponseLabeller``); a model that
-  cannot load raises :class:`~q2_plugins.errors.ModelLoadError` (it is called before any row is read);
+  cannot load raises :class:`~q2_plugins.metric.errors.ModelLoadError` (it is called before any row is read);
 - optionally ``prefetch(role, name, config, target)``: copy the model into the folder ``target`` for an offline
   machine and return the path a model string names it by there (``q2 prefetch``).
 
@@ -31,11 +31,11 @@ import os
 import re
 from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
 
-from ..config import DEFAULT_BACKEND, split_model
-from ..errors import ModelLoadError, SettingError
+from q2_plugins.metric.config import DEFAULT_BACKEND, split_model
+from q2_plugins.metric.errors import ModelLoadError, SettingError
 
 if TYPE_CHECKING:
-    from ..config import Q2Config
+    from q2_plugins.metric.config import Q2Config
 
 __all__ = ["Backend", "BackendError", "ROLES", "DEFAULT", "ENTRY_POINT_GROUP", "MODULES_ENV", "register",
            "unregister", "registered", "resolve", "identity", "load", "prefetch"]
@@ -123,7 +123,7 @@ def resolve(role: str, model: str) -> tuple[Backend, str]:
 
 
 def _config(config: Optional["Q2Config"]) -> "Q2Config":
-    from ..config import Q2Config
+    from q2_plugins.metric.config import Q2Config
 
     return Q2Config() if config is None else config
 

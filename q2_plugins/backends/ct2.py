@@ -12,7 +12,7 @@ Roles: ``qg`` (T5: CTranslate2's own beam search, which is not transformers' and
 no CTranslate2 converter, so QA stays on transformers. The identity says ``ct2-<version>:<model>[<compute type>]``:
 results of this backend never share a signature or a cache entry with the transformers model's. How far its
 decisions are from float32: ``q2 check-precision --qg-model ct2:... --nli-model ct2:...``; a run checks its first
-rows itself (:mod:`q2_plugins.precision`).
+rows itself (:mod:`q2_plugins.metric.precision`).
 """
 
 from __future__ import annotations
@@ -24,10 +24,10 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
-from ..errors import ModelLoadError, SettingError
+from q2_plugins.metric.errors import ModelLoadError, SettingError
 
 if TYPE_CHECKING:
-    from ..config import Q2Config
+    from q2_plugins.metric.config import Q2Config
 
 __all__ = ["CT2Backend", "BACKEND", "ROLES", "DEFAULT_COMPUTE_TYPE", "CACHE_ENV", "source_model", "converted"]
 
@@ -72,7 +72,7 @@ def _cache_root() -> Path:
 
 def converted(role: str, name: str, revision: Optional[str]) -> Path:
     """The directory of the converted model (converted now if this machine has not yet done it)."""
-    from ..signature import model_id
+    from q2_plugins.metric.signature import model_id
 
     model, compute = _split(name)
     key = hashlib.sha256(f"{model_id(model, revision)}|{compute}|{_version()}".encode()).hexdigest()[:24]
@@ -96,7 +96,7 @@ def converted(role: str, name: str, revision: Optional[str]) -> Path:
 
 def _local_files(role: str, model: str, revision: Optional[str]) -> str:
     """A local directory holding the model's files, under the one load policy."""
-    from .loading import fetch
+    from q2_plugins.backends.loading import fetch
 
     def where(path: str, local: dict[str, Any]) -> str:
         if os.path.isdir(path):
@@ -203,7 +203,7 @@ class CT2Backend:
     """Components of CTranslate2 conversions of transformers QG and NLI models (see the module docstring)."""
 
     def identity(self, role: str, name: str, config: "Q2Config") -> str:
-        from ..signature import model_id
+        from q2_plugins.metric.signature import model_id
 
         _check_role(role)
         model, compute = _split(name)
@@ -253,7 +253,7 @@ def _end_tokens(tokenizer: Any, source: str) -> Optional[list[str]]:
 
 
 def _hf() -> Any:
-    from .hf import transformers_models
+    from q2_plugins.backends.hf import transformers_models
 
     return transformers_models
 
@@ -277,7 +277,7 @@ class CT2QuestionGenerator(_hf().HFQuestionGenerator):  # type: ignore[misc]
         self.end_tokens: Optional[list[str]] = None  # the generation config's end tokens
 
     def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
-        from ..accel.batching import length_batches
+        from q2_plugins.backends.accel.batching import length_batches
 
         encoded = self.tokenizer(self._texts(pairs), add_special_tokens=True)["input_ids"]
         for ids in encoded:
@@ -337,7 +337,7 @@ class CT2NLI(_hf().HFNLI):  # type: ignore[misc]
         import numpy as np
         import torch
 
-        from ..accel.batching import length_batches
+        from q2_plugins.backends.accel.batching import length_batches
 
         features = win.features
         lengths = [len(f["input_ids"]) for f in features]

@@ -4,10 +4,10 @@
 coreference, the trained labeller): a name that looks like a path must be a directory; a hub id is loaded after one
 probe of the hub per process (:func:`hub_unreachable`), and from the local cache only, at once, when the hub does not
 answer; a pickle checkpoint that holds more than tensors is refused; any other failure is one
-:class:`~q2_plugins.errors.ModelLoadError` line naming the role, the model, the setting and the offline route
+:class:`~q2_plugins.metric.errors.ModelLoadError` line naming the role, the model, the setting and the offline route
 (``q2 prefetch``). Weights load as ``model.safetensors`` where the files have it, a pickle checkpoint only with
 ``torch.load(weights_only=True)``; a model's identity in the signature is its content or hub commit
-(:func:`q2_plugins.signature.model_id`).
+(:func:`q2_plugins.metric.signature.model_id`).
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import contextlib
 import os
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
-from ..errors import SETTING, ModelLoadError, model_load_error
+from q2_plugins.metric.errors import SETTING, ModelLoadError, model_load_error
 
 __all__ = ["fetch", "hub_unreachable", "quiet_loading"]
 
@@ -41,7 +41,7 @@ def fetch(role: str, name: str, load: Callable[[str, dict[str, Any]], T]) -> T:
     """``load(path, local)`` under the load policy (see the module docstring): ``path`` is the directory (``~``
     expanded) or the hub id, ``local`` the keyword arguments that keep a Hugging Face loader on the local cache
     (``{"local_files_only": True}`` when the hub cannot be reached, else empty). Any failure of ``load`` is raised
-    as one :class:`~q2_plugins.errors.ModelLoadError` naming ``role`` and ``name``."""
+    as one :class:`~q2_plugins.metric.errors.ModelLoadError` naming ``role`` and ``name``."""
     looks_local = name.startswith((".", "/", "~")) or os.path.isdir(os.path.expanduser(name))
     if looks_local and not os.path.isdir(os.path.expanduser(name)):
         missing = FileNotFoundError(f"no directory {name!r}")

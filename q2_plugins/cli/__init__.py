@@ -11,9 +11,9 @@ import sys
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, Sequence
 
-from .. import __version__
-from ..config import MODEL_KINDS, config_from_args, config_options
-from ._common import DefaultsHelp, Q2Parser, add_help_all, common
+from q2_plugins import __version__
+from q2_plugins.cli._common import DefaultsHelp, Q2Parser, add_help_all, common
+from q2_plugins.metric.config import MODEL_KINDS, config_from_args, config_options
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
@@ -178,19 +178,19 @@ def build_parser() -> argparse.ArgumentParser:
     f.add_argument("--output-dir", required=True, help="where the models go: DIR/qg, DIR/qa, DIR/nli, DIR/coref")
     _add_config_flags(f, names=[f"{role}_{what}" for role in (*MODEL_KINDS, "coref") for what in ("model", "revision")])
 
-    from .compare import add_parser as add_compare_parser
-    from .hooks import add_parser as add_hooks_parser
-    from .metaeval import add_parser as add_meta_eval_parser
-    from .perturb import add_parser as add_perturb_parser
+    from q2_plugins.cli.compare import add_parser as add_compare_parser
+    from q2_plugins.cli.hooks import add_parser as add_hooks_parser
+    from q2_plugins.cli.metaeval import add_parser as add_meta_eval_parser
+    from q2_plugins.cli.perturb import add_parser as add_perturb_parser
 
     add_meta_eval_parser(sub, _add_config_flags, DefaultsHelp)
     add_perturb_parser(sub)
-    from .train import add_parser as add_train_parser
+    from q2_plugins.cli.train import add_parser as add_train_parser
 
     add_train_parser(sub, DefaultsHelp)
     add_hooks_parser(sub)
     add_compare_parser(sub)
-    from .precision import add_parser as add_precision_parser
+    from q2_plugins.cli.precision import add_parser as add_precision_parser
 
     add_precision_parser(sub, _add_config_flags, DefaultsHelp)
     return parser
@@ -198,7 +198,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _score(args: argparse.Namespace) -> int:
     """``q2 score``: the flags mapped onto a :class:`~q2_plugins.jobs.ScoreJob`, run on the chosen engine."""
-    from ..jobs import RayEngine, ScoreJob, run_score_job
+    from q2_plugins.jobs import RayEngine, ScoreJob, run_score_job
 
     job = ScoreJob(
         input=args.input, output=args.output, config=config_from_args(args), rows=_row_spec(args),
@@ -224,7 +224,7 @@ def _score(args: argparse.Namespace) -> int:
 
 def _row_spec(args: argparse.Namespace) -> Any:
     """The flags that say which fields are scored and what each result carries (``--html`` implies both extras)."""
-    from ..rows import RowSpec
+    from q2_plugins.io.rows import RowSpec
 
     return RowSpec(args.response_column, args.knowledge_column, args.history_column,
                    explain=args.explain or bool(args.html), labels=args.labels or bool(args.html))
@@ -263,7 +263,7 @@ def _terminate_as_interrupt() -> Iterator[None]:
 
 def _replay(args: argparse.Namespace) -> int:
     """``q2 replay``: the flags mapped onto a :class:`~q2_plugins.jobs.replay.ReplayJob`."""
-    from ..jobs.replay import ReplayJob, run_replay
+    from q2_plugins.jobs.replay import ReplayJob, run_replay
 
     return run_replay(ReplayJob(
         steps=list(args.steps), scores=list(args.scores), output=args.output, html=args.html, explain=args.explain,
@@ -271,13 +271,13 @@ def _replay(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from ..io import check_outputs, check_writable, html_files, meta_path
-    from ..report import report_from_files
+    from q2_plugins.io.outputs import check_outputs, check_writable, html_files, meta_path
+    from q2_plugins.jobs.report import report_from_files
 
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
     check_outputs(read, [("output", args.output, html_files(args.output))])
     check_writable(args.output, "output")  # an output file's folder must exist (as for every output flag)
-    from ..report import MAX_PAGE_ROWS
+    from q2_plugins.jobs.report import MAX_PAGE_ROWS
 
     if args.max_rows is not None and args.max_rows < 1:
         raise ValueError(f"--max-rows must be at least 1, got {args.max_rows}")
@@ -292,9 +292,9 @@ def _report(args: argparse.Namespace) -> int:
 
 def _prefetch(args: argparse.Namespace) -> int:
     """``q2 prefetch``: each role's model copied by the backend its model string names, then loaded once."""
-    from .. import backends
-    from ..io import check_writable
-    from ..signature import model_id
+    from q2_plugins import backends
+    from q2_plugins.io.outputs import check_writable
+    from q2_plugins.metric.signature import model_id
 
     config = config_from_args(args)
     check_writable(args.output_dir, "output_dir", folder=True)
@@ -308,8 +308,8 @@ def _prefetch(args: argparse.Namespace) -> int:
 
 
 def _make_test_models(args: argparse.Namespace) -> int:
-    from ..io import check_writable
-    from ..testing import build_all, build_examples
+    from q2_plugins.backends.hf.tiny import build_all, build_examples
+    from q2_plugins.io.outputs import check_writable
 
     check_writable(args.examples or args.output_dir, "examples" if args.examples else "output_dir", folder=True)
     paths = build_examples(args.examples) if args.examples else build_all(args.output_dir)
@@ -319,35 +319,35 @@ def _make_test_models(args: argparse.Namespace) -> int:
 
 
 def _meta_eval(args: argparse.Namespace) -> int:
-    from .metaeval import run
+    from q2_plugins.cli.metaeval import run
 
     return run(args)
 
 
 def _perturb(args: argparse.Namespace) -> int:
-    from ..io import check_writable
-    from .perturb import run
+    from q2_plugins.cli.perturb import run
+    from q2_plugins.io.outputs import check_writable
 
     check_writable(args.output, "output")
     return run(args)
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from ..compare import run
-    from .compare import options_from_args
+    from q2_plugins.cli.compare import options_from_args
+    from q2_plugins.jobs.compare import run
 
     return run(options_from_args(args))
 
 
 def _check_precision(args: argparse.Namespace) -> int:
-    from .precision import run
+    from q2_plugins.cli.precision import run
 
     return run(args)
 
 
 def _train(args: argparse.Namespace) -> int:
-    from ..io import check_writable
-    from .train import options_from_args, run
+    from q2_plugins.cli.train import options_from_args, run
+    from q2_plugins.io.outputs import check_writable
 
     check_writable(args.output_dir, "output_dir", folder=True)
     try:
@@ -357,9 +357,9 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _hooks(args: argparse.Namespace) -> int:
-    from ..hooks import site_dir
-    from ..io import check_writable
-    from .hooks import run
+    from q2_plugins.cli.hooks import run
+    from q2_plugins.integrations.hooks import site_dir
+    from q2_plugins.io.outputs import check_writable
 
     if args.action != "status":
         check_writable(site_dir(args.target), "target", folder=True)
@@ -369,7 +369,7 @@ def _hooks(args: argparse.Namespace) -> int:
 def _flag_names(command: str) -> dict[str, str]:
     """Setting -> flag for the settings of ``command`` whose flag is not the setting's name with dashes."""
     if command == "meta-eval":
-        from .metaeval import FLAGS
+        from q2_plugins.cli.metaeval import FLAGS
 
         return FLAGS
     return {"score": {"batch_size": "--ray-batch-size"}, "perturb": {"inputs": "--input"}}.get(command, {})
@@ -407,7 +407,7 @@ def _stopped(command: str, e: BaseException, argv: list[str]) -> int:
     import errno
     import shlex
 
-    from ..jobs.partial import stopped_run
+    from q2_plugins.jobs.partial import stopped_run
 
     run = stopped_run(e)
     assert run is not None
@@ -423,7 +423,7 @@ def _stopped(command: str, e: BaseException, argv: list[str]) -> int:
         if e.errno == errno.ENOSPC and resume:
             resume = "; free some space, then continue: " + resume.split(": ", 1)[1]
     else:
-        from ..errors import ModelLoadError, NamesSetting
+        from q2_plugins.metric.errors import ModelLoadError, NamesSetting
 
         known = isinstance(e, (ValueError, ModelLoadError, NamesSetting))  # what main says as one error line
         why, code = (f"error: {e}", 2) if known else (f"the run stopped ({type(e).__name__}: {e})", 1)
@@ -440,8 +440,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    from ..errors import ModelLoadError, NamesSetting
-    from ..io import InputFormatError
+    from q2_plugins.io.inputs import InputFormatError
+    from q2_plugins.metric.errors import ModelLoadError, NamesSetting
 
     def fail(line: str, code: int = 2) -> int:
         if os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0"):
@@ -457,7 +457,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             return command(args)
         except BaseException as e:
-            from ..jobs.partial import stopped_run
+            from q2_plugins.jobs.partial import stopped_run
 
             if stopped_run(e) is None:
                 raise

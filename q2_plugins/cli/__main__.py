@@ -2,6 +2,6 @@
 
 import sys
 
-from . import main
+from q2_plugins.cli import main
 
 sys.exit(main())

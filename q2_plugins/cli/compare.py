@@ -1,10 +1,10 @@
-"""``q2 compare``: its flags, mapped onto :class:`~q2_plugins.compare.CompareOptions`."""
+"""``q2 compare``: its flags, mapped onto :class:`~q2_plugins.jobs.compare.CompareOptions`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..compare import CompareConfig, CompareOptions
+from q2_plugins.jobs.compare import CompareConfig, CompareOptions
 
 
 def add_parser(sub: Any) -> Any:

@@ -7,7 +7,7 @@ import importlib.util
 import os
 from typing import Optional
 
-from ..hooks import _hook, armed, install, installed, live, uninstall
+from q2_plugins.integrations.hooks import hook_module, armed, install, installed, live, uninstall
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _status(target: Optional[str], import_check: bool = False) -> int:
-    hook = _hook()
+    hook = hook_module()
     path = installed(target)
     print(f"start-up file: {path or 'not installed (q2 hooks install)'}")
     available = [f for f in hook.FRAMEWORKS if importlib.util.find_spec(f) is not None]

@@ -38,10 +38,10 @@ def _names(text: str) -> tuple[str, ...]:
 def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], None],
                formatter: Any = argparse.HelpFormatter) -> argparse.ArgumentParser:
     """Add the ``meta-eval`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
-    from ..datasets.bundled import DATA_DIR
-    from ..datasets.registry import DATASETS, labelled
-    from ..metaeval.baselines import BASELINE_NAMES
-    from ._common import add_help_all, common
+    from q2_plugins.cli._common import add_help_all, common
+    from q2_plugins.datasets.bundled import DATA_DIR
+    from q2_plugins.datasets.registry import DATASETS, labelled
+    from q2_plugins.metaeval.baselines import BASELINE_NAMES
 
     m = sub.add_parser(
         "meta-eval", help="agreement with human labels: the paper's experiments and baselines",
@@ -110,7 +110,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
 
 
 def _add_score_flags(m: argparse.ArgumentParser, bundled_run: str) -> None:
-    from ._common import common
+    from q2_plugins.cli._common import common
 
     s = m.add_argument_group("scores")
     common(s.add_argument("--scores", action="append", default=[], metavar="[NAME=]FILE",
@@ -133,7 +133,7 @@ def _add_score_flags(m: argparse.ArgumentParser, bundled_run: str) -> None:
 
 
 def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
-    from ..metaeval.experiments import EXPERIMENTS, OPT_IN_EXPERIMENTS
+    from q2_plugins.metaeval.experiments import EXPERIMENTS, OPT_IN_EXPERIMENTS
 
     e = m.add_argument_group("experiments")
     e.add_argument("--experiments", type=_names, default=None,
@@ -159,7 +159,7 @@ def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
 def _table_columns(args: argparse.Namespace) -> Any:
     """The ``--dataset table`` flags as :class:`~.runner.TableColumns` (None for the other data sets, which refuse
     them)."""
-    from ..metaeval.runner import TableColumns
+    from q2_plugins.metaeval.runner import TableColumns
 
     if args.dataset == "table":
         return TableColumns(
@@ -176,7 +176,7 @@ def _table_columns(args: argparse.Namespace) -> Any:
 
 
 def _baseline_names(text: str) -> tuple[str, ...]:
-    from ..metaeval.baselines import BASELINE_NAMES
+    from q2_plugins.metaeval.baselines import BASELINE_NAMES
 
     if text.strip() == "all":
         return BASELINE_NAMES
@@ -193,9 +193,9 @@ FLAGS = {"table": "--response-column / --knowledge-column / --label-column / --c
 
 def settings_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~.runner.MetaEvalSettings` of parsed ``q2 meta-eval`` flags."""
-    from ..config import config_from_args
-    from ..metaeval.loaders import read_label_map
-    from ..metaeval.runner import MetaEvalSettings
+    from q2_plugins.datasets.common import read_label_map
+    from q2_plugins.metaeval.runner import MetaEvalSettings
+    from q2_plugins.metric.config import config_from_args
 
     scores = tuple((name or None, path) for name, _, path in (spec.rpartition("=") for spec in args.scores))
     return MetaEvalSettings(
@@ -216,7 +216,7 @@ def _experiment_options(args: argparse.Namespace) -> Any:
     """The experiment flags as :class:`~.experiments.MetaEvalOptions`; an error names the flag."""
     import dataclasses
 
-    from ..metaeval.experiments import MetaEvalOptions
+    from q2_plugins.metaeval.experiments import MetaEvalOptions
 
     names = [f.name for f in dataclasses.fields(MetaEvalOptions) if f.name != "experiments"]
     try:
@@ -231,8 +231,8 @@ def _experiment_options(args: argparse.Namespace) -> Any:
 def _variants(args: argparse.Namespace, settings: Any) -> Any:
     """The ``variants`` experiment (the paper's Table 7): the data scored with each cumulative variant, the table
     printed (and saved under --output-dir). Returns the settings of the other experiments asked for."""
-    from ..metaeval.runner import save_variants, variants
-    from ..metaeval.variants import variants_markdown
+    from q2_plugins.metaeval.runner import save_variants, variants
+    from q2_plugins.metaeval.variants import variants_markdown
 
     table = variants(settings)
     if settings.output_dir:
@@ -243,7 +243,7 @@ def _variants(args: argparse.Namespace, settings: Any) -> Any:
 
 def check_writable_outputs(settings: Any) -> None:
     """Every path a meta-evaluation writes, checked before any data is read or model loaded."""
-    from ..io import check_writable
+    from q2_plugins.io.outputs import check_writable
 
     for setting in ("export_inputs", "save_scores", "output_dir"):
         path = getattr(settings, setting)
@@ -255,12 +255,12 @@ def check_writable_outputs(settings: Any) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``q2 meta-eval``: map the flags to settings, run, print the report (and save it under --output-dir). A
-    :class:`~q2_plugins.errors.SettingError` names its setting; ``q2``'s main names the flag (:data:`FLAGS`)."""
+    :class:`~q2_plugins.metric.errors.SettingError` names its setting; ``q2``'s main names the flag (:data:`FLAGS`)."""
     import sys
 
-    from .. import __version__
-    from ..metaeval.report import to_markdown
-    from ..metaeval.runner import evaluate, export, save_outputs
+    from q2_plugins import __version__
+    from q2_plugins.metaeval.report import to_markdown
+    from q2_plugins.metaeval.runner import evaluate, export, save_outputs
 
     settings = settings_from_args(args)
     check_writable_outputs(settings)

@@ -1,10 +1,10 @@
-"""``q2 perturb``: its flags, mapped onto :class:`~q2_plugins.perturb.PerturbOptions`."""
+"""``q2 perturb``: its flags, mapped onto :class:`~q2_plugins.training.perturb.PerturbOptions`."""
 
 from __future__ import annotations
 
 from typing import Any
 
-from ..perturb import DATASETS, METHODS, PerturbOptions, stress_pairs
+from q2_plugins.training.perturb import DATASETS, METHODS, PerturbOptions, stress_pairs
 
 
 def add_parser(sub: Any) -> Any:
@@ -68,7 +68,7 @@ def run(args: Any) -> int:
 
     options = options_from_args(args)
     if options.recipe is not None:
-        from ..recipes import run_recipe
+        from q2_plugins.training.recipes import run_recipe
 
         summary, lines = run_recipe(options, preview=args.preview, progress=args.progress)
     else:

@@ -1,5 +1,5 @@
 """``q2 check-precision``: N rows of the user's file scored in float32 and in the chosen precision or backend, and
-what changes (:mod:`q2_plugins.precision`)."""
+what changes (:mod:`q2_plugins.metric.precision`)."""
 
 from __future__ import annotations
 
@@ -37,11 +37,11 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
 
 def run(args: argparse.Namespace) -> int:
     """Score, compare and print; 0 when both runs scored, 2 on a setting or input that cannot work."""
-    from ..config import config_from_args
-    from ..errors import SettingError
-    from ..io import read_rows
-    from ..precision import TOLERANCE, compare, describe, reference_config
-    from ..scorer import Q2Scorer
+    from q2_plugins.io.inputs import read_rows
+    from q2_plugins.metric.config import config_from_args
+    from q2_plugins.metric.errors import SettingError
+    from q2_plugins.metric.precision import TOLERANCE, compare, describe, reference_config
+    from q2_plugins.scorer import Q2Scorer
 
     if args.rows < 1:
         raise SettingError("rows", f"must be a positive integer, got {args.rows!r}")

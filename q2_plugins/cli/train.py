@@ -1,11 +1,11 @@
-"""``q2 train``: its flags, mapped onto :class:`~q2_plugins.train.TrainOptions`."""
+"""``q2 train``: its flags, mapped onto :class:`~q2_plugins.training.train.TrainOptions`."""
 
 from __future__ import annotations
 
 import json
 from typing import Any
 
-from ..train import TrainOptions, train, trained_summary
+from q2_plugins.training.train import TrainOptions, train, trained_summary
 
 
 def add_parser(sub: Any, formatter: Any = None) -> Any:

@@ -4,7 +4,7 @@
 
 from __future__ import annotations
 
-from .bundled import DATA_DIR, bundled_path
-from .registry import DATASETS, Dataset, default_data, load_dataset, register
+from q2_plugins.datasets.bundled import DATA_DIR, bundled_path
+from q2_plugins.datasets.registry import DATASETS, Dataset, default_data, load_dataset, register
 
 __all__ = ["DATA_DIR", "bundled_path", "Dataset", "DATASETS", "register", "load_dataset", "default_data"]

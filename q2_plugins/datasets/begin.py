@@ -6,8 +6,8 @@ import csv
 from collections import Counter
 from pathlib import Path
 
-from .common import DataFormatError, LabelOptions, RowLog, blank_row, csv_lines, label_key
-from .types import Example, MetaEvalData
+from q2_plugins.datasets.common import DataFormatError, LabelOptions, RowLog, blank_row, csv_lines, label_key
+from q2_plugins.datasets.types import Example, MetaEvalData
 
 BEGIN_LABELS = ("entailment", "hallucination", "generic", "off-topic", "contradiction")
 _BEGIN_COLUMNS = ("evidence", "response", "gold label")

@@ -10,9 +10,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Mapping, Optional, Sequence
 
-from ..errors import SettingError
-from ..io import InputFormatError, blank_lines
-from .types import Example, SkippedRow
+from q2_plugins.datasets.types import Example, SkippedRow
+from q2_plugins.io.inputs import InputFormatError, blank_lines
+from q2_plugins.metric.errors import SettingError
 
 __all__ = ["DataFormatError", "DataSettingError", "LabelOptions", "read_label_map", "RowLog", "label_key",
            "cell_text", "blank_row", "skip_blank_lines", "csv_rows", "csv_lines", "json_objects", "first_field",
@@ -159,7 +159,7 @@ def blank_row(row: Mapping[str, Any]) -> bool:
 
 def skip_blank_lines(log: "RowLog", path: str | Path, fmt: Optional[str] = None, prefix: str = "") -> None:
     """List the empty lines of a CSV / TSV file as blank rows, with their line: its rows, read by
-    :func:`~q2_plugins.io.read_rows`, pass over them (so row numbers stay those ``q2 score`` writes)."""
+    :func:`~q2_plugins.io.inputs.read_rows`, pass over them (so row numbers stay those ``q2 score`` writes)."""
     for n in blank_lines(path, fmt):
         log.skip(f"{prefix}line {n}", "blank row")
 

@@ -5,8 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from .common import DataFormatError, LabelOptions, RowLog, cell_text, first_field, json_objects, label_key, text_of
-from .types import Example, MetaEvalData
+from q2_plugins.datasets.common import (
+    DataFormatError,
+    LabelOptions,
+    RowLog,
+    cell_text,
+    first_field,
+    json_objects,
+    label_key,
+    text_of,
+)
+from q2_plugins.datasets.types import Example, MetaEvalData
 
 DIALFACT_LABELS = ("SUPPORTS", "REFUTES", "NOT ENOUGH INFO")
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional
 
-from .common import LabelOptions, RowLog, cell_text, first_field, json_objects, label_key, text_of
-from .types import Example, MetaEvalData
+from q2_plugins.datasets.common import LabelOptions, RowLog, cell_text, first_field, json_objects, label_key, text_of
+from q2_plugins.datasets.types import Example, MetaEvalData
 
 _DNLI_LABELS = {"entailment": "entailment", "positive": "entailment", "neutral": "neutral",
                 "contradiction": "contradiction", "negative": "contradiction"}

@@ -6,8 +6,8 @@ import csv
 from pathlib import Path
 from typing import Optional
 
-from .common import DataFormatError, LabelOptions, RowLog, blank_row, csv_lines, label_key
-from .types import Example, MetaEvalData
+from q2_plugins.datasets.common import DataFormatError, LabelOptions, RowLog, blank_row, csv_lines, label_key
+from q2_plugins.datasets.types import Example, MetaEvalData
 
 _FAITHDIAL_COLUMNS = ("knowledge", "begin_label")
 _FAITHDIAL_GOLD_COLUMNS = ("evidence", "response", "BEGIN")

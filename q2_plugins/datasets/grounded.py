@@ -8,13 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Protocol, Sequence
 
-from ..errors import SettingError
-from ..io import InputFormatError
-from .types import SourceRow
+from q2_plugins.datasets.types import SourceRow
+from q2_plugins.io.inputs import InputFormatError
+from q2_plugins.metric.errors import SettingError
 
 
 class SourceOptions(Protocol):
-    """How an input is read (:class:`q2_plugins.perturb.PerturbOptions` is one): its reader (``dataset``), and for
+    """How an input is read (:class:`q2_plugins.training.perturb.PerturbOptions` is one): its reader (``dataset``), and for
     a table its format, the columns that hold each text and the ``keep`` filter."""
 
     @property
@@ -87,8 +87,8 @@ def table_rows(path: str | Path, input_format: Optional[str], fields: Sequence[t
     through, its first readable row (whose fields name the columns) and how many rows were read. ``fields``: the
     (setting, column) pairs the first readable row must have. An unreadable record (``{"__error__": why}``) or a
     later row without a field is kept, for the recipes and stress pairs to skip and count
-    (:func:`q2_plugins.textcheck.cells`), never dropped."""
-    from ..io import read_checked_rows
+    (:func:`q2_plugins.datasets.textcheck.cells`), never dropped."""
+    from q2_plugins.io.inputs import read_checked_rows
 
     kept = keep_filter(keep)
     asked = [*fields, ("keep", kept[0] if kept else None)]
@@ -98,7 +98,7 @@ def table_rows(path: str | Path, input_format: Optional[str], fields: Sequence[t
 
 
 def _table_rows(path: Path, options: SourceOptions) -> list[SourceRow]:
-    from ..textcheck import cells
+    from q2_plugins.datasets.textcheck import cells
 
     fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
               ("id_column", options.id_column), ("topic_column", options.topic_column),
@@ -167,7 +167,7 @@ def read_sources(path: str, options: SourceOptions) -> list[SourceRow]:
     elif kind == "wow-json":
         rows = _wow_json_rows(where)
     else:
-        from .registry import DATASETS
+        from q2_plugins.datasets.registry import DATASETS
 
         data = DATASETS[kind].recipe_input(where)  # type: ignore[misc]
         topics = _wow_topics(where) if kind == "wow" else {}

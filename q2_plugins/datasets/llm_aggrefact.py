@@ -5,9 +5,17 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Optional
 
-from ..io import read_rows
-from .common import DataFormatError, LabelOptions, RowLog, blank_row, cell_text, label_key, skip_blank_lines
-from .types import Example, MetaEvalData, SkippedRow
+from q2_plugins.datasets.common import (
+    DataFormatError,
+    LabelOptions,
+    RowLog,
+    blank_row,
+    cell_text,
+    label_key,
+    skip_blank_lines,
+)
+from q2_plugins.datasets.types import Example, MetaEvalData, SkippedRow
+from q2_plugins.io.inputs import read_rows
 
 #: the published benchmark its data is (``MetaEvalData.benchmark``)
 BENCHMARK = "LLM-AggreFact"

@@ -7,8 +7,8 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Optional
 
-from .common import DataFormatError, LabelOptions, RowLog, first_field, json_objects
-from .types import Example, MetaEvalData
+from q2_plugins.datasets.common import DataFormatError, LabelOptions, RowLog, first_field, json_objects
+from q2_plugins.datasets.types import Example, MetaEvalData
 
 #: the published benchmark its data is (``MetaEvalData.benchmark``)
 BENCHMARK = "RAGTruth"

@@ -12,10 +12,22 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Callable, Optional
 
-from . import begin, dialfact, dnli, faithdial, halludial, llm_aggrefact, ragtruth, stress, table, usr, wow
-from .bundled import bundled_path
-from .common import LabelOptions
-from .types import MetaEvalData
+from q2_plugins.datasets import (
+    begin,
+    dialfact,
+    dnli,
+    faithdial,
+    halludial,
+    llm_aggrefact,
+    ragtruth,
+    stress,
+    table,
+    usr,
+    wow,
+)
+from q2_plugins.datasets.bundled import bundled_path
+from q2_plugins.datasets.common import LabelOptions
+from q2_plugins.datasets.types import MetaEvalData
 
 __all__ = ["Dataset", "DATASETS", "register", "load_dataset", "labelled", "per_subset_benchmarks", "default_data",
            "recipe_inputs"]

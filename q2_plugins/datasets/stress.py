@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .begin import BEGIN_LABELS
-from .common import DataFormatError, json_objects, text_of
-from .types import Example, MetaEvalData, PerturbedPair
+from q2_plugins.datasets.begin import BEGIN_LABELS
+from q2_plugins.datasets.common import DataFormatError, json_objects, text_of
+from q2_plugins.datasets.types import Example, MetaEvalData, PerturbedPair
 
 _STRESS_FIELDS = ("method", "original_response", "original_knowledge", "perturbed_response", "perturbed_knowledge")
 

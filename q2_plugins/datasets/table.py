@@ -6,9 +6,17 @@ from collections import Counter
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
-from ..io import read_checked_rows
-from .common import DataFormatError, DataSettingError, LabelOptions, RowLog, blank_row, skip_blank_lines, text_of
-from .types import Example, MetaEvalData
+from q2_plugins.datasets.common import (
+    DataFormatError,
+    DataSettingError,
+    LabelOptions,
+    RowLog,
+    blank_row,
+    skip_blank_lines,
+    text_of,
+)
+from q2_plugins.datasets.types import Example, MetaEvalData
+from q2_plugins.io.inputs import read_checked_rows
 
 
 def _row_scores(row: Mapping[str, Any], score_columns: Sequence[str], where: str) -> dict[str, float]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import DataFormatError, first_field, json_objects, text_of
-from .types import Example, MetaEvalData
+from q2_plugins.datasets.common import DataFormatError, first_field, json_objects, text_of
+from q2_plugins.datasets.types import Example, MetaEvalData
 
 USR_NO_FACT = "_nofact"
 USR_RATING = "Uses Knowledge"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .common import DataFormatError, csv_rows
-from .types import Example, MetaEvalData, PairedContext
+from q2_plugins.datasets.common import DataFormatError, csv_rows
+from q2_plugins.datasets.types import Example, MetaEvalData, PairedContext
 
 WOW_SUBSETS = ("dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memnet_inconsistent")
 _WOW_COLUMNS = ("episode_idx", "round", "response", "knowledge")

@@ -1,6 +1,6 @@
 """Scoring jobs: files in, files out, on either engine. A :class:`ScoreJob` says everything about one run (what to
 read, what to write, the config, the engine); :func:`run_score_job` checks it and runs it on the local engine
-(:mod:`q2_plugins.jobs.local`) or on Ray (:mod:`q2_plugins.jobs.ray`). Front ends (the ``q2 score`` command) only
+(:mod:`q2_plugins.jobs.local`) or on Ray (:mod:`q2_plugins.jobs.ray.engine`). Front ends (the ``q2 score`` command) only
 build the job."""
 
 from __future__ import annotations
@@ -9,9 +9,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Optional
 
-from ..config import Q2Config
-from ..errors import SettingError
-from ..rows import RowSpec
+from q2_plugins.io.rows import RowSpec
+from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.errors import SettingError
 
 __all__ = ["ScoreJob", "RayEngine", "ENGINES", "check_engine", "check_job_outputs", "run_score_job"]
 
@@ -86,7 +86,8 @@ def check_job_outputs(job: ScoreJob) -> None:
     """Every file the job would write (the output with its ``.partial``, ``.meta.json`` and temporaries, the HTML
     report, the dropped rows) against the input, through links too, and each one's folder for being writable: a
     clash or a folder that cannot be made or written stops the run here."""
-    from ..io import FORMATS, check_outputs, check_writable, files_written, html_files
+    from q2_plugins.io.inputs import FORMATS
+    from q2_plugins.io.outputs import check_outputs, check_writable, files_written, html_files
 
     written: list[tuple[str, str, list[Path]]] = []  # (setting, path, the files written for it)
     if job.output and job.output != "-":
@@ -94,7 +95,7 @@ def check_job_outputs(job: ScoreJob) -> None:
     if job.html:
         written.append(("html", job.html, html_files(job.html)))
     if job.keep_min_score is not None and job.output:
-        from ..rows import dropped_path
+        from q2_plugins.io.rows import dropped_path
 
         dropped = job.dropped_output or str(dropped_path(job.output))
         written.append(("dropped_output", dropped, files_written(dropped)))
@@ -110,12 +111,12 @@ def check_job_outputs(job: ScoreJob) -> None:
 def run_score_job(job: ScoreJob) -> int:
     """Check the job (its engine, then every path it writes), then run it; returns the exit code (0; 1 when no row
     could be scored, or any row failed with ``fail_on_error``)."""
-    from ..devices import check_devices
+    from q2_plugins.backends.accel.device import check_devices
 
     check_engine(job)
     check_job_outputs(job)
     check_devices(job.config)  # a device that is not here: before the input is read or any model loads
-    from .partial import OutputLock, lock_output
+    from q2_plugins.jobs.partial import OutputLock, lock_output
 
     # one writer per output, from here to the end of the run (the lock of a killed run is free again)
     lock = lock_output(job.output) if job.output and job.output != "-" else OutputLock(Path("-"), None)
@@ -126,7 +127,7 @@ def run_score_job(job: ScoreJob) -> int:
 
 def _check_space(job: ScoreJob) -> None:
     """The output's folder has room for the estimated output (a resumed run: less the rows it keeps)."""
-    from .partial import check_free_space
+    from q2_plugins.jobs.partial import check_free_space
 
     if not job.output or job.output == "-":
         return
@@ -143,9 +144,9 @@ def _check_space(job: ScoreJob) -> None:
 
 def _run(job: ScoreJob) -> int:
     if job.engine == "local":
-        from .local import score_local
+        from q2_plugins.jobs.local import score_local
 
         return score_local(job)
-    from .ray import run_score
+    from q2_plugins.jobs.ray.engine import run_score
 
     return run_score(job)

@@ -7,13 +7,13 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from .. import __version__
-from ..precision import precision_line
-from ..results import print_summary
+from q2_plugins import __version__
+from q2_plugins.metric.precision import precision_line
+from q2_plugins.metric.results import print_summary
 
 if TYPE_CHECKING:
-    from ..progress import Progress
-    from . import ScoreJob
+    from q2_plugins.jobs import ScoreJob
+    from q2_plugins.metric.progress import Progress
 
 __all__ = ["score_local", "write_report"]
 
@@ -22,10 +22,11 @@ def score_local(job: ScoreJob) -> int:
     """Run ``job`` here (its engine and outputs already checked: :func:`~q2_plugins.jobs.run_score_job`); prints
     the summary and returns the exit code. With ``job.resume`` the rows a stopped run committed to its
     ``.partial`` are kept and the rest scored after them (:mod:`q2_plugins.jobs.partial`)."""
-    from ..io import ResultFile, read_rows
-    from ..results import cache_line
-    from ..rows import write_meta
-    from ..scorer import Q2Scorer
+    from q2_plugins.io.inputs import read_rows
+    from q2_plugins.io.outputs import ResultFile
+    from q2_plugins.io.rows import write_meta
+    from q2_plugins.metric.results import cache_line
+    from q2_plugins.scorer import Q2Scorer
 
     taxonomy = _taxonomy_model(job.taxonomy_model) if job.taxonomy_model else None
     config, spec = job.config, job.rows
@@ -37,7 +38,7 @@ def score_local(job: ScoreJob) -> int:
     if run is not None:
         from dataclasses import replace
 
-        from .partial import RunRecord, check_resume
+        from q2_plugins.jobs.partial import RunRecord, check_resume
 
         run = replace(run, signature=str(scorer.signature))
         if resume:
@@ -58,7 +59,7 @@ def score_local(job: ScoreJob) -> int:
     finally:
         _close(progress)
     if run is not None:
-        from .partial import record_path
+        from q2_plugins.jobs.partial import record_path
 
         record_path(job.output).unlink(missing_ok=True)  # type: ignore[arg-type]  # (the run is complete)
     summary = {**stats.summary(), **errors.summary()}
@@ -94,13 +95,13 @@ def score_local(job: ScoreJob) -> int:
 def _run_record(job: ScoreJob) -> Any:
     """What this run's ``.partial`` will hold (its signature filled in once the models load); None when the run
     writes no file, or its input is no regular file (a pipe: it cannot be read again, so it cannot be resumed)."""
-    from .partial import RunRecord, input_identity
+    from q2_plugins.jobs.partial import RunRecord, input_identity
 
     if not job.output or job.output == "-":
         return None
     if not Path(job.input).is_file():
         if job.resume:
-            from .partial import ResumeError
+            from q2_plugins.jobs.partial import ResumeError
 
             raise ResumeError("resume", f"{job.input} is not a regular file: a stopped run on it cannot be resumed")
         return None
@@ -113,7 +114,7 @@ def _run_record(job: ScoreJob) -> Any:
 def _resumable(job: ScoreJob, run: Any) -> bool:
     """Whether there is a ``.partial`` to resume (checked against ``run`` before the models load); without one the
     run starts from its first row, and says so."""
-    from .partial import RunRecord, check_resume
+    from q2_plugins.jobs.partial import RunRecord, check_resume
 
     partial = Path(f"{job.output}.partial")
     if not partial.is_file():
@@ -127,15 +128,15 @@ class _Kept:
     """The rows a resumed run keeps from its ``.partial``: their count, figures and errors (and report rows)."""
 
     def __init__(self, spec: Any, report_rows: Optional[list[dict[str, Any]]]) -> None:
-        from ..results import Q2Stats, RowErrors
+        from q2_plugins.metric.results import Q2Stats, RowErrors
 
         self.spec, self.report_rows = spec, report_rows
         self.n, self.stats, self.errors = 0, Q2Stats(), RowErrors()
         self._rows: list[dict[str, Any]] = []
 
     def _add(self, row: dict[str, Any]) -> None:
-        from ..results import Q2Stats
-        from ..rows import response_result
+        from q2_plugins.io.rows import response_result
+        from q2_plugins.metric.results import Q2Stats
 
         self.stats = self.stats + Q2Stats.of([response_result(row)])
         if isinstance(row.get("error"), str):
@@ -145,7 +146,7 @@ class _Kept:
 
     def take(self, job: ScoreJob, rows: Iterator[dict[str, Any]]) -> None:
         """Keep the ``.partial``'s complete rows (a torn last line is cut off) and read past their input rows."""
-        from .partial import ResumeError, keep_committed
+        from q2_plugins.jobs.partial import ResumeError, keep_committed
 
         self.n = keep_committed(f"{job.output}.partial", self._add)
         for result in self._rows:
@@ -163,8 +164,8 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
     """Score the rows chunk by chunk, streaming result rows out (after the ``kept`` rows of a resumed run); the
     output is committed once all are written. A run that stops (an interrupt, SIGTERM, a full disk) raises with a
     :class:`~q2_plugins.jobs.partial.StoppedRun` attached: how many rows are committed, and where."""
-    from ..results import Q2Stats, RowErrors
-    from ..rows import result_row, score_records
+    from q2_plugins.io.rows import result_row, score_records
+    from q2_plugins.metric.results import Q2Stats, RowErrors
 
     spec = job.rows
     stats, errors = (kept.stats, kept.errors) if kept is not None else (Q2Stats(), RowErrors())
@@ -173,8 +174,8 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
         progress.rows_done(offset)
     writing = False
     try:
-        from ..ahead import off_cpu
-        from ..scorer import AHEAD_ROWS
+        from q2_plugins.metric.spacy_worker import off_cpu
+        from q2_plugins.scorer import AHEAD_ROWS
 
         # (a chunk of more rows is scored in parts, each part's candidates extracted ahead by the scorer itself)
         ahead = getattr(scorer, "ahead", None) if off_cpu(job.config) and job.chunk_size <= AHEAD_ROWS else None
@@ -224,7 +225,7 @@ def _with_next(chunks: Iterator[list[dict[str, Any]]], ahead: Any,
 def _stopped(e: BaseException, out: Any, job: ScoreJob, offset: int, writing: bool) -> BaseException:
     """``e`` with the :class:`~q2_plugins.jobs.partial.StoppedRun` of this run attached: one count, the rows in
     the ``.partial`` (after a failed write: those complete on disk, as ``--resume`` will count them)."""
-    from .partial import StoppedRun, committed_rows, mark_stopped
+    from q2_plugins.jobs.partial import StoppedRun, committed_rows, mark_stopped
 
     partial = out.abandon() if out is not None else None
     if out is None or partial is None:
@@ -256,8 +257,8 @@ def _run_progress(job: ScoreJob) -> Optional[Progress]:
     when the input is not a regular file), and, on a terminal, one bar per stage across all chunks."""
     if not job.progress:
         return None
-    from ..io import count_records
-    from ..progress import Progress
+    from q2_plugins.io.inputs import count_records
+    from q2_plugins.metric.progress import Progress
 
     terminal = getattr(sys.stderr, "isatty", lambda: False)()
     return Progress(total=count_records(job.input, job.input_format), stage_bars=terminal)
@@ -269,7 +270,7 @@ def _close(progress: Optional[Progress]) -> None:
 
 
 def _taxonomy_model(path: str) -> Any:
-    from .. import backends
+    from q2_plugins import backends
 
     return backends.load("taxonomy", model=path)  # TaxonomyModel loads without the libraries' loading bars
 
@@ -284,14 +285,14 @@ def _loaded(scorer: Any, progress: bool) -> Any:
 
 def _taxonomy_model_id(path: str) -> str:
     """The identity (content hash) of the five-way model that labelled the rows (``taxonomy_model``)."""
-    from .. import backends
+    from q2_plugins import backends
 
     return backends.identity("taxonomy", model=path)
 
 
 def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[str, Any]:
     """A result row plus the texts it scored (and the input's human label), for the HTML report."""
-    from ..report import HUMAN_LABEL
+    from q2_plugins.jobs.report import HUMAN_LABEL
 
     texts = {"response": row.get(spec.response_column), "knowledge": row.get(spec.knowledge_column),
              HUMAN_LABEL: row.get(HUMAN_LABEL)}
@@ -303,7 +304,7 @@ def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[
 def write_report(path: str, rows: list[dict[str, Any]], signature: str, summary: dict[str, Any],
                  sources: list[str], config: Optional[dict[str, Any]] = None) -> None:
     """Write the HTML report of result rows (with their texts) to ``path``, and say so on standard error."""
-    from ..report import write_html
+    from q2_plugins.jobs.report import write_html
 
     write_html(path, rows, signatures=[signature], summary=summary,
                title="Q² report: " + ", ".join(Path(s).name for s in sources), sources=sources, version=__version__,

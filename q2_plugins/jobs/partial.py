@@ -28,8 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from ..errors import SettingError
-from ..io import lock_path, record_path
+from q2_plugins.io.outputs import lock_path, record_path
+from q2_plugins.metric.errors import SettingError
 
 __all__ = ["OutputLockedError", "ResumeError", "OutputLock", "lock_output", "RunRecord", "input_identity",
            "committed_rows", "check_resume", "StoppedRun", "stopped_run", "mark_stopped", "check_free_space",
@@ -143,7 +143,7 @@ class RunRecord:
     rows: dict[str, Any]
 
     def write(self, output: str | Path) -> Path:
-        from ..io import write_json_atomic
+        from q2_plugins.io.outputs import write_json_atomic
 
         target = record_path(output)
         write_json_atomic(target, {"format": RECORD_FORMAT, **asdict(self)})

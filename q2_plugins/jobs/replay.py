@@ -1,6 +1,17 @@
-"""``q2 replay``: the original pipeline's recorded per-question outputs (``*_out.steps.csv``) scored again by the
-package's rules (:mod:`q2_plugins.replay`), written as result rows with their ``.meta.json`` and an optional HTML
-report."""
+"""Replay: score recorded per-question outputs (candidate, question, knowledge answer) without running QG/QA.
+
+The recorded format is the original pipeline's ``*_out.steps.csv``: one row per kept question with columns
+``id, response, cand, question, knowledge, knowledge_ans, score``; ``knowledge_ans`` is the QA model's decoded text
+(``[CLS]`` for its null answer); rows with ``cand == "NO_Q"`` mark responses with no valid question.
+
+The steps hold no NLI labels, so a replay without an NLI model gives Q² w/o NLI. The original run's per-response
+scores (``*_scores.csv``: ``id, Q2_no_nli, Q2``) are the second recorded source: :func:`load_recorded_scores` reads
+them; ``Q2`` there is the full metric (NLI answer comparison and the end-to-end NLI fallback) as the original
+computed it, and ``Q2_no_nli`` gives the fallback values of responses without questions.
+
+``q2 replay`` (:class:`ReplayJob`, :func:`run_replay`) writes the replayed responses as result rows with their
+``.meta.json`` and an optional HTML report.
+"""
 
 from __future__ import annotations
 
@@ -8,13 +19,194 @@ import csv
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Optional
+from typing import Any, Optional, Sequence
 
-from .. import metric_names as M
-from ..errors import SettingError
-from ..results import print_summary
+from q2_plugins.datasets.bundled import DATA_DIR
+from q2_plugins.metric import names as M
+from q2_plugins.metric.components import Answer, AnswerKind, NLILabel, NLIModel
+from q2_plugins.metric.errors import SettingError
+from q2_plugins.metric.results import DroppedQuestion, Q2Result, QuestionResult, print_summary
+from q2_plugins.metric.scoring import (
+    NLI_SCORES,
+    answer_f1,
+    counted_questions,
+    needs_nli,
+    nli_premise_hypothesis,
+    question_score,
+    response_result,
+)
 
-__all__ = ["ReplayJob", "run_replay"]
+__all__ = ["ReplayJob", "run_replay", "RecordedQuestion", "RecordedResponse", "RecordedScores", "load_original_steps",
+           "load_recorded_scores", "decoded_answer", "replay", "bundled_original_run"]
+
+_RECORDED_COLUMNS = ("id", "response", "cand", "question", "knowledge", "knowledge_ans")
+
+
+@dataclass
+class RecordedQuestion:
+    candidate: str
+    question: str
+    knowledge_answer: Answer
+    recorded_f1: Optional[float] = None
+
+
+@dataclass
+class RecordedResponse:
+    id: str
+    response: str
+    knowledge: str
+    questions: list[RecordedQuestion] = field(default_factory=list)
+    fallback: Optional[float] = None  # recorded fallback score for responses without questions
+
+
+@dataclass(frozen=True)
+class RecordedScores:
+    """One response's recorded per-response scores: ``q2`` with NLI, ``q2_no_nli`` with token F1 only."""
+
+    id: str
+    response: str
+    q2: float
+    q2_no_nli: float
+
+
+def load_recorded_scores(path: str | Path) -> dict[str, RecordedScores]:
+    """Read an original ``*_scores.csv`` (columns ``id, response, Q2_no_nli, Q2``) into id -> scores."""
+    from q2_plugins.io.inputs import named_errors
+
+    path = Path(path)
+    with named_errors(path), path.open(newline="", encoding="utf-8") as f:  # (a bad byte: an error naming the file)
+        reader = csv.DictReader(f)
+        missing = [c for c in ("id", "response", "Q2_no_nli", "Q2") if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: expected the original scores columns ['id', 'response', 'Q2_no_nli', 'Q2'], "
+                             f"missing {missing}")
+        out = {}
+        for line, row in enumerate(reader, start=2):
+            try:
+                out[row["id"]] = RecordedScores(row["id"], row["response"], float(row["Q2"]), float(row["Q2_no_nli"]))
+            except ValueError:
+                raise ValueError(f"{path}:{line}: Q2 / Q2_no_nli must be numbers, got {row['Q2']!r} / "
+                                 f"{row['Q2_no_nli']!r}") from None
+    return out
+
+
+def bundled_original_run() -> tuple[list[Path], list[Path]]:
+    """The ``*_out.steps.csv`` and matching ``*_scores.csv`` files of the slice of a recorded original run shipped
+    in the package (10 responses of each of its four files; provenance and licence in its README)."""
+    folder = DATA_DIR / "original_run_slice"
+    steps = sorted(folder.glob("*_out.steps.csv"))
+    return steps, [p.with_name(p.name.replace("_out.steps.csv", "_scores.csv")) for p in steps]
+
+
+def decoded_answer(text: str, null_token: str = "[CLS]") -> Answer:
+    """Interpret the original's decoded answer text: the bare null token is no answer, a span beginning with it
+    came from the null position, the empty string is an end-before-start span."""
+    if text == null_token:
+        return Answer.none()
+    if text == "":
+        return Answer(AnswerKind.EMPTY, "")
+    if text.startswith(null_token):
+        return Answer(AnswerKind.SPAN_FROM_NULL, text)
+    return Answer.span(text)
+
+
+def load_original_steps(path: str | Path, fallback_scores: Optional[dict[str, float]] = None) -> list[RecordedResponse]:
+    """Read an original ``*_out.steps.csv``. ``fallback_scores`` maps response ids to recorded fallback values."""
+    from q2_plugins.io.inputs import named_errors
+
+    path = Path(path)
+    with named_errors(path), path.open(newline="", encoding="utf-8") as f:  # (a bad byte: an error naming the file)
+        reader = csv.DictReader(f)
+        missing = [c for c in _RECORDED_COLUMNS if c not in (reader.fieldnames or [])]
+        if missing:
+            raise ValueError(f"{path}: expected the original steps columns {list(_RECORDED_COLUMNS)}, "
+                             f"missing {missing}")
+        by_id: dict[str, RecordedResponse] = {}
+        for line, row in enumerate(reader, start=2):
+            rid = row["id"]
+            rec = by_id.get(rid)
+            if rec is None:
+                rec = by_id[rid] = RecordedResponse(rid, row["response"], row["knowledge"])
+            if row["cand"] == "NO_Q":
+                if rec.questions:
+                    raise ValueError(f"{path}:{line}: response {rid} has both questions and a NO_Q row")
+                if fallback_scores is not None:
+                    rec.fallback = fallback_scores.get(rid)
+                continue
+            score = row.get("score")
+            rec.questions.append(RecordedQuestion(
+                row["cand"], row["question"], decoded_answer(row["knowledge_ans"]),
+                float(score) if score not in (None, "") else None,
+            ))
+    return list(by_id.values())
+
+
+def replay(
+    records: Sequence[RecordedResponse],
+    *,
+    use_nli: bool = False,
+    nli: Optional[NLIModel] = None,
+    normalization: str = "q2-original",
+    signature: Optional[str] = None,
+    explain: bool = False,
+    discard_unanswerable: bool = False,
+) -> Q2Result:
+    """Score recorded outputs with the same scoring layer as the live pipeline.
+
+    With ``use_nli`` the answer pairs that need it go through ``nli`` in one batch; responses without questions take
+    their recorded fallback value (``None`` = no score). ``discard_unanswerable`` applies the Q²* rule
+    (:func:`~q2_plugins.metric.scoring.counted_questions`, as :attr:`Q2Config.discard_unanswerable` does live).
+    ``signature`` defaults to :func:`q2_plugins.metric.signature.replay_signature` (naming ``nli.signature`` when NLI is
+    used).
+    """
+    if use_nli and nli is None:
+        raise ValueError("replay(use_nli=True) needs an NLI model (nli=...)")
+    pairs: list[tuple[str, str]] = []
+    if use_nli:
+        for rec in records:
+            for q in rec.questions:
+                f1 = answer_f1(q.candidate, q.knowledge_answer, normalization)
+                if needs_nli(q.knowledge_answer, f1):
+                    pairs.append(nli_premise_hypothesis(q.question, q.candidate, q.knowledge_answer))
+    labels: dict[tuple[str, str], NLILabel] = {}
+    if pairs:
+        unique = list(dict.fromkeys(pairs))
+        labels = dict(zip(unique, nli.predict(unique)))  # type: ignore[union-attr]
+    results = []
+    for i, rec in enumerate(records):
+        qrs, dropped = [], []
+        counted = counted_questions([q.knowledge_answer.kind is AnswerKind.NO_ANSWER for q in rec.questions],
+                                    discard_unanswerable)
+        for q, keep in zip(rec.questions, counted):
+            if not keep:
+                dropped.append(DroppedQuestion(q.candidate, q.question, "no_answer_in_knowledge", q.candidate))
+                continue
+            f1 = answer_f1(q.candidate, q.knowledge_answer, normalization)
+            label = None
+            if use_nli and needs_nli(q.knowledge_answer, f1):
+                label = labels[nli_premise_hypothesis(q.question, q.candidate, q.knowledge_answer)]
+            qrs.append(QuestionResult(q.candidate, q.question, q.candidate, q.knowledge_answer.text,
+                                      q.knowledge_answer.kind.value, f1, label.value if label else None,
+                                      question_score(f1, label)))
+        res = response_result(i, qrs, fallback_score=rec.fallback,
+                              fallback_label=None if rec.fallback is None else _label_of(rec.fallback))
+        if explain:
+            res.questions, res.dropped, res.candidates = qrs, dropped, [q.candidate for q in rec.questions]
+        results.append(res)
+    if signature is None:
+        from q2_plugins.metric.signature import replay_signature
+
+        nli_id = (getattr(nli, "signature", None) or f"custom:{type(nli).__name__}") if use_nli else None
+        signature = replay_signature(normalization, nli_id, discard_unanswerable)
+    return Q2Result(results, signature)
+
+
+def _label_of(value: float) -> Optional[str]:
+    for label, v in NLI_SCORES.items():
+        if v == value:
+            return label.value
+    return None
+
 
 # a replay has no Q2 with NLI, hence no interval of it (its interval is q2 compare's, on Q2 w/o NLI)
 _NO_Q2 = {m.key: None for m in (M.Q2, M.Q2_STDERR, M.Q2_CI_LOW, M.Q2_CI_HIGH)}
@@ -40,9 +232,8 @@ class ReplayJob:
 
 def run_replay(job: ReplayJob) -> int:
     """Check every path the job writes, replay the steps, write the rows, print the summary; returns the exit code."""
-    from ..io import check_outputs, check_writable, files_written, html_files
-    from ..replay import load_original_steps, replay
-    from .local import write_report
+    from q2_plugins.io.outputs import check_outputs, check_writable, files_written, html_files
+    from q2_plugins.jobs.local import write_report
 
     if job.scores and len(job.scores) != len(job.steps):
         raise SettingError("scores", "give one scores file per steps file, in the same order")
@@ -69,7 +260,7 @@ def run_replay(job: ReplayJob) -> int:
     # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
     summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
     if job.output:
-        from ..rows import write_meta
+        from q2_plugins.io.rows import write_meta
 
         with open(job.output, "w", encoding="utf-8") as f:
             for row in rows:
@@ -87,10 +278,10 @@ def run_replay(job: ReplayJob) -> int:
 
 
 def _replay_row(position: int, rec: Any, res: Any, source: str, signature: Any, explain: bool) -> dict[str, Any]:
-    """One replay output row (:func:`~q2_plugins.rows.result_row`): its position, the response's id, source file and
+    """One replay output row (:func:`~q2_plugins.io.rows.result_row`): its position, the response's id, source file and
     texts, its result and the signature. The original run's files are named by gold label (``<system>_consistent``
     / ``<system>_inconsistent``); such a name sets ``gold``."""
-    from ..rows import result_row
+    from q2_plugins.io.rows import result_row
 
     gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
     return result_row(position, {"id": rec.id, "source": source, **({"gold": gold} if gold else {}),

@@ -18,7 +18,7 @@ with its knowledge, and the knowledge is lower-cased first (named in every signa
   Q² fallback is (:attr:`Q2Config.fallback_lowercase_knowledge` / ``fallback_lowercase_response``).
 
 Every baseline has ``name``, ``signature``, ``bounded`` and ``score(pairs) -> list[float]``. A baseline whose model
-cannot be loaded raises :class:`~q2_plugins.errors.ModelLoadError` naming the option to change.
+cannot be loaded raises :class:`~q2_plugins.metric.errors.ModelLoadError` naming the option to change.
 """
 
 from __future__ import annotations
@@ -26,13 +26,13 @@ from __future__ import annotations
 import re
 from typing import Any, Callable, Optional, Protocol, Sequence, runtime_checkable
 
-from ..components import NLIModel
-from ..datasets.types import Example
-from ..errors import SETTING, ModelLoadError
-from ..normalize import tokens_f1
-from ..scoring import NLI_SCORES
-from .deps import require
-from .scores import MetricScores
+from q2_plugins.datasets.types import Example
+from q2_plugins.metaeval.deps import require
+from q2_plugins.metaeval.scores import MetricScores
+from q2_plugins.metric.components import NLIModel
+from q2_plugins.metric.errors import SETTING, ModelLoadError
+from q2_plugins.metric.normalize import tokens_f1
+from q2_plugins.metric.scoring import NLI_SCORES
 
 __all__ = [
     "Baseline",
@@ -76,14 +76,14 @@ class TokenOverlap:
     @property
     def nlp(self) -> Any:
         if self._nlp is None:
-            from ..spacy_parts import load_spacy
+            from q2_plugins.metric.spacy_parts import load_spacy
 
             self._nlp = load_spacy(self.spacy_model)
         return self._nlp
 
     @property
     def signature(self) -> str:
-        from ..spacy_parts import spacy_signature
+        from q2_plugins.metric.spacy_parts import spacy_signature
 
         return f"overlap|tok:spacy-{spacy_signature(self.nlp)}|lc|-stop-punct|ref:knowledge.lower()"
 

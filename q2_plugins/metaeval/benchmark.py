@@ -11,9 +11,9 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from ..datasets.types import MetaEvalData
-from . import stats
-from .scores import MetricScores
+from q2_plugins.datasets.types import MetaEvalData
+from q2_plugins.metaeval import stats
+from q2_plugins.metaeval.scores import MetricScores
 
 __all__ = ["PUBLISHED", "NOT_LISTED", "per_dataset_balanced_accuracy", "published_beside", "benchmark",
            "true_summary"]
@@ -117,7 +117,7 @@ def published_beside(data: MetaEvalData, metrics: Sequence[MetricScores]) -> Opt
 def benchmark(data: MetaEvalData, metrics: Sequence[MetricScores], threshold: float) -> dict[str, Any]:
     """The ``benchmark`` experiment: per-data-set balanced accuracy (when the data is a benchmark of several data
     sets, or has a dev split) and the published figures beside ours (when there are any for the data)."""
-    from ..datasets.registry import per_subset_benchmarks
+    from q2_plugins.datasets.registry import per_subset_benchmarks
 
     out: dict[str, Any] = {}
     if data.benchmark in per_subset_benchmarks() or any(ex.split == "dev" for ex in data.examples):

@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Sequence
 
-from ..datasets.types import MetaEvalData
+from q2_plugins.datasets.types import MetaEvalData
 
 __all__ = ["LONG_KNOWLEDGE_WORDS", "PARTIAL", "LONG_BLEU", "find_caveats", "marked"]
 

@@ -17,13 +17,13 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .. import __version__
-from ..datasets.types import Example, MetaEvalData
-from ..errors import SettingError
-from . import stats
-from .baselines import response_length
-from .paper_tables import SYSTEM_LEVEL_PAPER, dnli_accuracy, usr_correlation
-from .scores import MetricScores
+from q2_plugins import __version__
+from q2_plugins.datasets.types import Example, MetaEvalData
+from q2_plugins.metaeval import stats
+from q2_plugins.metaeval.baselines import response_length
+from q2_plugins.metaeval.paper_tables import SYSTEM_LEVEL_PAPER, dnli_accuracy, usr_correlation
+from q2_plugins.metaeval.scores import MetricScores
+from q2_plugins.metric.errors import SettingError
 
 __all__ = [
     "EXPERIMENTS",
@@ -388,7 +388,7 @@ BEGIN_PAPER_BASELINE = {
 
 
 def has_begin_labels(data: MetaEvalData) -> bool:
-    from ..taxonomy import LABELS
+    from q2_plugins.metric.taxonomy import LABELS
 
     return bool(data.examples) and all(ex.label in LABELS for ex in data.examples)
 
@@ -396,7 +396,7 @@ def has_begin_labels(data: MetaEvalData) -> bool:
 def taxonomy(data: MetaEvalData, metrics: Sequence[MetricScores]) -> dict[str, Any]:
     """Five-way and three-way agreement of each label source with BEGIN's gold labels (accuracy, macro-F1, per
     label, confusion matrix), over the examples the source labels, beside the BEGIN paper's best baseline."""
-    from ..taxonomy import COARSE, LABELS, LABELS3
+    from q2_plugins.metric.taxonomy import COARSE, LABELS, LABELS3
 
     out: dict[str, Any] = {"labels": list(LABELS), "labels3": list(LABELS3), "reference": BEGIN_PAPER_BASELINE,
                            "metrics": {}}
@@ -417,7 +417,7 @@ def taxonomy(data: MetaEvalData, metrics: Sequence[MetricScores]) -> dict[str, A
 def stress(data: MetaEvalData, metrics: Sequence[MetricScores]) -> dict[str, Any]:
     """Per perturbation method, how often each metric scores the original above its perturbation (and ties, below),
     over the pairs it scores on both sides; for label sources, how often the perturbation gets the expected label."""
-    from ..taxonomy import COARSE
+    from q2_plugins.metric.taxonomy import COARSE
 
     methods = list(dict.fromkeys(p.method for p in data.pairs))
     groups = [(method, [p for p in data.pairs if p.method == method]) for method in methods]
@@ -537,13 +537,13 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
         else:
             report["skipped"]["dnli"] = "the data has no entailment and contradiction labels (dataset dnli has)"
     if "benchmark" in todo:  # per-data-set balanced accuracy; published figures beside ours (benchmark.py)
-        from .benchmark import benchmark
+        from q2_plugins.metaeval.benchmark import benchmark
 
         report["benchmark"] = benchmark(data, metrics, options.threshold)
         if not report["benchmark"]:
             report["skipped"]["benchmark"] = "no dev split, several data sets or published figures for this data"
             del report["benchmark"]
-    from .caveats import find_caveats  # where figures are not like for like (caveats.py)
+    from q2_plugins.metaeval.caveats import find_caveats  # where figures are not like for like (caveats.py)
 
     report["caveats"], report["caveat_markers"] = find_caveats(report, data)
     return MetaEvalRun(report, data, list(metrics), labelled)

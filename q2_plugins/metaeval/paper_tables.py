@@ -15,10 +15,10 @@ from typing import Any, Sequence
 
 import numpy as np
 
-from ..datasets.types import Example, MetaEvalData
-from ..results import ResponseStatus
-from . import stats
-from .scores import MetricScores, no_question_treatments
+from q2_plugins.datasets.types import Example, MetaEvalData
+from q2_plugins.metaeval import stats
+from q2_plugins.metaeval.scores import MetricScores, no_question_treatments
+from q2_plugins.metric.results import ResponseStatus
 
 __all__ = ["USR_PAPER_ROWS", "DNLI_PAPER_ROWS", "SYSTEM_LEVEL_PAPER", "PAPER_FIGURES_NOTE", "usr_correlation",
            "dnli_accuracy"]

@@ -14,8 +14,8 @@ from typing import Any, Iterator
 
 import numpy as np
 
-from .deps import require
-from .experiments import MetaEvalRun, scored_examples
+from q2_plugins.metaeval.deps import require
+from q2_plugins.metaeval.experiments import MetaEvalRun, scored_examples
 
 __all__ = ["plot_all", "plot_pr_curves", "plot_histograms", "plot_robustness", "plot_confusion"]
 

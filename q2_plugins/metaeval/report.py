@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
-from .caveats import marked
+from q2_plugins.metaeval.caveats import marked
 
 __all__ = ["to_markdown", "to_html", "write_json", "save_report"]
 

@@ -17,9 +17,9 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
-from ..config import Q2Config
-from ..errors import SettingError  # ``setting`` names the MetaEvalSettings field to change
-from .experiments import EXPERIMENTS, MetaEvalOptions
+from q2_plugins.metaeval.experiments import EXPERIMENTS, MetaEvalOptions
+from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.errors import SettingError  # ``setting`` names the MetaEvalSettings field to change
 
 __all__ = ["SettingError", "TableColumns", "MetaEvalSettings", "load_data", "evaluate", "export", "save_outputs",
            "variants", "save_variants"]
@@ -80,7 +80,7 @@ class MetaEvalSettings:
     config: Q2Config = field(default_factory=Q2Config)
 
     def __post_init__(self) -> None:
-        from ..datasets.registry import DATASETS, labelled
+        from q2_plugins.datasets.registry import DATASETS, labelled
 
         if self.dataset not in DATASETS:
             raise SettingError("dataset", f"unknown data set kind {self.dataset!r}; expected one of {sorted(DATASETS)}")
@@ -95,7 +95,7 @@ class MetaEvalSettings:
                                f"{self.dataset!r}")
         if self.save_scores and not self.compute:
             raise SettingError("save_scores", "writes the scores of compute; set compute too")
-        from .baselines import BASELINE_NAMES
+        from q2_plugins.metaeval.baselines import BASELINE_NAMES
 
         unknown = [b for b in self.baselines if b not in BASELINE_NAMES]
         if unknown:
@@ -105,8 +105,8 @@ class MetaEvalSettings:
 
 def load_data(settings: MetaEvalSettings) -> Any:
     """The :class:`~q2_plugins.datasets.types.MetaEvalData` the settings name."""
-    from ..datasets.common import LabelOptions
-    from ..datasets.registry import default_data, labelled, load_dataset
+    from q2_plugins.datasets.common import LabelOptions
+    from q2_plugins.datasets.registry import default_data, labelled, load_dataset
 
     options: dict[str, Any] = {}
     if settings.dataset in labelled():
@@ -125,14 +125,14 @@ def load_data(settings: MetaEvalSettings) -> Any:
 def _options(settings: MetaEvalSettings, data: Any) -> MetaEvalOptions:
     """The experiments to run on ``data``; the taxonomy experiment asked for on data without BEGIN's five-way labels
     is refused here, before any score is read or model loaded."""
-    from .experiments import has_begin_labels
+    from q2_plugins.metaeval.experiments import has_begin_labels
 
     try:
         options = replace(settings.options, experiments=settings.experiments or data.experiments or EXPERIMENTS)
     except ValueError as e:
         raise SettingError("experiments", str(e)) from None
     if settings.experiments and "taxonomy" in settings.experiments and not has_begin_labels(data):
-        from ..taxonomy import LABELS
+        from q2_plugins.metric.taxonomy import LABELS
 
         found = sorted({ex.label for ex in data.examples})
         raise SettingError("experiments", f"the taxonomy experiment needs BEGIN's five-way labels ({', '.join(LABELS)})"
@@ -151,7 +151,7 @@ def _with_extra(options: MetaEvalOptions) -> bool:
 
 def _inputs(settings: MetaEvalSettings, data: Any, options: Any) -> tuple[list, Optional[dict]]:
     """Every input to score (examples, paired-context responses, random-knowledge variants) and the variants."""
-    from .experiments import control_variants
+    from q2_plugins.metaeval.experiments import control_variants
 
     variants = control_variants(data, settings.options.seed) if "random-knowledge" in options.experiments else None
     to_score = list(data.examples)
@@ -166,7 +166,7 @@ def export(settings: MetaEvalSettings) -> str:
     """Write every input to score to ``settings.export_inputs``; returns what was written (score it with
     explanations, and BEGIN labels for the taxonomy experiment, then evaluate with the same data settings and seed
     plus those scores)."""
-    from .scores import export_inputs
+    from q2_plugins.metaeval.scores import export_inputs
 
     if not settings.export_inputs:
         raise SettingError("export_inputs", "name the file to write")
@@ -199,7 +199,14 @@ class _Metrics(list):
 def _score_sources(settings: MetaEvalSettings, data: Any, options: Any, to_score: list,
                    get_scorer: Callable[[], Any]) -> _Metrics:
     """Scores from files, a replay and on-the-fly Q² (written to ``save_scores`` when asked)."""
-    from .scores import column_scores, compute_q2, q2_star_metric, read_scores_file, replay_scores, write_scores_file
+    from q2_plugins.metaeval.scores import (
+        column_scores,
+        compute_q2,
+        q2_star_metric,
+        read_scores_file,
+        replay_scores,
+        write_scores_file,
+    )
 
     known = {ex.id: ex for ex in to_score}
     metrics = _Metrics()
@@ -224,9 +231,9 @@ def _score_sources(settings: MetaEvalSettings, data: Any, options: Any, to_score
 def evaluate(settings: MetaEvalSettings) -> Any:
     """Load the data, bring in every score source and baseline, and run the experiments; returns the
     :class:`~q2_plugins.metaeval.experiments.MetaEvalRun` (nothing is written: :func:`save_outputs` does)."""
-    from .baselines import NLIBaseline, build_baselines, score_baselines
-    from .experiments import has_begin_labels, run_meta_eval
-    from .scores import text_rule_labels
+    from q2_plugins.metaeval.baselines import NLIBaseline, build_baselines, score_baselines
+    from q2_plugins.metaeval.experiments import has_begin_labels, run_meta_eval
+    from q2_plugins.metaeval.scores import text_rule_labels
 
     data = load_data(settings)
     options = _options(settings, data)
@@ -237,7 +244,7 @@ def evaluate(settings: MetaEvalSettings) -> Any:
     def get_scorer() -> Any:
         nonlocal scorer
         if scorer is None:
-            from ..scorer import Q2Scorer
+            from q2_plugins.scorer import Q2Scorer
 
             scorer = Q2Scorer(config)
         return scorer
@@ -245,7 +252,7 @@ def evaluate(settings: MetaEvalSettings) -> Any:
     metrics = _score_sources(settings, data, options, to_score, get_scorer)
 
     def nli_baseline() -> NLIBaseline:
-        from .. import backends
+        from q2_plugins import backends
 
         return NLIBaseline(get_scorer().nli, lowercase_knowledge=config.fallback_lowercase_knowledge,
                            lowercase_response=config.fallback_lowercase_response,
@@ -261,7 +268,7 @@ def evaluate(settings: MetaEvalSettings) -> Any:
                                 or ("stress" in options.experiments and data.pairs)):
         metrics.add([text_rule_labels(data.examples, spacy_model=config.spacy_model)], "text rules")
     if settings.taxonomy_model and "taxonomy" in options.experiments and has_begin_labels(data):
-        from .scores import taxonomy_model_labels
+        from q2_plugins.metaeval.scores import taxonomy_model_labels
 
         metrics.add([taxonomy_model_labels(data.examples, settings.taxonomy_model)], "taxonomy model")
     return run_meta_eval(data, list(metrics), options, variants=variants)
@@ -270,15 +277,15 @@ def evaluate(settings: MetaEvalSettings) -> Any:
 def variants(settings: MetaEvalSettings) -> dict[str, Any]:
     """The paper's Table 7: Q² and coverage per subset of the data scored with each cumulative variant (base,
     + personal-question filter, + top-k questions, + coreference) of ``settings.config``."""
-    from ..scorer import Q2Scorer
-    from .variants import variants_table
+    from q2_plugins.metaeval.variants import variants_table
+    from q2_plugins.scorer import Q2Scorer
 
     return variants_table(load_data(settings).examples, settings.config, Q2Scorer, progress=settings.progress)
 
 
 def save_variants(settings: MetaEvalSettings, table: dict[str, Any]) -> list[Path]:
     """Write :func:`variants`' table as ``variants.json`` and ``variants.md`` to ``settings.output_dir``."""
-    from .variants import variants_markdown
+    from q2_plugins.metaeval.variants import variants_markdown
 
     if not settings.output_dir:
         raise SettingError("output_dir", "name the folder to write the variants table to")
@@ -293,14 +300,14 @@ def save_variants(settings: MetaEvalSettings, table: dict[str, Any]) -> list[Pat
 def save_outputs(settings: MetaEvalSettings, run: Any) -> list[Path]:
     """Write ``report.json``, ``report.md``, ``report.html`` and (unless ``plots`` is off) the PNG plots to
     ``settings.output_dir``; returns the report files."""
-    from .report import save_report
+    from q2_plugins.metaeval.report import save_report
 
     if not settings.output_dir:
         raise SettingError("output_dir", "name the folder to write the report to")
     out = Path(settings.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if settings.plots:
-        from .plots import plot_all
+        from q2_plugins.metaeval.plots import plot_all
 
         run.report["plots"] = [str(p) for p in plot_all(run, out)]
     return save_report(run.report, out)

@@ -3,7 +3,7 @@
 Three sources, all keyed by example id (:attr:`~q2_plugins.datasets.types.Example.id`):
 
 * a **scores file**: the output of ``q2 score`` (either engine, JSONL / Parquet / CSV; ``id`` or ``row``, and the
-  result fields), read by :func:`q2_plugins.rows.read_results`, or any CSV / JSONL with an ``id`` (or ``row``) and a
+  result fields), read by :func:`q2_plugins.io.rows.read_results`, or any CSV / JSONL with an ``id`` (or ``row``) and a
   ``score`` field, e.g. another metric's output. Score the file
   :func:`export_inputs` writes and every example, paired-context response and control input has its id.
 * a **replay** of a recorded run of the original pipeline (:func:`replay_scores`), e.g. ``data/q2_original_run``:
@@ -26,12 +26,12 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
-from ..datasets.common import DataFormatError, DataSettingError
-from ..datasets.types import Example
-from ..replay import load_original_steps, load_recorded_scores, replay
-from ..results import ResponseResult, ResponseStatus
-from ..scoring import counted_questions, mean_score
-from ..signature import replay_signature
+from q2_plugins.datasets.common import DataFormatError, DataSettingError
+from q2_plugins.datasets.types import Example
+from q2_plugins.jobs.replay import load_original_steps, load_recorded_scores, replay
+from q2_plugins.metric.results import ResponseResult, ResponseStatus
+from q2_plugins.metric.scoring import counted_questions, mean_score
+from q2_plugins.metric.signature import replay_signature
 
 __all__ = [
     "QuestionStats",
@@ -164,8 +164,8 @@ def _match(found: Iterable[str], known: Mapping[str, Example], what: str) -> lis
 def read_scores_file(path: str | Path, known: Mapping[str, Example], *, name: str = "Q2") -> list[MetricScores]:
     """Read a ``q2 score`` output (both Q² variants and the question counts; only Q² w/o NLI when its sidecar says
     it was scored without NLI, as ``q2 replay`` output is) or a generic id / score file."""
-    from ..results import EXPLANATION_FIELDS, RESULT_FIELDS
-    from ..rows import ROW_FIELD, read_sidecar, response_result, scan_results
+    from q2_plugins.io.rows import ROW_FIELD, read_sidecar, response_result, scan_results
+    from q2_plugins.metric.results import EXPLANATION_FIELDS, RESULT_FIELDS
 
     path = Path(path)
     needed = {ROW_FIELD, "score", *RESULT_FIELDS, *EXPLANATION_FIELDS}  # what is kept of a row (of an example)
@@ -276,8 +276,8 @@ def compute_q2(examples: Sequence[Example], scorer: Any, *, name: str = "Q2", pr
     """Score ``examples`` with a :class:`~q2_plugins.Q2Scorer` (with explanations, for the question counts, and
     BEGIN labels, for the taxonomy experiment).
     Returns the metrics and the per-response results (for :func:`write_scores_file`). ``progress``: a bar over the
-    rows on a terminal, plain lines in a log (:func:`~q2_plugins.progress.scoring_progress`)."""
-    from ..progress import scoring_progress
+    rows on a terminal, plain lines in a log (:func:`~q2_plugins.metric.progress.scoring_progress`)."""
+    from q2_plugins.metric.progress import scoring_progress
 
     with scoring_progress(scorer, len(examples), progress) as shown:
         result = scorer.score(responses=[ex.response for ex in examples],
@@ -299,15 +299,15 @@ def column_scores(examples: Sequence[Example]) -> list[MetricScores]:
 
 def text_rule_labels(examples: Sequence[Example], *, nlp: Any = None, spacy_model: str = "en_core_web_sm",
                      name: str = "Text rules") -> MetricScores:
-    """BEGIN labels from :mod:`q2_plugins.taxonomy`'s rules on the text signals alone (no Q² evidence): the
+    """BEGIN labels from :mod:`q2_plugins.metric.taxonomy`'s rules on the text signals alone (no Q² evidence): the
     model-free part of Q²'s labels, tuned on BEGIN dev. A label source without scores."""
-    from .. import __version__
-    from ..taxonomy import SIGNALS_VERSION, classify_texts
+    from q2_plugins import __version__
+    from q2_plugins.metric.taxonomy import SIGNALS_VERSION, classify_texts
 
     usable = [ex for ex in examples if ex.response.strip() and ex.knowledge.strip()]
     verdicts = classify_texts([ex.response for ex in usable], [ex.knowledge for ex in usable], nlp=nlp,
                               spacy_model=spacy_model)
-    metric = MetricScores(name, {}, "q2_plugins.taxonomy rules on text signals only (no Q2 evidence)",
+    metric = MetricScores(name, {}, "q2_plugins.metric.taxonomy rules on text signals only (no Q2 evidence)",
                           signature=f"taxonomy-text|{SIGNALS_VERSION}|spacy:{spacy_model}|q2:{__version__}")
     metric.labels = {ex.id: v.label for ex, v in zip(usable, verdicts) if v.label is not None}
     metric.missing = {ex.id: "empty response or knowledge" for ex in examples
@@ -318,7 +318,7 @@ def text_rule_labels(examples: Sequence[Example], *, nlp: Any = None, spacy_mode
 def taxonomy_model_labels(examples: Sequence[Example], path: str, *, name: Optional[str] = None) -> MetricScores:
     """BEGIN labels from a five-way classifier ``q2 train --labels 5`` wrote (premise: evidence + previous turn):
     a label source without scores, beside the text rules."""
-    from .. import backends
+    from q2_plugins import backends
 
     model = backends.load("taxonomy", model=path)
     usable = [ex for ex in examples if ex.response.strip() and ex.knowledge.strip()]
@@ -338,8 +338,8 @@ def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[Re
     the sidecar ``q2 score`` writes (``PATH.meta.json``: ``signature`` of the scorer, its ``config``, the summary,
     ``source`` as the input, library versions), so that ``q2 compare`` and ``q2 report`` know what scored them.
     Returns the sidecar's path."""
-    from ..results import Q2Stats, RowErrors
-    from ..rows import result_row, write_meta
+    from q2_plugins.io.rows import result_row, write_meta
+    from q2_plugins.metric.results import Q2Stats, RowErrors
 
     errors = RowErrors()
     with open(path, "w", encoding="utf-8") as f:
@@ -364,7 +364,7 @@ def export_inputs(path: str | Path, examples: Sequence[Example]) -> int:
 
 def q2_star_metric(metric: MetricScores, *, f1_only: bool = False) -> Optional[MetricScores]:
     """Q²* from a Q² metric's recorded questions: the rule of :attr:`Q2Config.discard_unanswerable`
-    (:func:`~q2_plugins.scoring.counted_questions`) applied to each response's counted questions, the mean of the
+    (:func:`~q2_plugins.metric.scoring.counted_questions`) applied to each response's counted questions, the mean of the
     question scores (``f1_only``: of their F1) over the questions that still count. Responses scored by the
     fallback keep their score. None when the questions were not recorded (a scores file written without
     ``--explain``)."""

@@ -10,7 +10,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
-from .deps import require
+from q2_plugins.metaeval.deps import require
 
 __all__ = [
     "predict_consistent",
@@ -201,8 +201,8 @@ def spearman_rows(rows: np.ndarray, reference: Sequence[float]) -> np.ndarray:
 
 def interval(values: np.ndarray, level: float = 0.95, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval (the paper's 2.5th and 97.5th percentiles for ``level=0.95``), NaNs ignored: the core's
-    :func:`q2_plugins.significance.percentile_interval`."""
-    from ..significance import percentile_interval
+    :func:`q2_plugins.metric.significance.percentile_interval`."""
+    from q2_plugins.metric.significance import percentile_interval
 
     return percentile_interval(values, level, axis=axis)
 

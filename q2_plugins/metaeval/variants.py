@@ -4,16 +4,16 @@ Base (the top beam question of each candidate only, personal questions kept) -> 
 + top-k beam questions (the next beam question is tried while none passes: the paper's main pipeline) ->
 + coreference (pronouns of the response resolved over the history, :mod:`q2_plugins.backends.hf.coref`). Each
 variant scores every response-level example; coverage is the share with at least one valid question, Q² the mean
-over the scored ones (fallback included), as :class:`~q2_plugins.results.Q2Stats` counts them.
+over the scored ones (fallback included), as :class:`~q2_plugins.metric.results.Q2Stats` counts them.
 """
 
 from __future__ import annotations
 
 from typing import Any, Callable, Optional, Sequence
 
-from ..config import Q2Config
-from ..datasets.types import Example
-from ..results import Q2Stats
+from q2_plugins.datasets.types import Example
+from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.results import Q2Stats
 
 __all__ = ["VARIANTS", "variant_configs", "variants_table", "variants_markdown"]
 
@@ -41,7 +41,7 @@ def variants_table(examples: Sequence[Example], config: Q2Config, make_scorer: C
     coverage per subset and over all."""
     subsets = list(dict.fromkeys(ex.subset for ex in examples)) + ["all"]
     rows = []
-    from ..progress import scoring_progress
+    from q2_plugins.metric.progress import scoring_progress
 
     for name, cfg in variant_configs(config):
         scorer = make_scorer(cfg)

@@ -118,11 +118,11 @@ def test_no_import_loop_among_the_modules():
 def test_the_taxonomy_is_imported_only_when_labels_are_asked_for(label):
     code = (
         "import sys\n"
-        "sys.path.insert(0, 'tests/metaeval')\n"
+        "sys.path.insert(0, 'tests/unit/metric')\n"
         "from test_taxonomy import KNOW, RESPONSES, scripted\n"
-        "sys.modules.pop('q2_plugins.taxonomy', None)\n"
+        "sys.modules.pop('q2_plugins.metric.taxonomy', None)\n"
         f"scripted().score(responses=RESPONSES, knowledge=[KNOW] * 5, label={label})\n"
-        "print('q2_plugins.taxonomy' in sys.modules)\n"
+        "print('q2_plugins.metric.taxonomy' in sys.modules)\n"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          cwd=PACKAGE.parent)
@@ -130,8 +130,8 @@ def test_the_taxonomy_is_imported_only_when_labels_are_asked_for(label):
 
 
 def test_a_response_goes_forward_through_the_scorer():
-    """Traced over one ``score(..., label=True)`` with cache and explanations: the steps (stages.py) never call back
-    into the scorer, and the scorer itself calls only the steps and their helpers, not the components."""
+    """Traced over one ``score(..., label=True)`` with cache and explanations: the steps (metric/stages.py) never call
+    back into the scorer, and the scorer itself calls only the steps, their runner and helpers, not the components."""
     from tests.fakes import scripted_scorer
 
     response, knowledge = "Ann sang in Paris.", "Ann sang in Paris last year."
@@ -149,7 +149,7 @@ def test_a_response_goes_forward_through_the_scorer():
     def profile(frame, event, arg) -> None:
         if event == "call" and frame.f_back is not None:
             callee, caller = module(frame), module(frame.f_back)
-            if caller == "stages" and callee == "scorer":
+            if caller == "metric/stages" and callee == "scorer":
                 back.append(frame.f_code.co_name)
             if caller == "scorer" and callee not in (None, "scorer"):
                 called.add(callee)
@@ -161,7 +161,8 @@ def test_a_response_goes_forward_through_the_scorer():
         sys.setprofile(None)
     assert res.responses[0].score == 1.0 and res.responses[0].label is not None  # (the whole way was taken)
     assert back == []
-    assert "stages" in called and called <= {"stages", "budgets", "config", "signature", "cache", "results"}
+    assert "metric/stages" in called and called <= {f"metric/{m}" for m in (
+        "stages", "runner", "budgets", "config", "signature", "cache", "results")}
 
 
 def _argparse_uses(tree: ast.Module) -> list[str]:
@@ -190,12 +191,13 @@ def test_argparse_lives_only_under_the_cli_package():
 
 
 def test_imports_made_inside_functions_count_and_type_checking_ones_do_not():
-    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from .config import Q2Config\n"
-                     "else:\n    from .io import meta_path\n"
-                     "def run():\n    if True:\n        from .recipes import run_recipe\n    import q2_plugins.cache\n")
-    found = _imports("perturb.py", tree)
-    assert {"q2_plugins.recipes", "q2_plugins.cache", "q2_plugins.io"} <= found
-    assert "q2_plugins.config" not in found
+    tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..metric.config import Q2Config\n"
+                     "else:\n    from ..io.outputs import meta_path\n"
+                     "def run():\n    if True:\n        from .recipes import run_recipe\n"
+                     "    import q2_plugins.metric.cache\n")
+    found = _imports("training/perturb.py", tree)
+    assert {"q2_plugins.training.recipes", "q2_plugins.metric.cache", "q2_plugins.io.outputs"} <= found
+    assert "q2_plugins.metric.config" not in found
 
 
 def _reaches(graph: dict[str, list[str]], start: str, goal: Callable[[str], bool], avoid: Callable[[str], bool]
@@ -235,9 +237,9 @@ def test_no_arrow_runs_back_up_out_of_a_subpackage():
 def test_the_arrow_check_sees_a_subpackage_and_a_module_that_lean_on_each_other():
     graph = {"q2_plugins.backends": [], "q2_plugins.backends.hf": ["q2_plugins.coref"],
              "q2_plugins.coref": ["q2_plugins.backends.loading"], "q2_plugins.backends.loading": [],
-             "q2_plugins.config": []}
+             "q2_plugins.metric.config": []}
     assert _arrows_back_up(graph) == ["q2_plugins.backends.hf -> q2_plugins.coref"]
-    graph["q2_plugins.coref"] = ["q2_plugins.config"]
+    graph["q2_plugins.coref"] = ["q2_plugins.metric.config"]
     assert _arrows_back_up(graph) == []
 
 
@@ -251,9 +253,6 @@ def test_datasets_never_import_the_meta_evaluation():
 
 #: a transformers model class: Auto* models, *For<Task>, *LMHeadModel, *PreTrainedModel, *Model
 _MODEL_CLASS = re.compile(r"^AutoModel\w*$|For[A-Z]\w*$|LMHeadModel$|PreTrainedModel$|^\w+Model$")
-#: modules outside backends/ allowed model classes, with why: the builder of the tiny random-weight models that the
-#: tests and ``q2 make-test-models`` write (it builds models to save, and loads none to score)
-_MODEL_CLASS_ELSEWHERE = {"testing.py"}
 
 
 def _model_class_imports(tree: ast.Module) -> list[str]:
@@ -270,8 +269,7 @@ def _model_class_imports(tree: ast.Module) -> list[str]:
 def test_only_backends_import_transformers_model_classes():
     """Which code computes a role and how it loads (the one load policy) is the backends' business."""
     outside = {path: uses for path, tree in _modules().items()
-               if not path.startswith("backends/") and path not in _MODEL_CLASS_ELSEWHERE
-               and (uses := _model_class_imports(tree))}
+               if not path.startswith("backends/") and (uses := _model_class_imports(tree))}
     assert outside == {}
     assert _model_class_imports(ast.parse("from transformers import AutoModelForCausalLM, AutoTokenizer\n"
                                           "m = transformers.T5ForConditionalGeneration\n")) == [
@@ -302,3 +300,123 @@ def test_no_flag_text_is_built_in_the_library():
                if not path.startswith("cli/") and (uses := _built_flags(tree))}
     assert outside == {}
     assert len(_built_flags(ast.parse('a = f"--{s} {p}"\nb = "--" + s\nc = s.replace("_", "-")\n'))) == 3
+
+
+# -- the rooms (the layout of docs/development.md's "Where things live") ------------------------------------------
+#: the package's top level: the face, the scorer and one folder per concept
+TOP_LEVEL = {"__init__.py", "scorer.py", "py.typed", "metric", "backends", "io", "jobs", "datasets", "training",
+             "metaeval", "integrations", "cli", "data"}
+LONGEST_MODULE = 600  # lines
+
+
+def test_the_top_level_is_the_face_the_scorer_and_concept_folders():
+    entries = {p.name for p in PACKAGE.iterdir() if p.name != "__pycache__"}
+    assert entries == TOP_LEVEL
+    assert {p.name for p in PACKAGE.glob("*.py")} == {"__init__.py", "scorer.py"}
+
+
+def test_no_module_is_over_600_lines():
+    long = {path: n for path in _modules() if (n := len((PACKAGE / path).read_text(encoding="utf-8").splitlines()))
+            > LONGEST_MODULE}
+    assert long == {}
+
+
+def _package_imports(path: str, tree: ast.Module) -> list[tuple[int, str]]:
+    """(line, module) of every import of a q2_plugins module in ``path``, relative ones resolved, TYPE_CHECKING ones
+    included (a wall holds for annotations too)."""
+    me = _module_name(path)
+    package = me if path.endswith("__init__.py") else me.rsplit(".", 1)[0]
+    found = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, a.name) for a in node.names if a.name.split(".")[0] == "q2_plugins"]
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.rsplit(".", node.level - 1)[0] if node.level > 1 else package
+                module = f"{base}.{node.module}" if node.module else base
+            else:
+                module = node.module or ""
+            if module.split(".")[0] == "q2_plugins":
+                found += [(node.lineno, f"{module}.{a.name}" if module == "q2_plugins" else module)
+                          for a in node.names]
+    return found
+
+
+def _crossing(room: str, allowed: Callable[[str], bool]) -> dict[str, list[str]]:
+    return {path: bad for path, tree in _modules().items() if path.startswith(room + "/")
+            and (bad := [f"line {n}: {m}" for n, m in _package_imports(path, tree) if not allowed(m)])}
+
+
+def test_the_metric_imports_only_the_metric():
+    """metric/ is Q² in memory: it reads no file and knows no backend, job or front end."""
+    assert _crossing("metric", lambda m: m.startswith("q2_plugins.metric") or m == "q2_plugins.__version__") == {}
+
+
+def test_io_never_imports_the_rooms_that_use_it():
+    above = ("jobs", "training", "metaeval", "integrations", "cli")
+    assert _crossing("io", lambda m: not any(m.startswith(f"q2_plugins.{r}") for r in above)) == {}
+
+
+def test_the_walls_see_a_crossing():
+    tree = ast.parse("from ..io.outputs import json_line\nfrom . import stages\nimport q2_plugins.jobs.local\n")
+    assert _package_imports("metric/x.py", tree) == [(1, "q2_plugins.io.outputs"), (2, "q2_plugins.metric"),
+                                                     (3, "q2_plugins.jobs.local")]
+
+
+#: the frameworks only integrations/ may import (parlai_ext/, outside the package, is ParlAI's own front end)
+FRAMEWORKS = ("lm_eval", "evaluate", "parlai")
+
+
+def test_only_integrations_import_the_frameworks():
+    found = {}
+    for path, tree in _modules().items():
+        if path.startswith("integrations/"):
+            continue
+        for node in ast.walk(tree):
+            names = [a.name for a in node.names] if isinstance(node, ast.Import) else \
+                [node.module or ""] if isinstance(node, ast.ImportFrom) and not node.level else []
+            found.update({f"{path}:{node.lineno}": n for n in names if n.split(".")[0] in FRAMEWORKS})
+    assert found == {}
+
+
+def test_no_module_imports_another_modules_underscore_name():
+    found = [f"{path}:{node.lineno} {a.name}" for path, tree in _modules().items() for node in ast.walk(tree)
+             if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("q2_plugins"))
+             for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
+    assert found == []
+
+
+def test_the_spacy_worker_starts_by_its_module_path():
+    """The worker is started as ``python -m <module path>``; a wrong path would fail quietly (the caller does the
+    work itself), so this starts one and asks it for candidates."""
+    from q2_plugins.metric import spacy_worker
+    from q2_plugins.metric.config import Q2Config
+
+    worker = spacy_worker._Worker("candidates", Q2Config().spacy_model)
+    try:
+        worker.send("extract", ["Ann sang in Paris."])
+        assert worker.receive() == [["Ann", "Paris"]]
+    finally:
+        worker.close()
+
+
+def test_every_start_up_hook_target_imports():
+    """The start-up hook names its patches by string; a wrong one prints one line and patches nothing."""
+    import importlib
+
+    import _q2_plugins_hook
+
+    for framework, where in _q2_plugins_hook.TARGETS.values():
+        module, _, function = where.partition(":")
+        assert callable(getattr(importlib.import_module(module), function)), (framework, where)
+
+
+def test_every_built_in_backend_target_imports():
+    import importlib
+
+    from q2_plugins import backends
+
+    for scheme, target in backends._REGISTRY.items():
+        if isinstance(target, str):
+            module, _, attribute = target.partition(":")
+            assert getattr(importlib.import_module(module), attribute) is not None, scheme

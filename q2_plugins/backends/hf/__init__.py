@@ -3,7 +3,7 @@
 QG is an answer-aware seq2seq model, QA an extractive model with a no-answer option, NLI a three-way sequence
 classifier (:mod:`.transformers_models`); coreference an F-coref checkpoint (:mod:`.coref`); the labeller a five-way
 classifier of ``q2 train`` (:class:`.labeller.TaxonomyModel`). All load under the one load policy
-(:mod:`q2_plugins.backends.loading`) and are named by content or hub commit (:func:`q2_plugins.signature.model_id`),
+(:mod:`q2_plugins.backends.loading`) and are named by content or hub commit (:func:`q2_plugins.metric.signature.model_id`),
 with the dtype they run in. ``q2 prefetch`` copies their published files (:mod:`.prefetch`).
 """
 
@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Union
 
 if TYPE_CHECKING:
-    from ...config import Q2Config
+    from q2_plugins.metric.config import Q2Config
 
 __all__ = ["HFBackend", "BACKEND"]
 
@@ -27,13 +27,13 @@ class HFBackend:
     """Components of transformers models (see the module docstring)."""
 
     def identity(self, role: str, name: str, config: "Q2Config") -> str:
-        from ...signature import model_id
+        from q2_plugins.metric.signature import model_id
 
         ident = model_id(name, _revision(role, config))
         if role == "taxonomy":
             return ident
         if role == "coref":
-            from .coref import COREF_IMPL
+            from q2_plugins.backends.hf.coref import COREF_IMPL
 
             return f"{COREF_IMPL}:{ident}[float32]"
         return f"{ident}[{config.role_dtype(role)}]"
@@ -41,17 +41,17 @@ class HFBackend:
     def load(self, role: str, name: str, config: "Q2Config") -> Any:
         c = config
         if role == "coref":
-            from .coref import FCoref, load_fcoref
+            from q2_plugins.backends.hf.coref import FCoref, load_fcoref
 
             tok, model = load_fcoref(name, c.coref_revision, c.device)
             return FCoref(tok, model, batch_size=1 if c.per_item else c.batch_size or 32, sort_by_length=not c.per_item)
         if role == "taxonomy":
-            from .labeller import TaxonomyModel
+            from q2_plugins.backends.hf.labeller import TaxonomyModel
 
             return TaxonomyModel(name, device=c.device)
-        from ...accel.device import check_dtype, fitted_batching
-        from ...config import MODEL_KINDS
-        from . import transformers_models as tm
+        from q2_plugins.backends.accel.device import check_dtype, fitted_batching
+        from q2_plugins.backends.hf import transformers_models as tm
+        from q2_plugins.metric.config import MODEL_KINDS
 
         check_dtype(c.role_dtype(role), c.role_device(role), f"{role}_dtype" if getattr(c, f"{role}_dtype") else "dtype")
         tok, model = tm.load_model(role, name, _revision(role, c), c.role_device(role), c.role_dtype(role),
@@ -71,16 +71,16 @@ class HFBackend:
     def prefetch(self, role: str, name: str, config: "Q2Config", target: "Union[str, os.PathLike[str]]") -> Path:
         """The model's published files copied into ``target`` (:func:`.prefetch.prefetch_model`), then loaded once
         from there on the CPU, so that a copy that cannot load fails here; returns ``target``."""
-        from ...config import MODEL_KINDS
-        from .prefetch import prefetch_model
+        from q2_plugins.backends.hf.prefetch import prefetch_model
+        from q2_plugins.metric.config import MODEL_KINDS
 
         copied = prefetch_model(role, name, _revision(role, config), target)
         if role == "coref":
-            from .coref import load_fcoref
+            from q2_plugins.backends.hf.coref import load_fcoref
 
             load_fcoref(str(copied))
         else:
-            from .transformers_models import load_model
+            from q2_plugins.backends.hf.transformers_models import load_model
 
             load_model(role, str(copied), None, "cpu", "float32", MODEL_KINDS[role], cpu_kernels="torch")
         return copied

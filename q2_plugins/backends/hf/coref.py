@@ -1,9 +1,9 @@
 """Coreference for the paper's pronoun step (appendix A): a response's pronouns are replaced by the most informative
 mention of their cluster, found over the dialogue history and the response.
 
-:func:`rewrite` turns clusters (character spans) into a :class:`~q2_plugins.components.Resolution`; any backend can
-use it. The default backend, :class:`FCoref`, runs the published F-coref model (Otmazgin et al., 2022;
-``biu-nlp/f-coref``, MIT): a RoBERTa encoder with the start/end mention and antecedent head of its ``fastcoref``
+The clusters (character spans) become a :class:`~q2_plugins.metric.components.Resolution` by the backend-neutral
+rules of :mod:`q2_plugins.metric.coref_rules`. The default backend, :class:`FCoref`, runs the published F-coref
+model (Otmazgin et al., 2022; ``biu-nlp/f-coref``, MIT): a RoBERTa encoder with the start/end mention and antecedent head of its ``fastcoref``
 package. The head's inference is written here over ``transformers``' encoder and reads the published weights as
 they are (``fastcoref``'s own model class does not build with transformers 5). See docs/coreference.md.
 """
@@ -11,81 +11,24 @@ they are (``fastcoref``'s own model class does not build with transformers 5). S
 from __future__ import annotations
 
 import os
-import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
 import torch
 
-from ...components import Replacement, Resolution
-from ...errors import ModelLoadError, model_load_error
+from q2_plugins.metric.components import Resolution
+from q2_plugins.metric.coref_rules import WORD, join_dialogue, rewrite
+from q2_plugins.metric.errors import ModelLoadError, model_load_error
 
-__all__ = ["FCoref", "load_fcoref", "rewrite", "join_dialogue", "COREF_IMPL", "PRONOUNS"]
+__all__ = ["FCoref", "FCorefModule", "load_fcoref", "COREF_IMPL"]
 
 #: names the implementation in the signature; bump when a change can change a rewritten response
 COREF_IMPL = "fcoref-head-v1"
 
-#: third-person pronouns that get replaced (speakers' own I/you/we are left alone), and the possessive ones,
-#: which become "<mention>'s"
-PRONOUNS = frozenset({"he", "him", "she", "her", "it", "they", "them", "his", "hers", "its", "their", "theirs"})
-_POSSESSIVE = frozenset({"his", "hers", "its", "their", "theirs"})
-_NOT_INFORMATIVE = PRONOUNS | {"i", "me", "my", "mine", "you", "your", "yours", "we", "us", "our", "ours",
-                               "this", "that", "these", "those", "himself", "herself", "itself", "themselves"}
-_WORD = re.compile(r"\w+|[^\w\s]")
 _HEAD_LAYERS = ("start_mention_mlp", "end_mention_mlp", "start_coref_mlp", "end_coref_mlp")
 _BILINEAR = ("mention_s2e_classifier", "antecedent_s2s_classifier", "antecedent_e2e_classifier",
              "antecedent_s2e_classifier", "antecedent_e2s_classifier")
-
-
-# -- the rewrite: clusters -> resolved response (any backend) -------------------------------------------------------
-def join_dialogue(history: str, response: str) -> tuple[str, int]:
-    """The text coreference reads (history, a newline, response) and where the response starts in it."""
-    if not history.strip():
-        return response, 0
-    text = history.rstrip() + "\n"
-    return text + response, len(text)
-
-
-def _informative(mentions: list[str]) -> Optional[str]:
-    """The cluster's most informative mention: the one with the most words that is not a pronoun (the earliest of
-    equals); None when every mention is a pronoun."""
-    best: Optional[str] = None
-    for m in mentions:
-        words = _WORD.findall(m)
-        if not words or (len(words) == 1 and words[0].lower() in _NOT_INFORMATIVE):
-            continue
-        if best is None or len(words) > len(_WORD.findall(best)):
-            best = m
-    return best
-
-
-def rewrite(history: str, response: str, clusters: Sequence[Sequence[tuple[int, int]]]) -> Resolution:
-    """Replace each pronoun of ``response`` that a cluster holds by the cluster's most informative mention.
-
-    ``clusters``: character spans over ``join_dialogue(history, response)[0]``, in any order.
-    """
-    text, offset = join_dialogue(history, response)
-    found: dict[tuple[int, int], str] = {}
-    for cluster in clusters:
-        spans = sorted({(int(s), int(e)) for s, e in cluster})
-        mention = _informative([text[s:e] for s, e in spans])
-        if mention is None:
-            continue
-        for s, e in spans:
-            word = text[s:e]
-            if s >= offset and word.lower() in PRONOUNS and " ".join(mention.split()).lower() != word.lower():
-                found[(s - offset, e - offset)] = " ".join(mention.split())
-    out, last, done = [], 0, []
-    for (s, e), mention in sorted(found.items()):
-        if s < last:  # overlapping spans: the first wins
-            continue
-        pronoun = response[s:e]
-        new = mention + "'s" if pronoun.lower() in _POSSESSIVE else mention
-        out += [response[last:s], new]
-        last = e
-        done.append(Replacement(s, e, pronoun, new))
-    return Resolution("".join(out) + response[last:], tuple(done))
 
 
 # -- the F-coref model ------------------------------------------------------------------------------------------------
@@ -165,7 +108,7 @@ class _Doc:
 
 
 class FCoref:
-    """The :class:`~q2_plugins.components.Coreference` of the F-coref model. Words are split on ``\\w+`` runs and
+    """The :class:`~q2_plugins.metric.components.Coreference` of the F-coref model. Words are split on ``\\w+`` runs and
     punctuation; a dialogue longer than the model's window keeps the end of its history (the response always fits,
     or the item is unfit)."""
 
@@ -176,7 +119,7 @@ class FCoref:
 
     def _doc(self, history: str, response: str) -> _Doc:
         text, offset = join_dialogue(history, response)
-        words = [(m.start(), m.end()) for m in _WORD.finditer(text)]
+        words = [(m.start(), m.end()) for m in WORD.finditer(text)]
         enc = self.tokenizer([text[s:e] for s, e in words] or [""], is_split_into_words=True,
                              add_special_tokens=False)
         ids, word_of = list(enc["input_ids"]), list(enc.word_ids())
@@ -257,7 +200,7 @@ _FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tok
 def _folder(name: str, revision: Optional[str]) -> Path:
     """The model's files under the one load policy (:func:`q2_plugins.backends.loading.fetch`): a local directory
     as it is, a hub id through the Hugging Face cache."""
-    from ..loading import fetch
+    from q2_plugins.backends.loading import fetch
 
     def files(path: str, local: dict[str, Any]) -> Path:
         if os.path.isdir(path):
@@ -281,7 +224,7 @@ def _state_dict(folder: Path) -> dict[str, torch.Tensor]:
 
 def load_fcoref(name: str, revision: Optional[str] = None, device: str = "cpu") -> tuple[Any, FCorefModule]:
     """Tokenizer and :class:`FCorefModule` of an F-coref checkpoint (hub id or directory); a model that cannot load
-    raises :class:`~q2_plugins.errors.ModelLoadError` naming the setting ``coref_model``."""
+    raises :class:`~q2_plugins.metric.errors.ModelLoadError` naming the setting ``coref_model``."""
     try:
         from transformers import AutoConfig, AutoTokenizer
 

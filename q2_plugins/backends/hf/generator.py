@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from typing import Any, Optional, Sequence
 
-from ...errors import ModelLoadError, SettingError
-from ..loading import fetch, quiet_loading
+from q2_plugins.backends.loading import fetch, quiet_loading
+from q2_plugins.metric.errors import ModelLoadError, SettingError
 
 __all__ = ["HFResponseGenerator", "GeneratorLoadError"]
 

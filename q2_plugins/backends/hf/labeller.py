@@ -6,8 +6,8 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from ...errors import ModelLoadError, SettingError
-from ...taxonomy import COARSE, LABELS
+from q2_plugins.metric.errors import ModelLoadError, SettingError
+from q2_plugins.metric.taxonomy import COARSE, LABELS
 
 __all__ = ["TaxonomyModel", "TaxonomyModelError", "StartModelError", "load_for_training"]
 
@@ -20,12 +20,12 @@ class TaxonomyModel:
     """A five-way classifier ``q2 train --labels 5`` wrote, labelling responses with BEGIN's labels.
 
     ``predict`` takes evidence, previous turns (or None) and responses and returns one label per response, batched.
-    ``label(result, ...)`` attaches them to a :class:`~q2_plugins.results.Q2Result` (``label``, ``label3``,
+    ``label(result, ...)`` attaches them to a :class:`~q2_plugins.metric.results.Q2Result` (``label``, ``label3``,
     ``label_reason``), as ``Q2Scorer.label`` does with the text rules.
     """
 
     def __init__(self, path: str, *, batch_size: int = 32, max_length: int = 256, device: str = "cpu") -> None:
-        from .transformers_models import load_model, quiet_loading
+        from q2_plugins.backends.hf.transformers_models import load_model, quiet_loading
 
         try:  # the one load policy of every model (q2_plugins.backends.loading), without per-file loading bars
             with quiet_loading():
@@ -60,7 +60,7 @@ class TaxonomyModel:
     def label(self, result: Any, *, responses: Sequence[Any], knowledge: Sequence[Any],
               history: Optional[Sequence[Any]] = None) -> Any:
         """Label the responses of ``result`` in place (a row with an error or an empty text is not labelled)."""
-        from ...results import ResponseStatus
+        from q2_plugins.metric.results import ResponseStatus
 
         ok = [i for i, r in enumerate(result.responses) if r.status != ResponseStatus.ERROR
               and isinstance(responses[i], str) and isinstance(knowledge[i], str)]
@@ -89,7 +89,7 @@ def load_for_training(start: str, setting: str, labels: Sequence[str]) -> tuple[
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
 
-    from ..loading import fetch
+    from q2_plugins.backends.loading import fetch
 
     def load(path: str, local: dict[str, Any]) -> tuple[Any, Any, tuple[str, ...], int]:
         config = AutoConfig.from_pretrained(path, **local)

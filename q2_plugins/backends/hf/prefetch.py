@@ -3,7 +3,7 @@
 The files are copied as the hub serves them (not re-saved), and ``q2_source.json`` beside them names the hub id,
 the commit the revision resolved to and the SHA-256 of every file. A run on that directory signs as
 ``hub:org/name@<commit>``, as a run on the hub does, for as long as its files match the record
-(:func:`q2_plugins.signature.model_id`).
+(:func:`q2_plugins.metric.signature.model_id`).
 """
 
 from __future__ import annotations
@@ -13,8 +13,15 @@ import shutil
 from pathlib import Path
 from typing import Optional
 
-from ...errors import model_load_error
-from ...signature import content_hashes, file_sha256, hub_snapshot_of, model_id, read_source_record, write_source_record
+from q2_plugins.metric.errors import model_load_error
+from q2_plugins.metric.signature import (
+    content_hashes,
+    file_sha256,
+    hub_snapshot_of,
+    model_id,
+    read_source_record,
+    write_source_record,
+)
 
 __all__ = ["prefetch_model", "MODEL_FILES"]
 

@@ -1,7 +1,7 @@
 """Transformers-backed components: T5 question generation, extractive QA with windows, NLI.
 
 Each component takes a whole list of inputs, turns it into model inputs (QG prompts; QA and NLI windows), has
-:mod:`q2_plugins.accel` run them in batches and decodes the outputs (questions, answer spans, labels) in input
+:mod:`q2_plugins.backends.accel` run them in batches and decodes the outputs (questions, answer spans, labels) in input
 order; how the models run never changes a result. Models are loaded by :func:`load_model`; the default backend
 (:mod:`q2_plugins.backends.hf`) builds these components from the settings.
 """
@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from typing import Any, Mapping, Optional, Sequence
 
-from ... import accel
-from ...components import Answer, AnswerKind, NLILabel
-from ...errors import SETTING, ModelLoadError
-from ..loading import fetch, hub_unreachable, quiet_loading
+from q2_plugins.backends import accel
+from q2_plugins.backends.loading import fetch, hub_unreachable, quiet_loading
+from q2_plugins.metric.components import Answer, AnswerKind, NLILabel
+from q2_plugins.metric.errors import SETTING, ModelLoadError
 
 __all__ = ["load_model", "hub_unreachable", "quiet_loading", "HFQuestionGenerator", "HFQuestionAnswerer", "HFNLI",
            "nli_label_map"]
@@ -32,7 +32,7 @@ def load_model(role: str, name: str, revision: Optional[str], device: str, dtype
                cpu_kernels: str = "onednn") -> tuple[Any, Any]:
     """Load tokenizer + model for a role through the Auto classes, under the one load policy
     (:func:`q2_plugins.backends.loading.fetch`); errors say what to change. ``cpu_kernels``: see
-    :func:`q2_plugins.accel.prepare_model`."""
+    :func:`q2_plugins.backends.accel.prepare_model`."""
     if cpu_kernels not in accel.CPU_KERNELS:
         raise ValueError(f"cpu_kernels must be 'onednn' or 'torch', got {cpu_kernels!r}")
     try:
@@ -74,7 +74,7 @@ def highlight(answer: str, context: str, mark: str = "<hl>") -> str:
 
 
 class _HFComponent:
-    """A tokenizer and a model, the batching settings of its calls, and the :mod:`q2_plugins.accel` runner that runs
+    """A tokenizer and a model, the batching settings of its calls, and the :mod:`q2_plugins.backends.accel` runner that runs
     them (``runner``)."""
 
     runner: Any
@@ -102,7 +102,7 @@ class _WindowComponent(_HFComponent):
         self.runner = accel.window_runner(tokenizer, model, self._kind, pack_windows=pack_windows)
 
     def _logits(self, win: "_Windows") -> list[Any]:
-        """Each window's logits (see :meth:`q2_plugins.accel.windows.WindowRunner.logits`)."""
+        """Each window's logits (see :meth:`q2_plugins.backends.accel.windows.WindowRunner.logits`)."""
         return self.runner.logits(win.features, self._batching())
 
     # which side of a pair is windowed: QA reads (question, context) and windows the context; NLI reads
@@ -187,7 +187,7 @@ class HFQuestionGenerator(_HFComponent):
     """Answer-aware T5 question generation (beam or greedy), batched across all candidates.
 
     ``search``: ``"own"`` or ``"library"``, how beam search runs (same questions; see
-    :func:`q2_plugins.accel.question_decoder`). ``generate_overrides``: extra ``generate`` arguments on every call,
+    :func:`q2_plugins.backends.accel.question_decoder`). ``generate_overrides``: extra ``generate`` arguments on every call,
     for benchmarks (which fix the question length with ``min/max_new_tokens``); they can change the questions.
     """
 

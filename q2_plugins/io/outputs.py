@@ -1,0 +1,229 @@
+"""Writing result files. Writing never destroys data: rows go to ``FILE.partial`` beside the target, renamed to
+``FILE`` once the run is complete (see ``docs/failures.md``); every path a run writes is checked before it starts.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import sys
+from pathlib import Path
+from typing import IO, Any, Optional, Sequence
+
+from q2_plugins.io.inputs import InputFormatError, named_errors
+from q2_plugins.metric.errors import SETTING, NamesSetting, SettingError
+
+__all__ = ["OutputClashError", "json_line", "ResultFile", "write_json_atomic", "meta_path", "same_file",
+           "partial_path", "files_written", "check_outputs", "check_writable", "html_files", "UnwritablePathError",
+           "lock_path", "record_path"]
+
+
+def _json_safe(value: Any) -> Any:
+    """``value`` with what JSON cannot hold made representable: non-finite floats as strings, other objects as
+    their ``str``."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return str(value)
+    if isinstance(value, dict):
+        return {str(k): _json_safe(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_json_safe(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)
+
+
+def json_line(record: dict[str, Any]) -> str:
+    """One JSON line (no newline) for any record: valid JSON and encodable as UTF-8, whatever the values hold
+    (``NaN`` becomes ``"nan"``, lone surrogates are written as ``\\ud800`` escapes)."""
+    try:
+        text = json.dumps(record, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        text = json.dumps(_json_safe(record), ensure_ascii=False, allow_nan=False)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(json.loads(text), ensure_ascii=True)
+    return text
+
+
+def meta_path(output: str | Path) -> Path:
+    """The sidecar of a result file: ``FILE.meta.json`` (summary, signature, config, version, rows)."""
+    output = Path(output)
+    return output.with_name(output.name + ".meta.json")
+
+
+def write_json_atomic(path: str | Path, data: Any) -> None:
+    """Write ``data`` as JSON to ``path`` through a temporary file beside it, renamed when complete."""
+    path = Path(path)
+    tmp = tmp_path(path)
+    with named_errors(tmp):
+        tmp.write_text(json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+
+
+
+
+class ResultFile:
+    """Rows of a result file, written to ``FILE.partial`` and renamed to ``FILE`` by :meth:`commit`; until then an
+    existing ``FILE`` is untouched. ``-`` writes to standard output."""
+
+    def __init__(self, target: str | Path, *, kept: int = 0) -> None:
+        self.stdout = str(target) == "-"
+        self.target = Path(target)
+        self.partial = partial_path(self.target)
+        self.rows = kept  # kept: the rows a resumed run keeps (FILE.partial already holds them; rows go after them)
+        self._f: IO[str] = sys.stdout if self.stdout else self.partial.open("a" if kept else "w", encoding="utf-8")
+
+    def write(self, record: dict[str, Any]) -> None:
+        self._f.write(json_line(record) + "\n")
+        self.rows += 1
+
+    def flush(self) -> None:
+        """The rows so far are on disk (a run killed after this keeps them for ``--resume``)."""
+        self._f.flush()
+        fileno = getattr(self._f, "fileno", None)
+        if not self.stdout and fileno is not None:
+            os.fsync(fileno())
+
+    def commit(self) -> None:
+        """The run is complete: ``FILE.partial`` becomes ``FILE``."""
+        self._f.flush()
+        if not self.stdout:
+            self._f.close()
+            os.replace(self.partial, self.target)
+
+    def abandon(self) -> Optional[Path]:
+        """The run failed: close the partial file and return its path (None for standard output). Never raises:
+        on a full disk the close fails too, and the path must still be named."""
+        try:
+            self._f.flush() if self.stdout else self._f.close()
+        except (OSError, ValueError):
+            pass
+        return None if self.stdout else self.partial
+
+
+def partial_path(output: str | Path) -> Path:
+    """Where a result file's rows go until the run is complete: ``FILE.partial``."""
+    output = Path(output)
+    return output.with_name(output.name + ".partial")
+
+
+def lock_path(output: str | Path) -> Path:
+    """The lock a run holds on a result file while it writes it: ``FILE.lock`` (:mod:`q2_plugins.jobs.partial`)."""
+    return Path(f"{output}.lock")
+
+
+def record_path(output: str | Path) -> Path:
+    """What a result file's ``.partial`` holds rows of (input, signature), for a resume: ``FILE.resume.json``."""
+    return Path(f"{output}.resume.json")
+
+
+def tmp_path(path: str | Path) -> Path:
+    """The temporary file :func:`write_json_atomic` and the report writer rename to ``path``."""
+    path = Path(path)
+    return path.with_name(path.name + ".tmp")
+
+
+def files_written(output: str | Path, *, sidecar: bool = True) -> list[Path]:
+    """Every file a run writes for the result file ``output``: itself, its ``.partial``, and (with ``sidecar``)
+    its ``.meta.json`` and that file's temporary, its ``.lock`` and ``.resume.json``."""
+    paths = [Path(output), partial_path(output)]
+    run = [lock_path(output), record_path(output), tmp_path(record_path(output))]
+    return paths + ([meta_path(output), tmp_path(meta_path(output)), *run] if sidecar else [])
+
+
+def html_files(path: str | Path) -> list[Path]:
+    """An HTML report and the temporary files its writer may make beside it."""
+    html = Path(path)
+    return [html, tmp_path(html), html.with_name(f".{html.name}.{os.getpid()}.tmp")]
+
+
+def _inside(a: Path, b: Path) -> bool:
+    """Whether ``a`` is ``b`` or lies under the directory ``b`` (links resolved)."""
+    a, b = a.resolve(), b.resolve()
+    return a == b or b in a.parents
+
+
+def check_outputs(inputs: Sequence[str | Path], outputs: Sequence[tuple[str, str | Path, Sequence[str | Path]]]
+                  ) -> None:
+    """Refuse a run that would write over one of its inputs, before anything is opened.
+
+    ``outputs`` gives, per result, the setting that names it, its path, and every file or directory written for it;
+    each is compared with every input (the same file through links, hard links and other spellings; a file inside
+    a directory written to or read from). Raises :class:`OutputClashError` in one line naming both."""
+    for setting, named, written in outputs:
+        for path in map(Path, written):
+            for given in inputs:
+                relation = _relation(Path(given), path)
+                if relation:
+                    what = "" if path == Path(str(written[0])) else f" would write {path}, which"
+                    raise OutputClashError(f"{SETTING} {named}{what} {relation} {given}; name another path, so "
+                                           f"that the input is never overwritten", setting)
+
+
+def _relation(src: Path, path: Path) -> str:
+    """How a path written to clashes with an input (empty when it does not)."""
+    kind = "directory" if src.is_dir() else "file"
+    if (src.exists() and path.exists() and same_file(src, path)) or src.resolve() == path.resolve():
+        return f"is the input {kind}"
+    if _inside(src, path):
+        return f"holds the input {kind}"
+    if src.is_dir() and _inside(path, src):
+        return "lies in the input directory"
+    return ""
+
+
+def same_file(a: str | Path, b: str | Path) -> bool:
+    """Whether two paths name one file (through links and relative paths too)."""
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return Path(a).resolve() == Path(b).resolve()
+
+
+
+def check_writable(path: str | Path, setting: str, *, folder: bool = False, make_parents: bool = False) -> None:
+    """Make sure, before any work, that a run can write ``path``: a file in an existing folder (the commands ask
+    this of every output file; ``make_parents`` accepts a folder its writer makes) or, with ``folder``, a folder to
+    fill (made by its writer when missing). A file is created in the folder (or a folder in the nearest one that
+    exists) and removed again, so a read-only folder is found whoever runs (root too); nothing is left behind.
+    Raises :class:`UnwritablePathError` naming ``setting`` in one line."""
+    import tempfile
+
+    path = Path(path)
+    if folder and path.exists() and not path.is_dir():
+        raise UnwritablePathError(setting, f"{path} is a file, not a folder; name a folder")
+    if not folder and path.is_dir():
+        raise UnwritablePathError(setting, f"{path} is a folder; name a file")
+    where = path if folder else path.parent
+    existing = next((p for p in (where, *where.parents) if p.exists() or p.is_symlink()), Path("."))
+    if not existing.is_dir():
+        raise UnwritablePathError(setting, f"cannot write {path}: {existing} is a file, not a folder")
+    if existing != where and not (folder or make_parents):
+        raise UnwritablePathError(setting, f"cannot write {path}: the folder {where} does not exist; make it "
+                                           f"first (mkdir -p {where}) or name a file in an existing folder")
+    try:
+        if existing == where:
+            fd, probe = tempfile.mkstemp(prefix=".q2-write-check-", dir=where)
+            os.close(fd)
+            os.unlink(probe)
+        else:  # the folders to make: the nearest one that exists must take a new folder
+            os.rmdir(tempfile.mkdtemp(prefix=".q2-write-check-", dir=existing))
+    except OSError as e:
+        what = "written" if existing == where else f"made in {existing}"
+        raise UnwritablePathError(setting, f"cannot write {path}: the folder {where} cannot be {what} "
+                                           f"({e.strerror or e})") from None
+
+
+class OutputClashError(InputFormatError, NamesSetting):
+    """A path a run would write is, holds or lies in one of its inputs; ``setting`` names the output."""
+
+    def __init__(self, message: str, setting: str) -> None:
+        NamesSetting.__init__(self, message, setting)
+
+
+class UnwritablePathError(SettingError):
+    """A path a run would write cannot be written (its folder cannot be created or written); ``setting`` names it."""

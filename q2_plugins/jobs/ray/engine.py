@@ -1,0 +1,292 @@
+"""The Ray engine of ``q2 score --engine ray``: a :class:`~q2_plugins.jobs.ScoreJob` read as a Ray dataset, scored on
+an actor pool (:mod:`q2_plugins.jobs.ray.dataset`), written (or split, in filter mode) with each output's sidecar.
+
+Needs the ``ray`` extra: ``pip install 'q2-plugins[ray]'``.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import sys
+from pathlib import Path
+from typing import Any, Iterator, Optional
+
+import ray
+import ray.data
+
+from q2_plugins.jobs import ScoreJob
+from q2_plugins.jobs.ray.dataset import (
+    Q2BatchScorer,
+    check_columns,
+    check_record_columns,
+    dataset_summary,
+    format_of,
+    map_scorer,
+    model_check_result,
+    read_dataset,
+    split_by_score,
+    start_model_check,
+    write_dataset,
+)
+from q2_plugins.jobs.ray.stderr_filter import stderr_without
+from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.errors import SettingError
+from q2_plugins.metric.precision import Agreement, check_due, precision_line, warn_if_below
+from q2_plugins.metric.results import cache_line
+
+__all__ = ["run_score"]
+
+
+class _RunTally:
+    """What the run's actors tell the driver (an actor with no CPU): counts added up from every actor's batches (cache
+    hits, misses and failed checks; scored rows), and values put once (the precision check's figures), with the
+    right to do a run-wide task once (:meth:`claim`: the first caller gets it)."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = {"hits": 0, "misses": 0, "failed_checks": 0}
+        self.values: dict[str, Any] = {}
+        self.claimed: set[str] = set()
+
+    def add(self, counts: dict[str, int]) -> None:
+        for k, v in counts.items():
+            self.counts[k] = self.counts.get(k, 0) + v
+
+    def totals(self) -> dict[str, int]:
+        return dict(self.counts)
+
+    def claim(self, name: str) -> bool:
+        first = name not in self.claimed
+        self.claimed.add(name)
+        return first
+
+    def put(self, name: str, value: Any) -> None:
+        self.values[name] = value
+
+    def get(self, name: str) -> Any:
+        return self.values.get(name)
+
+
+# Ray Data (2.60) hands every actor of its pool its context and map function as object-store references and
+# lets actors restart; Ray's C++ core worker then logs, as an error, on this process's file descriptor 2 (out of
+# Python logging's reach), that such an actor cannot restart once those objects are gone. They live as long as the
+# run's dataset does, so the line is a harmless fact here; only that line is left out, every other line of the
+# core worker (real errors among them) passes.
+_HARMLESS_CORE_LINE = ("core_worker.cc", "has constructor arguments in the object store and max_restarts > 0")
+
+
+def _start(job: ScoreJob) -> None:
+    """A local Ray instance (or the cluster at ``ray_address``) set up for one ``q2 score`` run."""
+    if not ray.is_initialized():
+        ray.init(address=job.ray.ray_address, include_dashboard=False, logging_level="ERROR", log_to_driver=False)
+    # Ray Data's bars in a log (on a terminal the run's own bar counts the rows; without progress, none)
+    ray_bars = job.progress and not sys.stderr.isatty()
+    # Ray Data's per-execution INFO lines; with its bars off also its warning that they are off
+    logging.getLogger("ray.data").setLevel(logging.WARNING if ray_bars else logging.ERROR)
+    # ...and its warning that no CPU is free, when the actors hold them all: every other step here needs none
+    logging.getLogger("ray.data.dataset").addFilter(lambda r: "does not have any available CPUs" not in r.getMessage())
+    ctx = ray.data.DataContext.get_current()
+    ctx.execution_options.preserve_order = True  # output rows in input order, as q2 score writes them
+    ctx.enable_progress_bars = ray_bars
+
+
+def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any],
+            tally: Optional[Any] = None) -> tuple["ray.data.Dataset", str]:
+    """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
+    path = Path(job.input)
+    kind = format_of(path, job.input_format, "input_format") if path.exists() else job.input_format
+    ds = read_dataset(path, kind, rows_per_block=job.ray.batch_size)  # no input: read_dataset's error
+    spec = job.rows
+    if kind == "parquet":
+        check_columns(ds.schema().names, spec)
+    else:
+        check_record_columns(path, kind, spec.required, spec.settings)
+    if job.progress:  # the actors load quietly: one line for the run
+        print(f"q2: loading models (once to check them, then in each of {job.ray.concurrency} Ray actor(s))",
+              file=sys.stderr, flush=True)
+    # the models are checked in a task while the actors start and load them (the actors wait for its result)
+    check = start_model_check(config, num_cpus=0, num_gpus=job.ray.num_gpus_per_worker)
+    rows = ray.remote(num_cpus=0)(_RunTally).remote() if job.progress else None
+    scored = map_scorer(ds, config, response_column=spec.response_column, knowledge_column=spec.knowledge_column,
+                         history_column=spec.history_column, explain=spec.explain, labels=spec.labels, prefix="",
+                         concurrency=job.ray.concurrency, num_cpus=job.ray.num_cpus_per_worker,
+                         num_gpus=job.ray.num_gpus_per_worker, batch_size=job.ray.batch_size, max_restarts=3,
+                         max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,
+                         cache_counter=counter, row_counter=rows, precision_tally=tally)
+    try:
+        with _row_lines(rows, _row_total(path, kind, ds)):
+            scored = scored.materialize()
+    except Exception:
+        model_check_result(check)  # a model that cannot load: the check's error, once, rather than Ray's report of it
+        raise
+    return scored, model_check_result(check)
+
+
+def _row_total(path: Path, kind: str, ds: "ray.data.Dataset") -> Optional[int]:
+    """The input's row count, for the progress lines: counted in the file, or from Parquet's metadata."""
+    from q2_plugins.io.inputs import count_records
+
+    if kind == "parquet":
+        return ds.count()
+    return count_records(path, kind) if path.is_file() else None
+
+
+@contextlib.contextmanager
+def _row_lines(rows: Optional[Any], total: Optional[int], every: float = 1.0) -> Iterator[None]:
+    """While the block runs, the actors' count of scored rows (``rows``, a counter actor), read every ``every``
+    seconds (half that on a terminal): a bar on a terminal (rows done / total, rate, time left; Ray Data's own bars
+    are off there), a plain ``q2 rows: done/total`` line whenever the count has moved in a log, and one at the end."""
+    if rows is None:
+        yield
+        return
+    import threading
+
+    from q2_plugins.metric.progress import Progress
+
+    stop = threading.Event()
+    terminal = sys.stderr.isatty()
+    progress = Progress(total=total, plain=not terminal, stage_bars=False, every=0.0)
+    every = every / 2 if terminal else every
+
+    def count() -> None:
+        shown, finished = 0, False
+        while not finished:
+            finished = stop.wait(every)  # (once the block has ended: one last reading)
+            try:
+                done = ray.get(rows.totals.remote()).get("rows", 0)
+            except Exception:  # Ray stopping under a failed run: the run's own error says what happened
+                return
+            if total is not None:
+                done = min(done, total)  # (a retried batch counts again)
+            if done > shown:
+                progress.rows_done(done - shown)
+                shown = done
+
+    reader = threading.Thread(target=count, daemon=True)
+    reader.start()
+    try:
+        yield
+    finally:
+        stop.set()
+        reader.join()
+        progress.close()
+
+
+def run_score(job: ScoreJob) -> int:
+    """``q2 score --engine ray``: read, score on an actor pool, write (or split, in filter mode) with each output's
+    ``.meta.json`` (:func:`q2_plugins.io.rows.write_meta`, as the local engine), print the summary; returns the exit
+    code. With ``job.config.cache_dir``, the run's cache hits and misses go in the summary and the sidecar."""
+    if job.keep_min_score is not None and not job.output:
+        raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
+    _check_not_empty_parquet(Path(job.input))
+    import signal
+    import threading
+
+    main_thread = threading.current_thread() is threading.main_thread()
+    ours = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main_thread else {}
+    _start(job)
+    for s, handler in ours.items():  # ray.init's own SIGTERM handler exits without a word: the caller's stays
+        if handler is not None:
+            signal.signal(s, handler)
+    try:
+        with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
+            return _run_started(job)
+    except (KeyboardInterrupt, OSError) as e:
+        from q2_plugins.jobs.partial import StoppedRun, mark_stopped, stopped_run
+
+        if stopped_run(e) is None:  # stopped while scoring: the rows are in the cluster's memory, none on disk
+            mark_stopped(e, StoppedRun(0, None, job.output, text=(
+                "the ray engine keeps no rows of a stopped run (it writes them once all are scored) and cannot "
+                "resume; score again, or use the local engine (--resume)")))
+        raise
+
+
+def _check_not_empty_parquet(path: Path) -> None:
+    """A Parquet input file with no row stops here, before Ray starts, as an empty JSONL or a header-only CSV does
+    (the JSONL / CSV / TSV checks are the local engine's, in :func:`_scored`)."""
+    if path.is_file() and path.suffix.lower() == ".parquet":
+        import pyarrow.parquet as pq
+
+        from q2_plugins.io.inputs import InputFormatError
+
+        if pq.read_metadata(path).num_rows == 0:
+            raise InputFormatError(f"{path} is an empty Parquet file (no record); there is nothing to score")
+
+
+def _run_started(job: ScoreJob) -> int:
+    """:func:`run_score` once Ray is started."""
+    from q2_plugins.io.rows import write_meta
+    from q2_plugins.metric.results import print_summary
+
+    config = job.config
+    counter = ray.remote(num_cpus=0)(_RunTally).remote() if config.cache_dir else None
+    # a setting the tests cannot run: one actor checks its decisions on its first rows (as the local engine does)
+    tally = ray.remote(num_cpus=0)(_RunTally).remote() if config.precision_check and check_due(config) else None
+    scored, signature = _scored(job, config, counter, tally)
+    stats, errors = dataset_summary(scored)
+    extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
+    checked = ray.get(tally.get.remote("precision_check")) if tally is not None else None
+    if checked is not None:
+        extra["precision_check"] = checked
+        warn_if_below(Agreement.from_dict(checked))
+    out_format = format_of(Path(job.input), job.input_format, "input_format")  # for directory outputs
+    written = _write_outputs(job, scored, out_format, extra)
+    summary = {**stats.summary(), **errors.summary()}
+    code, problem = stats.exit_code(job.fail_on_error)
+    for out, rows in written.items():
+        write_meta(out, engine="ray", signature=signature, summary=summary, config=config, rows=rows,
+                   input=job.input, spec=job.rows, exit_code=code, **extra)
+    print_summary({**summary, **extra}, signature, job.summary_format)
+    if job.summary_format == "text":
+        _print_extra(extra, config)
+    if problem:
+        print(f"q2 score: {problem}", file=sys.stderr)
+    return code
+
+
+def _print_extra(extra: dict[str, Any], config: Q2Config) -> None:
+    if "cache" in extra:
+        print(cache_line(extra["cache"], config.cache_dir))
+    if "precision_check" in extra:
+        print(precision_line(extra["precision_check"]))
+    if "filter" in extra:
+        f = extra["filter"]
+        print(f"filter        kept {f['kept']} -> {f['kept_output']}  dropped {f['dropped']} -> "
+              f"{f['dropped_output']}  (q2 >= {f['min_score']}; unscored rows: {f['unscored']})")
+
+
+def _write_outputs(job: ScoreJob, scored: "ray.data.Dataset", out_format: str,
+                   extra: dict[str, Any]) -> dict[str, int]:
+    """Write the scored rows (or, in filter mode, the kept and the dropped rows, adding ``extra["filter"]``);
+    returns each file written with its row count. A write that stops says where its rows so far are."""
+    from q2_plugins.io.rows import dropped_path
+
+    if not job.output:
+        return {}
+    if job.keep_min_score is None:
+        return {job.output: _written(scored, job.output, out_format)}
+    dropped_output = job.dropped_output or str(dropped_path(job.output))
+    kept, dropped = split_by_score(scored, job.keep_min_score, keep_unscored=job.keep_unscored)
+    written = {job.output: _written(kept, job.output, out_format),
+               dropped_output: _written(dropped, dropped_output, out_format)}
+    extra["filter"] = {"min_score": job.keep_min_score, "unscored": "keep" if job.keep_unscored else "drop",
+                       "kept": written[job.output], "dropped": written[dropped_output],
+                       "kept_output": job.output, "dropped_output": dropped_output}
+    return written
+
+
+def _written(ds: "ray.data.Dataset", path: str, fmt: str) -> int:
+    """:func:`write_dataset`; when it stops (SIGTERM, a full disk), the exception carries where its rows are
+    (:class:`~q2_plugins.jobs.partial.StoppedRun`: the ``.partial`` it leaves; the Ray engine cannot resume)."""
+    from q2_plugins.io.outputs import partial_path
+
+    try:
+        return write_dataset(ds, path, fmt)
+    except BaseException as e:
+        from q2_plugins.jobs.partial import StoppedRun, mark_stopped
+
+        partial = partial_path(path)
+        kept = (f"the rows written so far are in {partial}, " if partial.exists() else "") + f"{path} left as it was"
+        mark_stopped(e, StoppedRun(0, partial if partial.exists() else None, path, failed=path, text=(
+            f"stopped while writing {path}: {kept}; the ray engine cannot resume: score again")))
+        raise
