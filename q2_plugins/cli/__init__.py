@@ -226,8 +226,8 @@ def _row_spec(args: argparse.Namespace) -> Any:
     """The flags that say which fields are scored and what each result carries (``--html`` implies both extras)."""
     from q2_plugins.io.rows import RowSpec
 
-    return RowSpec(args.response_column, args.knowledge_column, args.history_column,
-                   explain=args.explain or bool(args.html), labels=args.labels or bool(args.html))
+    return RowSpec(response_column=args.response_column, knowledge_column=args.knowledge_column,
+                   history_column=args.history_column, explain=args.explain or bool(args.html), labels=args.labels or bool(args.html))
 
 
 class Terminated(KeyboardInterrupt):

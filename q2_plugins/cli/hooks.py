@@ -7,7 +7,7 @@ import importlib.util
 import os
 from typing import Optional
 
-from q2_plugins.integrations.hooks import hook_module, armed, install, installed, live, uninstall
+from q2_plugins.integrations.hooks import armed, hook_module, install, installed, live, uninstall
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:

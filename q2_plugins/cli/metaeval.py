@@ -159,7 +159,7 @@ def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
 def _table_columns(args: argparse.Namespace) -> Any:
     """The ``--dataset table`` flags as :class:`~.runner.TableColumns` (None for the other data sets, which refuse
     them)."""
-    from q2_plugins.metaeval.runner import TableColumns
+    from q2_plugins.datasets.table import TableColumns
 
     if args.dataset == "table":
         return TableColumns(

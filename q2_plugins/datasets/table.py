@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
@@ -16,6 +17,7 @@ from q2_plugins.datasets.common import (
     text_of,
 )
 from q2_plugins.datasets.types import Example, MetaEvalData
+from q2_plugins.io.columns import TextColumns
 from q2_plugins.io.inputs import read_checked_rows
 
 
@@ -33,31 +35,36 @@ def _row_scores(row: Mapping[str, Any], score_columns: Sequence[str], where: str
     return scores
 
 
-def load_table(
-    path: str | Path,
-    *,
-    consistent_labels: Sequence[str],
-    response_column: str = "response",
-    knowledge_column: str = "knowledge",
-    label_column: str = "label",
-    id_column: Optional[str] = None,
-    subset_column: Optional[str] = None,
-    split_column: Optional[str] = None,
-    dialogue_column: Optional[str] = None,
-    history_column: Optional[str] = None,
-    score_columns: Sequence[str] = (),
-    input_format: Optional[str] = None,
-    labels: LabelOptions = LabelOptions(),
-) -> MetaEvalData:
-    """Any CSV / TSV / JSONL file with response, knowledge and label columns.
+@dataclass(frozen=True, kw_only=True)
+class TableColumns(TextColumns):
+    """Where :func:`load_table` finds its fields besides the response and knowledge (:class:`TextColumns`), which
+    label values mean consistent, and the file's format (None: from its suffix)."""
 
-    ``consistent_labels`` are the label values (compared as stripped, lower-cased strings, after
+    consistent_labels: tuple[str, ...] = ()
+    label_column: str = "label"
+    id_column: Optional[str] = None
+    subset_column: Optional[str] = None
+    split_column: Optional[str] = None
+    dialogue_column: Optional[str] = None
+    history_column: Optional[str] = None
+    score_columns: tuple[str, ...] = ()
+    input_format: Optional[str] = None
+
+
+def load_table(path: str | Path, *, table: TableColumns, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
+    """Any CSV / TSV / JSONL file with response, knowledge and label columns, named by ``table``.
+
+    ``table.consistent_labels`` are the label values (compared as stripped, lower-cased strings, after
     ``labels.label_map``) meaning consistent; every other value is inconsistent. Ids are the ``id_column`` values,
     else the row number (0-based), matching the ``row`` field that ``q2 score`` writes for the same file.
     ``score_columns`` are metric scores stored in the file itself (read as :attr:`Example.extra_scores`; empty cells
     are missing scores). Blank rows (empty cells, or an empty line of a CSV / TSV file, named by its line) and rows
     with an empty response, knowledge or label are left out and listed in :attr:`MetaEvalData.skipped`.
     """
+    t = table
+    consistent_labels, response_column, knowledge_column = t.consistent_labels, t.response_column, t.knowledge_column
+    label_column, id_column, subset_column, split_column = t.label_column, t.id_column, t.subset_column, t.split_column
+    dialogue_column, history_column, score_columns = t.dialogue_column, t.history_column, t.score_columns
     if not consistent_labels:
         raise DataSettingError("consistent_labels", "name the label values that mean consistent, e.g. 1 or "
                                                     "consistent,entailment (every other value is inconsistent)")
@@ -70,7 +77,8 @@ def load_table(
     if Path(path).is_file() and not Path(path).read_bytes()[:4096].strip():
         raise DataFormatError(f"{path} is empty")
     log = RowLog(Path(path), labels)
-    for i, row in read_checked_rows(path, input_format, fields, error=DataFormatError, missing_error=DataSettingError):
+    for i, row in read_checked_rows(path, t.input_format, fields, error=DataFormatError,
+                                    missing_error=DataSettingError):
         where = f"{path} row {i}"
         if blank_row(row):
             log.skip(f"row {i}", "blank row")
@@ -94,7 +102,7 @@ def load_table(
             split=str(row[split_column]).strip().lower() if split_column else None,
             extra_scores=scores,
         ))
-    skip_blank_lines(log, path, input_format)
+    skip_blank_lines(log, path, t.input_format)
     log.check(examples)
     counts = Counter(ex.label for ex in examples)
     if all(ex.consistent for ex in examples) or not any(ex.consistent for ex in examples):

@@ -17,29 +17,13 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
+from q2_plugins.datasets.table import TableColumns
 from q2_plugins.metaeval.experiments import EXPERIMENTS, MetaEvalOptions
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError  # ``setting`` names the MetaEvalSettings field to change
 
-__all__ = ["SettingError", "TableColumns", "MetaEvalSettings", "load_data", "evaluate", "export", "save_outputs",
+__all__ = ["SettingError", "MetaEvalSettings", "load_data", "evaluate", "export", "save_outputs",
            "variants", "save_variants"]
-
-
-@dataclass(frozen=True)
-class TableColumns:
-    """Where ``dataset="table"`` finds its fields (see :func:`~q2_plugins.datasets.table.load_table`)."""
-
-    consistent_labels: tuple[str, ...] = ()
-    response_column: str = "response"
-    knowledge_column: str = "knowledge"
-    label_column: str = "label"
-    id_column: Optional[str] = None
-    subset_column: Optional[str] = None
-    split_column: Optional[str] = None
-    dialogue_column: Optional[str] = None
-    history_column: Optional[str] = None
-    score_columns: tuple[str, ...] = ()
-    input_format: Optional[str] = None
 
 
 @dataclass(frozen=True)
@@ -112,12 +96,7 @@ def load_data(settings: MetaEvalSettings) -> Any:
     if settings.dataset in labelled():
         options["labels"] = LabelOptions(dict(settings.label_map), settings.drop_unknown_labels)
     if settings.table is not None:
-        t = settings.table
-        options.update(consistent_labels=t.consistent_labels, response_column=t.response_column,
-                       knowledge_column=t.knowledge_column, label_column=t.label_column, id_column=t.id_column,
-                       subset_column=t.subset_column, split_column=t.split_column,
-                       dialogue_column=t.dialogue_column, history_column=t.history_column,
-                       score_columns=t.score_columns, input_format=t.input_format)
+        options["table"] = settings.table
     path = settings.data if settings.data is not None else default_data(settings.dataset)
     return load_dataset(settings.dataset, path, **options)
 

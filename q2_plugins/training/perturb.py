@@ -35,6 +35,7 @@ from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Union
 from q2_plugins.datasets.bundled import DATA_DIR
 from q2_plugins.datasets.grounded import table_rows
 from q2_plugins.datasets.registry import recipe_inputs
+from q2_plugins.io.columns import TextColumns
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.taxonomy import COARSE
 
@@ -852,7 +853,7 @@ def counted(items: Any, progress: Any, stage: str) -> Iterator[Any]:
 
 # -- command line: q2 perturb --------------------------------------------------------------------------------------
 @dataclass(frozen=True)
-class PerturbOptions:
+class PerturbOptions(TextColumns):
     """What ``q2 perturb`` does, as typed settings (the command line maps its flags one-to-one onto these).
 
     ``recipe`` None makes stress pairs of one input with ``methods``; ``"begin"`` / ``"conv-fever"`` make a training
@@ -868,8 +869,6 @@ class PerturbOptions:
     recipe: Optional[str] = None
     dataset: str = "auto"
     input_format: Optional[str] = None
-    response_column: str = "response"
-    knowledge_column: str = "knowledge"
     previous_column: Optional[str] = None
     id_column: Optional[str] = None
     topic_column: Optional[str] = None

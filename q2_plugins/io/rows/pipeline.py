@@ -8,15 +8,16 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from q2_plugins.io.columns import TextColumns
+
 __all__ = ["RowSpec", "problems_of", "score_records"]
 
 
-@dataclass(frozen=True)
-class RowSpec:
-    """Which fields of a record are scored, and what each result carries."""
+@dataclass(frozen=True, kw_only=True)
+class RowSpec(TextColumns):
+    """Which fields of a record are scored (the response and knowledge columns of :class:`TextColumns`, and the
+    history for coreference), and what each result carries."""
 
-    response_column: str = "response"
-    knowledge_column: str = "knowledge"
     history_column: Optional[str] = None
     explain: bool = False
     labels: bool = False

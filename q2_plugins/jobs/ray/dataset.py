@@ -112,11 +112,7 @@ class Q2BatchScorer:
         self,
         config: Union[Q2Config, Mapping[str, Any], None] = None,
         *,
-        response_column: str = "response",
-        knowledge_column: str = "knowledge",
-        history_column: Optional[str] = None,
-        explain: bool = False,
-        labels: bool = False,
+        rows: RowSpec = RowSpec(),
         prefix: str = "",
         expected_signature: Union[str, list, None] = None,
         cache_counter: Optional[Any] = None,
@@ -129,9 +125,7 @@ class Q2BatchScorer:
         self.scorer = Q2Scorer(self.config)
         # a run's precision check (q2_plugins.metric.precision) is taken once, by the first actor to score a batch
         self.precision_tally, self._claimed = precision_tally if self.config.precision_check else None, False
-        self.response_column, self.knowledge_column = response_column, knowledge_column
-        self.history_column = history_column
-        self.explain, self.labels, self.prefix = explain, labels, prefix
+        self.rows, self.prefix = rows, prefix
         self.reserved = {ROW_FIELD, *(prefix + name for name in (*OUTPUT_COLUMNS, *EXPLANATION_COLUMNS))}
         self.cache_counter, self.row_counter = cache_counter, row_counter
         self._load_models()
@@ -146,7 +140,7 @@ class Q2BatchScorer:
         """Load the models as ``q2 score`` does, without the model libraries' per-file loading bars (which would
         reach the driver's output once per actor); the driver prints the run's one "loading models" line."""
         self.scorer.load(quiet=True)
-        if self.labels:
+        if self.rows.labels:
             _ = self.scorer.text_signals
 
     def __call__(self, batch: pa.Table) -> pa.Table:
@@ -169,13 +163,9 @@ class Q2BatchScorer:
             self.precision_tally = None
         return out
 
-    def _spec(self) -> RowSpec:
-        return RowSpec(self.response_column, self.knowledge_column, self.history_column, explain=self.explain,
-                       labels=self.labels)
-
     def _score(self, records: list[dict[str, Any]]) -> list[ResponseResult]:
         """The row pipeline's results for the records (``q2_plugins.io.rows``, as the local engine scores them)."""
-        return score_records(self.scorer, records, self._spec()).responses
+        return score_records(self.scorer, records, self.rows).responses
 
     def _score_columns(self, batch: pa.Table) -> pa.Table:
         """A dataset's own columns: scored, each kept (renamed by :func:`~q2_plugins.io.rows.kept_name` where it is
@@ -204,7 +194,7 @@ class Q2BatchScorer:
     def _laid_out(self, position: Any, inputs: pa.Table, results: list[ResponseResult]) -> pa.Table:
         """``row``, the input columns, then the result columns (:func:`_result_columns`)."""
         table = inputs.add_column(0, ROW_FIELD, position.cast(pa.int64()))
-        for name, (kind, values) in _result_columns(results, self.explain).items():
+        for name, (kind, values) in _result_columns(results, self.rows.explain).items():
             table = table.append_column(self.prefix + name, pa.array(values, type=kind))
         return table
 
@@ -253,11 +243,7 @@ def score_dataset(
     ds: "ray.data.Dataset",
     config: Union[Q2Config, Mapping[str, Any], None] = None,
     *,
-    response_column: str = "response",
-    knowledge_column: str = "knowledge",
-    history_column: Optional[str] = None,
-    explain: bool = False,
-    labels: bool = False,
+    rows: RowSpec = RowSpec(),
     prefix: str = "",
     concurrency: int = 1,
     num_cpus: float = 1,
@@ -272,8 +258,9 @@ def score_dataset(
     """``ds`` in the row layout of ``q2 score`` (``docs/usage.md``): ``row`` (null: a dataset's rows have no position
     in a file; :func:`read_dataset`'s JSONL / CSV rows have theirs), the dataset's columns (one named like a column
     of the layout kept as ``input_<name>``), the result columns (:data:`OUTPUT_COLUMNS`, each after ``prefix``, none
-    by default; ``label``, ``label3``, ``label_reason`` filled with ``labels=True``) and, with ``explain=True``,
-    :data:`EXPLANATION_COLUMNS` as JSON text.
+    by default; ``label``, ``label3``, ``label_reason`` filled with ``rows.labels``) and, with ``rows.explain``,
+    :data:`EXPLANATION_COLUMNS` as JSON text. ``rows`` names the response, knowledge and history columns as
+    ``q2 score``'s :class:`~q2_plugins.io.rows.pipeline.RowSpec` does.
 
     Lazy, like every Ray Data transform. ``concurrency`` actors, each with ``num_cpus`` / ``num_gpus``, score
     ``batch_size`` rows per call. An actor whose process dies is restarted (``max_restarts``) and its unfinished
@@ -282,9 +269,8 @@ def score_dataset(
     """
     columns = ds.schema().names
     if _RECORD not in columns:  # (records read from JSONL / CSV are checked row by row)
-        check_columns(columns, RowSpec(response_column, knowledge_column, history_column))
-    return map_scorer(ds, _config(config), response_column=response_column, knowledge_column=knowledge_column,
-                       history_column=history_column, explain=explain, labels=labels, prefix=prefix,
+        check_columns(columns, rows)
+    return map_scorer(ds, _config(config), rows=rows, prefix=prefix,
                        concurrency=concurrency, num_cpus=num_cpus, num_gpus=num_gpus, batch_size=batch_size,
                        max_restarts=max_restarts, max_task_retries=max_task_retries, signature=signature,
                        scorer_class=scorer_class, ray_remote_args=ray_remote_args)

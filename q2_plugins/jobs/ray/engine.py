@@ -107,8 +107,7 @@ def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any],
     # the models are checked in a task while the actors start and load them (the actors wait for its result)
     check = start_model_check(config, num_cpus=0, num_gpus=job.ray.num_gpus_per_worker)
     rows = ray.remote(num_cpus=0)(_RunTally).remote() if job.progress else None
-    scored = map_scorer(ds, config, response_column=spec.response_column, knowledge_column=spec.knowledge_column,
-                         history_column=spec.history_column, explain=spec.explain, labels=spec.labels, prefix="",
+    scored = map_scorer(ds, config, rows=spec, prefix="",
                          concurrency=job.ray.concurrency, num_cpus=job.ray.num_cpus_per_worker,
                          num_gpus=job.ray.num_gpus_per_worker, batch_size=job.ray.batch_size, max_restarts=3,
                          max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,

@@ -23,6 +23,7 @@ import ray  # noqa: E402
 
 from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
 from q2_plugins.cli import main  # noqa: E402
+from q2_plugins.io.rows import RowSpec  # noqa: E402
 from q2_plugins.jobs.ray.dataset import Q2BatchScorer, dataset_stats, score_dataset, split_by_score  # noqa: E402
 from q2_plugins.metric.results import EXPLANATION_FIELDS  # noqa: E402
 
@@ -76,7 +77,8 @@ def check_rows(out: list[dict], rows: list[dict], reference: dict[int, dict], ex
 
 
 def test_one_block_one_actor_equals_core(config, rows, reference):
-    scored = score_dataset(ray.data.from_items(rows, override_num_blocks=1), config, explain=True, labels=True,
+    scored = score_dataset(ray.data.from_items(rows, override_num_blocks=1), config,
+                           rows=RowSpec(explain=True, labels=True),
                            batch_size=64).materialize()
     check_rows(scored.take_all(), rows, reference, explain=True)
     expected = Q2Scorer(config).score(responses=[r["response"] for r in rows],
@@ -162,7 +164,8 @@ def test_split_by_score_puts_every_row_on_one_side():
 
 def test_missing_column_fails_before_scoring(config):
     with pytest.raises(ValueError, match=r"^response_column: .*no column\(s\) \[.text.\]"):
-        score_dataset(ray.data.from_items([{"response": "a", "knowledge": "b"}]), config, response_column="text")
+        score_dataset(ray.data.from_items([{"response": "a", "knowledge": "b"}]), config,
+                      rows=RowSpec(response_column="text"))
 
 
 def tiny_flags(tiny_models) -> list[str]:

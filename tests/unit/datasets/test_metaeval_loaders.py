@@ -12,7 +12,7 @@ from q2_plugins.datasets.common import DataFormatError
 from q2_plugins.datasets.dialfact import load_dialfact
 from q2_plugins.datasets.dnli import load_dnli
 from q2_plugins.datasets.registry import load_dataset
-from q2_plugins.datasets.table import load_table
+from q2_plugins.datasets.table import TableColumns, load_table
 from q2_plugins.datasets.wow import load_wow
 from q2_plugins.metaeval.scores import export_inputs, read_scores_file, replay_scores
 
@@ -151,14 +151,15 @@ def test_table_csv_with_named_columns(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("uid,reply,doc,human,part,m\n"
                     "u1,r1,k1,yes,dev,0.9\nu2,r2,k2,no,test,\nu3,r3,k3,Yes,test,0.2\n")
-    data = load_table(path, consistent_labels=["yes"], response_column="reply", knowledge_column="doc",
-                      label_column="human", id_column="uid", split_column="part", score_columns=["m"])
+    data = load_table(path, table=TableColumns(consistent_labels=("yes",), response_column="reply",
+                                               knowledge_column="doc", label_column="human", id_column="uid",
+                                               split_column="part", score_columns=("m",)))
     assert [(e.id, e.response, e.knowledge, e.consistent, e.split) for e in data.examples] == [
         ("u1", "r1", "k1", True, "dev"), ("u2", "r2", "k2", False, "test"), ("u3", "r3", "k3", True, "test")]
     assert [dict(e.extra_scores) for e in data.examples] == [{"m": 0.9}, {}, {"m": 0.2}]
     # without an id column the ids are row numbers, as q2 score's "row"
-    plain = load_dataset("table", path, consistent_labels=["yes"], response_column="reply",
-                         knowledge_column="doc", label_column="human")
+    plain = load_dataset("table", path, table=TableColumns(consistent_labels=("yes",), response_column="reply",
+                                                           knowledge_column="doc", label_column="human"))
     assert [e.id for e in plain.examples] == ["0", "1", "2"]
 
 
@@ -166,14 +167,14 @@ def test_table_errors(tmp_path):
     path = tmp_path / "t.csv"
     path.write_text("response,knowledge,label\nr,k,1\nr2,k2,0\n")
     with pytest.raises(DataFormatError, match="^consistent_labels: name the label values that mean consistent"):
-        load_table(path, consistent_labels=[])
+        load_table(path, table=TableColumns(consistent_labels=()))
     with pytest.raises(DataFormatError, match=r"^label_column: .*row 0: no field\(s\) \['human'\]"):
-        load_table(path, consistent_labels=["1"], label_column="human")
+        load_table(path, table=TableColumns(consistent_labels=("1",), label_column="human"))
     with pytest.raises(DataFormatError, match="^consistent_labels: .*every row is in one class"):
-        load_table(path, consistent_labels=["consistent"])
+        load_table(path, table=TableColumns(consistent_labels=("consistent",)))
     jl = write_jsonl(tmp_path / "t.jsonl", [{"response": "r", "label": 1}])
     with pytest.raises(DataFormatError, match=r"row 0: no field\(s\) \['knowledge'\]"):
-        load_table(jl, consistent_labels=["1"])
+        load_table(jl, table=TableColumns(consistent_labels=("1",)))
     with pytest.raises(ValueError, match="Unknown data set kind"):
         load_dataset("squad", path)
 

@@ -15,7 +15,7 @@ from q2_plugins.datasets.begin import load_begin
 from q2_plugins.datasets.common import DataFormatError, LabelOptions, read_label_map
 from q2_plugins.datasets.faithdial import load_faithdial
 from q2_plugins.datasets.registry import load_dataset
-from q2_plugins.datasets.table import load_table
+from q2_plugins.datasets.table import TableColumns, load_table
 
 # (file in data-audit/, header): the twelve published files
 FAITHDIAL_FILES = [
@@ -161,7 +161,7 @@ def test_aggrefact_empty_label_is_an_empty_label(tmp_path):
 def test_table_blank_rows_are_not_inconsistent_examples(tmp_path):
     path = tmp_path / "gold.csv"
     path.write_text("response,knowledge,label\nr1,k1,1\nr2,k2,0\n,,\n,,\nr3,,1\n")
-    data = load_table(path, consistent_labels=["1"])
+    data = load_table(path, table=TableColumns(consistent_labels=("1",)))
     s = data.summary()
     assert (s["n"], s["n_consistent"], s["n_inconsistent"]) == (2, 1, 1)
     assert s["skipped_rows"]["by_reason"] == {"blank row": 2, "empty knowledge": 1}
@@ -173,7 +173,7 @@ def test_table_empty_lines_are_blank_rows_with_their_line(tmp_path, capsys):
     path = tmp_path / "gold.tsv"
     path.write_text("response\tknowledge\tlabel\nr1\tk1\t1\n\nr2\tk2\t0\n\t\t\n\n"
                     'r3\t"k3\n\nmore"\t0\n')
-    data = load_table(path, consistent_labels=["1"])
+    data = load_table(path, table=TableColumns(consistent_labels=("1",)))
     assert [ex.id for ex in data.examples] == ["0", "1", "3"]  # row numbers stay those q2 score writes
     assert [r.describe() for r in data.skipped] == ["row 2: blank row", "line 3: blank row", "line 6: blank row"]
     assert data.summary()["skipped_rows"]["by_reason"] == {"blank row": 3}
@@ -181,7 +181,7 @@ def test_table_empty_lines_are_blank_rows_with_their_line(tmp_path, capsys):
     empty = tmp_path / "empty.csv"
     empty.write_text("response,knowledge,label\n\n\n")
     with pytest.raises(DataFormatError, match=r"all 2 left out \{'blank row': 2\}"):
-        load_table(empty, consistent_labels=["1"])
+        load_table(empty, table=TableColumns(consistent_labels=("1",)))
     # report.json lists them through the CLI; q2 score's reader still passes over empty lines
     from q2_plugins.io.inputs import read_rows
 
@@ -204,7 +204,7 @@ def test_aggrefact_empty_lines_are_blank_rows(tmp_path):
 
 @pytest.mark.parametrize("kind, name, extra", [
     ("faithdial", "f.csv", {}), ("begin", "b.tsv", {}), ("dialfact", "d.jsonl", {}), ("dnli", "n.jsonl", {}),
-    ("table", "t.csv", {"consistent_labels": ["1"]}),
+    ("table", "t.csv", {"table": TableColumns(consistent_labels=("1",))}),
 ])
 def test_an_empty_file_says_it_is_empty(tmp_path, kind, name, extra):
     path = tmp_path / name
@@ -277,7 +277,8 @@ def test_unscored_rows_carry_their_reason(tmp_path, capsys):
 
 
 def test_library_entry_point_takes_typed_settings_and_names_the_setting(shared_data, capsys):
-    from q2_plugins.metaeval.runner import MetaEvalSettings, SettingError, TableColumns, evaluate
+    from q2_plugins.datasets.table import TableColumns
+    from q2_plugins.metaeval.runner import MetaEvalSettings, SettingError, evaluate
 
     begin = str(shared_data / "begin_v2_dev" / "wow" / "begin_dev_wow.tsv")
     run = evaluate(MetaEvalSettings(dataset="begin", data=begin, baselines=("overlap",), experiments=("response",)))
