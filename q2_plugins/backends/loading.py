@@ -14,11 +14,12 @@ from __future__ import annotations
 
 import contextlib
 import os
+from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
 from q2_plugins.metric.errors import SETTING, ModelLoadError, model_load_error
 
-__all__ = ["fetch", "hub_unreachable", "quiet_loading"]
+__all__ = ["fetch", "hub_unreachable", "quiet_loading", "RANDOM_WEIGHTS_MARK", "random_weight_models"]
 
 T = TypeVar("T")
 
@@ -145,3 +146,23 @@ def _refusal_reason(error: BaseException) -> str:
     lines = [line.strip() for line in str(error).splitlines() if line.strip()]
     named = [line for line in lines if "GLOBAL" in line]
     return (named or lines or [type(error).__name__])[0]
+
+
+#: the line the model card (README.md) of a tiny random-weight test model holds (written by
+#: :func:`q2_plugins.backends.hf.tiny.mark_random_weights`, read by the report to warn that its scores mean nothing);
+#: cards are no model files, so the mark leaves the model's identity as it is
+RANDOM_WEIGHTS_MARK = "q2-plugins test model: random weights, its outputs mean nothing"
+
+
+def random_weight_models(config: Optional[dict[str, Any]]) -> list[str]:
+    """The ``*_model`` settings of ``config`` naming a folder whose model card carries :data:`RANDOM_WEIGHTS_MARK`."""
+    found = []
+    for key, value in sorted((config or {}).items()):
+        if key.endswith("_model") and isinstance(value, str):
+            card = Path(os.path.expanduser(value)) / "README.md"
+            try:
+                if card.is_file() and RANDOM_WEIGHTS_MARK in card.read_text(encoding="utf-8", errors="replace"):
+                    found.append(key)
+            except OSError:
+                continue
+    return found

@@ -74,7 +74,6 @@ def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
                                                            "FILE.meta.json"))
     common(g.add_argument("--explain", action="store_true",
                           help="include every question, its answers, F1 and NLI label"))
-    g.add_argument("--labels", dest="labels", action=_DeprecatedLabels, help=argparse.SUPPRESS)
     g.add_argument("--begin-labels", dest="labels", action="store_true",
                    help="add each response's BEGIN-style label (label, label3, label_reason; docs/taxonomy_stress.md)")
     g.add_argument("--taxonomy-model", metavar="DIR",
@@ -107,21 +106,6 @@ def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--unscored", choices=("drop", "keep"), default="drop",
                    help="filter mode: where rows without a score (errors, no valid question) go")
     g.add_argument("--dropped-output", help="filter mode: the dropped rows (default: <output> with .dropped)")
-
-
-
-
-class _DeprecatedLabels(argparse.Action):
-    """``q2 score --labels``, the old spelling of ``--begin-labels`` (``q2 train --labels`` is a count)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, **kwargs)
-
-    def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
-                 option_string: Optional[str] = None) -> None:
-        print("q2 score: --labels is deprecated and will be removed: it is --begin-labels (q2 train --labels is the "
-              "number of labels)", file=sys.stderr)
-        setattr(namespace, self.dest, True)
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -227,7 +211,8 @@ def _row_spec(args: argparse.Namespace) -> Any:
     from q2_plugins.io.rows import RowSpec
 
     return RowSpec(response_column=args.response_column, knowledge_column=args.knowledge_column,
-                   history_column=args.history_column, explain=args.explain or bool(args.html), labels=args.labels or bool(args.html))
+                   history_column=args.history_column, explain=args.explain or bool(args.html),
+                   labels=args.labels or bool(args.html))
 
 
 class Terminated(KeyboardInterrupt):

@@ -26,6 +26,8 @@ from typing import Any
 
 import torch
 
+from q2_plugins.backends.loading import RANDOM_WEIGHTS_MARK
+
 __all__ = [
     "CORPUS",
     "corpus_sentences",
@@ -505,8 +507,6 @@ def build_all(root: str | os.PathLike) -> dict[str, Path]:
 def mark_random_weights(path: str | os.PathLike) -> Path:
     """Write the model card of a random-weight test model into ``path`` (README.md: not a model file, so the
     model's identity stays the same)."""
-    from q2_plugins.jobs.report import RANDOM_WEIGHTS_MARK
-
     card = Path(path) / "README.md"
     card.write_text(f"# Random-weight test model\n\n{RANDOM_WEIGHTS_MARK}. Built by q2_plugins.backends.hf.tiny (`q2 "
                     "make-test-models`) to exercise the real loading and scoring code without model weights.\n",

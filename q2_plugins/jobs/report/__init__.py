@@ -25,6 +25,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from q2_plugins.backends.loading import random_weight_models
 from q2_plugins.metric.results import Q2Result, Q2Stats, ResponseResult, ResponseStatus
 
 __all__ = ["ReportInput", "load_results", "MAX_PAGE_ROWS", "attach_texts", "result_rows", "summary_of_rows",
@@ -309,25 +310,6 @@ def _script_json(payload: dict[str, Any]) -> str:
     except UnicodeEncodeError:  # a lone surrogate (text read back from \ud800 escapes) stays such an escape
         text = text.encode("utf-8", "backslashreplace").decode("utf-8")
     return text
-
-
-#: the line a model card (README.md) of a tiny random-weight test model holds (``q2 make-test-models``); cards are
-#: no model files, so the mark leaves the model's identity as it is
-RANDOM_WEIGHTS_MARK = "q2-plugins test model: random weights, its outputs mean nothing"
-
-
-def random_weight_models(config: Optional[dict[str, Any]]) -> list[str]:
-    """The ``*_model`` settings of ``config`` naming a folder whose model card carries :data:`RANDOM_WEIGHTS_MARK`."""
-    found = []
-    for key, value in sorted((config or {}).items()):
-        if key.endswith("_model") and isinstance(value, str):
-            card = Path(os.path.expanduser(value)) / "README.md"
-            try:
-                if card.is_file() and RANDOM_WEIGHTS_MARK in card.read_text(encoding="utf-8", errors="replace"):
-                    found.append(key)
-            except OSError:
-                continue
-    return found
 
 
 def render_html(

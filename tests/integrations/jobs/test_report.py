@@ -325,7 +325,8 @@ def test_the_page_splits_by_human_labels_and_shows_short_signatures_and_why_na(t
 def test_a_page_of_random_weight_models_says_its_scores_mean_nothing(tiny_models, tmp_path):
     """The tiny models' cards carry the random-weights mark, which the page turns into a note; a real model's folder
     (no such card) gets none, and the card leaves the model's identity alone."""
-    from q2_plugins.jobs.report import RANDOM_WEIGHTS_MARK, random_weight_models, render_html
+    from q2_plugins.backends.loading import RANDOM_WEIGHTS_MARK, random_weight_models
+    from q2_plugins.jobs.report import render_html
     from q2_plugins.metric.signature import model_id
 
     config = {"qg_model": str(tiny_models["qg_short"]), "qa_model": str(tiny_models["qa"]),

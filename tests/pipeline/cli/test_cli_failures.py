@@ -373,11 +373,12 @@ def test_abbreviated_flags_still_work():
     assert build_parser().parse_args(["score", "--input", "x.jsonl", "--outp", "y.jsonl"]).output == "y.jsonl"
 
 
-def test_score_labels_is_a_deprecated_spelling_of_begin_labels(capsys):
+def test_score_labels_are_begin_labels_and_train_labels_a_count(capsys):
     from q2_plugins.cli import build_parser
 
-    assert build_parser().parse_args(["score", "--input", "x", "--labels"]).labels is True
-    assert "--labels is deprecated and will be removed: it is --begin-labels" in capsys.readouterr().err
+    with pytest.raises(SystemExit):
+        build_parser().parse_args(["score", "--input", "x", "--labels"])
+    assert "unrecognized argument --labels; did you mean --begin-labels?" in capsys.readouterr().err
     assert build_parser().parse_args(["score", "--input", "x", "--begin-labels"]).labels is True
     assert capsys.readouterr().err == ""
     assert build_parser().parse_args(["train", "--train-file", "f", "--output-dir", "d", "--labels", "5"]).labels == 5

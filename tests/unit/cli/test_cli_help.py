@@ -80,7 +80,7 @@ def test_help_is_a_screen_that_names_help_all(command, capsys, monkeypatch):
 def test_help_all_lists_every_flag_the_parser_accepts(command, capsys, monkeypatch):
     text = _help(command, "--help-all", capsys, monkeypatch)
     shown = {w.strip("[],|") for w in text.split()}
-    # every flag but a deprecated spelling kept working unlisted (help=SUPPRESS: q2 score --labels)
+    # every flag but one hidden on purpose (help=SUPPRESS)
     accepted = {s for a in _sub(command)._actions if a.help is not argparse.SUPPRESS for s in a.option_strings}
     assert accepted - shown == set()
     assert len(text.splitlines()) > 60 and "--help-all" in text
