@@ -171,6 +171,15 @@ def _init_model(model_cls: type, config: object, seed: int) -> torch.nn.Module:
         return model_cls(config).eval()
 
 
+def _random_model(model_cls: type, config_cls: type, tokenizer: Any, seed: int, defaults: Mapping[str, Any],
+                  overrides: Mapping[str, Any], model_vocab: int | None = None, **fixed: Any) -> torch.nn.Module:
+    """The shape every builder shares: ``config_cls`` from the builder's ``defaults`` with the caller's ``overrides``
+    over them, a vocabulary of the tokenizer's size (or ``model_vocab`` rows, if larger) and the ``fixed`` fields
+    (token ids, labels); then ``model_cls`` with random weights drawn under ``seed`` (:func:`_init_model`)."""
+    config = config_cls(vocab_size=max(len(tokenizer), model_vocab or 0), **fixed, **{**defaults, **overrides})
+    return _init_model(model_cls, config, seed)
+
+
 def _prepare_dir(path: str | os.PathLike) -> Path:
     out = Path(path)
     out.mkdir(parents=True, exist_ok=True)
@@ -259,28 +268,12 @@ def build_t5_qg(path: str | os.PathLike, seed: int = 0, *, corpus: Sequence[str]
         model_max_length=512,
     )
 
-    settings: dict[str, Any] = dict(
-        d_model=32,
-        d_kv=16,
-        d_ff=64,
-        num_layers=2,
-        num_decoder_layers=2,
-        num_heads=2,
-        relative_attention_num_buckets=8,
-        relative_attention_max_distance=32,
-        dropout_rate=0.0,
-        feed_forward_proj="relu",
-        tie_word_embeddings=True,
-    )
-    settings.update(config)
-    t5_config = T5Config(
-        vocab_size=max(len(tokenizer), model_vocab or 0),
-        pad_token_id=tokenizer.pad_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        decoder_start_token_id=tokenizer.pad_token_id,
-        **settings,
-    )
-    model = _init_model(T5ForConditionalGeneration, t5_config, seed)
+    defaults = dict(d_model=32, d_kv=16, d_ff=64, num_layers=2, num_decoder_layers=2, num_heads=2,
+                    relative_attention_num_buckets=8, relative_attention_max_distance=32, dropout_rate=0.0,
+                    feed_forward_proj="relu", tie_word_embeddings=True)
+    model = _random_model(T5ForConditionalGeneration, T5Config, tokenizer, seed, defaults, config, model_vocab,
+                          pad_token_id=tokenizer.pad_token_id, eos_token_id=tokenizer.eos_token_id,
+                          decoder_start_token_id=tokenizer.pad_token_id)
     model.generation_config = GenerationConfig(
         decoder_start_token_id=tokenizer.pad_token_id,
         pad_token_id=tokenizer.pad_token_id,
@@ -327,27 +320,12 @@ def build_albert_qa(path: str | os.PathLike, seed: int = 0, *, corpus: Sequence[
         model_max_length=512,
     )
 
-    settings: dict[str, Any] = dict(
-        embedding_size=16,
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_hidden_groups=1,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        classifier_dropout_prob=0.0,
-    )
-    settings.update(config)
-    albert_config = AlbertConfig(
-        vocab_size=max(len(tokenizer), model_vocab or 0),
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.cls_token_id,
-        eos_token_id=tokenizer.sep_token_id,
-        **settings,
-    )
-    model = _init_model(AlbertForQuestionAnswering, albert_config, seed)
+    defaults = dict(embedding_size=16, hidden_size=32, num_hidden_layers=2, num_hidden_groups=1, num_attention_heads=2,
+                    intermediate_size=64, max_position_embeddings=512, hidden_dropout_prob=0.0,
+                    attention_probs_dropout_prob=0.0, classifier_dropout_prob=0.0)
+    model = _random_model(AlbertForQuestionAnswering, AlbertConfig, tokenizer, seed, defaults, config, model_vocab,
+                          pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.cls_token_id,
+                          eos_token_id=tokenizer.sep_token_id)
     return _save(out, model, tokenizer)
 
 
@@ -381,18 +359,10 @@ def build_bert_qa(path: str | os.PathLike, seed: int = 0) -> Path:
     (out / "vocab.txt").write_text("".join(tok + "\n" for tok in vocab), encoding="utf-8")
     tokenizer = BertTokenizer(vocab=dict(vocab), do_lower_case=True, model_max_length=512)
 
-    config = BertConfig(
-        vocab_size=len(tokenizer),
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=512,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-        pad_token_id=tokenizer.pad_token_id,
-    )
-    model = _init_model(BertForQuestionAnswering, config, seed)
+    defaults = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                    max_position_embeddings=512, hidden_dropout_prob=0.0, attention_probs_dropout_prob=0.0)
+    model = _random_model(BertForQuestionAnswering, BertConfig, tokenizer, seed, defaults, {},
+                          pad_token_id=tokenizer.pad_token_id)
     return _save(out, model, tokenizer)
 
 
@@ -438,28 +408,13 @@ def build_roberta_nli(
     merges = [tuple(line.split(" ")) for line in merge_lines if line and not line.startswith("#version")]
     tokenizer = RobertaTokenizer(vocab=vocab, merges=merges, model_max_length=512)
 
-    settings: dict[str, Any] = dict(
-        hidden_size=32,
-        num_hidden_layers=2,
-        num_attention_heads=2,
-        intermediate_size=64,
-        max_position_embeddings=514,
-        type_vocab_size=1,
-        hidden_dropout_prob=0.0,
-        attention_probs_dropout_prob=0.0,
-    )
-    settings.update(config)
-    roberta_config = RobertaConfig(
-        vocab_size=max(len(tokenizer), model_vocab or 0),
-        pad_token_id=tokenizer.pad_token_id,
-        bos_token_id=tokenizer.bos_token_id,
-        eos_token_id=tokenizer.eos_token_id,
-        num_labels=len(labels),
-        id2label=labels,
-        label2id={v: k for k, v in labels.items()},
-        **settings,
-    )
-    model = _init_model(RobertaForSequenceClassification, roberta_config, seed)
+    defaults = dict(hidden_size=32, num_hidden_layers=2, num_attention_heads=2, intermediate_size=64,
+                    max_position_embeddings=514, type_vocab_size=1, hidden_dropout_prob=0.0,
+                    attention_probs_dropout_prob=0.0)
+    model = _random_model(RobertaForSequenceClassification, RobertaConfig, tokenizer, seed, defaults, config,
+                          model_vocab, pad_token_id=tokenizer.pad_token_id, bos_token_id=tokenizer.bos_token_id,
+                          eos_token_id=tokenizer.eos_token_id, num_labels=len(labels), id2label=labels,
+                          label2id={v: k for k, v in labels.items()})
     return _save(out, model, tokenizer)
 
 
@@ -520,9 +475,10 @@ def build_causal_lm(tokenizer_dir: str | os.PathLike, path: str | os.PathLike, s
     from transformers import AutoTokenizer, GPT2Config, GPT2LMHeadModel
 
     tok = AutoTokenizer.from_pretrained(tokenizer_dir)
-    config = GPT2Config(vocab_size=len(tok), n_embd=32, n_layer=2, n_head=2, n_positions=512,
-                        bos_token_id=tok.bos_token_id, eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
-    return _save(_prepare_dir(path), _init_model(GPT2LMHeadModel, config, seed), tok)
+    defaults = dict(n_embd=32, n_layer=2, n_head=2, n_positions=512)
+    model = _random_model(GPT2LMHeadModel, GPT2Config, tok, seed, defaults, {}, bos_token_id=tok.bos_token_id,
+                          eos_token_id=tok.eos_token_id, pad_token_id=tok.pad_token_id)
+    return _save(_prepare_dir(path), model, tok)
 
 
 def short_questions_copy(qg: str | os.PathLike, path: str | os.PathLike) -> Path:
