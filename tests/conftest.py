@@ -9,6 +9,18 @@ import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 
+#: cost markers by test module: the folders say what a test checks (tier / room), these say what it costs to run
+#: (`-m "not ray and not browser and not parlai"` leaves out the suites that start a Ray cluster, a browser or ParlAI)
+COST_MARKERS = {"ray": ("test_ray_",), "browser": ("test_report_browser",), "parlai": ("test_parlai_",)}
+
+
+def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:
+    for item in items:
+        name = Path(str(item.fspath)).name
+        for marker, prefixes in COST_MARKERS.items():
+            if name.startswith(prefixes):
+                item.add_marker(getattr(pytest.mark, marker))
+
 
 def shared_data_dir() -> Path:
     """The reference data bundled with the package (``q2_plugins/data``, whose README lists it)."""
