@@ -4,8 +4,8 @@ process of :mod:`q2_plugins.metric.spacy_worker`.
 A thread that drives a GPU issues one small op after another, each holding Python's lock while it is launched. The
 stand-in here is a loop of small in-place torch ops on the CPU (one torch thread). It is timed alone, then while a
 spaCy thread parses questions in the same process, then while the worker process parses them (the personal filter
-of :class:`~q2_plugins.metric.spacy_worker.PersonalAhead`, the same questions). Also printed: questions the parser got through
-meanwhile, per second.
+of :class:`~q2_plugins.metric.spacy_worker.PersonalAhead`, the same questions). Also printed: questions the parser got
+through meanwhile, per second.
 
     python benchmarks/bench_overlap.py [--ops 20000] [--repeats 3] > benchmarks/results/bench_overlap_<commit>.txt
 

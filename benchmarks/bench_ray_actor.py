@@ -3,11 +3,11 @@
 
 ``bench_ray.py`` times whole commands, whose fixed costs (start-up, model loading) vary from run to run and blur
 the marginal rate. This script separates them: it scores ``--n`` rows in batches of ``--batch-size`` with one
-``Q2Scorer`` in this process, then the same batches through :func:`q2_plugins.jobs.ray.dataset.score_dataset` on one actor
-of a local Ray instance, timing each ``score()`` call where it runs (one torch thread in both). It reports the
-per-batch times both ways, their ratio (the actor's cost per batch, Ray Data included, against the plain call),
-and the Ray run's wall time outside the batches (its start, the actor's model load). The first batch of each run is
-reported apart (warm-up). Scores are compared row for row.
+``Q2Scorer`` in this process, then the same batches through :func:`q2_plugins.jobs.ray.dataset.score_dataset` on one
+actor of a local Ray instance, timing each ``score()`` call where it runs (one torch thread in both). It reports the
+per-batch times both ways, their ratio (the actor's cost per batch, Ray Data included, against the plain call), and the
+Ray run's wall time outside the batches (its start, the actor's model load). The first batch of each run is reported
+apart (warm-up). Scores are compared row for row.
 
     python benchmarks/bench_ray_actor.py --sizes paper --n 24 --batch-size 8 --json out/bench_ray_actor.json
 

@@ -2,8 +2,8 @@
 
 :class:`Q2RerankMixin` goes in front of any ``TorchGeneratorAgent`` subclass. After the agent's own ``eval_step``
 it reranks every example's finished beam hypotheses against the knowledge in the example's message
-(``--q2-knowledge-field``), all candidates of the batch in one :func:`q2_plugins.integrations.rerank.rerank_batch` call, and
-returns the reranked best as ``text``, the reranked list as ``beam_texts`` (``(text, beam score)`` pairs, best
+(``--q2-knowledge-field``), all candidates of the batch in one :func:`q2_plugins.integrations.rerank.rerank_batch` call,
+and returns the reranked best as ``text``, the reranked list as ``beam_texts`` (``(text, beam score)`` pairs, best
 first) and each candidate's figures as ``q2_rerank``. ``--q2-rerank-weight w`` ranks by
 ``(1 - w) * Q2 + w * exp(beam score)`` (ParlAI's beam score is the length-penalised log-probability); the default 0
 ranks by Q² alone, the beam order breaking ties. Candidates without a Q² score rank last.

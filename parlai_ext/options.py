@@ -1,8 +1,8 @@
 """The ``--q2-*`` options in ParlAI's parser, their mapping onto :class:`Q2Config`, and the scorer they select.
 
 Every :class:`Q2Config` field is one ParlAI option ``--q2-<field>`` (``qg_model`` -> ``--q2-qg-model``), built from
-:func:`q2_plugins.metric.config.config_options`, the list the ``q2`` command line uses too. ParlAI style: booleans take a
-value (``--q2-use-nli false``); a boolean that is on by default also gets a switch (``--q2-no-nli``,
+:func:`q2_plugins.metric.config.config_options`, the list the ``q2`` command line uses too. ParlAI style: booleans take
+a value (``--q2-use-nli false``); a boolean that is on by default also gets a switch (``--q2-no-nli``,
 ``--q2-no-fallback``, ...). Four options belong to the ParlAI side only: ``--q2-knowledge-field``,
 ``--q2-history``, ``--q2-score-every`` and ``--q2-per-example-file``.
 """

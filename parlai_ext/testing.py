@@ -3,8 +3,8 @@
 :func:`write_wow_data` writes ``<datapath>/wizard_of_wikipedia/`` in the layout ParlAI's WoW teachers read (with
 the ``.built`` marker, so nothing is downloaded). :func:`train_tiny_model` trains one of the three model classes the
 Q² paper scored, for a handful of steps, into a real ParlAI model file. Their outputs mean nothing; they exercise
-the real code paths. Sentences come from :data:`q2_plugins.backends.hf.tiny.CORPUS`, so the tiny Q² models' tokenizers know
-the words.
+the real code paths. Sentences come from :data:`q2_plugins.backends.hf.tiny.CORPUS`, so the tiny Q² models' tokenizers
+know the words.
 """
 
 from __future__ import annotations

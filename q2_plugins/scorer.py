@@ -186,8 +186,8 @@ class Q2Scorer:
 
     def _personal_part(self) -> tuple[PersonalQuestionFilter, bool]:
         """The personal filter, and whether it runs beside the question answerer: with the project's own spaCy
-        filter and models off the CPU, a :class:`~q2_plugins.metric.spacy_worker.PersonalAhead` (a worker process with a pipeline
-        of its own)."""
+        filter and models off the CPU, a :class:`~q2_plugins.metric.spacy_worker.PersonalAhead` (a worker process with a
+        pipeline of its own)."""
         from q2_plugins.metric.spacy_worker import off_cpu
 
         if self._custom["personal"] is not None or not off_cpu(self.config):
@@ -255,8 +255,8 @@ class Q2Scorer:
         Each knowledge item is a string or a list of strings (joined by spaces). ``history`` (the dialogue before
         each response) is read only with ``coref`` (the paper's appendix A step, :mod:`q2_plugins.backends.hf.coref`).
         Bad rows get ``status="error"`` and a message; they never stop the other rows. ``label`` adds the
-        BEGIN-style label of each response (:mod:`q2_plugins.metric.taxonomy`). ``progress``: True for a bar per stage of
-        this call, or a :class:`~q2_plugins.metric.progress.Progress` to keep one set of bars (rows with an ETA, and
+        BEGIN-style label of each response (:mod:`q2_plugins.metric.taxonomy`). ``progress``: True for a bar per stage
+        of this call, or a :class:`~q2_plugins.metric.progress.Progress` to keep one set of bars (rows with an ETA, and
         stages) over the several calls of a run.
 
         With models off the CPU, a call of more than :data:`AHEAD_ROWS` rows is scored in parts of that many, each
@@ -353,8 +353,8 @@ class Q2Scorer:
 
     def ahead(self, responses: Sequence[Any]) -> None:
         """Start extracting the answer candidates of ``responses`` (a later call's) in a worker process, with a
-        spaCy pipeline of its own, so they are ready when that call needs them (:mod:`q2_plugins.metric.spacy_worker`). Same
-        candidates as without; a run whose models are on a GPU calls it for its next chunk. Does nothing with a
+        spaCy pipeline of its own, so they are ready when that call needs them (:mod:`q2_plugins.metric.spacy_worker`).
+        Same candidates as without; a run whose models are on a GPU calls it for its next chunk. Does nothing with a
         candidate extractor passed in."""
         if self._custom["candidates"] is not None:
             return
@@ -369,7 +369,8 @@ class Q2Scorer:
         self._precision_pending = False
 
     def _rows_to_check(self, rows: Sequence[Row]) -> list[int]:
-        """The rows of this call whose decisions are compared with float32 (:mod:`q2_plugins.metric.precision`): the first
+        """The rows of this call whose decisions are compared with float32 (:mod:`q2_plugins.metric.precision`): the
+        first
         ``precision_check`` usable rows of the first call with any, on a setting that is due a check and with the
         models of the backends (a component passed in has no float32 reference)."""
         if not self._precision_pending or not self.config.precision_check:

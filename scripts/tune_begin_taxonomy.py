@@ -1,5 +1,6 @@
 #!/usr/bin/env python
-"""Tune the text-signal thresholds of q2_plugins.metric.taxonomy on BEGIN's development split, and print what it measured.
+"""Tune the text-signal thresholds of q2_plugins.metric.taxonomy on BEGIN's development split, and print what it
+measured.
 
 Only the model-free part of the rules can be tuned here: BEGIN has no recorded per-question Q² evidence and no real
 model weights are available, so every response is labelled by ``classify(None, signals, thresholds)`` (text signals

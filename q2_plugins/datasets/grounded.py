@@ -14,8 +14,8 @@ from q2_plugins.metric.errors import SettingError
 
 
 class SourceOptions(Protocol):
-    """How an input is read (:class:`q2_plugins.training.perturb.PerturbOptions` is one): its reader (``dataset``), and for
-    a table its format, the columns that hold each text and the ``keep`` filter."""
+    """How an input is read (:class:`q2_plugins.training.perturb.PerturbOptions` is one): its reader (``dataset``), and
+    for a table its format, the columns that hold each text and the ``keep`` filter."""
 
     @property
     def dataset(self) -> str: ...

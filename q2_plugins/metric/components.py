@@ -155,8 +155,8 @@ class Coreference(Protocol):
 class ResponseLabeller(Protocol):
     """Labels responses with BEGIN's five labels (:mod:`q2_plugins.metric.taxonomy`): ``predict`` gives one label per
     (evidence, previous turn or None, response); ``label`` writes them into a
-    :class:`~q2_plugins.metric.results.Q2Result`'s ``label``, ``label3`` and ``label_reason`` (rows with an error are left
-    alone)."""
+    :class:`~q2_plugins.metric.results.Q2Result`'s ``label``, ``label3`` and ``label_reason`` (rows with an error are
+    left alone)."""
 
     def predict(self, evidence: Sequence[str], previous: Optional[Sequence[Optional[str]]],
                 responses: Sequence[str]) -> list[str]: ...

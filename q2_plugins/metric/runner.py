@@ -102,8 +102,9 @@ class ComparedQuestion:
 class Parts:
     """What the steps use: the settings and the loaded component of each stage. ``personal`` is there when the
     settings remove personal questions, ``nli`` when they use NLI (:attr:`Q2Config.uses_nli`), ``coref`` with
-    ``coref`` on. ``overlap`` (models off the CPU, ``personal`` a :class:`~q2_plugins.metric.spacy_worker.PersonalAhead`): a
-    round's personal filter runs in a worker process while the question answerer reads the same questions."""
+    ``coref`` on. ``overlap`` (models off the CPU, ``personal`` a
+    :class:`~q2_plugins.metric.spacy_worker.PersonalAhead`): a round's personal filter runs in a worker process while
+    the question answerer reads the same questions."""
 
     settings: Q2Config
     candidates: CandidateExtractor
@@ -176,8 +177,8 @@ class StageRunner:
 
     ``keys[stage]`` names the cache entries of a stage (its component's identity and settings; needed with a
     ``cache`` only, and may be set once the components are loaded). ``progress``:
-    a run's :class:`~q2_plugins.metric.progress.Progress` (its stage bars go on across calls), True for bars of this call
-    only (closed by :meth:`close`), or False."""
+    a run's :class:`~q2_plugins.metric.progress.Progress` (its stage bars go on across calls), True for bars of this
+    call only (closed by :meth:`close`), or False."""
 
     def __init__(self, config: Q2Config, cache: Optional[Q2Cache], keys: Optional[dict[str, str]] = None,
                  progress: Union[bool, Progress] = False) -> None:

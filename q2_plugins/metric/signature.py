@@ -5,11 +5,11 @@ sacrebleu-style form beside it (:attr:`Signature.short`). Results, caches and ad
 plain string.
 
 A scorer's signature is derived from the settings' own declarations (:func:`scorer_signature`): each score setting of
-:class:`~q2_plugins.metric.config.Q2Config` says in its field metadata how it is written (``sig``) and which cached stages it
-changes (``stages``). The full form lays the components' identities and the settings' pieces out in the order of
-:data:`SCORER_PARTS`; the short form is read off the full one (:func:`short_parts`); and the cache key of a stage
-(:func:`stage_key`) holds the pieces of the settings that name that stage, so a setting written in the signature
-cannot be missing from the cache key of a stage it changes.
+:class:`~q2_plugins.metric.config.Q2Config` says in its field metadata how it is written (``sig``) and which cached
+stages it changes (``stages``). The full form lays the components' identities and the settings' pieces out in the order
+of :data:`SCORER_PARTS`; the short form is read off the full one (:func:`short_parts`); and the cache key of a stage
+(:func:`stage_key`) holds the pieces of the settings that name that stage, so a setting written in the signature cannot
+be missing from the cache key of a stage it changes.
 
 Model identity (:func:`model_id`):
 

@@ -6,12 +6,11 @@ CPU time would otherwise sit on the critical path).
 - :class:`PersonalAhead` wraps the personal-question filter: a round's questions are parsed while the question
   answerer reads the same questions (:func:`q2_plugins.metric.stages.select_questions`).
 
-:meth:`~_Ahead.start` hands texts to a worker process (``python -m q2_plugins.metric.spacy_worker KIND PIPELINE``: its own spaCy
-pipeline, JSON lines over its standard input and output); the wrapped method then serves the texts done and does
-the others itself. A process, not a thread: a spaCy thread holds Python's lock often enough to slow a thread that
-drives a GPU op by op (``benchmarks/bench_overlap.py`` measures both). The rule and the pipeline are the same, so
-the outputs are identical either way (tested); a worker that cannot start or stops leaves all the work to the
-caller.
+:meth:`~_Ahead.start` hands texts to a worker process (``python -m q2_plugins.metric.spacy_worker KIND PIPELINE``: its
+own spaCy pipeline, JSON lines over its standard input and output); the wrapped method then serves the texts done and
+does the others itself. A process, not a thread: a spaCy thread holds Python's lock often enough to slow a thread that
+drives a GPU op by op (``benchmarks/bench_overlap.py`` measures both). The rule and the pipeline are the same, so the
+outputs are identical either way (tested); a worker that cannot start or stops leaves all the work to the caller.
 """
 
 from __future__ import annotations

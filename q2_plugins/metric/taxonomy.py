@@ -3,8 +3,9 @@ off Q²'s evidence and a few cheap text signals.
 
 BEGIN labels a response ``entailment``, ``hallucination`` (topical but unverifiable, personal opinions and experiences
 included), ``generic`` (too vague to verify), ``off-topic`` or ``contradiction``; its coarse view is ``entailment`` /
-``neutral`` / ``contradiction``. :func:`classify` is a pure function of one :class:`~q2_plugins.metric.results.ResponseResult`
-(its status, score, questions and drops) and the :class:`TextSignals` of its response and knowledge; asked with
+``neutral`` / ``contradiction``. :func:`classify` is a pure function of one
+:class:`~q2_plugins.metric.results.ResponseResult` (its status, score, questions and drops) and the :class:`TextSignals`
+of its response and knowledge; asked with
 ``score(..., label=True)``, the scorer attaches its answer to every result (``label``, ``label3``, ``label_reason``).
 The first rule that fires decides, in BEGIN's own order (its annotators' "generic" outranks "off-topic", which
 outranks the faithfulness judgement):

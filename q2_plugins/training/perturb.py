@@ -728,8 +728,8 @@ def _stress_inputs(responses: Sequence[Any], knowledge: Sequence[Any], ids: Opti
 
 def _cell_problems(responses: Sequence[Any], knowledge: Sequence[Any], max_response_chars: Optional[int],
                    max_knowledge_chars: Optional[int]) -> list[Optional[str]]:
-    """Why each row's response or knowledge is no usable text (:func:`q2_plugins.datasets.textcheck.text_problem`, within
-    ``q2 score``'s budgets by default), or None."""
+    """Why each row's response or knowledge is no usable text (:func:`q2_plugins.datasets.textcheck.text_problem`,
+    within ``q2 score``'s budgets by default), or None."""
     from q2_plugins.datasets.textcheck import default_budget, text_problem
 
     r_budget = default_budget("max_response_chars") if max_response_chars is None else max_response_chars
@@ -857,7 +857,8 @@ class PerturbOptions(TextColumns):
     """What ``q2 perturb`` does, as typed settings (the command line maps its flags one-to-one onto these).
 
     ``recipe`` None makes stress pairs of one input with ``methods``; ``"begin"`` / ``"conv-fever"`` make a training
-    set (:mod:`q2_plugins.training.recipes`) from the grounded rows of every input. ``dataset`` says how an input is read:
+    set (:mod:`q2_plugins.training.recipes`) from the grounded rows of every input. ``dataset`` says how an input is
+    read:
     ``wow`` (the Q² WoW folder: its consistent files), ``begin`` (BEGIN v1 or v2 TSV: its entailed / fully
     attributable rows), ``wow-json`` (ParlAI's ``wizard_of_wikipedia`` JSON: its wizard turns), ``table`` (any JSONL /
     CSV / TSV: the column settings and ``keep``), or ``auto`` (a folder is ``wow``, a TSV with BEGIN's columns

@@ -23,8 +23,9 @@ reads "evidence + previous turn" as premise and the response as hypothesis), ``l
   the input's tokenisation ("that ' s great !" when the responses are pre-tokenised); with a generator, sampled from
   the previous turn alone at temperature 0.4, as BEGIN does.
 * ``contradiction``: a claim of the response that the evidence supports, negated (``negation``,
-  :func:`q2_plugins.training.perturb.negate`: never a question, a quotation or title, the speaker's hedge or a "may"), or an
-  adjective the evidence uses replaced by its WordNet antonym (``antonym``, Open English WordNet's pairs bundled in
+  :func:`q2_plugins.training.perturb.negate`: never a question, a quotation or title, the speaker's hedge or a "may"),
+  or an adjective the evidence uses replaced by its WordNet antonym (``antonym``, Open English WordNet's pairs bundled
+  in
   ``q2_plugins/data/wordnet_antonyms``); one of the two, drawn at random, when both apply.
 
 Each row gives at most one example per label; the set is then balanced by drawing, for every label, as many
@@ -33,11 +34,11 @@ examples as the rarest label has (``balance=False`` keeps them all).
 **Conv-FEVER** (Santhanam et al., §4.1–4.2.3; ``recipe="conv-fever"``), labels ``consistent`` / ``inconsistent``:
 the original pair; ``random_response`` and ``random_knowledge`` (the response, or the knowledge, of another
 dialogue: three-way ``neutral``, unrelated rather than refuted); ``negated_response`` and ``negated_knowledge`` (an
-auxiliary or copular verb of :data:`q2_plugins.training.perturb.NEGATABLE` gets "not" / "n't" or loses it, in a clause sharing
-a content word with the other text; in the knowledge, only in the sentence the response draws on); ``entity_swap``
-(a spaCy named entity of the response shared with the knowledge replaced by another of its type, and of its shape
-for dates and numbers, "a" / "an" agreeing). Three-way: entailment / contradiction as FEVER's supports / refutes.
-No balancing: every method that applies.
+auxiliary or copular verb of :data:`q2_plugins.training.perturb.NEGATABLE` gets "not" / "n't" or loses it, in a clause
+sharing a content word with the other text; in the knowledge, only in the sentence the response draws on);
+``entity_swap`` (a spaCy named entity of the response shared with the knowledge replaced by another of its type, and of
+its shape for dates and numbers, "a" / "an" agreeing). Three-way: entailment / contradiction as FEVER's supports /
+refutes. No balancing: every method that applies.
 
 Both recipes skip and count rows whose response or knowledge is not text, empty, or over ``q2 score``'s per-row
 budgets, and drop rows repeating an earlier row's evidence and response (counted under their method).
@@ -585,8 +586,9 @@ def _unique(made: list[TrainingRow], report: RecipeReport) -> list[TrainingRow]:
 
 def _checked(rows: Sequence[SourceRow], report: RecipeReport, budgets: dict[str, int]) -> list[SourceRow]:
     """The rows whose response and knowledge are text within ``budgets`` and whose previous turn is text or absent
-    (:func:`q2_plugins.datasets.textcheck.text_problem`: not a number or list, nothing invisible, no control or zero-width
-    character, no lone surrogate); each other row is skipped and counted under ``original`` with its reason."""
+    (:func:`q2_plugins.datasets.textcheck.text_problem`: not a number or list, nothing invisible, no control or
+    zero-width character, no lone surrogate); each other row is skipped and counted under ``original`` with its
+    reason."""
     from q2_plugins.datasets.textcheck import text_problem
 
     usable = []
@@ -614,7 +616,8 @@ def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, 
     ``max_response_chars`` / ``max_knowledge_chars``; 0 = no limit) are skipped and counted; ids must be unique.
     Rows repeating an earlier row's evidence and response are dropped and counted. ``balance`` applies to BEGIN only
     (Conv-FEVER keeps every example), ``generator`` to BEGIN's hallucinations and generic replies only.
-    ``progress``, a :class:`~q2_plugins.metric.progress.Progress`, counts the rows (stages ``parse``, then ``examples``).
+    ``progress``, a :class:`~q2_plugins.metric.progress.Progress`, counts the rows (stages ``parse``, then
+    ``examples``).
     """
     if recipe not in RECIPES:
         raise ValueError(f"Unknown recipe {recipe!r}; expected one of {list(RECIPES)}")

@@ -12,8 +12,8 @@ The wrappers call this API and nothing else of the package:
 - :func:`instrument`, for benchmarks: counters and a forward clock on a component.
 
 Fast paths give the library path's outputs: tests check them on the CPU; elsewhere a run compares its first rows'
-decisions with float32 on the library paths (:mod:`q2_plugins.metric.precision`). Batches are planned by :mod:`.batching`;
-the device's defaults (batch sizes from its free memory, the window layout, TF32) by :mod:`.device`.
+decisions with float32 on the library paths (:mod:`q2_plugins.metric.precision`). Batches are planned by
+:mod:`.batching`; the device's defaults (batch sizes from its free memory, the window layout, TF32) by :mod:`.device`.
 """
 
 from __future__ import annotations

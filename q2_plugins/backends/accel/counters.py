@@ -1,7 +1,7 @@
 """Counters of what a component's model computed, and a clock of the time inside its forward passes.
 
-Every runner keeps a :class:`RunStats` (a few additions per batch); :func:`q2_plugins.backends.accel.instrument` adds the
-:class:`ForwardClock` hooks, for benchmarks.
+Every runner keeps a :class:`RunStats` (a few additions per batch); :func:`q2_plugins.backends.accel.instrument` adds
+the :class:`ForwardClock` hooks, for benchmarks.
 """
 
 from __future__ import annotations

@@ -20,8 +20,9 @@ class QuestionDecoder:
 
     ``search="own"``: beam search by :class:`T5BeamSearch` where it reproduces the call (same beams, less work per
     step; tested equal to ``generate`` on the CPU, and on other settings compared with it by the decisions of
-    :mod:`q2_plugins.metric.precision`, never swapped silently). ``"library"``: always ``generate``. ``generate_overrides``:
-    extra ``generate`` arguments on every call (benchmarks fix the question length with ``min/max_new_tokens``).
+    :mod:`q2_plugins.metric.precision`, never swapped silently). ``"library"``: always ``generate``.
+    ``generate_overrides``: extra ``generate`` arguments on every call (benchmarks fix the question length with
+    ``min/max_new_tokens``).
     """
 
     def __init__(self, tokenizer: Any, model: Any, *, search: str = "own",

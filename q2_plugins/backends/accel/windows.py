@@ -1,6 +1,6 @@
-"""Window logits for QA and NLI: on the CPU packed end to end where the model allows (:mod:`q2_plugins.backends.accel.packed`),
-padded batches with attention masks otherwise (and on other devices, where they are faster); the same logits either
-way."""
+"""Window logits for QA and NLI: on the CPU packed end to end where the model allows
+(:mod:`q2_plugins.backends.accel.packed`), padded batches with attention masks otherwise (and on other devices, where
+they are faster); the same logits either way."""
 
 from __future__ import annotations
 
@@ -28,9 +28,9 @@ class WindowRunner:
 
     With ``pack_windows``, on the CPU (and with a model :class:`PackedEncoder` supports), windows run packed end to
     end (:func:`~q2_plugins.backends.accel.device.packed_windows`); elsewhere in padded batches. A model marked for TF32
-    (:func:`q2_plugins.backends.accel.prepare_model`) runs its passes with TF32 matrix products. ``bucket`` (on by default
-    off the CPU): padded batches are planned and padded at their :func:`~q2_plugins.backends.accel.batching.bucket_length`
-    (the same logits over the real tokens: padding is masked).
+    (:func:`q2_plugins.backends.accel.prepare_model`) runs its passes with TF32 matrix products. ``bucket`` (on by
+    default off the CPU): padded batches are planned and padded at their
+    :func:`~q2_plugins.backends.accel.batching.bucket_length` (the same logits over the real tokens: padding is masked).
     """
 
     def __init__(self, tokenizer: Any, model: Any, kind: str, *, pack_windows: bool = True) -> None:

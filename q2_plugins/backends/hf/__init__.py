@@ -3,8 +3,9 @@
 QG is an answer-aware seq2seq model, QA an extractive model with a no-answer option, NLI a three-way sequence
 classifier (:mod:`.transformers_models`); coreference an F-coref checkpoint (:mod:`.coref`); the labeller a five-way
 classifier of ``q2 train`` (:class:`.labeller.TaxonomyModel`). All load under the one load policy
-(:mod:`q2_plugins.backends.loading`) and are named by content or hub commit (:func:`q2_plugins.metric.signature.model_id`),
-with the dtype they run in. ``q2 prefetch`` copies their published files (:mod:`.prefetch`).
+(:mod:`q2_plugins.backends.loading`) and are named by content or hub commit
+(:func:`q2_plugins.metric.signature.model_id`), with the dtype they run in. ``q2 prefetch`` copies their published files
+(:mod:`.prefetch`).
 """
 
 from __future__ import annotations

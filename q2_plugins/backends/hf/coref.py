@@ -3,9 +3,10 @@ mention of their cluster, found over the dialogue history and the response.
 
 The clusters (character spans) become a :class:`~q2_plugins.metric.components.Resolution` by the backend-neutral
 rules of :mod:`q2_plugins.metric.coref_rules`. The default backend, :class:`FCoref`, runs the published F-coref
-model (Otmazgin et al., 2022; ``biu-nlp/f-coref``, MIT): a RoBERTa encoder with the start/end mention and antecedent head of its ``fastcoref``
-package. The head's inference is written here over ``transformers``' encoder and reads the published weights as
-they are (``fastcoref``'s own model class does not build with transformers 5). See docs/coreference.md.
+model (Otmazgin et al., 2022; ``biu-nlp/f-coref``, MIT): a RoBERTa encoder with the start/end mention and antecedent
+head of its ``fastcoref`` package. The head's inference is written here over ``transformers``' encoder and reads the
+published weights as they are (``fastcoref``'s own model class does not build with transformers 5). See
+docs/coreference.md.
 """
 
 from __future__ import annotations

@@ -74,8 +74,8 @@ def highlight(answer: str, context: str, mark: str = "<hl>") -> str:
 
 
 class _HFComponent:
-    """A tokenizer and a model, the batching settings of its calls, and the :mod:`q2_plugins.backends.accel` runner that runs
-    them (``runner``)."""
+    """A tokenizer and a model, the batching settings of its calls, and the :mod:`q2_plugins.backends.accel` runner that
+    runs them (``runner``)."""
 
     runner: Any
 
@@ -187,8 +187,8 @@ class HFQuestionGenerator(_HFComponent):
     """Answer-aware T5 question generation (beam or greedy), batched across all candidates.
 
     ``search``: ``"own"`` or ``"library"``, how beam search runs (same questions; see
-    :func:`q2_plugins.backends.accel.question_decoder`). ``generate_overrides``: extra ``generate`` arguments on every call,
-    for benchmarks (which fix the question length with ``min/max_new_tokens``); they can change the questions.
+    :func:`q2_plugins.backends.accel.question_decoder`). ``generate_overrides``: extra ``generate`` arguments on every
+    call, for benchmarks (which fix the question length with ``min/max_new_tokens``); they can change the questions.
     """
 
     def __init__(self, tokenizer: Any, model: Any, *, batch_size: int, decoding: str = "beam", num_beams: int = 5,

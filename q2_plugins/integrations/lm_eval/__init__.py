@@ -14,8 +14,9 @@ Importing this module registers, in lm-eval's registries:
 - filter ``q2_rerank``: keeps, per document, the candidate with the highest Q² against the document's knowledge.
 
 All documents of a task are scored in one core call, after the task's filters and before lm-eval's per-document
-``process_results`` (see :mod:`q2_plugins.integrations.lm_eval.filter_patch`). A task YAML that says ``process_results: !function
-q2_plugins.integrations.lm_eval.process_results`` imports this module while lm-eval reads it. The Q² settings are the task's
+``process_results`` (see :mod:`q2_plugins.integrations.lm_eval.filter_patch`). A task YAML that says ``process_results:
+!function q2_plugins.integrations.lm_eval.process_results`` imports this module while lm-eval reads it. The Q² settings
+are the task's
 ``metadata.q2`` (an object of ``Q2Config`` fields; ``--metadata '{"q2": {...}}'`` on the command line), else the
 environment variable ``Q2_LM_EVAL_CONFIG`` (a JSON object, or the path of a JSON file), with keyword options of
 :func:`make_process_results` / the filter on top. The settings used and the signature land in the task's metadata
@@ -142,7 +143,8 @@ class Q2RerankFilter(Filter):
 
     For tasks with ``repeats: k``: every candidate of every document is scored in one call; the output per document
     is ``[best]`` (chain ``take_first`` after it, as with ``majority_vote``). Ties and unscored candidates follow
-    :func:`q2_plugins.integrations.rerank.rerank`. YAML options: ``knowledge`` (document field, default ``knowledge``) and any
+    :func:`q2_plugins.integrations.rerank.rerank`. YAML options: ``knowledge`` (document field, default ``knowledge``)
+    and any
     ``Q2Config`` field.
     """
 

@@ -329,8 +329,8 @@ def render_html(
 ) -> str:
     """The report page for ``rows`` (result dicts). ``summary`` defaults to one computed from the rows;
     ``comparison`` (:func:`comparison_of_files`) adds the paired test of several systems. The page shows each
-    signature's short form (a :class:`~q2_plugins.metric.signature.Signature`'s, or ``shorts[full]``) with the full one on
-    demand. ``histogram`` (:attr:`ReportInput.histogram`): the bins of every row, when ``rows`` is a sample."""
+    signature's short form (a :class:`~q2_plugins.metric.signature.Signature`'s, or ``shorts[full]``) with the full one
+    on demand. ``histogram`` (:attr:`ReportInput.histogram`): the bins of every row, when ``rows`` is a sample."""
     shorts = shorts or {}
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, got {page_size}")

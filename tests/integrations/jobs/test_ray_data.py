@@ -1,5 +1,5 @@
-"""Q² on Ray Data (q2_plugins.jobs.ray.dataset) on a local two-CPU Ray instance, started once for the module, with the tiny
-random-weight models: same results as ``Q2Scorer.score``, every row exactly once, a killed worker, a restarted run
+"""Q² on Ray Data (q2_plugins.jobs.ray.dataset) on a local two-CPU Ray instance, started once for the module, with the
+tiny random-weight models: same results as ``Q2Scorer.score``, every row exactly once, a killed worker, a restarted run
 that reuses the cache, bad rows, a model that does not load, and ``q2 score --engine ray`` against ``q2 score``."""
 
 from __future__ import annotations

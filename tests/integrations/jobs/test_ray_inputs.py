@@ -290,8 +290,8 @@ def test_a_stopped_ray_run_says_in_one_line_that_it_cannot_resume(tiny_models, t
 def test_a_setting_the_tests_cannot_run_is_checked_once_and_recorded_as_the_local_engine_does(tiny_models, tmp_path,
                                                                                                capsys):
     """float16 on the CPU is due a precision check: one of the two actors scores the first rows of its first batch
-    again in float32 (the other takes none), and the driver records the agreement in the sidecar and prints it, as the local
-    engine does."""
+    again in float32 (the other takes none), and the driver records the agreement in the sidecar and prints it, as the
+    local engine does."""
     rows = [{"id": f"r{i}", "response": "paris is in france .", "knowledge": "Paris is in France."} for i in range(6)]
     src = tmp_path / "in.jsonl"
     src.write_text("".join(json.dumps(r) + "\n" for r in rows))

@@ -280,7 +280,8 @@ def test_an_empty_input_is_a_failed_run(tmp_path, capsys, model_flags):
                                       f"score\n"
 
 
-# -- one form for what stops a run: one line, exit 2, before any model loads, the cause first ---------------------------
+# -- one form for what stops a run: one line, exit 2, before any model loads, the cause first
+# ---------------------------
 def _no_models(monkeypatch):
     """Fail the test if a model starts loading: these runs must stop before."""
     from q2_plugins import scorer

@@ -130,7 +130,8 @@ def test_fuzz_no_path_destroys_data(tmp_path, flags, capsys):
                             "--engine", engine, flag, str(tmp_path / target), *flags]
                     if flag == "--dropped-output":
                         argv += ["--output", str(tmp_path / "kept.jsonl"), "--keep-min-score", "0.5"]
-                    # what the run writes for that flag: an HTML page and its temporary; a result file, its .partial, ...
+                    # what the run writes for that flag: an HTML page and its temporary; a result file, its .partial,
+                    # ...
                     written = (html_files(tmp_path / target) if flag == "--html"
                                else files_written(tmp_path / target) + [tmp_path / target])
                     try:
