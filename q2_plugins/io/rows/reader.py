@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
+from q2_plugins.io.inputs import FORMATS, InputFormatError, ReadError, read_records
+from q2_plugins.io.outputs import meta_path
 from q2_plugins.io.rows.layout import ROW_FIELD
 from q2_plugins.metric.results import EXPLANATION_FIELDS, RESULT_FIELDS, ResponseResult
 
@@ -24,7 +26,6 @@ class ResultRows:
     """A result file as :func:`read_results` reads it: its rows, its sidecar (None without one) and notes on what
     could not be read. A row with a ``status`` is a result row with typed result fields; an unreadable record is
     ``{"__error__": message}``; any other row (an id / score file of another metric) is as the file holds it."""
-
     path: Path
     rows: list[dict[str, Any]]
     meta: Optional[dict[str, Any]] = None
@@ -68,8 +69,6 @@ def read_results(path: str | Path, *, score_field: str = "score") -> ResultRows:
 
 def scan_results(path: str | Path, *, score_field: str = "score") -> Iterator[dict[str, Any]]:
     """The rows :func:`read_results` reads, one at a time (memory bounded by one row), checked as it checks them."""
-    from q2_plugins.io.inputs import FORMATS, InputFormatError
-
     path = Path(path)
     _check_results_path(path)
     files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS) \
@@ -87,8 +86,6 @@ def scan_results(path: str | Path, *, score_field: str = "score") -> Iterator[di
 
 def read_sidecar(path: str | Path) -> tuple[Optional[dict[str, Any]], list[str]]:
     """A result file's sidecar ``PATH.meta.json`` (None without a readable one) and notes on what went wrong."""
-    from q2_plugins.io.outputs import meta_path
-
     meta = meta_path(path)
     if not meta.is_file():
         return None, []
@@ -103,8 +100,6 @@ def read_sidecar(path: str | Path) -> tuple[Optional[dict[str, Any]], list[str]]
 
 def _check_results_path(path: Path) -> None:
     """A path the readers can take: it exists, is no ``.partial``, and its extension names a format."""
-    from q2_plugins.io.inputs import FORMATS, InputFormatError
-
     if path.name.endswith(".partial"):
         raise InputFormatError(f"{path} is a .partial file: still being written or left by a stopped run; read "
                                f"{path.name.removesuffix('.partial')} once the run is done (a stopped q2 score run "
@@ -118,8 +113,6 @@ def _check_results_path(path: Path) -> None:
 
 def _check_row(path: Path, where: str, row: Any, score_field: str) -> None:
     """A row the readers can take: a record that was read, an object, a result row or a score row."""
-    from q2_plugins.io.inputs import InputFormatError, ReadError
-
     if not isinstance(row, dict):
         raise InputFormatError(f"{path} {where} is a JSON {type(row).__name__}, expected an object (a result row)")
     if isinstance(row, ReadError):  # (the message names its line)
@@ -133,8 +126,6 @@ def _check_row(path: Path, where: str, row: Any, score_field: str) -> None:
 def _raw_rows(path: Path) -> Iterable[tuple[str, Any]]:
     """``(where, record)`` per record of one file as it holds it (``line N`` for JSONL / CSV read by
     :func:`q2_plugins.io.inputs.read_records`, ``row N`` in Parquet, ``record N`` in a JSON document)."""
-    from q2_plugins.io.inputs import InputFormatError
-
     if path.suffix.lower() == ".parquet":
         try:
             import pyarrow.parquet as pq
@@ -156,16 +147,12 @@ def _raw_rows(path: Path) -> Iterable[tuple[str, Any]]:
 
 
 def _records(path: Path, kind: str) -> Iterable[tuple[str, Any]]:
-    from q2_plugins.io.inputs import read_records
-
     with path.open("rb") as f:
         for n, row in read_records(f, kind, rename=False):
             yield f"line {n}", row
 
 
 def _parquet_rows(path: Path, parquet: Any) -> Iterable[tuple[str, Any]]:
-    from q2_plugins.io.inputs import InputFormatError
-
     n = 0
     try:
         for batch in parquet.iter_batches(batch_size=4096):
@@ -194,8 +181,6 @@ def _typed(row: Any) -> Any:
     """A result row with its result fields of the declared types (a CSV cell "0.5" -> 0.5, "" -> None, JSON text of
     an explanation -> its value); a legacy or nested result row first brought to the one layout. A value that is not
     of its type stays as it is, for the reader to reject."""
-    from q2_plugins.io.inputs import ReadError
-
     if not isinstance(row, dict) or isinstance(row, ReadError):
         return row
     if "status" not in row:
