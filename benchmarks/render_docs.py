@@ -4,8 +4,9 @@
 Every figure of a benchmark run that the docs show comes from one results file: the pipeline runs' JSON
 (``bench_n16_<commit>.json``, with the ceilings and targets derived by ``bench_derive.py``, as
 ``bench_pipeline.py --from-json`` prints them), ``bench_linear.txt``, the Ray, lm-eval, significance, report and
-training benchmarks' files. The page is generated whole (the user pages link to it and quote no figure); each
-section names its results files with the CPU / GPU they ran on and the commit they measured. ``--check`` rewrites
+training benchmarks' files. The page is generated whole (the user pages link to it, quote no figure and say what
+the figures mean); each section is one line saying what was measured, the command that reproduces it and the results
+files with the CPU / GPU they ran on and the commit they measured, then tables of the figures. ``--check`` rewrites
 nothing and exits 1 with a diff when the page is not what the results render, or when a results file is rendered
 nowhere (and not listed in ``NOT_RENDERED`` with the reason).
 
@@ -189,16 +190,37 @@ TORCH_TARGET = "fp32 batched / per-item on PyTorch's matmul (as the original)"
 BF16_TORCH_TARGET = "bf16 speed-up over the fp32 per-item reference on PyTorch's matmul"
 
 
+def table(head: Sequence[str], rows: Sequence[Sequence[Any]], right: Sequence[int] = ()) -> str:
+    """A Markdown table: ``right`` lists the columns aligned right (figures)."""
+    rule = "|".join("---:" if i in right else "---" for i in range(len(head)))
+    out = ["| " + " | ".join(head) + " |", f"|{rule}|"]
+    out += ["| " + " | ".join(str(c) for c in row) + " |" for row in rows]
+    return "\n".join(out) + "\n"
+
+
+def what(measured: str, command: str | Sequence[str], where: str) -> str:
+    """A section's one line: what was measured, the command(s) that reproduce it, where it ran."""
+    commands = [command] if isinstance(command, str) else list(command)
+    said = "Command" if len(commands) == 1 else "Commands"
+    return wrap(f"{measured}. {said}: {', '.join(f'`{c}`' for c in commands)}. {where}") + "\n"
+
+
+def command_of(recorded: str) -> str:
+    """A recorded benchmark command, run from the checkout's root, without this machine's paths."""
+    cmd = re.sub(r" --(models-dir|data|json) \S+", "", recorded.strip())
+    return cmd if cmd.startswith("python ") else "python benchmarks/" + cmd
+
+
 def run_tables(res: Results) -> str:
     name = MAIN_RUN
     r = res.run(name)
     m, tk, s = r["modes"], r["torch_kernels"], r["settings"]
     flags = " ".join(f"--{k.replace('_', '-')}" for k in ("bf16", "int8", "torch_kernels") if s.get(k))
-    head = (f"Figures from one run (`--n {s['n']} --scale {s['scale']} {flags}`, {cpu_of(name, r)}, torch "
-            f"{r['machine']['torch'].split('+')[0].rsplit('.', 1)[0]} CPU, at commit "
-            f"{commit_of(name, r)}; its JSON is `benchmarks/results/{name}`, and `--from-json` on it re-prints the figures "
-            f"with the derived ceilings). The N={s['n']} responses are every {s['scale']}th of the "
-            f"{r['scaling']['n_big']} of the scaling run, spread over the four annotated subsets.")
+    head = what(f"Each mode of `q2 score`'s pipeline on {s['n']} real WoW responses (every {s['scale']}th of the "
+                f"{r['scaling']['n_big']} of the scaling run) with random-weight models of the paper's sizes",
+                f"python benchmarks/bench_pipeline.py --n {s['n']} --scale {s['scale']} {flags}",
+                f"{source(res, name)[:-1]}, torch {r['machine']['torch'].split('+')[0].rsplit('.', 1)[0]} CPU "
+                f"(`--from-json` on the file re-prints the figures with the derived ceilings).")
     rows = [("per-item, PyTorch's matmul (how the original runs)", tk["per_item"], False),
             ("per-item reference (`--per-item`)", m["per_item"], False),
             ("batched, PyTorch's matmul (`--cpu-kernels torch`)", tk["batched"], False),
@@ -206,8 +228,7 @@ def run_tables(res: Results) -> str:
             ("re-run from the cache", m["cached"], False),
             ("batched, bf16", r["bf16"], False),
             ("batched, dynamic int8 (on PyTorch's matmul)", r["int8"], False)]
-    table = ["| mode | wall s | resp/s | in forwards | QG s | QA s | NLI s | spaCy s |",
-             "|---|---:|---:|---:|---:|---:|---:|---:|"]
+    modes = []
     for label, run, bold in rows:
         st = run["stage_s"]
         if run is m["cached"]:
@@ -218,7 +239,7 @@ def run_tables(res: Results) -> str:
                 wall, rps = f"**{wall}**", f"**{rps}**"
             cells = [wall, rps, pct(run["forward_share"]), sec(st["qg"]), sec(st["qa"]), sec(st["nli"]),
                      sec(st["candidates"] + st["personal"])]
-        table.append(f"| {label} | " + " | ".join(cells) + " |")
+        modes.append([label] + cells)
 
     same = r["identical_per_item_vs_batched"]
     identical = [k for k, v in (("results", same["results"]), ("raw model outputs", same["raw_model_outputs"]),
@@ -227,137 +248,152 @@ def run_tables(res: Results) -> str:
     low = [role.upper() for role in ("qg", "nli", "qa") if not met(r, f"{role} stage share of the fp32 matmul peak")]
     tok = sc["token_ratio"]
     targets = [
-        "| target | goal | measured | |", "|---|---|---:|---|",
-        f"| fp32 batched / per-item, same kernels | >= 2x, same scores | {x(r['speedup_batched_vs_per_item'])} "
-        f"(ceiling {x(c['fp32_speedup_ceiling_vs_per_item'])}, below); "
-        f"{', '.join(identical[:-1]) + ' and ' + identical[-1] if len(identical) > 1 else ''.join(identical)} "
-        f"identical | {shown(met(r, 'fp32 batched / per-item speed-up'))} |",
-        f"| fp32 batched / per-item on PyTorch's matmul (as the original ran) | >= 2x | "
-        f"{x(tk['speedup_batched_vs_torch_per_item'])} | "
-        f"{shown(met(r, TORCH_TARGET))} |",
-        f"| each model stage, share of the fp32 matmul peak ({r['peak_gflops']['float32']:.0f} GFLOP/s) | >= 80% | "
-        f"QA {pct(eff['qa']['share_of_peak'])}, QG {pct(eff['qg']['share_of_peak'])}, "
-        f"NLI {pct(eff['nli']['share_of_peak'])} | {shown(not low, ' (' + ', '.join(low) + ')')} |",
-        f"| bf16 / fp32 per-item, same kernels | >= 4x | {x(r['bf16']['speedup_vs_fp32_per_item'])} (ceiling "
-        f"{x(c['bf16_speedup_ceiling_vs_per_item'])}; {x(r['bf16']['speedup_vs_fp32_batched'])} the fp32 batched "
-        f"run) | {shown(met(r, 'bf16 speed-up over the fp32 per-item reference'))} |",
-        f"| bf16 / fp32 per-item on PyTorch's matmul | >= 4x | {x(tk['per_item']['wall_s'] / r['bf16']['wall_s'])} | "
-        f"{shown(met(r, BF16_TORCH_TARGET))} |",
-        f"| wall time inside model forward passes | >= 75% | {pct(m['batched']['forward_share'])} | "
-        f"{shown(met(r, 'share of batched wall time inside model forwards'))} |",
-        f"| cached re-run / first run | >= 50x | {rounded(r['speedup_cached_vs_first'])}x | "
-        f"{shown(met(r, 'cached re-run speed-up'))} |",
-        f"| peak RSS, three fp32 paper-size models loaded | <= 4 GB | {r['peak_rss_gb_fp32']:.2f} GB "
-        f"({r['current_rss_after_loading_gb']:.2f} GB resident after loading) | "
-        f"{shown(met(r, 'peak RSS with the three fp32 models, GB'))} |",
-        f"| {sc['n_big']} / {sc['n']} responses | <= 10.5x the time | {x(sc['time_ratio'])} (for "
-        f"{tok['qa']:.1f}x the QA tokens, {tok['qg']:.1f}x QG, {tok['nli']:.1f}x NLI) | "
-        f"{shown(met(r, 'time for 10x the responses / time for N'))} |",
-        f"| QG questions identical to the library's `generate` | - | "
-        f"{g['inputs'] - g['inputs_with_other_questions']} of {g['inputs']} inputs | |",
+        ["fp32 batched / per-item, same kernels", ">= 2x, same scores",
+         f"{x(r['speedup_batched_vs_per_item'])} (ceiling {x(c['fp32_speedup_ceiling_vs_per_item'])}); "
+         f"{', '.join(identical[:-1]) + ' and ' + identical[-1] if len(identical) > 1 else ''.join(identical)} "
+         f"identical", shown(met(r, 'fp32 batched / per-item speed-up'))],
+        ["fp32 batched / per-item on PyTorch's matmul (as the original ran)", ">= 2x",
+         x(tk['speedup_batched_vs_torch_per_item']), shown(met(r, TORCH_TARGET))],
+        [f"each model stage, share of the fp32 matmul peak ({r['peak_gflops']['float32']:.0f} GFLOP/s)", ">= 80%",
+         f"QA {pct(eff['qa']['share_of_peak'])}, QG {pct(eff['qg']['share_of_peak'])}, "
+         f"NLI {pct(eff['nli']['share_of_peak'])}", shown(not low, ' (' + ', '.join(low) + ')')],
+        ["bf16 / fp32 per-item, same kernels", ">= 4x",
+         f"{x(r['bf16']['speedup_vs_fp32_per_item'])} (ceiling {x(c['bf16_speedup_ceiling_vs_per_item'])}; "
+         f"{x(r['bf16']['speedup_vs_fp32_batched'])} the fp32 batched run)",
+         shown(met(r, 'bf16 speed-up over the fp32 per-item reference'))],
+        ["bf16 / fp32 per-item on PyTorch's matmul", ">= 4x", x(tk['per_item']['wall_s'] / r['bf16']['wall_s']),
+         shown(met(r, BF16_TORCH_TARGET))],
+        ["wall time inside model forward passes", ">= 75%", pct(m['batched']['forward_share']),
+         shown(met(r, 'share of batched wall time inside model forwards'))],
+        ["cached re-run / first run", ">= 50x", f"{rounded(r['speedup_cached_vs_first'])}x",
+         shown(met(r, 'cached re-run speed-up'))],
+        ["peak RSS, three fp32 paper-size models loaded", "<= 4 GB",
+         f"{r['peak_rss_gb_fp32']:.2f} GB ({r['current_rss_after_loading_gb']:.2f} GB resident after loading)",
+         shown(met(r, 'peak RSS with the three fp32 models, GB'))],
+        [f"{sc['n_big']} / {sc['n']} responses", "<= 10.5x the time",
+         f"{x(sc['time_ratio'])} (for {tok['qa']:.1f}x the QA tokens, {tok['qg']:.1f}x QG, {tok['nli']:.1f}x NLI)",
+         shown(met(r, 'time for 10x the responses / time for N'))],
+        ["QG questions identical to the library's `generate`", "-",
+         f"{g['inputs'] - g['inputs_with_other_questions']} of {g['inputs']} inputs", ""],
     ]
-    return wrap(head) + "\n\n" + "\n".join(table) + "\n\n" + "\n".join(targets) + "\n"
+    return (head + "\n" + table(["mode", "wall s", "resp/s", "in forwards", "QG s", "QA s", "NLI s", "spaCy s"],
+                                modes, right=range(1, 8))
+            + "\n" + table(["target", "goal", "measured", ""], targets, right=(2,)))
 
 
 def where_time_goes(res: Results) -> str:
     r, r2, lin = res.run(MAIN_RUN), res.run(SECOND_RUN), res.linear()
-    m, tk, c, eff = r["modes"], r["torch_kernels"], r["ceilings"], r["stage_efficiency_batched_fp32"]
-    reach = ("out of reach" if c["fp32_speedup_ceiling_vs_per_item"] < 2 and c["bf16_speedup_ceiling_vs_per_item"] < 4
-             else "within reach")
-    qa_per_item = eff["qa"]["gflop"] / m["per_item"]["call_s"]["qa"] / r["peak_gflops"]["float32"]
-    out = [
-        f"- **The same-kernel targets are {reach} on this machine.** The batched run computes "
-        f"{c['gflop']:,.0f} GFLOP; at 100% of the fp32 matmul peak, plus its {sec(c['outside_model_calls_s'])} s "
-        f"outside model calls, that is {sec(c['fp32_seconds_at_peak'])} s: "
-        f"{x(c['fp32_speedup_ceiling_vs_per_item'])} the per-item run. In bf16 at 100% of its peak: "
-        f"{sec(c['bf16_seconds_at_peak'])} s, {x(c['bf16_speedup_ceiling_vs_per_item'])}. The per-item mode is itself "
-        f"fast because QA is {pct(eff['qa']['gflop'] / c['gflop'])} of the work and one QA window is already tens of "
-        f"rows of 2048-wide products (per-item QA runs at {pct(qa_per_item)} of the peak). The targets were set "
-        f"against a per-item reference on PyTorch's matmul, how the original runs: against that one, batched is "
-        f"{x(tk['speedup_batched_vs_torch_per_item'])} and bf16 {x(tk['per_item']['wall_s'] / r['bf16']['wall_s'])}. "
-        f"Whoever owns the targets should say which reference they mean; both are printed.",
+    runs = (r, r2)
+
+    def same_all(rr: dict[str, Any]) -> bool:
+        same = rr["identical_per_item_vs_batched"]
+        return all(same[k] for k in ("results", "raw_model_outputs", "input_tokens"))
+
+    def need(rr: dict[str, Any]) -> float:
+        """The share of the fp32 peak the batched run's FLOPs would need, on average, for 2x the per-item run."""
+        cc = rr["ceilings"]
+        return cc["gflop"] / (rr["modes"]["per_item"]["wall_s"] / 2 - cc["outside_model_calls_s"]) \
+            / rr["peak_gflops"]["float32"]
+
+    def g(rr: dict[str, Any]) -> dict[str, Any]:
+        return rr["qg_vs_library_generate"]
+
+    def qa_per_item(rr: dict[str, Any]) -> float:
+        e = rr["stage_efficiency_batched_fp32"]["qa"]
+        return e["gflop"] / rr["modes"]["per_item"]["call_s"]["qa"] / rr["peak_gflops"]["float32"]
+
+    facts = [
+        ("fp32 matmul peak, GFLOP/s", lambda rr: f"{rr['peak_gflops']['float32']:.0f}"),
+        ("bf16 matmul peak, GFLOP/s", lambda rr: f"{rr['peak_gflops']['bfloat16']:.0f}"),
+        ("per-item s", lambda rr: sec(rr["modes"]["per_item"]["wall_s"])),
+        ("batched s (batched / per-item)", lambda rr: f"{sec(rr['modes']['batched']['wall_s'])} "
+                                                      f"({x(rr['speedup_batched_vs_per_item'])})"),
+        ("bf16 s (fp32 per-item / bf16)", lambda rr: f"{sec(rr['bf16']['wall_s'])} "
+                                                     f"({x(rr['bf16']['speedup_vs_fp32_per_item'])})"),
+        ("per-item on PyTorch's matmul s (/ batched default)",
+         lambda rr: f"{sec(rr['torch_kernels']['per_item']['wall_s'])} "
+                    f"({x(rr['torch_kernels']['speedup_batched_vs_torch_per_item'])})"),
+        ("batched run's GFLOP", lambda rr: f"{rr['ceilings']['gflop']:,.0f}"),
+        ("outside model calls s", lambda rr: sec(rr["ceilings"]["outside_model_calls_s"])),
+        ("fp32 at 100% of the peak: s (ceiling over per-item)",
+         lambda rr: f"{sec(rr['ceilings']['fp32_seconds_at_peak'])} "
+                    f"({x(rr['ceilings']['fp32_speedup_ceiling_vs_per_item'])})"),
+        ("bf16 at 100% of the peak: s (ceiling over per-item)",
+         lambda rr: f"{sec(rr['ceilings']['bf16_seconds_at_peak'])} "
+                    f"({x(rr['ceilings']['bf16_speedup_ceiling_vs_per_item'])})"),
+        ("share of the peak 2x over per-item needs", lambda rr: pct(need(rr))),
+        ("QA's share of the GFLOP", lambda rr: pct(rr["stage_efficiency_batched_fp32"]["qa"]["gflop"]
+                                                    / rr["ceilings"]["gflop"])),
+        ("per-item QA, share of the peak", lambda rr: pct(qa_per_item(rr))),
+        ("batched stage shares of the peak, QA / QG / NLI",
+         lambda rr: " / ".join(pct(stage_share(rr, k)) for k in ("qa", "qg", "nli"))),
+        ("QG s, our beam search / `generate`",
+         lambda rr: f"{sec(g(rr)['own_call_s'])} / {sec(g(rr)['library_call_s'])}"),
+        ("QG inputs with other questions than `generate`'s",
+         lambda rr: f"{g(rr)['inputs_with_other_questions']} of {g(rr)['inputs']}"),
+        ("results, raw outputs and input tokens identical", lambda rr: "yes" if same_all(rr) else "NO"),
+        (f"{r['scaling']['n_big']} responses, time over {r['settings']['n']}",
+         lambda rr: x(rr["scaling"]["time_ratio"])),
+        ("peak RSS GB", lambda rr: f"{rr['peak_rss_gb_fp32']:.2f}"),
     ]
-    m2, tk2, c2, g2 = r2["modes"], r2["torch_kernels"], r2["ceilings"], r2["qg_vs_library_generate"]
-    pairs = [(m["per_item"], m2["per_item"]), (m["batched"], m2["batched"]), (r["bf16"], r2["bf16"]),
-             (r["int8"], r2["int8"]), (tk["per_item"], tk2["per_item"]), (tk["batched"], tk2["batched"])]
-    slower = [b["wall_s"] / a["wall_s"] - 1 for a, b in pairs]
-    same = r2["identical_per_item_vs_batched"]
-    need = c2["gflop"] / (m2["per_item"]["wall_s"] / 2 - c2["outside_model_calls_s"]) / r2["peak_gflops"]["float32"]
-    again = " again" if x(r2["speedup_batched_vs_per_item"]) == x(r["speedup_batched_vs_per_item"]) else ""
-    out.append(
-        f"- **A second run** (same command, at {commit(SECOND_RUN)}, `benchmarks/results/{SECOND_RUN}`), in a "
-        f"{'slower' if min(slower) > 0 else 'different'} hour of this shared machine: the modes took "
-        f"{span([100 * v for v in slower])}% longer against a matmul peak measured about the same "
-        f"({r2['peak_gflops']['float32']:.0f} GFLOP/s). Per-item {sec(m2['per_item']['wall_s'])} s, batched "
-        f"{sec(m2['batched']['wall_s'])} s ({x(r2['speedup_batched_vs_per_item'])}{again}), bf16 "
-        f"{sec(r2['bf16']['wall_s'])} s ({x(r2['bf16']['speedup_vs_fp32_per_item'])}), per-item on PyTorch's matmul "
-        f"{sec(tk2['per_item']['wall_s'])} s (the default is {x(tk2['speedup_batched_vs_torch_per_item'])} that); "
-        f"results, raw outputs and input tokens "
-        f"{'identical' if all(same[k] for k in ('results', 'raw_model_outputs', 'input_tokens')) else 'NOT identical'}"
-        f"; QG {sec(g2['own_call_s'])} s against `generate`'s {sec(g2['library_call_s'])} s, "
-        f"{'same questions for all' if not g2['inputs_with_other_questions'] else 'other questions for some'} of its "
-        f"{g2['inputs']} inputs; {r2['scaling']['n_big']} responses {x(r2['scaling']['time_ratio'])} the time; peak "
-        f"RSS {r2['peak_rss_gb_fp32']:.2f} GB; stage shares QA {pct(stage_share(r2, 'qa'))}, QG "
-        f"{pct(stage_share(r2, 'qg'))}, NLI {pct(stage_share(r2, 'nli'))}. Its ceilings are "
-        f"{x(c2['fp32_speedup_ceiling_vs_per_item'])} (fp32) and {x(c2['bf16_speedup_ceiling_vs_per_item'])} (bf16) "
-        f"because its per-item run was the slower: 2x would need the batched run's FLOPs, attention and beam "
-        f"selection included, at {pct(need)} of the peak rate on average, while QA, the best-fed stage, reaches "
-        f"{span([100 * stage_share(rr, 'qa') for rr in (r, r2)])}%.")
-    five = [row for row in lin if row["rows"] == 5]
+    out = [wrap(f"The two paper-size runs of the command above ({commit(MAIN_RUN)}, and {commit(SECOND_RUN)}: "
+                f"`benchmarks/results/{SECOND_RUN}`, {cpu_of(SECOND_RUN, r2)}); ceilings from `bench_derive.py`."), "",
+           table(["", commit(MAIN_RUN), commit(SECOND_RUN)], [[label, f(r), f(r2)] for label, f in facts], (1, 2))]
+
+    tk = r["torch_kernels"]
     d = tk["decisions_vs_onednn"]
     unchanged = not (d["qa_span_changed"] or d["nli_label_changed"] or d["qg_beams_changed"])
-    out.append(
-        f"- **Packed oneDNN Linear layers** (with the one-pass GELU): the same runs on PyTorch's matmul and the "
-        f"models' own activations take {x(tk['speedup_onednn_vs_torch_per_item'])} longer per-item and "
-        f"{x(tk['speedup_onednn_vs_torch_batched'])} longer batched, with "
-        f"{'identical' if tk['identical_results_vs_onednn'] else 'different'} results and "
-        f"{'no changed QA span, NLI label or QG beam' if unchanged else 'some changed decisions'}. PyTorch's float32 "
-        f"matmul here reaches {span(torch_peaks((r, r2), 'torch'))} GFLOP/s on a 2048x2048 product (at the start and "
-        f"end of the two runs) and {span([row['torch'] for row in lin])} on the models' Linear shapes (the 5-row steps "
-        f"of a one-input beam search are the worst, {span([row['torch'] for row in five])}); oneDNN against a packed "
-        f"weight reaches {span(torch_peaks((r, r2), 'onednn'))}, and {span([row['onednn'] for row in lin])} on the "
-        f"same shapes, {span([row['speedup'] for row in lin], '{:.1f}')}x faster (`benchmarks/bench_linear.py`, "
-        f"`benchmarks/results/{LINEAR}`). The peak and whole runs move between runs on this shared machine (the "
-        f"second run above), so share figures carry several points of noise.")
-    bf = r["bf16"]["efficiency"]
-    qa_pad = eff["qa"]["padding_share"]
-    qa_padding = f"with {pct(qa_pad)} of its positions padding" if qa_pad else "with no padding computed"
-    out.append(
-        f"- **QA** (ALBERT-xlarge, {eff['qa']['gflop'] / m['batched']['tokens']['qa']['real']:.1f} GFLOP per token) at "
-        f"{eff['qa']['gflop_per_s']:.0f} GFLOP/s, {pct(eff['qa']['share_of_peak'])} of the peak, "
-        f"{qa_padding} (packed windows). bf16 QA reaches "
-        f"{pct(bf['qa']['share_of_peak'])} of the {r['peak_gflops']['bfloat16']:.0f} GFLOP/s bf16 peak.")
-    g = r["qg_vs_library_generate"]
-    out.append(
-        f"- **QG** at {eff['qg']['gflop_per_s']:.0f} GFLOP/s, {pct(eff['qg']['share_of_peak'])} "
-        f"({pct(eff['qg']['gflop'] / g['library_call_s'] / r['peak_gflops']['float32'])} with the library's "
-        f"`generate`). Our beam search takes {sec(g['own_call_s'])} s where `generate` takes "
-        f"{sec(g['library_call_s'])} s on the same {g['inputs']} inputs, with "
-        f"{'the same' if not g['inputs_with_other_questions'] else 'other'} questions for "
-        f"{'all' if not g['inputs_with_other_questions'] else 'some'} of them. The encoder runs per length-sorted "
-        f"batch: {100 * eff['qg']['padding_share']:.1f}% of its input positions "
-        f"are padding.")
-    w = m["batched"]["work"]
-    out.append(
-        f"- **NLI** has {w['nli_inputs']} short pairs at this size ({eff['nli']['gflop']:.0f} GFLOP, "
-        f"{sec(eff['nli']['call_s'])} s, {m['batched']['tokens']['nli']['real']} input tokens), so its share of the "
-        f"peak moves most between runs (the two above); a larger run has larger NLI passes.")
-    b, i = r["bf16"]["decisions_vs_fp32"], r["int8"]["decisions_vs_fp32"]
+    five = [row for row in lin if row["rows"] == 5]
+    kernels = [
+        ["time on PyTorch's matmul / packed oneDNN, per-item", x(tk["speedup_onednn_vs_torch_per_item"])],
+        ["time on PyTorch's matmul / packed oneDNN, batched", x(tk["speedup_onednn_vs_torch_batched"])],
+        ["results identical", "yes" if tk["identical_results_vs_onednn"] else "no"],
+        ["QA spans, NLI labels, QG beams changed", "none" if unchanged else "some"],
+        ["2048 x 2048 float32 product, PyTorch's matmul GFLOP/s (start and end of both runs)",
+         span(torch_peaks(runs, "torch"))],
+        ["2048 x 2048 float32 product, oneDNN packed GFLOP/s", span(torch_peaks(runs, "onednn"))],
+        ["the models' Linear shapes, PyTorch's matmul GFLOP/s (5-row beam steps)",
+         f"{span([row['torch'] for row in lin])} ({span([row['torch'] for row in five])})"],
+        ["the models' Linear shapes, oneDNN packed GFLOP/s", span([row["onednn"] for row in lin])],
+    ]
+    out += ["", "Packed oneDNN Linear layers (the default, with the one-pass GELU) against PyTorch's matmul and the "
+                f"models' own activations, run {commit(MAIN_RUN)}:", "", table(["", ""], kernels, (1,))]
 
-    nli = "none" if b["nli_label_changed"] == i["nli_label_changed"] == 0 else \
-        f"{pct(b['nli_label_changed'])} and {pct(i['nli_label_changed'])}"
-    q2 = (r["bf16"]["q2_abs_diff_mean"], r["int8"]["q2_abs_diff_mean"])
-    out.append(
-        f"- bf16 and int8 change model decisions through rounding. Measured here on random weights: QA spans changed "
-        f"for {pct(b['qa_span_changed'])} (bf16) and {pct(i['qa_span_changed'])} (int8) of questions, QG beams for "
-        f"{pct(b['qg_beams_changed'])} and {pct(i['qg_beams_changed'])} of inputs, NLI labels for "
-        f"{nli}, Q² "
-        f"{'not at all' if not any(q2) else f'by {q2[0]:.3f} and {q2[1]:.3f} on average'}; random-weight models have "
-        f"nearly flat logits, so the span and beam figures overstate what trained models do, and the filter and NLI "
-        f"figures say little (random models almost never pass the filter or move off one label). Measure on the real "
-        f"models before switching a study to bf16. int8 (`torch.ao` dynamic quantization) is benchmark-only: torch "
-        f"deprecates that API.")
-    return "\n".join(wrap(bullet) for bullet in out) + "\n"
+    lin_text = res.text(LINEAR)
+    out += [what("The models' Linear shapes alone, PyTorch's `F.linear` against oneDNN with a packed weight",
+                 "python benchmarks/bench_linear.py",
+                 f"{source(res, LINEAR)[:-1]}; {lin_text.splitlines()[0].strip()}."),
+            "\n".join(line for line in lin_text.splitlines() if line.startswith("|")) + "\n"]
+
+    m, eff, bf = r["modes"], r["stage_efficiency_batched_fp32"], r["bf16"]["efficiency"]
+    gg, w = g(r), m["batched"]["work"]
+    stages = [
+        ["QA (ALBERT-xlarge)", f"{eff['qa']['gflop']:,.0f}", f"{eff['qa']['gflop_per_s']:.0f}",
+         pct(eff["qa"]["share_of_peak"]), f"{100 * eff['qa']['padding_share']:.1f}%",
+         pct(bf["qa"]["share_of_peak"]),
+         f"{eff['qa']['gflop'] / m['batched']['tokens']['qa']['real']:.1f} GFLOP per token; packed windows"],
+        ["QG", f"{eff['qg']['gflop']:,.0f}", f"{eff['qg']['gflop_per_s']:.0f}", pct(eff["qg"]["share_of_peak"]),
+         f"{100 * eff['qg']['padding_share']:.1f}%", pct(bf["qg"]["share_of_peak"]),
+         f"{pct(eff['qg']['gflop'] / gg['library_call_s'] / r['peak_gflops']['float32'])} of the peak with "
+         f"`generate`; encoder per length-sorted batch"],
+        ["NLI", f"{eff['nli']['gflop']:,.0f}", f"{eff['nli']['gflop_per_s']:.0f}", pct(eff["nli"]["share_of_peak"]),
+         f"{100 * eff['nli']['padding_share']:.1f}%", pct(bf["nli"]["share_of_peak"]),
+         f"{w['nli_inputs']} pairs, {m['batched']['tokens']['nli']['real']} input tokens, "
+         f"{sec(eff['nli']['call_s'])} s"],
+    ]
+    out += ["", f"Model stages of the batched run {commit(MAIN_RUN)}:", "",
+            table(["stage", "GFLOP", "GFLOP/s", "share of fp32 peak", "padding", "bf16: share of bf16 peak", ""],
+                  stages, (1, 2, 3, 4, 5))]
+
+    b, i = r["bf16"]["decisions_vs_fp32"], r["int8"]["decisions_vs_fp32"]
+    decisions = [["QA spans changed (of questions)", pct(b["qa_span_changed"]), pct(i["qa_span_changed"])],
+                 ["QG beams changed (of inputs)", pct(b["qg_beams_changed"]), pct(i["qg_beams_changed"])],
+                 ["NLI labels changed", pct(b["nli_label_changed"]), pct(i["nli_label_changed"])],
+                 ["Q² mean absolute difference", f"{r['bf16']['q2_abs_diff_mean']:.3f}",
+                  f"{r['int8']['q2_abs_diff_mean']:.3f}"]]
+    out += ["", f"Decisions changed against fp32, random-weight models, run {commit(MAIN_RUN)} (int8: `torch.ao` "
+                "dynamic quantization, benchmark-only):", "", table(["", "bf16", "int8"], decisions, (1, 2))]
+    return "\n".join(out)
 
 
 # The same fp32 command at the commit before the restructure and after it, alternating on one machine.
@@ -366,44 +402,50 @@ RESTRUCTURE_RUNS = ["bench_n16_fp32_r1_6806de3.json", "bench_n16_fp32_r1_87ff5ac
 
 
 def restructure_check(res: Results) -> str:
-    rows = ["| run | commit | per-item s | batched s | batched / per-item | identical results | QG = `generate` |",
-            "|---|---|---:|---:|---:|---|---|"]
+    rows = []
     for name in RESTRUCTURE_RUNS:
         r = res.raw(name)
         m, same = r["modes"], r["identical_per_item_vs_batched"]
-        rows.append(f"| {name.split('_')[3]} | {commit(name)} | {m['per_item']['wall_s']:.1f} | "
-                    f"{m['batched']['wall_s']:.1f} | {x(r['speedup_batched_vs_per_item'])} | "
-                    f"{same['results'] and same['raw_model_outputs']} | "
-                    f"{r['qg_vs_library_generate']['inputs_with_other_questions'] == 0} |")
-    return "\n".join(rows) + "\n"
-
-
+        rows.append([name.split("_")[3], commit(name), f"{m['per_item']['wall_s']:.1f}",
+                     f"{m['batched']['wall_s']:.1f}",
+                     x(r["speedup_batched_vs_per_item"]), same["results"] and same["raw_model_outputs"],
+                     r["qg_vs_library_generate"]["inputs_with_other_questions"] == 0])
+    head = what("The same fp32 run at the commit before a restructure and after it, alternating on one machine "
+                "(a run that shared the CPU with other work shows as an outlier)",
+                "python benchmarks/bench_pipeline.py --n 16 --no-flops",
+                " ".join(source(res, name) for name in RESTRUCTURE_RUNS))
+    return head + "\n" + table(["run", "commit", "per-item s", "batched s", "batched / per-item",
+                                "identical results", "QG = `generate`"], rows, (2, 3, 4))
 
 
 def per_response(res: Results) -> str:
     """What one response costs in the batched default and in bf16, over the two paper-size runs (capacity planning)."""
-    runs = [(name, res.run(name)) for name in (MAIN_RUN, SECOND_RUN)]
-    rows = ["| run | cores | fp32 batched s / response | bf16 batched s / response | QA / QG / NLI s / response |",
-            "|---|---:|---:|---:|---|"]
-    for name, r in runs:
+    rows = []
+    for name in (MAIN_RUN, SECOND_RUN):
+        r = res.run(name)
         n, b = r["settings"]["n"], r["modes"]["batched"]
         st = b["stage_s"]
-        rows.append(f"| {commit_of(name)} | {r['machine']['cpu_count']} | {b['wall_s'] / n:.2f} | "
-                    f"{r['bf16']['wall_s'] / n:.2f} | {st['qa'] / n:.2f} / {st['qg'] / n:.2f} / {st['nli'] / n:.2f} |")
-    return "\n".join(rows) + "\n"
+        rows.append([commit_of(name), r["machine"]["cpu_count"], f"{b['wall_s'] / n:.2f}",
+                     f"{r['bf16']['wall_s'] / n:.2f}",
+                     f"{st['qa'] / n:.2f} / {st['qg'] / n:.2f} / {st['nli'] / n:.2f}"])
+    return (wrap("The batched default's wall time per response, and per stage, of the two paper-size runs above.")
+            + "\n\n" + table(["run", "cores", "fp32 batched s / response", "bf16 batched s / response",
+                              "QA / QG / NLI s / response"], rows, (1, 2, 3)))
 
 
 def before_after(res: Results) -> str:
     name = "bench_paper_before_after_27.json"
     d = res.raw(name)
-    rows = [f"`{d['command']}`; before = {d['before']}, after = {d['after']}.", "",
-            "| tree | run | per-item s | batched s | batched / per-item | identical results |",
-            "|---|---:|---:|---:|---:|---|"]
+    command, _, how = d["command"].partition(" (")
+    rows = []
     for run in d["runs"]:
         same = run["identical"]["results"] and run["identical"]["raw_model_outputs"]
-        rows.append(f"| {run['tree']} | {run['run']} | {run['per_item_s']:.1f} | {run['batched_s']:.1f} | "
-                    f"{x(run['batched_over_per_item'])} | {same} |")
-    return "\n".join(rows) + "\n"
+        rows.append([run["tree"], run["run"], f"{run['per_item_s']:.1f}", f"{run['batched_s']:.1f}",
+                     x(run["batched_over_per_item"]), same])
+    head = what(f"The same comparison for before = {d['before']}, after = {d['after']} ({how}",
+                command, source(res, name))
+    return head + "\n" + table(["tree", "run", "per-item s", "batched s", "batched / per-item", "identical results"],
+                               rows, (1, 2, 3, 4))
 
 
 RAY_RUNS = ["bench_ray_tiny_f79d892.json", "bench_ray_tiny.json", "bench_ray_tiny_quiet.json",
@@ -413,75 +455,78 @@ RAY_KINDS = [("single_process", "`q2 score` (one process)"), ("ray_1_actor", "`-
 
 
 def ray_runs(res: Results) -> str:
-    out = []
+    out, summary = [], []
     for name in RAY_RUNS:
         d = res.raw(name)
         s, sm = d["settings"], d["summary"]
-        out.append(f"**{s['sizes']} models, {s['n']} and {s['n_small']} rows, {s['ray_batch_size']} rows per scoring "
-                   f"call** ({source(res, name)})")
-        out.append("")
-        out.append(f"| run | rows/s, {s['n']} rows | marginal rows/s | fixed s | CPU s per row | fixed CPU s |")
-        out.append("|---|---:|---:|---:|---:|---:|")
+        out.append(what(f"{s['sizes'].capitalize()} models, {s['n']} and {s['n_small']} rows, "
+                        f"{s['ray_batch_size']} rows per scoring call", command_of(d["command"]), source(res, name)))
+        rows = []
         for key, label in RAY_KINDS:
             r = d["runs"][key]
-            marginal = "-" if r["marginal_rows_per_s"] is None else f"{r['marginal_rows_per_s']:.2f}"
-            fixed = "-" if r["fixed_s"] is None else f"{r['fixed_s']:.1f}"
-            out.append(f"| {label} | {r['rows_per_s']:.2f} | {marginal} | {fixed} | "
-                       f"{r['marginal_cpu_s_per_row']:.4f} | {r['fixed_cpu_s']:.1f} |")
+            rows.append([label, f"{r['rows_per_s']:.2f}",
+                         "-" if r["marginal_rows_per_s"] is None else f"{r['marginal_rows_per_s']:.2f}",
+                         "-" if r["fixed_s"] is None else f"{r['fixed_s']:.1f}",
+                         f"{r['marginal_cpu_s_per_row']:.4f}", f"{r['fixed_cpu_s']:.1f}"])
+        out.append(table(["run", f"rows/s, {s['n']} rows", "marginal rows/s", "fixed s", "CPU s per row",
+                          "fixed CPU s"], rows, range(1, 6)))
         same = sm["results_identical_to_single_process"]
-        out.append("")
-        out.append(wrap(
-            f"One actor over one process: {sm['ray_overhead_end_to_end']:+.0%} end to end, "
-            f"{sm['ray_overhead_marginal']:+.0%} marginally, {sm['ray_overhead_cpu_per_row']:+.0%} CPU per row; "
-            f"1 -> 2 actors: {x(sm['scaling_1_to_2_marginal'])} marginal, {x(sm['scaling_1_to_2_end_to_end'])} end "
-            f"to end; results identical to the single process's: "
-            f"{'yes' if all(same.values()) else 'NO (' + ', '.join(k for k, v in same.items() if not v) + ')'}."))
-        out.append("")
+        summary.append([f"`{name}`", f"{sm['ray_overhead_end_to_end']:+.0%}", f"{sm['ray_overhead_marginal']:+.0%}",
+                        f"{sm['ray_overhead_cpu_per_row']:+.0%}", x(sm["scaling_1_to_2_marginal"]),
+                        x(sm["scaling_1_to_2_end_to_end"]),
+                        "yes" if all(same.values()) else "NO (" + ", ".join(k for k, v in same.items() if not v) + ")"])
+    out.append("The runs above side by side: one actor against one process, and 1 -> 2 actors.\n")
+    out.append(table(["results file", "1 actor / process, end to end", "marginal", "CPU per row",
+                      "1 -> 2 actors, marginal", "end to end", "results identical to one process"],
+                     summary, range(1, 6)))
     return "\n".join(out)
 
 
 def ray_startup(res: Results) -> str:
     name = "bench_ray_startup_tiny.json"
     d = res.raw(name)
-    rows = [source(res, name), "", "| command (commit) | runs s | median s |", "|---|---|---:|"]
-    for key, runs in d["cli_s"].items():
-        rows.append(f"| `{key}` | {', '.join(f'{v:.1f}' for v in runs)} | {d['cli_median_s'][key]:.1f} |")
+    rows = [[f"`{key}`", ", ".join(f"{v:.1f}" for v in runs), f"{d['cli_median_s'][key]:.1f}"]
+            for key, runs in d["cli_s"].items()]
     steps = d["steps_median_s"]
-    rows += ["", "Steps of one `--engine ray` run, medians (s): " +
-             ", ".join(f"{k.replace('_', ' ')} {v:.1f}" for k, v in steps.items()) + "."]
-    return "\n".join(rows) + "\n"
+    return (what("`q2 score` on 2 rows with tiny models, in one process and on the Ray engine, at two commits",
+                 command_of(d["command"]), source(res, name)) + "\n"
+            + table(["command (commit)", "runs s", "median s"], rows, (2,)) + "\n"
+            + "Steps of one `--engine ray` run, medians:\n\n"
+            + table([k.replace("_", " ") + " s" for k in steps], [[f"{v:.1f}" for v in steps.values()]],
+                    range(len(steps))))
 
 
 RAY_ACTOR = ["bench_ray_actor_paper_8d6f2ec.json", "bench_ray_actor_tiny_8d6f2ec.json"]
 
 
 def ray_actor(res: Results) -> str:
-    rows = ["| models | rows, rows per call | one process s | Ray actor s | actor / process | without the first "
-            "batch | outside the batches s | scores identical | source |",
-            "|---|---|---:|---:|---:|---:|---:|---|---|"]
+    rows, commands = [], []
     for name in RAY_ACTOR:
         d = res.raw(name)
         s = d["settings"]
-        rows.append(f"| {s['sizes']} | {s['n']}, {s['batch_size']} | {d['batches_s']['in_process']:.1f} | "
-                    f"{d['batches_s']['ray_actor']:.1f} | {d['actor_over_in_process'] - 1:+.0%} | "
-                    f"{d['actor_over_in_process_after_first_batch'] - 1:+.0%} | {d['ray_wall_outside_batches_s']:.1f} | "
-                    f"{d['scores_identical']} | {source(res, name)} |")
-    return "\n".join(rows) + "\n"
+        commands.append(f"`python benchmarks/bench_ray_actor.py --sizes {s['sizes']} --n {s['n']} "
+                        f"--batch-size {s['batch_size']}`")
+        rows.append([s["sizes"], f"{s['n']}, {s['batch_size']}", f"{d['batches_s']['in_process']:.1f}",
+                     f"{d['batches_s']['ray_actor']:.1f}", f"{d['actor_over_in_process'] - 1:+.0%}",
+                     f"{d['actor_over_in_process_after_first_batch'] - 1:+.0%}",
+                     f"{d['ray_wall_outside_batches_s']:.1f}", d["scores_identical"], source(res, name)])
+    return (wrap("The batches of one run scored by `score()` calls in this process and by the same calls inside "
+                 "one Ray actor. Commands: " + ", ".join(commands) + ".") + "\n\n"
+            + table(["models", "rows, rows per call", "one process s", "Ray actor s", "actor / process",
+                     "without the first batch", "outside the batches s", "scores identical", "source"],
+                    rows, range(2, 7)))
 
 
-def lm_eval(res: Results) -> str:
-    name = "bench_lm_eval.json"
-    d = res.raw(name)
-    return wrap(
-        f"`{d['command']}` ({source(res, name)[:-1]}): {d['documents']} documents, {d['core_calls_in_metric']} core "
-        f"call(s) inside the metric; time inside the metric during `lm_eval.simple_evaluate` "
-        f"{', '.join(f'{v:.2f}' for v in d['in_metric_s'])} s against one offline core call "
-        f"{', '.join(f'{v:.2f}' for v in d['offline_core_s'])} s; wall-time ratio of the fastest {d['ratio']:.2f}, "
-        f"CPU-time ratio {d['cpu_ratio']:.2f}; the same system score: {d['same_score']}.") + "\n"
-
-
-def verbatim(res: Results, name: str) -> str:
-    return f"{source(res, name)}\n\n```text\n{res.text(name).rstrip()}\n```\n"
+def gpu_command(s: dict[str, Any]) -> str:
+    """The ``bench_gpu.py`` command of a report's settings (flags left at their defaults omitted)."""
+    cmd = f"python benchmarks/bench_gpu.py --device {s['device']} --sizes {s['sizes']} --n {s['n']}"
+    if s.get("qg_len", 16) != 16:
+        cmd += f" --qg-len {s['qg_len']}"
+    if s.get("dtypes") and s["dtypes"] != ["float32"]:
+        cmd += f" --dtypes {','.join(s['dtypes'])}"
+    cmd += "".join(f" --{flag.replace('_', '-')}" for flag in ("no_per_item", "no_buckets", "int8", "int8_only")
+                   if s.get(flag))
+    return cmd + (f" --repeats {s['repeats']}" if s.get("repeats", 2) != 2 else "")
 
 
 AUDITS = ["audit_recipes_before.json", "audit_recipes_after.json"]
@@ -591,11 +636,135 @@ def render_gpu(report: dict[str, Any]) -> str:
 
 
 def gpu_runs(res: Results) -> str:
-    """Every ``bench_gpu_*.json`` results file, with its device and commit."""
+    """Every ``bench_gpu_*.json`` results file, with its command, device and commit."""
     names = sorted(p.name for p in res.root.glob("bench_gpu_*.json"))
     if not names:
         return "No results yet.\n"
-    return "\n".join(f"{source(res, name)}\n\n{render_gpu(res.raw(name))}" for name in names)
+    out = []
+    for name in names:
+        report = res.raw(name)
+        out.append(f"{source(res, name)} Command: `{gpu_command(report['settings'])}`.\n\n{render_gpu(report)}")
+    return "\n".join(out)
+
+
+def lm_eval(res: Results) -> str:
+    name = "bench_lm_eval.json"
+    d = res.raw(name)
+    rows = [[i + 1, f"{a:.2f}", f"{b:.2f}"] for i, (a, b) in enumerate(zip(d["in_metric_s"], d["offline_core_s"]))]
+    facts = [["documents", d["documents"]], ["core calls inside the metric", d["core_calls_in_metric"]],
+             ["wall-time ratio of the fastest (inside the metric / offline)", f"{d['ratio']:.2f}"],
+             ["CPU-time ratio", f"{d['cpu_ratio']:.2f}"], ["the same system score", d["same_score"]]]
+    return (what("Time inside the metric during `lm_eval.simple_evaluate` against one offline core call on the same "
+                 "documents", d["command"], source(res, name)) + "\n"
+            + table(["repeat", "inside the metric s", "offline core call s"], rows, (0, 1, 2)) + "\n"
+            + table(["", ""], facts, (1,)))
+
+
+def header_of(text: str) -> tuple[list[str], list[str], list[str]]:
+    """A text results file's ``$ command`` lines, ``# CPU:`` lines and other ``#`` notes, in order."""
+    commands = [line[2:].split("  #")[0].strip() for line in text.splitlines() if line.startswith("$ ")]
+    cpus = list(dict.fromkeys(m for m in re.findall(r"^# CPU: (.+)$", text, flags=re.M)))
+    notes = [line[2:] for line in text.splitlines() if line.startswith("# ") and not line.startswith("# CPU:")]
+    return commands, cpus, notes
+
+
+def significance(res: Results) -> str:
+    name = "bench_significance.txt"
+    text = res.text(name)
+    commands, cpus, _ = header_of(text)
+    blocks: list[tuple[str, dict[str, str]]] = []
+    speed = []
+    command = ""
+    for line in text.splitlines():
+        if line.startswith("$ "):
+            command = line[2:].split("  #")[0].strip()
+        found = re.match(r"(calibration|power): (.+?); share with p < 0.05$", line)
+        if found:
+            blocks.append((found[2], {}))
+        elif blocks and re.match(r"^  \S", line) and not line.startswith("  /"):
+            test, value = line.strip().rsplit(None, 1)
+            blocks[-1][1][test] = value
+        spoken = re.match(r"speed: (.+?): ([\d.]+) s wall, ([\d.]+) s CPU(?: \((.+)\))?$", line)
+        if spoken:
+            speed.append([f"`{command}`", spoken[2], spoken[3], spoken[4] or ""])
+            what_speed = spoken[1]
+    tests = list(dict.fromkeys(t for _, values in blocks for t in values))
+    rows = [[t] + [values.get(t, "-") for _, values in blocks] for t in tests]
+    out = [what("Share of p < 0.05 for pairs of systems with no true difference (calibration) and with a true "
+                "difference (power), and the time of one `q2 compare`",
+                list(dict.fromkeys(commands)),
+                source(res, name)), "",
+           table(["test (share with p < 0.05; `mean difference`: the measured mean)"] + [b for b, _ in blocks], rows,
+                 range(1, len(blocks) + 1)),
+           f"Speed: {what_speed}.\n",
+           table(["command", "wall s", "CPU s", "note"], speed, (1, 2))]
+    return "\n".join(out)
+
+
+def report_page(res: Results) -> str:
+    name = "bench_report.txt"
+    text = res.text(name)
+    commands, cpus, _ = header_of(text)
+    rows = []
+    pattern = (r"(\d+) responses: ([\d.]+) MB, written in ([\d.]+) s; rendered (\d+) ms after navigation "
+               r"\((\d+) ms wall, driver included\); sort (\d+) ms, filter ([\d /]+) ms, search (\d+) ms, "
+               r"open a response (\d+) ms")
+    for found in re.finditer(pattern, text):
+        rows.append([len(rows) + 1] + [found[i] for i in range(1, 10)])
+    return (what("Writing and using the HTML report of 10,000 responses (the replayed bundled slice, cycled) in "
+                 "headless Chromium", commands[0], source(res, name)) + "\n"
+            + table(["run", "responses", "page MB", "written s", "rendered ms", "wall ms (driver included)",
+                     "sort ms", "filter ms", "search ms", "open a response ms"], rows, range(0, 10)))
+
+
+def report_big(res: Results) -> str:
+    name = "bench_report_big.txt"
+    text = res.text(name)
+    _, cpus, notes = header_of(text)
+    rows, command = [], ""
+    for line in text.splitlines():
+        if line.startswith("$ "):
+            command = line[2:]
+        found = re.match(r"([\d,]+) rows, ([\d.]+) MB of results: (q2 report .+?): exit (\d+), ([\d.]+) s, peak RSS "
+                         r"(\d+) MB, page ([\d.]+) MB", line)
+        if found:
+            cmd, _, note = command.partition("#")
+            rows.append([f"`{cmd.strip()}`", note.strip(), found[3], found[4], found[5], found[6], found[7]])
+    return (what("`q2 report` on 99,365 rows, 203 MB of results", "python benchmarks/bench_report_big.py",
+                 f"{source(res, name)} {'; '.join(notes[-1:])}.") + "\n"
+            + table(["command", "tree", "report", "exit", "s", "peak RSS MB", "page MB"], rows, (3, 4, 5, 6)))
+
+
+def output_size(res: Results) -> str:
+    name = "bench_output_size.txt"
+    text = res.text(name)
+    commands, _, _ = header_of(text)
+    rows, rule = [], ""
+    for line in text.splitlines():
+        each = re.match(r"(\S+): (\d+) rows, input ([\d,]+) B, output x([\d.]+), with --explain x([\d.]+)$", line)
+        every = re.match(r"all: input ([\d,]+) B, output x([\d.]+) \(largest row x([\d.]+)\), with --explain x([\d.]+) "
+                         r"\(largest row x([\d.]+)\)$", line)
+        if each:
+            rows.append([f"`{each[1]}`", each[2], each[3], f"{each[4]}x", "", f"{each[5]}x", ""])
+        elif every:
+            rows.append(["all", "", every[1], f"{every[2]}x", f"{every[3]}x", f"{every[4]}x", f"{every[5]}x"])
+        elif line.startswith("the free-space check"):
+            rule = line
+    return (what("Bytes written per byte of input, with and without `--explain`, on the bundled result files",
+                 commands[0], source(res, name)) + "\n"
+            + table(["input", "rows", "input B", "output / input", "largest row", "with --explain",
+                     "largest row"], rows, range(1, 7))
+            + f"\n{rule[0].upper() + rule[1:]}.\n")
+
+
+def text_tables(res: Results, name: str, measured: str, command: str) -> str:
+    """A results file that is a Markdown table with ``#`` / plain note lines above it: the notes, then the table."""
+    text = res.text(name)
+    _, cpus, notes = header_of(text)
+    plain = [line.strip() for line in text.splitlines() if line.strip() and line[0] not in "#|$"]
+    lines = "\n".join(line for line in text.splitlines() if line.startswith("|"))
+    where = "; ".join([part for cpu in cpus for part in cpu.split("; ")[1:]] + notes + plain)
+    return what(measured, command, f"{source(res, name)} {where[0].upper() + where[1:]}.") + "\n" + lines + "\n"
 
 
 def index(res: Results) -> str:
@@ -615,9 +784,9 @@ def page(res: Results) -> str:
         "# Measured results\n",
         wrap(f"Generated by `{COMMAND}` from the files in `benchmarks/results/`; do not edit by hand "
              f"(`{COMMAND} --check`, run by the test suite, fails when this page is not what those files render). "
-             "Every figure below comes from one results file, named with the CPU / GPU it ran on and the commit it "
-             "measured; timings compare only within one file, or between files of one machine. What each benchmark "
-             "measures and how to run it is on the user pages: [performance.md](performance.md#benchmarks), "
+             "Each section gives what was measured, the command that reproduces it, the results file with the CPU / "
+             "GPU it ran on and the commit it measured, and the figures; timings compare only within one file, or "
+             "between files of one machine. What the figures mean: [performance.md](performance.md#benchmarks), "
              "[ray.md](ray.md#measuring-rays-overhead), [integrations.md](integrations.md#lm-eval), "
              "[compare.md](compare.md#calibration-of-the-tests), [report.md](report.md#scale), "
              "[training.md](training.md#does-it-learn-benchmarksbench_trainpy).") + "\n",
@@ -627,15 +796,8 @@ def page(res: Results) -> str:
         "### Where the time goes\n",
         where_time_goes(res),
         "### Per response (capacity planning)\n",
-        wrap("The batched default's wall time per response, and per stage, of the two paper-size runs above (random "
-             "weights of the real sizes, real WoW responses and knowledge); multiply by the number of responses and "
-             "divide by the number of such machines. Ray's cost per batch is in the Ray section below.") + "\n",
         per_response(res),
         "### Same speed after a restructure\n",
-        wrap("The same fp32 command at the commit before a restructure and after it, alternating on one machine "
-             "(`python benchmarks/bench_pipeline.py --n 16 --no-flops`); a run that shared the CPU with other work "
-             "shows as an outlier:") + "\n",
-        "\n".join(source(res, name) for name in RESTRUCTURE_RUNS) + "\n",
         restructure_check(res),
         before_after(res),
         "## Ray engine: `benchmarks/bench_ray_startup.py`, `bench_ray.py`, `bench_ray_actor.py`\n",
@@ -646,39 +808,30 @@ def page(res: Results) -> str:
         "### The same `score()` calls in one process and inside a Ray actor\n",
         ray_actor(res),
         "## GPU, reduced precision and int8: `benchmarks/bench_gpu.py`\n",
-        wrap("The pipeline workload above through the components a run builds on the device (its default batch "
-             "sizes and window layout), each stage timed with the device synchronised; a batched mode's first pass "
-             "in brackets; decisions of the real models against the batched fp32 run's; int8 through the ct2 "
-             "backend on the CPU. No GPU run of this code is recorded yet. Tiny models time per-call overheads "
-             "(Python between the beam steps, which CTranslate2 does in C++), not the kernels: their ratios say "
-             "nothing of paper-size models. Each CPU run gives the machine's load average at its start (the paper-size "
-             "int8 runs: an idle 2-core AMD EPYC with AVX2 and no AVX-512 or VNNI, where int8 kernels gain less than "
-             "on CPUs that have them). The int8 runs of 3716788 ran each ct2 batch over all threads, one batch at "
-             "a time; later ones run whole batches side by side (up to 4, the threads shared among them; the same "
+        wrap("Each stage of the pipeline workload above through the components a run builds on the device (its "
+             "default batch sizes and window layout), timed with the device synchronised; a batched mode's first "
+             "pass in brackets; int8 through the ct2 backend on the CPU against the project's fp32. No GPU run is "
+             "recorded yet. The int8 runs of 3716788 ran ct2 batches one at a time; later ones side by side (the same "
              "batches, so the same outputs).") + "\n",
         gpu_runs(res),
         "## lm-eval: time inside the metric against offline scoring (`benchmarks/bench_lm_eval.py`)\n",
         lm_eval(res),
         "## Significance tests: calibration and speed (`benchmarks/bench_significance.py`)\n",
-        verbatim(res, "bench_significance.txt"),
+        significance(res),
         "## HTML report at 10,000 rows (`benchmarks/bench_report.py`)\n",
-        verbatim(res, "bench_report.txt"),
+        report_page(res),
         "## HTML report at 99,365 rows, 203 MB of results (`benchmarks/bench_report_big.py`)\n",
-        verbatim(res, "bench_report_big.txt"),
+        report_big(res),
         "## Output size against input size: the free-space estimate (`benchmarks/bench_output_size.py`)\n",
-        verbatim(res, "bench_output_size.txt"),
+        output_size(res),
         "## The personal-question filter's token pre-check (`benchmarks/bench_personal.py`)\n",
-        wrap("Only a question with an I / you / my / your token is parsed. The recorded questions passed the "
-             "original's filters (few are personal); BEGIN's previous turns are chat, near the worst case. Questions "
-             "of a run's beams fall between the two.") + "\n",
-        verbatim(res, "bench_personal_2b1d527.txt"),
+        text_tables(res, "bench_personal_2b1d527.txt", "Questions parsed, and the filter's time, before and after "
+                    "the pre-check that parses only questions with an I / you / my / your token",
+                    "python benchmarks/bench_personal.py"),
         "## spaCy beside the models: a thread or a worker process (`benchmarks/bench_overlap.py`)\n",
-        wrap("With models on a GPU, spaCy's work (the next chunk's candidates, a round's personal filter) runs while "
-             "the models work. The stand-in for the thread that drives a GPU is a loop of small torch ops; it is timed "
-             "alone, beside a spaCy thread in its own process, and beside the worker process the run uses. Two runs "
-             "of this script on the same machine gave 2.70x / 1.30x and the 3.17x / 1.62x below: on 2 cores the "
-             "worker and the loop still share the machine, where a GPU host's cores would not.") + "\n",
-        verbatim(res, "bench_overlap_0075c08.txt"),
+        text_tables(res, "bench_overlap_0075c08.txt", "A loop of small torch ops (the stand-in for the thread that "
+                    "drives a GPU) alone, beside a spaCy thread and beside the spaCy worker process",
+                    "python benchmarks/bench_overlap.py"),
         "## Training recipes (`benchmarks/audit_recipes.py`, `benchmarks/bench_train.py`)\n",
         "### Cues a classifier could learn besides the labels\n",
         wrap("The surface probe is logistic regression on 12 surface features (lengths, punctuation, question and "
@@ -694,7 +847,7 @@ def page(res: Results) -> str:
              "(`benchmarks/train_table.py`); that of the recipes read row by row (issue 41's rules), "
              "[benchmarks/results/bench_train_issue41.md](../benchmarks/results/bench_train_issue41.md).") + "\n",
     ]
-    return "\n".join(parts)
+    return re.sub(r"\n{3,}", "\n\n", "\n".join(parts))
 
 
 def unrendered(res: Results) -> list[str]:
