@@ -348,7 +348,7 @@ class Q2Scorer:
             self._check_decisions(checked, responses, knowledge, history, results)
         if not explain:
             for res in results:
-                res.candidates = res.questions = res.dropped = res.coref = None
+                res.candidates = res.questions = res.dropped = res.coref = res.spans = None
         return Q2Result(results, self.signature)
 
     def ahead(self, responses: Sequence[Any]) -> None:

@@ -35,6 +35,7 @@ from q2_plugins.metric.scoring import (
     question_score,
     response_result,
 )
+from q2_plugins.metric.spans import locate, response_spans
 
 __all__ = ["ReplayJob", "run_replay", "RecordedQuestion", "RecordedResponse", "RecordedScores", "load_original_steps",
            "load_recorded_scores", "decoded_answer", "replay", "bundled_original_run"]
@@ -177,7 +178,9 @@ def replay(
         qrs, dropped = [], []
         counted = counted_questions([q.knowledge_answer.kind is AnswerKind.NO_ANSWER for q in rec.questions],
                                     discard_unanswerable)
-        for q, keep in zip(rec.questions, counted):
+        # no mention was found here: the recorded candidates are located in the response, in their order
+        where = locate(rec.response, [q.candidate for q in rec.questions])
+        for q, keep, at in zip(rec.questions, counted, where):
             if not keep:
                 dropped.append(DroppedQuestion(q.candidate, q.question, "no_answer_in_knowledge", q.candidate))
                 continue
@@ -187,11 +190,12 @@ def replay(
                 label = labels[nli_premise_hypothesis(q.question, q.candidate, q.knowledge_answer)]
             qrs.append(QuestionResult(q.candidate, q.question, q.candidate, q.knowledge_answer.text,
                                       q.knowledge_answer.kind.value, f1, label.value if label else None,
-                                      question_score(f1, label)))
+                                      question_score(f1, label), start=at and at[0], end=at and at[1]))
         res = response_result(i, qrs, fallback_score=rec.fallback,
                               fallback_label=None if rec.fallback is None else _label_of(rec.fallback))
         if explain:
             res.questions, res.dropped, res.candidates = qrs, dropped, [q.candidate for q in rec.questions]
+            res.spans = response_spans(rec.response, qrs)
         results.append(res)
     if signature is None:
         from q2_plugins.metric.signature import replay_signature

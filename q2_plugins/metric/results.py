@@ -11,7 +11,7 @@ from typing import Any, Iterable, Optional, Union, get_args, get_origin, get_typ
 
 from q2_plugins.metric import names as M
 
-__all__ = ["QuestionResult", "DroppedQuestion", "ResponseResult", "Q2Stats", "RowErrors", "Q2Result", "ResponseStatus",
+__all__ = ["QuestionResult", "DroppedQuestion", "Span", "ResponseResult", "Q2Stats", "RowErrors", "Q2Result", "ResponseStatus",
            "print_summary", "cache_line", "RESULT_FIELDS", "EXPLANATION_FIELDS"]
 
 
@@ -37,6 +37,10 @@ class QuestionResult:
     nli_label: Optional[str]
     score: float
     coref: Optional[str] = None  # --coref: "he -> Bob Ross" when the candidate is a mention that replaced a pronoun
+    #: the candidate's characters [start, end) in the response as given (with --coref: the replaced pronoun's); None
+    #: when they are not known (a candidate not found in the response)
+    start: Optional[int] = None
+    end: Optional[int] = None
 
 
 @dataclass
@@ -47,6 +51,19 @@ class DroppedQuestion:
     question: str
     reason: str  # "personal" | "no_answer_in_response" | "answer_mismatch" | "no_answer_in_knowledge" (Q²*)
     response_answer: Optional[str] = None
+
+
+@dataclass
+class Span:
+    """A span of the response and whether the knowledge supports it (:func:`q2_plugins.metric.spans.response_spans`):
+    characters ``[start, end)`` of the response as given, their ``text``, the lowest question ``score`` on them and
+    a ``label``: supported, unsupported or unanswerable."""
+
+    start: int
+    end: int
+    text: str
+    score: float
+    label: str
 
 
 # a field's place in a result row (``metadata["row"]``): a result field, or an explanation field (``explain=True``)
@@ -84,6 +101,8 @@ class ResponseResult:
     dropped: Optional[list[DroppedQuestion]] = field(default=None, metadata=_EXPLANATION)
     #: --coref: the response as scored ("response"), "original_response" and each of "replacements"
     coref: Optional[dict[str, Any]] = field(default=None, metadata=_EXPLANATION)
+    #: the response's spans with their support (:mod:`q2_plugins.metric.spans`); with the questions
+    spans: Optional[list[Span]] = field(default=None, metadata=_EXPLANATION)
 
     @property
     def explained(self) -> bool:
@@ -92,7 +111,7 @@ class ResponseResult:
 
     def to_dict(self) -> dict[str, Any]:
         """``index``, the result fields (``warning`` only when set), then the explanation when there is one: the
-        candidates, questions and dropped questions when questions were kept, ``coref`` when it was run."""
+        candidates, questions, dropped questions and spans when questions were kept, ``coref`` when it was run."""
         out: dict[str, Any] = {"index": self.index}
         out.update({f.name: getattr(self, f.name) for f in fields(self) if f.metadata.get("row") == "result"
                     and not (f.metadata.get("sparse") and getattr(self, f.name) is None)})
@@ -101,6 +120,8 @@ class ResponseResult:
             out["questions"] = [{k: v for k, v in vars(q).items() if k != "coref" or v is not None}
                                 for q in self.questions]
             out["dropped"] = [vars(d).copy() for d in (self.dropped or [])]
+            if self.spans is not None:
+                out["spans"] = [vars(s).copy() for s in self.spans]
         if self.coref is not None:
             out["coref"] = self.coref
         return out
@@ -110,10 +131,12 @@ class ResponseResult:
         data = dict(data)
         questions = data.pop("questions", None)
         dropped = data.pop("dropped", None)
+        spans = data.pop("spans", None)
         return cls(
             **data,
             questions=None if questions is None else [QuestionResult(**q) for q in questions],
             dropped=None if dropped is None else [DroppedQuestion(**d) for d in dropped],
+            spans=None if spans is None else [Span(**s) for s in spans],
         )
 
 

@@ -49,6 +49,8 @@ class Row:
     knowledge: str = ""
     error: Optional[str] = None
     candidates: list[str] = field(default_factory=list)
+    #: each candidate's characters in the response as given (:func:`~q2_plugins.metric.spans.candidate_offsets`)
+    offsets: list[Optional[tuple[int, int]]] = field(default_factory=list)
     questions: list[QuestionResult] = field(default_factory=list)
     dropped: list[DroppedQuestion] = field(default_factory=list)
     fallback_label: Optional[NLILabel] = None
@@ -70,6 +72,7 @@ class Slot:
     questions: list[str]
     next: int = 0
     done: bool = False
+    where: Optional[tuple[int, int]] = None  # the candidate's characters in the response as given
 
 
 @dataclass
@@ -221,8 +224,9 @@ class StageRunner:
         except Exception:  # noqa: BLE001 - an unreadable cache entry is a miss; the item is computed
             cached = [None] * len(asked)
         for it, val in zip(asked, cached):
-            if val is not None:
-                results[it] = decode(val)
+            value = None if val is None else decode(val)
+            if value is not None:  # (a decoder may refuse an entry of an older form: a miss)
+                results[it] = value
 
     def _compute(self, name: str, todo: list, fn: Callable[[list], list], encode: Callable[[Any], Any],
                  namespace: Optional[str], results: dict) -> None:

@@ -54,12 +54,15 @@ def extract_candidates(doc: Any) -> list[str]:
 
     Named entities first (every mention, so an entity mentioned twice is a candidate twice, as in the original),
     then noun chunks not equal, case-insensitively, to a candidate so far; the bare pronoun "i" is dropped.
+    Each candidate is a :class:`~q2_plugins.metric.spans.Mention`: the span's text with its characters in the text.
     """
-    candidates = [ent.text for ent in doc.ents]
+    from q2_plugins.metric.spans import Mention
+
+    candidates = [Mention(ent.text, ent.start_char, ent.end_char) for ent in doc.ents]
     seen = {c.lower() for c in candidates}  # (a set: linear in the candidates, however many)
     for chunk in doc.noun_chunks:
         if chunk.text.lower() not in seen:
-            candidates.append(chunk.text)
+            candidates.append(Mention(chunk.text, chunk.start_char, chunk.end_char))
             seen.add(chunk.text.lower())
     return [c for c in candidates if c.lower() != "i"]
 

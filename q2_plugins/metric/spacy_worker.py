@@ -162,7 +162,10 @@ class CandidatesAhead(_Ahead):
     kind, method = "candidates", "extract"
 
     def extract(self, texts: Sequence[str]) -> list[list[str]]:
-        return [list(c) for c in self._serve(texts)]
+        from q2_plugins.metric.spans import mentions_from_json
+
+        # the worker's candidates come as JSON (with their offsets), those done here as they are
+        return [mentions_from_json(c) or [] if isinstance(c, dict) else list(c) for c in self._serve(texts)]
 
 
 class PersonalAhead(_Ahead):
@@ -188,7 +191,12 @@ def _serve_requests(kind: str, spacy_name: str) -> int:
     for line in sys.stdin.buffer:
         request = json.loads(line)
         try:
-            reply = {"out": getattr(component, request["method"])(request["texts"])}
+            out = getattr(component, request["method"])(request["texts"])
+            if kind == "candidates":  # (their offsets too: JSON writes a Mention as its text alone)
+                from q2_plugins.metric.spans import mentions_to_json
+
+                out = [mentions_to_json(c) for c in out]
+            reply = {"out": out}
         except Exception as e:  # noqa: BLE001 - one request's failure is the caller's to redo
             reply = {"error": f"{type(e).__name__}: {e}"}
         sys.stdout.buffer.write((json.dumps(reply) + "\n").encode("ascii"))

@@ -42,6 +42,7 @@ from q2_plugins.metric.scoring import (
     question_score,
     response_result,
 )
+from q2_plugins.metric.spans import candidate_offsets, mentions_from_json, mentions_to_json, response_spans
 
 if TYPE_CHECKING:  # the taxonomy is imported only when labels are asked for
     from q2_plugins.metric.taxonomy import SpacyTextSignals
@@ -144,9 +145,12 @@ def _within(part: str, whole: str) -> bool:
 def extract_candidates(run: StageRunner, parts: Parts, rows: list[Row]) -> list[Row]:
     """Fill each row's candidates; returns the rows still without an error."""
     out = run.run("candidates", [(r.response,) for r in rows],
-                  lambda part: parts.candidates.extract([p[0] for p in part]), check=unfit_of(parts.candidates))
+                  lambda part: parts.candidates.extract([p[0] for p in part]), check=unfit_of(parts.candidates),
+                  encode=mentions_to_json, decode=mentions_from_json)
     for r in rows:
         r.candidates = list(out.take((r.response,), r, "candidate extraction") or [])
+        r.offsets = candidate_offsets(r.response, r.candidates,
+                                      r.resolution.replacements if r.resolution is not None else ())
     return usable(rows)
 
 
@@ -157,11 +161,11 @@ def generate_questions(run: StageRunner, parts: Parts, rows: list[Row]) -> list[
                   lambda part: parts.qg.generate([tuple(p) for p in part]), check=unfit_of(parts.qg))
     slots = []
     for r in rows:
-        for cand in r.candidates:
+        for cand, where in zip(r.candidates, r.offsets):
             questions = out.take((cand, r.response), r, "question generation")
             if questions is None:
                 break
-            slots.append(Slot(r, cand, list(questions)))
+            slots.append(Slot(r, str(cand), list(questions), where=where))
     return [s for s in slots if s.row.error is None]
 
 
@@ -286,6 +290,8 @@ def compare_answers(parts: Parts, compared: list[ComparedQuestion], nli_out: Sta
             knowledge_answer=cq.knowledge_answer.text, knowledge_answer_kind=cq.knowledge_answer.kind.value,
             f1=cq.f1, nli_label=label.value if label else None, score=question_score(cq.f1, label),
             coref=replaced_mention(v.row, v.slot.candidate),
+            start=None if v.slot.where is None else v.slot.where[0],
+            end=None if v.slot.where is None else v.slot.where[1],
         ))
 
 
@@ -335,7 +341,8 @@ def aggregate(r: Row) -> ResponseResult:
     label = r.fallback_label
     res = response_result(r.index, r.questions, fallback_score=None if label is None else NLI_SCORES[label],
                           fallback_label=None if label is None else label.value, num_candidates=len(r.candidates))
-    res.candidates, res.questions, res.dropped = list(r.candidates), list(r.questions), list(r.dropped)
+    res.candidates, res.questions, res.dropped = [str(c) for c in r.candidates], list(r.questions), list(r.dropped)
+    res.spans = response_spans(r.response if r.original_response is None else r.original_response, r.questions)
     if r.resolution is not None:
         res.coref = {"original_response": r.original_response, **r.resolution.to_dict()}
     res.warning = "; ".join(r.warnings) or None
