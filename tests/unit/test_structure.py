@@ -395,7 +395,7 @@ def test_the_spacy_worker_starts_by_its_module_path():
     worker = spacy_worker._Worker("candidates", Q2Config().spacy_model)
     try:
         worker.send("extract", ["Ann sang in Paris."])
-        assert worker.receive() == [["Ann", "Paris"]]
+        assert worker.receive() == [{"mentions": [["Ann", 0, 3], ["Paris", 12, 17]]}]  # with their offsets
     finally:
         worker.close()
 
