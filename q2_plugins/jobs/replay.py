@@ -25,17 +25,9 @@ from q2_plugins.datasets.bundled import DATA_DIR
 from q2_plugins.metric import names as M
 from q2_plugins.metric.components import Answer, AnswerKind, NLILabel, NLIModel
 from q2_plugins.metric.errors import SettingError
-from q2_plugins.metric.results import DroppedQuestion, Q2Result, QuestionResult, print_summary
-from q2_plugins.metric.scoring import (
-    NLI_SCORES,
-    answer_f1,
-    counted_questions,
-    needs_nli,
-    nli_premise_hypothesis,
-    question_score,
-    response_result,
-)
-from q2_plugins.metric.spans import locate, response_spans
+from q2_plugins.metric.results import Q2Result, print_summary
+from q2_plugins.metric.scoring import NLI_SCORES
+from q2_plugins.metric.spans import locate
 
 __all__ = ["ReplayJob", "run_replay", "RecordedQuestion", "RecordedResponse", "RecordedScores", "load_original_steps",
            "load_recorded_scores", "decoded_answer", "replay", "bundled_original_run"]
@@ -162,41 +154,31 @@ def replay(
     """
     if use_nli and nli is None:
         raise ValueError("replay(use_nli=True) needs an NLI model (nli=...)")
-    pairs: list[tuple[str, str]] = []
-    if use_nli:
-        for rec in records:
-            for q in rec.questions:
-                f1 = answer_f1(q.candidate, q.knowledge_answer, normalization)
-                if needs_nli(q.knowledge_answer, f1):
-                    pairs.append(nli_premise_hypothesis(q.question, q.candidate, q.knowledge_answer))
-    labels: dict[tuple[str, str], NLILabel] = {}
-    if pairs:
-        unique = list(dict.fromkeys(pairs))
-        labels = dict(zip(unique, nli.predict(unique)))  # type: ignore[union-attr]
-    results = []
+    from q2_plugins.metric import stages as st
+    from q2_plugins.metric.config import Q2Config
+    from q2_plugins.metric.runner import Parts, Row, Slot, StageRunner, ValidQuestion
+
+    settings = Q2Config(use_nli=use_nli, normalization=normalization, discard_unanswerable=discard_unanswerable)
+    parts = Parts(settings, None, None, None, nli=nli if use_nli else None)  # type: ignore[arg-type]
+    rows, compared = [], []
     for i, rec in enumerate(records):
-        qrs, dropped = [], []
-        counted = counted_questions([q.knowledge_answer.kind is AnswerKind.NO_ANSWER for q in rec.questions],
-                                    discard_unanswerable)
+        row = Row(i, rec.response, rec.knowledge, fallback_label=_fallback_label(rec))
         # no mention was found here: the recorded candidates are located in the response, in their order
-        where = locate(rec.response, [q.candidate for q in rec.questions])
-        for q, keep, at in zip(rec.questions, counted, where):
-            if not keep:
-                dropped.append(DroppedQuestion(q.candidate, q.question, "no_answer_in_knowledge", q.candidate))
-                continue
-            f1 = answer_f1(q.candidate, q.knowledge_answer, normalization)
-            label = None
-            if use_nli and needs_nli(q.knowledge_answer, f1):
-                label = labels[nli_premise_hypothesis(q.question, q.candidate, q.knowledge_answer)]
-            qrs.append(QuestionResult(q.candidate, q.question, q.candidate, q.knowledge_answer.text,
-                                      q.knowledge_answer.kind.value, f1, label.value if label else None,
-                                      question_score(f1, label), start=at and at[0], end=at and at[1]))
-        res = response_result(i, qrs, fallback_score=rec.fallback,
-                              fallback_label=None if rec.fallback is None else _label_of(rec.fallback))
+        for q, at in zip(rec.questions, locate(rec.response, [q.candidate for q in rec.questions])):
+            valid = ValidQuestion(Slot(row, q.candidate, [q.question], where=at), 0, q.question, q.candidate)
+            compared.append(st.compare_tokens(parts, valid, q.knowledge_answer))          # 5. token F1
+        rows.append(row)
+    nli_out = st.run_nli(StageRunner(settings, None), parts, st.nli_pairs(parts, compared))  # 5. its NLI
+    st.compare_answers(parts, compared, nli_out)                                          # 5. answer comparison
+    if discard_unanswerable:  # Q²*
+        for row in rows:
+            st.discard_unanswerable(row)
+    results = [st.aggregate(row) for row in rows]                                         # 7. aggregation
+    for rec, res in zip(records, results):
         if explain:
-            res.questions, res.dropped, res.candidates = qrs, dropped, [q.candidate for q in rec.questions]
-            res.spans = response_spans(rec.response, qrs)
-        results.append(res)
+            res.candidates = [q.candidate for q in rec.questions]
+        else:
+            res.candidates = res.questions = res.dropped = res.spans = None
     if signature is None:
         from q2_plugins.metric.signature import replay_signature
 
@@ -205,11 +187,15 @@ def replay(
     return Q2Result(results, signature)
 
 
-def _label_of(value: float) -> Optional[str]:
-    for label, v in NLI_SCORES.items():
-        if v == value:
-            return label.value
-    return None
+def _fallback_label(rec: RecordedResponse) -> Optional[NLILabel]:
+    """The end-to-end NLI label whose score is the response's recorded fallback value (None: no fallback)."""
+    if rec.fallback is None:
+        return None
+    for label, value in NLI_SCORES.items():
+        if value == rec.fallback:
+            return label
+    raise ValueError(f"response {rec.id}: a recorded fallback value is an NLI label's score "
+                     f"({', '.join(str(v) for v in NLI_SCORES.values())}), got {rec.fallback!r}")
 
 
 # a replay has no Q2 with NLI, hence no interval of it (its interval is q2 compare's, on Q2 w/o NLI)

@@ -11,8 +11,8 @@ from typing import Any, Iterable, Optional, Union, get_args, get_origin, get_typ
 
 from q2_plugins.metric import names as M
 
-__all__ = ["QuestionResult", "DroppedQuestion", "Span", "ResponseResult", "Q2Stats", "RowErrors", "Q2Result", "ResponseStatus",
-           "print_summary", "cache_line", "RESULT_FIELDS", "EXPLANATION_FIELDS"]
+__all__ = ["QuestionResult", "DroppedQuestion", "Span", "ResponseResult", "Q2Stats", "RowErrors", "Q2Result",
+           "ResponseStatus", "print_summary", "cache_line", "RESULT_FIELDS", "EXPLANATION_FIELDS"]
 
 
 class ResponseStatus:

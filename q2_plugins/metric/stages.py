@@ -48,8 +48,8 @@ if TYPE_CHECKING:  # the taxonomy is imported only when labels are asked for
     from q2_plugins.metric.taxonomy import SpacyTextSignals
 
 __all__ = ["check_cells", "resolve_coreference", "extract_candidates", "generate_questions", "select_questions",
-           "answer_from_knowledge", "run_nli", "compare_answers", "apply_fallback", "discard_unanswerable",
-           "aggregate", "text_signals", "label", "usable", "stage_version"]
+           "answer_from_knowledge", "compare_tokens", "run_nli", "compare_answers", "apply_fallback",
+           "discard_unanswerable", "aggregate", "text_signals", "label", "usable", "stage_version"]
 
 
 # -- 0. the rows: every input cell checked, a bad one is its row's error ---------------------------------------------
@@ -263,9 +263,15 @@ def answer_from_knowledge(run: StageRunner, parts: Parts, valid: list[ValidQuest
     for v in valid:
         k_ans = answers.take((v.question, v.row.knowledge), v.row, "question answering on the knowledge")
         if k_ans is not None:
-            f1 = answer_f1(v.slot.candidate, k_ans, parts.settings.normalization)
-            compared.append(ComparedQuestion(v, k_ans, f1))
+            compared.append(compare_tokens(parts, v, k_ans))
     return compared
+
+
+def compare_tokens(parts: Parts, valid: ValidQuestion, knowledge_answer: Answer) -> ComparedQuestion:
+    """Step 5's token F1: the valid question with the knowledge's answer and its F1 against the candidate (replay
+    builds its recorded answers' comparisons here too)."""
+    return ComparedQuestion(valid, knowledge_answer,
+                            answer_f1(valid.slot.candidate, knowledge_answer, parts.settings.normalization))
 
 
 # -- 5 and 6 share one NLI call: answer comparison and the end-to-end fallback --------------------------------------

@@ -124,3 +124,37 @@ def test_a_byte_that_is_not_utf8_is_named_by_file_and_line(tmp_path, capsys):
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and err[0].endswith(f"{steps} line 3 is not valid UTF-8: byte 0xa9 at byte offset "
                                              f"{len(head) + 5} of the file"), err
+
+
+def test_replay_scores_through_the_metrics_own_steps(tmp_path, monkeypatch):
+    """Replay builds its rows with the steps of the live pipeline (step 5's comparison, Q²*, step 7): a change to
+    step 5 reaches it."""
+    from q2_plugins.metric import stages
+
+    steps = tmp_path / "x_out.steps.csv"
+    steps.write_text("id,response,cand,question,knowledge,knowledge_ans,score\n"
+                     "0,Paris is in France,Paris,Which city?,k0,paris,1.0\n"
+                     "0,Paris is in France,France,Which country?,k0,the country of France,0.5\n"
+                     "1,r1,Rome,Which town?,k1,[CLS],0.0\n")
+    records = load_original_steps(steps)
+    before = replay(records, explain=True)
+    assert before.scores == [0.75, 0.0]
+    assert [(q.start, q.end) for q in before.responses[0].questions] == [(0, 5), (12, 18)]
+    monkeypatch.setattr(stages, "question_score", lambda f1, label: f1 / 2)  # step 5's rule, changed
+    after = replay(records, explain=True)
+    assert after.scores == [0.375, 0.0] and [q.score for q in after.responses[0].questions] == [0.5, 0.25]
+    assert [s.score for s in after.responses[0].spans] == [0.5, 0.25]
+
+
+def test_replay_nli_goes_through_step_5():
+    from q2_plugins.jobs.replay import RecordedQuestion, RecordedResponse
+    from q2_plugins.metric.components import Answer, NLILabel
+    from tests.fakes import FakeNLI
+
+    rec = RecordedResponse("0", "Bob is a painter", "k", [
+        RecordedQuestion("a painter", "What is Bob?", Answer.span("an artist who paints"))])
+    pair = ("What is Bob? an artist who paints.", "What is Bob? a painter.")
+    got = replay([rec], use_nli=True, nli=FakeNLI({pair: NLILabel.ENTAILMENT}), explain=True).responses[0]
+    assert got.score == 1.0 and got.score_no_nli == 0.0 and got.questions[0].nli_label == "entailment"
+    with pytest.raises(ValueError, match="an NLI label's score"):
+        replay([RecordedResponse("1", "r", "k", fallback=0.3)])
