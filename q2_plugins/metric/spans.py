@@ -25,8 +25,8 @@ import re
 from typing import Any, Optional, Sequence
 
 __all__ = ["Mention", "SUPPORTED", "UNSUPPORTED", "UNANSWERABLE", "SPAN_LABELS", "SUPPORTED_ABOVE", "locate",
-           "candidate_offsets", "to_original", "question_label", "response_spans", "mentions_to_json",
-           "mentions_from_json"]
+           "candidate_offsets", "to_original", "question_label", "merge_spans", "question_spans", "response_spans",
+           "mentions_to_json", "mentions_from_json"]
 
 SUPPORTED, UNSUPPORTED, UNANSWERABLE = "supported", "unsupported", "unanswerable"
 SPAN_LABELS = (SUPPORTED, UNSUPPORTED, UNANSWERABLE)
@@ -145,19 +145,10 @@ def question_label(knowledge_answer_kind: str, score: float) -> str:
     return SUPPORTED if score > SUPPORTED_ABOVE else UNSUPPORTED
 
 
-def response_spans(response: str, questions: Sequence[Any]) -> list[Any]:
-    """The ``spans`` of a response (the module docstring's rule) from its question results (objects or dicts with
-    ``start``, ``end``, ``score``, ``knowledge_answer_kind``); questions without offsets are left out."""
-    from q2_plugins.metric.results import Span
-
-    def get(q: Any, name: str) -> Any:
-        return q.get(name) if isinstance(q, dict) else getattr(q, name, None)
-
-    items = sorted((get(q, "start"), get(q, "end"), float(get(q, "score")),
-                    question_label(get(q, "knowledge_answer_kind"), float(get(q, "score"))))
-                   for q in questions if get(q, "start") is not None and get(q, "end") is not None)
+def merge_spans(items: Sequence[tuple[int, int, float, str]]) -> list[tuple[int, int, float, str]]:
+    """(start, end, score, label) of questions, merged by the module docstring's rule, in order of position."""
     groups: list[list[Any]] = []
-    for s, e, score, label in items:
+    for s, e, score, label in sorted(items):
         if groups and s < groups[-1][1]:
             g = groups[-1]
             g[1], g[2] = max(g[1], e), min(g[2], score)
@@ -168,5 +159,25 @@ def response_spans(response: str, questions: Sequence[Any]) -> list[Any]:
     for s, e, score, labels in groups:
         rest = [x for x in labels if x != SUPPORTED]
         label = SUPPORTED if not rest else UNANSWERABLE if all(x == UNANSWERABLE for x in rest) else UNSUPPORTED
-        out.append(Span(s, e, response[s:e], score, label))
+        out.append((s, e, score, label))
     return out
+
+
+def question_spans(questions: Sequence[Any], score: str = "score") -> list[tuple[int, int, float, str]]:
+    """(start, end, score, label) of each question result with offsets (objects or dicts); ``score`` names the
+    field scored by (``f1``: as Q² w/o NLI)."""
+
+    def get(q: Any, name: str) -> Any:
+        return q.get(name) if isinstance(q, dict) else getattr(q, name, None)
+
+    return [(get(q, "start"), get(q, "end"), float(get(q, score)),
+             question_label(get(q, "knowledge_answer_kind"), float(get(q, score))))
+            for q in questions if get(q, "start") is not None and get(q, "end") is not None]
+
+
+def response_spans(response: str, questions: Sequence[Any]) -> list[Any]:
+    """The ``spans`` of a response (the module docstring's rule) from its question results (objects or dicts with
+    ``start``, ``end``, ``score``, ``knowledge_answer_kind``); questions without offsets are left out."""
+    from q2_plugins.metric.results import Span
+
+    return [Span(s, e, response[s:e], score, label) for s, e, score, label in merge_spans(question_spans(questions))]
