@@ -26,6 +26,18 @@ def _ragtruth_knowledge(info: Any) -> tuple[str, Optional[str]]:
     return json.dumps(info, ensure_ascii=False, sort_keys=True), None
 
 
+def _label_spans(labels: list, length: int) -> Optional[tuple[tuple[int, int], ...]]:
+    """The characters of a response's hallucinated spans (``start`` / ``end`` of each label, within the response);
+    None when a label has no usable offsets (the response then counts at the example level only)."""
+    out = []
+    for label in labels:
+        start, end = (label.get("start"), label.get("end")) if isinstance(label, dict) else (None, None)
+        if not isinstance(start, int) or not isinstance(end, int) or not 0 <= start < end <= length:
+            return None
+        out.append((start, end))
+    return tuple(sorted(out))
+
+
 def load_ragtruth(path: str | Path) -> MetaEvalData:
     """RAGTruth (Niu et al. 2024) at the response level: ``path`` is the folder holding its ``response.jsonl``
     (``id``, ``source_id``, ``model``, ``labels``: the hallucinated spans, ``split``: train / test, ``quality``,
@@ -33,8 +45,10 @@ def load_ragtruth(path: str | Path) -> MetaEvalData:
 
     A response is consistent when it has no hallucinated span. The knowledge is the source (a QA item's passages,
     its question as history; a data-to-text record as JSON); the subset is the task type; the ``train`` split is
-    the dev split the ``benchmark`` experiment tunes thresholds on. Responses whose ``labels`` is not a list or
-    whose source is missing are left out and listed (RAGTruth's labels are spans, not values: no label map).
+    the dev split the ``benchmark`` and ``spans`` experiments tune thresholds on. The labels' ``start`` / ``end``
+    are the response's hallucinated characters (:attr:`Example.spans`), as RAGTruth's span-level task reads them.
+    Responses whose ``labels`` is not a list or whose source is missing are left out and listed (RAGTruth's labels
+    are spans, not values: no label map).
     """
     folder = Path(path)
     if not (folder / "response.jsonl").is_file() or not (folder / "source_info.jsonl").is_file():
@@ -64,11 +78,12 @@ def load_ragtruth(path: str | Path) -> MetaEvalData:
             id=f"ragtruth:{obj.get('id', n)}", response=str(obj["response"]), knowledge=knowledge,
             consistent=not spans, label="hallucinated" if spans else "no hallucination",
             subset=str(source.get("task_type", "?")), history=history, dialogue=str(obj.get("source_id")),
-            split="dev" if split == "train" else split or None))
+            split="dev" if split == "train" else split or None,
+            spans=_label_spans(spans, len(str(obj["response"])))))
     log.check(examples)
     issues = {k: v for k, v in quality.items() if k != "good"}
     notes = ([f"kept {sum(issues.values())} responses with quality issues {issues} (RAGTruth's 'quality')"]
              if issues else []) + log.notes()
     return MetaEvalData(name="ragtruth", source=str(folder), examples=examples, skipped=log.skipped,
-                        notes=notes, benchmark=BENCHMARK, experiments=("response", "subsets", "benchmark"),
+                        notes=notes, benchmark=BENCHMARK, experiments=("response", "subsets", "benchmark", "spans"),
                         label_scheme="no hallucinated span = consistent; any span = inconsistent (response level)")

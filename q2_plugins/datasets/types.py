@@ -17,7 +17,8 @@ class Example:
     ``consistent`` is the binary view every response-level statistic uses; ``label`` keeps the data set's own label
     (BEGIN's five-way label, DialFact's three-way label, ...). ``subset`` groups the per-subset table, ``dialogue``
     identifies the dialogue (the random-knowledge control draws "same dialogue" knowledge by it). ``rating`` is a
-    graded human judgement where the data has one (USR's mean "Uses Knowledge" rating), for correlations.
+    graded human judgement where the data has one (USR's mean "Uses Knowledge" rating), for correlations. ``spans``
+    are the hallucinated characters of the response, for the span-level experiment.
     """
 
     id: str
@@ -31,6 +32,9 @@ class Example:
     split: Optional[str] = None
     extra_scores: Mapping[str, float] = field(default_factory=dict)
     rating: Optional[float] = None
+    #: the hallucinated characters ``[start, end)`` of the response, where the data marks them (RAGTruth, HalluDial);
+    #: () for a response marked free of them, None where the data does not say which part is hallucinated
+    spans: Optional[tuple[tuple[int, int], ...]] = None
 
 
 @dataclass(frozen=True)

@@ -4,7 +4,7 @@ As in the paper's code (``baselines.py`` / ``nli_eval.py`` of the original repos
 with its knowledge, and the knowledge is lower-cased first (named in every signature):
 
 * ``overlap`` — token F1 of response and knowledge over spaCy tokens, lower-cased, without stop words and
-  punctuation.
+  punctuation; as a span baseline, each such token of the response is unsupported when the knowledge lacks it.
 * ``bleu`` — sacrebleu BLEU of the response against the knowledge as the single reference (``corpus_score`` of
   the one pair, no effective order, as the original's ``corpus_bleu``), divided by 100.
 * ``meteor`` — a METEOR-style score: NLTK's ``meteor_score`` of the response against the knowledge, on
@@ -96,6 +96,14 @@ class TokenOverlap:
         responses = self.tokens([r for r, _ in pairs])
         knowledge = self.tokens([k.lower() for _, k in pairs])
         return [tokens_f1(k, r) for r, k in zip(responses, knowledge)]
+
+    def spans(self, pairs: Sequence[tuple[str, str]]) -> list[list[tuple[int, int, float]]]:
+        """The span baseline: each counted token of the response (the same tokens as :meth:`score`) with 1.0 when
+        the lower-cased knowledge has it, else 0.0 (unsupported)."""
+        knowledge = [set(toks) for toks in self.tokens([k.lower() for _, k in pairs])]
+        return [[(t.idx, t.idx + len(t.text), 1.0 if t.text.lower() in known else 0.0) for t in doc
+                 if not t.is_stop and not t.is_punct]
+                for doc, known in zip(self.nlp.tokenizer.pipe([r for r, _ in pairs]), knowledge)]
 
 
 class SentenceBLEU:
@@ -262,6 +270,9 @@ def score_baselines(baselines: Sequence[Baseline], examples: Sequence[Example]) 
             baseline.name, {ex.id: values[(ex.response, ex.knowledge)] for ex in usable}, "baseline",
             signature=baseline.signature, bounded=baseline.bounded, missing=dict(skipped),
         ))
+        if hasattr(baseline, "spans") and pairs:  # a baseline that also marks spans (overlap)
+            spans = dict(zip(pairs, baseline.spans(pairs)))
+            metrics[-1].spans = {ex.id: spans[(ex.response, ex.knowledge)] for ex in usable}
     return metrics
 
 

@@ -45,7 +45,7 @@ __all__ = [
 ]
 
 EXPERIMENTS = ("response", "subsets", "system", "robustness", "random-knowledge", "length", "taxonomy", "stress",
-               "usr", "dnli", "benchmark")
+               "usr", "dnli", "benchmark", "spans")
 RANDOM_KNOWLEDGE = ("same_dialogue", "other_dialogue")
 #: experiments run only when named (they score the data several times): ``variants``, the paper's Table 7
 OPT_IN_EXPERIMENTS = ("variants",)
@@ -543,6 +543,15 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
         if not report["benchmark"]:
             report["skipped"]["benchmark"] = "no dev split, several data sets or published figures for this data"
             del report["benchmark"]
+    if "spans" in todo:  # hallucinated characters, as RAGTruth and HalluDial mark them (spans.py)
+        from q2_plugins.metaeval.spans import span_level
+
+        if not any(ex.spans for ex in data.examples):
+            report["skipped"]["spans"] = "the data locates no hallucinated span (RAGTruth and HalluDial do)"
+        elif not any(m.spans for m in metrics):
+            report["skipped"]["spans"] = "no metric gives spans (Q² results with explanations, the overlap baseline)"
+        else:
+            report["spans"] = span_level(data, metrics)
     from q2_plugins.metaeval.caveats import find_caveats  # where figures are not like for like (caveats.py)
 
     report["caveats"], report["caveat_markers"] = find_caveats(report, data)

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
 from q2_plugins.metaeval.caveats import marked
+from q2_plugins.metaeval.spans import span_section
 
 __all__ = ["to_markdown", "to_html", "write_json", "save_report"]
 
@@ -367,6 +368,7 @@ _SECTIONS: list[tuple[str, Callable[[dict[str, Any]], list[str]]]] = [
     ("usr", _usr_section),
     ("dnli", _dnli_section),
     ("benchmark", _benchmark_section),
+    ("spans", span_section),
 ]
 
 

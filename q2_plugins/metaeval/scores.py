@@ -32,6 +32,7 @@ from q2_plugins.jobs.replay import load_original_steps, load_recorded_scores, re
 from q2_plugins.metric.results import ResponseResult, ResponseStatus
 from q2_plugins.metric.scoring import counted_questions, mean_score
 from q2_plugins.metric.signature import replay_signature
+from q2_plugins.metric.spans import merge_spans, question_spans
 
 __all__ = [
     "QuestionStats",
@@ -85,6 +86,9 @@ class MetricScores:
     labels: dict[str, str] = field(default_factory=dict)
     # the counted questions of each response scored with questions, when they were recorded (``--explain``)
     per_question: dict[str, list[RecordedQuestionScore]] = field(default_factory=dict)
+    #: a span source's spans of each response it scored: (start, end, score), a low score marking an unsupported
+    #: span (Q² results with explanations; the overlap baseline)
+    spans: dict[str, list[tuple[int, int, float]]] = field(default_factory=dict)
 
     @property
     def labels_only(self) -> bool:
@@ -137,6 +141,10 @@ def metrics_from_results(ids: Sequence[str], results: Sequence[ResponseResult], 
         if res.questions is not None and res.status == ResponseStatus.SCORED:
             full.per_question[i] = no_nli.per_question[i] = [
                 RecordedQuestionScore(q.score, q.f1, q.knowledge_answer_kind == "no_answer") for q in res.questions]
+        if res.spans is not None:  # (Q² w/o NLI's: the questions' F1s merged by the same rule)
+            full.spans[i] = [(s.start, s.end, float(s.score)) for s in res.spans]
+            no_nli.spans[i] = [(s, e, score) for s, e, score, _ in merge_spans(question_spans(res.questions or [],
+                                                                                             "f1"))]
     out = [full, no_nli]
     if with_nli is False:
         out = [no_nli]
