@@ -50,7 +50,8 @@ Returns:
     n, n_scored, n_with_questions, n_fallback, n_no_valid_question, n_errors: counts,
     hashcode: the reproducibility signature (models and revisions, decoding, filters, version),
     explanations (with explain=True): one row per response, as `q2 score --explain` writes them (response,
-        knowledge, status, score, questions with both answers, F1 and NLI label, dropped questions).
+        knowledge, status, score, questions with both answers, F1, NLI label and
+        offsets, dropped questions, spans).
 Examples:
     The models are local directories, e.g. saved by `q2 prefetch --output-dir q2-models`:
 

@@ -275,3 +275,45 @@ def test_score_rows_carry_spans(tiny_config, tmp_path):
         for s in row["spans"]:
             assert row["response"][s["start"]:s["end"]] == s["text"]
     assert all(Span(**s) for row in rows for s in row["spans"])
+
+
+# -- the example of docs/spans.md --------------------------------------------------------------------------------------
+DOC_RESPONSE = "Bob Ross was an American painter who hosted The Joy of Painting on CNN."
+DOC_KNOWLEDGE = ("Robert Norman Ross was an American painter and television host. He was the creator and host of "
+                 "The Joy of Painting, which aired on PBS.")
+_DOC_ANSWERS = {"Bob Ross": "Robert Norman Ross", "American": "American", "an American painter": "an American painter",
+                "The Joy of Painting": "The Joy of Painting", "The Joy": "The Joy",
+                "Painting": "Painting", "CNN": "PBS"}  # "who": no answer in the knowledge
+
+
+class _DocQA:
+    signature = "doc-qa"
+
+    def answer(self, pairs):
+        from q2_plugins.metric.components import Answer
+
+        cand = [q[len("which is "):-1] for q, _ in pairs]
+        return [Answer.span(c) if ctx == DOC_RESPONSE else Answer.span(_DOC_ANSWERS[c]) if c in _DOC_ANSWERS
+                else Answer.none() for c, (_, ctx) in zip(cand, pairs)]
+
+
+def doc_example():
+    """docs/spans.md's response scored with spaCy's candidates and scripted questions, answers and NLI."""
+    from q2_plugins.metric.components import NLILabel
+
+    nli = FakeNLI({("which is Bob Ross? Robert Norman Ross.", "which is Bob Ross? Bob Ross."): NLILabel.ENTAILMENT,
+                   ("which is CNN? PBS.", "which is CNN? CNN."): NLILabel.CONTRADICTION})
+    scorer = Q2Scorer(Q2Config(remove_personal=False), question_generator=_EchoQG(), question_answerer=_DocQA(),
+                      nli=nli)
+    return scorer.score(responses=[DOC_RESPONSE], knowledge=[DOC_KNOWLEDGE], explain=True)
+
+
+def test_the_docs_example_is_what_the_scorer_gives():
+    import re
+
+    res = doc_example().responses[0]
+    doc = (Path(__file__).resolve().parents[3] / "docs" / "spans.md").read_text(encoding="utf-8")
+    block = re.search(r"<!-- spans: example -->\s*\n```json\n(.*?)\n```", doc, flags=re.S)
+    assert block, "docs/spans.md lost its spans block"
+    assert json.loads(block.group(1)) == res.to_dict()["spans"]
+    assert {s.label for s in res.spans} == {"supported", "unsupported", "unanswerable"}

@@ -1,0 +1,33 @@
+"""The HTML report colours a response from its ``spans`` (docs/spans.md's example, in headless Chromium): one mark
+per span, coloured by its score, titled with its label; the screenshot is the one docs/spans.md shows."""
+
+from __future__ import annotations
+
+import pytest
+
+from q2_plugins.jobs.report import write_html
+from tests.browser import close_to, open_report, rgb, score_rgb, screenshot, start_chromium
+from tests.pipeline.metric.test_spans import DOC_KNOWLEDGE, DOC_RESPONSE, doc_example
+
+
+@pytest.fixture(scope="module")
+def driver():
+    yield from start_chromium(width=1100, height=700)
+
+
+def test_the_report_marks_the_spans_the_row_carries(driver, tmp_path):
+    result = doc_example()
+    res = result.responses[0]
+    rows = [{"id": "bob-ross", "response": DOC_RESPONSE, "knowledge": DOC_KNOWLEDGE, **res.to_dict()}]
+    path = tmp_path / "spans.html"
+    write_html(path, rows, signatures=[result.signature], title="spans", sources=["docs/spans.md"])
+    open_report(driver, path)
+    driver.find_element("css selector", "#rows tr.resp[data-pos='0']").click()
+    detail = driver.find_element("css selector", "#rows tr.detail[data-pos='0']")
+    marks = detail.find_elements("css selector", "mark.hl[data-cand]")
+    assert [m.text for m in marks] == [s.text for s in res.spans]
+    for m, s in zip(marks, res.spans):
+        assert float(m.get_attribute("data-score")) == s.score and s.label in m.get_attribute("title")
+        assert close_to(rgb(m.value_of_css_property("background-color")), score_rgb(s.score))
+    driver.execute_script("arguments[0].previousElementSibling.scrollIntoView()", detail)
+    screenshot(driver, "report_spans.png")
