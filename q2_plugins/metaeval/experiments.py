@@ -467,6 +467,23 @@ class MetaEvalRun:
     label_sources: list[MetricScores] = field(default_factory=list)  # every metric, label sources without scores too
 
 
+def _report_head(data: MetaEvalData, metrics: Sequence[MetricScores], options: MetaEvalOptions) -> dict[str, Any]:
+    """The report before its experiments: version, signature, data, options and each metric's coverage."""
+    report: dict[str, Any] = {
+        "q2_plugins": __version__,
+        "signature": options.signature,
+        "data": data.summary(),
+        "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()},
+        "metrics": [m.describe() for m in metrics],
+        "skipped": {},
+    }
+    for m, d in zip(metrics, report["metrics"]):
+        d["coverage"] = {"examples": m.coverage(ex.id for ex in data.examples)[0], "of": len(data.examples)}
+        d["labelled"] = sum(ex.id in m.labels for ex in data.examples)
+        d["unscored"] = m.unscored(ex.id for ex in data.examples)  # id -> why it has no score
+    return report
+
+
 def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: Optional[MetaEvalOptions] = None,
                   *, variants: Optional[dict[str, dict[str, Example]]] = None) -> MetaEvalRun:
     """Run the experiments of ``options.experiments`` that the data allows; returns the report.
@@ -480,18 +497,7 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
     names = [m.name for m in metrics]
     if len(set(names)) != len(names):
         raise ValueError(f"Two metrics share a name: {names}; name the scores files differently (NAME=FILE)")
-    report: dict[str, Any] = {
-        "q2_plugins": __version__,
-        "signature": options.signature,
-        "data": data.summary(),
-        "options": {k: (list(v) if isinstance(v, tuple) else v) for k, v in asdict(options).items()},
-        "metrics": [m.describe() for m in metrics],
-        "skipped": {},
-    }
-    for m, d in zip(metrics, report["metrics"]):
-        d["coverage"] = {"examples": m.coverage(ex.id for ex in data.examples)[0], "of": len(data.examples)}
-        d["labelled"] = sum(ex.id in m.labels for ex in data.examples)
-        d["unscored"] = m.unscored(ex.id for ex in data.examples)  # id -> why it has no score
+    report = _report_head(data, metrics, options)
     labelled = list(metrics)
     metrics = [m for m in metrics if not m.labels_only]  # label sources without scores: taxonomy and stress only
     todo = options.experiments
@@ -544,14 +550,9 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
             report["skipped"]["benchmark"] = "no dev split, several data sets or published figures for this data"
             del report["benchmark"]
     if "spans" in todo:  # hallucinated characters, as RAGTruth and HalluDial mark them (spans.py)
-        from q2_plugins.metaeval.spans import span_level
+        from q2_plugins.metaeval.spans import add_span_level
 
-        if not any(ex.spans for ex in data.examples):
-            report["skipped"]["spans"] = "the data locates no hallucinated span (RAGTruth and HalluDial do)"
-        elif not any(m.spans for m in metrics):
-            report["skipped"]["spans"] = "no metric gives spans (Q² results with explanations, the overlap baseline)"
-        else:
-            report["spans"] = span_level(data, metrics)
+        add_span_level(report, data, metrics)
     from q2_plugins.metaeval.caveats import find_caveats  # where figures are not like for like (caveats.py)
 
     report["caveats"], report["caveat_markers"] = find_caveats(report, data)

@@ -24,7 +24,7 @@ from q2_plugins.datasets.types import Example, MetaEvalData
 from q2_plugins.metaeval.scores import MetricScores
 
 __all__ = ["FIXED_THRESHOLD", "predicted_chars", "char_prf", "example_prf", "choose_threshold", "span_level",
-           "span_section"]
+           "add_span_level", "span_section"]
 
 #: the threshold without a dev split: Q²'s own line between supported and not
 FIXED_THRESHOLD = 0.5
@@ -99,6 +99,16 @@ def span_level(data: MetaEvalData, metrics: Sequence[MetricScores]) -> dict[str,
             "definition": "character level: predicted hallucinated characters (spans scoring <= threshold) against "
                           "the annotated ones, counts summed over responses; example level: a response with any "
                           "predicted character is hallucinated"}
+
+
+def add_span_level(report: dict[str, Any], data: MetaEvalData, metrics: Sequence[MetricScores]) -> None:
+    """The experiment into ``report["spans"]``, or why not into ``report["skipped"]``."""
+    if not any(ex.spans for ex in data.examples):
+        report["skipped"]["spans"] = "the data locates no hallucinated span (RAGTruth and HalluDial do)"
+    elif not any(m.spans for m in metrics):
+        report["skipped"]["spans"] = "no metric gives spans (Q² results with explanations, the overlap baseline)"
+    else:
+        report["spans"] = span_level(data, metrics)
 
 
 def _num(x: Optional[float]) -> str:
