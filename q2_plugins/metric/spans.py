@@ -73,13 +73,25 @@ def _word_at(text: str, start: int, end: int) -> bool:
             and (end == len(text) or not (text[end - 1].isalnum() and text[end].isalnum())))
 
 
+def _find_all(text: str, needle: str) -> list[tuple[int, int]]:
+    out, i = [], text.find(needle)
+    while i >= 0:
+        out.append((i, i + len(needle)))
+        i = text.find(needle, i + len(needle))
+    return out
+
+
 def _occurrences(text: str, needle: str) -> list[tuple[int, int]]:
     """Where ``needle`` occurs in ``text``: as it is, else ignoring case; whole-word matches when there are any."""
     if not needle:
         return []
-    found = [(m.start(), m.end()) for m in re.finditer(re.escape(needle), text)]
+    found = _find_all(text, needle)
     if not found:
-        found = [(m.start(), m.end()) for m in re.finditer(re.escape(needle), text, re.IGNORECASE)]
+        low, low_needle = text.lower(), needle.lower()
+        if len(low) == len(text) and len(low_needle) == len(needle):  # (lower-casing kept every offset)
+            found = _find_all(low, low_needle)
+        else:
+            found = [(m.start(), m.end()) for m in re.finditer(re.escape(needle), text, re.IGNORECASE)]
     whole = [o for o in found if _word_at(text, *o)]
     return whole or found
 
