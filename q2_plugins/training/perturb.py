@@ -30,7 +30,7 @@ import random
 import re
 from collections import Counter
 from dataclasses import asdict, dataclass, field
-from typing import Any, Iterator, Literal, Mapping, Optional, Sequence, Union
+from typing import Any, Container, Iterator, Literal, Mapping, Optional, Sequence, Union
 
 from q2_plugins.datasets.bundled import DATA_DIR
 from q2_plugins.datasets.grounded import table_rows
@@ -51,6 +51,7 @@ __all__ = [
     "negate",
     "antonym",
     "wordnet_antonyms",
+    "model_words",
     "swap_entity",
     "invert",
     "entity_pool",
@@ -266,11 +267,82 @@ def wordnet_antonyms() -> dict[str, tuple[str, ...]]:
     return {w: tuple(sorted(o)) for w, o in pairs.items()}
 
 
+_PREFIXES = ("un", "non", "in", "im", "il", "ir", "dis", "a")  # a negative prefix: "popular" -> "unpopular"
+_NEEDS_ARTICLE = frozenset({"same", "other"})  # antonyms that need "the" / "an" where the word had none ("same")
+_PREDICATE_NOUN = ("attr", "dobj", "oprd")  # a noun the clause says of its subject ("is a hot drink", "has strong legs")
+_DETERMINING = frozenset({"certain", "particular", "various", "whole", "entire", "main", "only", "very", "same",
+                          "other", "given", "specific"})  # adjectives that pick a thing out rather than describe it
+_UNSURE = frozenset({"think", "believe", "guess", "suppose", "wonder", "feel", "hope", "love", "like", "wish",
+                     "prefer"})  # "i think (that) ...": the speaker's view, not a claim ("i do know that ..." is one)
+
+
+def model_words(nlp: Any) -> frozenset[str]:
+    """The words a spaCy pipeline was trained on (its ``vocab/strings.json``), lower-cased: the real words an edit may
+    write. A pipeline without that file gives the strings its vocabulary holds now."""
+    from pathlib import Path
+
+    path = Path(getattr(nlp, "path", None) or "") / "vocab" / "strings.json"
+    if getattr(nlp, "path", None) and path.is_file():
+        import json
+
+        strings = json.loads(path.read_text(encoding="utf-8"))
+    else:
+        strings = list(nlp.vocab.strings)
+    return frozenset(s.lower() for s in strings if isinstance(s, str) and s.isalpha())
+
+
+def _prefixed(word: str, other: str) -> bool:
+    """Whether ``other`` is ``word`` with a negative prefix added ("unpresidential" of "presidential")."""
+    return any(other == p + word or other == p + "-" + word for p in _PREFIXES)
+
+
+def _antonym_site(tok: Any, knowledge_words: set[str]) -> Optional[str]:
+    """Why the adjective ``tok`` is no place for an antonym, or None: the claim must be the adjective itself, said of
+    the clause's subject ("the lake is deep") or of the noun its predicate names ("a hot drink", "has strong legs"),
+    that noun in the knowledge too; never inside a name, a hyphenated compound ("co-equal") or a fixed phrase ("heavy
+    metal lyrics", "fair skin color"), in the subject ("ethical vegans are ..."), or a noun-like use ("between violet
+    and green")."""
+    doc = tok.doc
+    if tok.lower_ in _DETERMINING:
+        return "picks a thing out rather than describes it (a certain portion)"
+    if tok.ent_type_:
+        return "inside a name (a named entity)"
+    if (tok.i > 0 and doc[tok.i - 1].text in ("-", "\u2013")) or (tok.i + 1 < len(doc) and doc[tok.i + 1].text in (
+            "-", "\u2013")) or "-" in tok.text:
+        return "inside a hyphenated compound (co-equal)"
+    if tok.dep_ == "conj" or any(c.dep_ == "conj" for c in tok.children):
+        return "one of coordinated adjectives (hot and cold): the other may hold"
+    if tok.i > 0 and doc[tok.i - 1].lower_ in _FOCUS:
+        return f"would read '{doc[tok.i - 1].lower_} ...' (only / also: no contradiction)"
+    if any(any(c.dep_ in _SUBJECTS and c.lower_ in _SPEAKERS for c in a.children) and (
+            a.lemma_.lower() in _UNSURE or any(c.dep_ == "neg" for c in a.children)) for a in tok.ancestors):
+        return "under the speaker's doubt or opinion (i'm not sure when ..., i think ...)"
+    where = _subordinate(tok)
+    if where:
+        return where
+    if tok.dep_ == "acomp":
+        return None
+    if tok.dep_ != "amod":
+        return "not used as an adjective of the claim (a noun-like use, a list)"
+    noun = tok.head
+    if noun.dep_ == "compound" or any(c.dep_ == "compound" and c.i > tok.i for c in noun.children):
+        return "inside a fixed phrase (an adjective of a compound: heavy metal lyrics)"
+    if noun.dep_ not in _PREDICATE_NOUN:
+        if noun.dep_ in _SUBJECTS or noun.dep_ == "csubj":
+            return "in the subject (the adjective names what the claim is about)"
+        return "outside the predicate (in a prepositional or other phrase)"
+    if noun.lower_ not in knowledge_words and noun.lemma_.lower() not in knowledge_words:
+        return "the noun it qualifies is not in the knowledge"
+    return None
+
+
 def antonym(response_doc: Any, knowledge_words: set[str], antonyms: Mapping[str, Sequence[str]],
-            rng: random.Random) -> Union[Edit, Skip]:
+            rng: random.Random, words: Optional[Container[str]] = None) -> Union[Edit, Skip]:
     """Replace an adjective of the response that the knowledge also uses (a claim it supports) by its WordNet
     antonym, fixing "a" / "an" before it; never in a question, a quotation or title, the speaker's hedge, or a
-    negated clause."""
+    negated clause, and only where the adjective is the claim (:func:`_antonym_site`). The antonym must be a real
+    word: one formed by a negative prefix ("unpresidential") only when ``words`` (default: the parser's, see
+    :func:`model_words`) has it; never "same" / "other", which need another determiner."""
     text = response_doc.text
     found = [t for t in response_doc if t.pos_ == "ADJ" and t.lower_ in antonyms]
     if not found:
@@ -278,16 +350,24 @@ def antonym(response_doc: Any, knowledge_words: set[str], antonyms: Mapping[str,
     supported = [t for t in found if t.lower_ in knowledge_words]
     if not supported:
         return Skip("no adjective with an antonym that the knowledge uses")
+    if words is None:
+        words = model_words(response_doc)
     reasons: Counter[str] = Counter()
     for tok in supported:
         blocked = _blocked(tok, knowledge_words)
         clause = tok.head if tok.dep_ in ("amod", "acomp") else tok
         if blocked is None and any(c.dep_ == "neg" for c in list(clause.children) + list(tok.children)):
             blocked = "negated by another word (never, no, ...)"
+        blocked = blocked or _antonym_site(tok, knowledge_words)
+        options = [a for a in sorted(antonyms[tok.lower_]) if a not in _NEEDS_ARTICLE
+                   and (not _prefixed(tok.lower_, a) or a in words)]
+        if blocked is None and not options:
+            blocked = "no antonym that is a real word of the same use (made-up prefixed forms, 'same')"
         if blocked:
             reasons[blocked] += 1
             continue
-        new = rng.choice(sorted(antonyms[tok.lower_]))
+        own = [a for a in options if _prefixed(tok.lower_, a)]  # "uncommon" says "not common" in the sense used
+        new = rng.choice(own or options)
         if tok.text[:1].isupper():
             new = new.capitalize()
         swapped = text[:tok.idx] + new + text[tok.idx + len(tok.text):]
@@ -343,14 +423,17 @@ def _value(text: str) -> Optional[float]:
 @dataclass
 class EntityInfo:
     """How an entity text was seen in the data: its type (most often), its cased form, whether "the" goes before it,
-    whether it is plural, and whether it was seen capitalised inside a sentence (a name, not a sentence's first
-    word)."""
+    whether it is plural, whether it was seen capitalised inside a sentence (a name, not a sentence's first
+    word), whether it was seen as a person (:func:`_as_person`) and, for a place, its level as the data shows it
+    (:func:`_place_level`: "city", "region" or None)."""
 
     label: str
     form: str
     the: bool = False
     plural: bool = False
     name: bool = False
+    person: bool = False
+    level: Optional[str] = None
 
 
 class EntityPool(dict):
@@ -384,6 +467,8 @@ def entity_pool(docs: Sequence[Any]) -> EntityPool:
     the: Counter[str] = Counter()
     plural: Counter[str] = Counter()
     named: set[str] = set()
+    people: set[str] = set()
+    levels: dict[str, Counter[str]] = {}
     for doc in docs:
         for ent in doc.ents:
             span = _bare(ent) if hasattr(ent, "doc") else ent
@@ -404,6 +489,11 @@ def entity_pool(docs: Sequence[Any]) -> EntityPool:
                 plural[key] += 1 if span[-1].tag_ in ("NNS", "NNPS") else -1
                 if name[:1].isupper() and span.start != span.sent.start:
                     named.add(key)
+                if ent.label_ == "PERSON" and _as_person(span):
+                    people.add(key)
+                level = _place_level(span) if ent.label_ in ("GPE", "LOC") else None
+                if level:
+                    levels.setdefault(key, Counter())[level] += 1
     if any(hasattr(doc, "vocab") for doc in docs):  # a word also written in lower case is a common word ("stone")
         lower = {t.text for doc in docs for t in doc if t.text.islower() and t.i != t.sent.start}
         named -= {key for key in named if " " not in key and key in lower}
@@ -412,8 +502,50 @@ def entity_pool(docs: Sequence[Any]) -> EntityPool:
                         and not (n.isupper() and len(n) <= 3)  # "US", "BC": "in us", "bc is a leader"
                         and votes[key][label] >= _NOISY.get(label, 1)] for label, names in pool.items()}
     info = {n.lower(): EntityInfo(label, n, the[n.lower()] >= 0 and n.lower() in the, plural[n.lower()] > 0,
-                                  n.lower() in named) for label, names in by_label.items() for n in names}
+                                  n.lower() in named, n.lower() in people, _level(levels.get(n.lower())))
+            for label, names in by_label.items() for n in names}
     return EntityPool(by_label, info)
+
+
+# a person is seen doing what people do: the agent of a passive ("directed by James Cameron"), the subject of one of
+# these verbs ("Alan Freed began playing", "Sherman Poppen invented"), or born ("Edward Sheeran (born ...)")
+_PERSON_VERBS = frozenset({"bear", "die", "marry", "direct", "write", "found", "create", "invent", "compose", "paint",
+                           "sing", "star", "say", "produce", "begin", "study", "work", "live", "win", "lead", "join",
+                           "coin", "design", "discover", "develop", "play"})
+
+
+def _as_person(span: Any) -> bool:
+    """Whether a PERSON span is seen as a person: the agent of a passive ("by NAME"), the subject of a verb of
+    :data:`_PERSON_VERBS`, or followed by "(born"."""
+    root, doc = span.root, span.doc
+    if root.dep_ == "pobj" and root.head.lower_ == "by" and root.head.dep_ == "agent":
+        return True
+    if root.dep_ in ("nsubj", "nsubjpass") and root.head.lemma_.lower() in _PERSON_VERBS:
+        return True
+    if root.dep_ == "conj" and root.head.dep_ in ("nsubj", "pobj") and _as_person(doc[root.head.i:root.head.i + 1]):
+        return True  # "by Richard and Maurice McDonald"
+    after = doc[span.end:span.end + 3].text.lower()
+    return after.startswith("(") and "born" in after
+
+
+def _place_level(span: Any) -> Optional[str]:
+    """How a place span is used: "city" before ", PLACE" ("Pasadena, California") or named a city ("New York
+    City"), "region" after "PLACE ," (a state's or a country's), else None."""
+    doc = span.doc
+    if span.text.lower().endswith(" city") or (span.end + 1 < len(doc) and doc[span.end].text == ","
+                                               and doc[span.end + 1].ent_type_ in ("GPE", "LOC")):
+        return "city"
+    if span.start >= 2 and doc[span.start - 1].text == "," and doc[span.start - 2].ent_type_ in ("GPE", "LOC"):
+        return "region"
+    return None
+
+
+def _level(votes: Optional[Counter]) -> Optional[str]:
+    """The level a place was seen at most often; None when unseen or tied."""
+    if not votes:
+        return None
+    top = votes.most_common(2)
+    return None if len(top) > 1 and top[0][1] == top[1][1] else top[0][0]
 
 
 _RELIGIONS = frozenset({"christian", "christians", "catholic", "catholics", "roman catholic", "protestant", "jewish",
@@ -505,6 +637,61 @@ def _kind_problem(ent: Any, label: str, knowledge_doc: Any, info: Optional[Mappi
         return "an ordinal of a superlative (third-most popular)"
     if label == "ORDINAL" and ent.root.dep_ not in ("amod", "nummod", "attr", "pobj", "dobj", "nsubj"):
         return "an ordinal used as an adverb (was first used)"
+    if knowledge_doc is not None:
+        return _claim_problem(ent, label, told, info)
+    return None
+
+
+def _relation(span: Any) -> set[str]:
+    """The content words (lemmas) between an entity and its clause's verb, the verb included: what the sentence
+    says of it ("formed in 1960": form; "an American painter": painter; "the capital of Tennessee": capital)."""
+    out: set[str] = set()
+    tok = span.root
+    while tok.head.i != tok.i:
+        tok = tok.head
+        if tok.pos_ in ("NOUN", "VERB", "ADJ") and not tok.is_stop:
+            out.add(tok.lemma_.lower())
+        if tok.pos_ in ("VERB", "AUX"):
+            break
+    return out
+
+
+def _qualifying(span: Any) -> bool:
+    """Whether a place follows another place, with or without a comma ("Pasadena, California")."""
+    doc, i = span.doc, span.start
+    places = ("GPE", "LOC", "FAC")
+    return i >= 1 and (doc[i - 1].ent_type_ in places or (i >= 2 and doc[i - 1].text == ","
+                                                          and doc[i - 2].ent_type_ in places))
+
+
+def _listed(span: Any) -> bool:
+    """Whether an entity is one of a coordinated list ("Canada, Latin America, and Europe")."""
+    root = span.root
+    return root.dep_ == "conj" or any(c.dep_ == "conj" for c in root.children)
+
+
+def _claim_problem(ent: Any, label: str, told: Sequence[Any], info: Optional[Mapping[str, EntityInfo]]
+                   ) -> Optional[str]:
+    """Why swapping the response's entity ``ent`` would not contradict the knowledge (its mentions ``told``), or
+    None: the knowledge must state it in the same relation (:func:`_relation` shares a word) and alone, not as one of
+    a list (another member could hold too); a place qualifying another ("Pasadena, California") moves to another
+    level; a number in "one of the N ..." or a date "as of" bounds nothing; a person must be seen as a person."""
+    doc, bare = ent.doc, _bare(ent)
+    if _listed(ent) or any(_listed(k) for k in told):
+        return "one of a list (another member could hold too): no contradiction"
+    mine = _relation(ent)
+    if mine and told and not any(mine & _relation(k) for k in told if _relation(k)):
+        return "the knowledge states it in another relation: no contradiction"
+    if label in ("GPE", "LOC") and any(_qualifying(e) for e in [ent, *told]):
+        return "a place qualifying another (Pasadena, California)"
+    if label in _NUMBERS and re.search(r"(?<!\w)one of the\s+$", doc.text[:bare.start_char].lower()):
+        return "a number in 'one of the N ...': a rank, not a count"
+    if label in _DATES and re.search(r"(?<!\w)as of\s+$", doc.text[:bare.start_char].lower()):
+        return "a date 'as of': it bounds nothing"
+    if label == "PERSON" and info is not None and not getattr(info.get(bare.text.lower()), "person", False):
+        return "not seen as a person in the data (the agent or subject of what people do)"
+    if label in ("GPE", "LOC") and info is not None and not getattr(info.get(bare.text.lower()), "level", None):
+        return "a place whose level (city, state or country) the data does not show"
     return None
 
 
@@ -549,6 +736,9 @@ def swap_entity(response_doc: Any, knowledge: str, pool: Mapping[str, Sequence[s
             if dated and (way != "any" or told != "any"):
                 reason = "a date qualified by before / after / at least ...: no move surely breaks it"
                 continue
+            if knowledge_doc is not None and way != "any" and told != "any":
+                reason = "a bound in both texts (over 70, over 70): no value surely breaks it"
+                continue
             if way == "any":  # the knowledge's bound: "over 80 million" is broken by a bare "40 million"
                 way = {"up": "down", "down": "up"}.get(told, told)
         old = _value(name)
@@ -567,6 +757,10 @@ def swap_entity(response_doc: Any, knowledge: str, pool: Mapping[str, Sequence[s
             seen = info.get(c.lower()) if info is not None else None
             if info is not None and (seen is None or not seen.name):
                 return False
+            if knowledge_doc is not None and seen is not None and (
+                    (label == "PERSON" and not seen.person) or (label in ("GPE", "LOC") and seen.level != (
+                        info.get(name.lower()).level if info.get(name.lower()) else None))):  # type: ignore[union-attr]
+                return False  # a person for a person, a city for a city, a state or country for one
             if seen is not None and seen.the != the_before and (the_before or not seen.plural):
                 return False  # "play the guitar" never "play the metallica"; "the beatles" never in "played beatles"
             orig = info.get(name.lower()) if info is not None else None

@@ -66,6 +66,7 @@ from q2_plugins.training.perturb import (
     counted,
     entity_pool,
     invert,
+    model_words,
     negate,
     swap_entity,
     wordnet_antonyms,
@@ -387,9 +388,11 @@ def _perturbed_evidence(kdoc: Any, rwords: set[str], pool: dict[str, list[str]],
 
 def _contradiction(src: SourceRow, rdoc: Any, words: set[str], antonyms: Any, seed: int,
                    report: RecipeReport) -> Optional[TrainingRow]:
-    """BEGIN's contradiction of one row: negation or antonym, one drawn at random when both apply."""
+    """BEGIN's contradiction of one row: negation or antonym, one drawn at random when both apply. ``antonyms``:
+    the WordNet pairs and the real words an antonym may be."""
     rng = random.Random(f"{seed}|{src.id}|antonym")
-    edits = {"negation": negate(rdoc, words), "antonym": antonym(rdoc, words, antonyms, rng)}
+    pairs, real = antonyms
+    edits = {"negation": negate(rdoc, words), "antonym": antonym(rdoc, words, pairs, rng, real)}
     for method, edit in edits.items():
         if isinstance(edit, Skip):
             report.skip(method, edit.reason)
@@ -643,7 +646,8 @@ def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, 
     rdocs = list(counted(nlp.pipe([r.response for r in usable]), progress, "parse"))
     kdocs = dict(zip(unique_k, counted(nlp.pipe(unique_k), progress, "parse")))
     if recipe == "begin":
-        made = _begin_examples(usable, rdocs, kdocs, generator, seed, report, nlp, wordnet_antonyms(), progress)
+        made = _begin_examples(usable, rdocs, kdocs, generator, seed, report, nlp,
+                               (wordnet_antonyms(), model_words(nlp)), progress)
     else:
         made = _conv_fever_examples(usable, rdocs, kdocs, seed, report, progress)
     if progress is not None:

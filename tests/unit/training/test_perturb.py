@@ -284,9 +284,9 @@ def test_entity_pool_says_how_each_entity_was_seen(cased_pool):
 
 
 @pytest.mark.parametrize("response, knowledge, allowed", [
-    # over 80 million still holds of "over 40 million": the number moves up, by half again at least
-    ("it sold over 80 million copies .", "The album sold over 80 million copies.", {"120 million"}),
-    ("it sold under 80 million copies .", "The album sold under 80 million copies.", {"40 million"}),
+    # a bare number against the knowledge's bound moves the way that breaks it: "over 80 million" down, by a third
+    ("it sold 80 million copies .", "The album sold over 80 million copies.", {"40 million"}),
+    ("it sold 80 million copies .", "The album sold under 80 million copies.", {"120 million"}),
     ("it sold 80 million copies .", "The album sold 80 million copies.", {"120 million", "40 million"}),
 ])
 def test_entity_swap_moves_numbers_to_break_the_claim(nlp, cased_pool, response, knowledge, allowed):
@@ -297,6 +297,14 @@ def test_entity_swap_moves_numbers_to_break_the_claim(nlp, cased_pool, response,
         if isinstance(out, Edit):
             seen.add(out.change.split(" -> ")[1].split("'")[1].lower())
     assert seen and seen <= allowed, seen
+
+
+def test_entity_swap_leaves_a_bound_stated_in_both_texts(nlp, cased_pool):
+    """"over 70" in the knowledge does not rule out "over 120": unsupported, never a contradiction."""
+    knowledge = "The album sold over 80 million copies."
+    out = swap_entity(nlp("it sold over 80 million copies ."), knowledge, cased_pool, random.Random(0),
+                      knowledge_doc=nlp(knowledge))
+    assert out == Skip("a bound in both texts (over 70, over 70): no value surely breaks it")
 
 
 def test_entity_swap_refuses_what_would_garble(nlp, cased_pool):
@@ -313,9 +321,43 @@ def test_entity_swap_refuses_what_would_garble(nlp, cased_pool):
         "a date without a number (today, the summer)", "no named entity shared by response and knowledge")
     out = swap("do you ever listen to the beatles ?", "In 1995 the band played with The Beatles in London.")
     assert isinstance(out, Skip) or "metallica" not in out.text  # "the metallica" never
-    out = swap("americans met in boston .", "The Americans met in Boston.")
-    assert isinstance(out, Edit) and out.text in ("canadians met in boston .", "americans met in london .",
-                                                  "americans met in paris .")
+    out = swap("americans met in boston .", "The Americans met in Boston.")  # no place's level is seen here
+    assert out == Skip("a place whose level (city, state or country) the data does not show")
+
+
+@pytest.fixture(scope="module")
+def kinds_pool(nlp):
+    return entity_pool([nlp(t) for t in (
+        "The band was formed in Pasadena, California, in 1972.", "The team is based in Memphis, Tennessee.",
+        "The shop opened in Seattle, Washington.", "Titanic was directed by James Cameron.",
+        "In 1951 Alan Freed began playing the music.", "The title character is the cat Garfield, created in 1978.",
+        "The show aired in Canada, Latin America, and Europe.", "It was written in Koine Greek.") * 3])
+
+
+def test_entity_swap_keeps_kinds_and_relations(nlp, kinds_pool):
+    """A person for a person seen as one, a place for a place of the same level, and a contradiction only where the
+    knowledge states the original alone and in the same relation (issue 52's wrong swaps)."""
+    info = kinds_pool.info
+    assert info["james cameron"].person and info["alan freed"].person and not info["garfield"].person
+    assert (info["pasadena"].level, info["california"].level, info["seattle"].level) == ("city", "region", "city")
+
+    def swap(response: str, knowledge: str) -> Any:
+        return swap_entity(nlp(response), knowledge, kinds_pool, random.Random(0), knowledge_doc=nlp(knowledge))
+
+    out = swap("i know james cameron directed it .", "Titanic was directed by James Cameron.")
+    assert out == Edit("i know alan freed directed it .", "'james cameron' -> 'alan freed' (PERSON)")
+    out = swap("garfield was first published in 1978 .", "Published since 1978, it stars the cat Garfield.")
+    assert isinstance(out, Skip) or "garfield was" in out.text  # the date may move, the cat is never a person
+    assert swap("it aired in canada and latin america .", "It aired in Canada, Latin America, and Europe.") == Skip(
+        "one of a list (another member could hold too): no contradiction")
+    assert swap("they are based in memphis tennessee .", "The team is based in Memphis, Tennessee.") == Skip(
+        "a place qualifying another (Pasadena, California)")
+    out = swap("the band is from seattle .", "The band is from Seattle.")
+    assert isinstance(out, Edit) and out.text in ("the band is from pasadena .", "the band is from memphis .")
+    assert swap("it is one of the three largest companies .", "It is one of the three largest companies.") == Skip(
+        "a number in 'one of the N ...': a rank, not a count")
+    assert swap("he wrote poems in 1971 .", "He edited books in 1971.").reason == (
+        "the knowledge states it in another relation: no contradiction")
 
 
 def test_entity_swap_replacements_are_seen_enough_and_of_the_same_kind(nlp):
@@ -335,3 +377,45 @@ def test_entity_swap_replacements_are_seen_enough_and_of_the_same_kind(nlp):
     out = swap_entity(nlp("bob ross was an american painter ."), knowledge, pool, random.Random(0),
                       knowledge_doc=nlp(knowledge))
     assert out.text == "bob ross was an italian painter ."  # never "a catholic painter": both could hold
+
+
+# -- antonym ------------------------------------------------------------------------------------------------------
+@pytest.mark.parametrize("response, knowledge, reason", [
+    ("heavy metal lyrics are associated with aggression .", "Heavy metal lyrics are associated with aggression.",
+     "inside a fixed phrase (an adjective of a compound: heavy metal lyrics)"),
+    ("ethical vegans avoid animal products .", "Ethical vegans avoid animal products.",
+     "in the subject (the adjective names what the claim is about)"),
+    ("it has fair skin color .", "It has fair skin color.",
+     "inside a fixed phrase (an adjective of a compound: heavy metal lyrics)"),
+    ("it lies between violet and green .", "It lies between violet and green.",
+     "one of coordinated adjectives (hot and cold): the other may hold"),
+    ("he won the presidential race .", "He won the presidential race.",
+     "no antonym that is a real word of the same use (made-up prefixed forms, 'same')"),
+    ("it is one of three co - equal branches .", "It is one of three co-equal branches.",
+     "inside a hyphenated compound (co-equal)"),
+    ("there are different categories .", "There are different categories.",
+     "no antonym that is a real word of the same use (made-up prefixed forms, 'same')"),
+    ("they serve hot and cold coffee .", "They serve hot and cold coffee.",
+     "one of coordinated adjectives (hot and cold): the other may hold"),
+    ("i think the game is popular .", "The game is popular.",
+     "under the speaker's doubt or opinion (i'm not sure when ..., i think ...)"),
+])
+def test_antonym_only_where_the_adjective_is_the_claim(nlp, response, knowledge, reason):
+    from q2_plugins.perturb import antonym, model_words, wordnet_antonyms
+
+    out = antonym(nlp(response), content_forms(nlp(knowledge)), wordnet_antonyms(), random.Random(0),
+                  model_words(nlp))
+    assert out == Skip(reason)
+
+
+def test_antonym_writes_a_real_word_of_the_same_use(nlp):
+    from q2_plugins.perturb import antonym, model_words, wordnet_antonyms
+
+    words, pairs = model_words(nlp), wordnet_antonyms()
+    assert "unpopular" in words and "unpresidential" not in words
+    out = antonym(nlp("it is very popular at resorts ."), content_forms(nlp("It is a popular activity at resorts.")),
+                  pairs, random.Random(0), words)
+    assert out == Edit("it is very unpopular at resorts .", "'popular' -> 'unpopular' (WordNet antonym)")
+    out = antonym(nlp("they are common behavior in birds ."),  # "uncommon", never "individual"
+                  content_forms(nlp("They are common behaviors in birds.")), pairs, random.Random(0), words)
+    assert out.text == "they are uncommon behavior in birds ."
