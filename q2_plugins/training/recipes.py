@@ -91,6 +91,7 @@ __all__ = [
     "label_table",
     "read_sources",
     "run_recipe",
+    "off_topic_draws",
     "DatasetError",
 ]
 
@@ -261,6 +262,10 @@ def _row(src: SourceRow, recipe: str, method: str, label: str, label3: str, evid
 _HEDGE_VERBS = frozenset({"know", "think", "believe", "guess", "suppose", "mean", "say", "hear", "read", "learn",
                           "see", "remember", "wonder", "agree", "understand", "assume", "recall", "feel"})
 _HEDGE_STATES = frozenset({"sure", "certain", "aware", "afraid", "positive", "right", "correct", "glad", "happy"})
+# "i do (not)", "i have (not)", "i am (not)", "i can't": a verb standing for the question's, telling nothing itself
+_PRO_VERBS = frozenset({"do", "have", "be", "can", "will", "would", "could", "should"})
+_COMPLEMENTS = frozenset({"dobj", "xcomp", "ccomp", "acomp", "attr", "oprd", "prep", "dative", "advcl", "agent",
+                          "npadvmod"})
 
 
 _SPLIT_CONTRACTION = re.compile(r"(\w)\s+'\s+(m|re|ve|s|d|ll|t)\b", re.IGNORECASE)
@@ -284,6 +289,8 @@ def personal_statement(doc: Any, nlp: Any = None) -> Optional[str]:
                 continue
             if lemma == "be" and any(c.dep_ == "acomp" and c.lemma_.lower() in _HEDGE_STATES for c in head.children):
                 continue
+            if lemma in _PRO_VERBS and not any(c.dep_ in _COMPLEMENTS for c in head.children):
+                continue  # "i do not, but i do know she was born in michigan": an answer, then the claim
             if head.pos_ in ("VERB", "AUX") or lemma == "be":
                 return f"{tok.text} {head.text}"
     return None
@@ -350,24 +357,27 @@ class _Neighbours:
         return reason if best is None else best
 
     def unrelated(self, i: int, rng: random.Random) -> tuple[Optional[int], bool]:
-        """A random row of the same topic (another dialogue, other knowledge) whose response is about something (a
-        noun its own evidence or topic names, no third-person pronoun) and shares no content word with row ``i``'s
-        evidence, the topic's name included, from evidence that does not name the topic; when there is none (or no
-        topic), one of another dialogue and topic whose response and knowledge share no content word with it (second
-        value True: the fallback)."""
+        """A random row of the same topic (another dialogue, other knowledge), as BEGIN samples its off-topic
+        responses, whose response is about something (a noun its own evidence or topic names, no third-person
+        pronoun) and shares no noun, adjective or number with row ``i``'s evidence (it speaks of another part of the
+        topic; a verb may be shared; one sharing a noun is a hallucination, :meth:`same_topic`); when there is none
+        (or no topic), one of another dialogue and topic whose response and knowledge share no content word with it
+        (second value True: the fallback)."""
         row, near = self.rows[i], self.near(i)
 
-        def other(j: int) -> bool:
+        def drawable(j: int) -> bool:
             r = self.rows[j]
             return r.knowledge != row.knowledge and r.response != row.response and (
-                row.dialogue is None or r.dialogue != row.dialogue) and bool(self.about[j]) and self.named[j] \
-                and not (self.rwords[j] & near)
+                row.dialogue is None or r.dialogue != row.dialogue) and bool(self.about[j]) and self.named[j]
 
-        if row.topic:  # (not from evidence naming the topic: "the golden arches logo" is McDonald's, said or not)
-            same = [j for j in range(len(self.rows)) if self.rows[j].topic == row.topic and other(j)
-                    and not self.kwords[j] & self.topic_words[row.topic]]
+        if row.topic:
+            same = [j for j in self.by_topic.get(row.topic, ()) if self.rows[j].topic == row.topic and drawable(j)
+                    and not self.rnouns[j] & self.knouns[i]]
             if same:
                 return rng.choice(same), False
+
+        def other(j: int) -> bool:
+            return drawable(j) and not (self.rwords[j] & near)
         options = [j for j in range(len(self.rows)) if other(j) and not (self.kwords[j] & self.kwords[i])
                    and (not row.topic or self.rows[j].topic != row.topic)]
         return (rng.choice(options) if options else None), True
@@ -738,6 +748,13 @@ def preview_lines(made: Sequence[TrainingRow], sources: Sequence[SourceRow], n: 
     return lines
 
 
+def off_topic_draws(made: Sequence[TrainingRow]) -> dict[str, int]:
+    """How the written off-topic rows were drawn: ``same_topic`` (BEGIN's way) and ``other_topic`` (the fallback)."""
+    off = [r for r in made if r.method == "unrelated_response"]
+    other = sum("fallback" in r.change for r in off)
+    return {"written": len(off), "same_topic": len(off) - other, "other_topic": other}
+
+
 def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = False) -> tuple[dict[str, Any], list[str]]:
     """Read every input, make the recipe's training set, write it to ``options.output`` and its summary (with every
     method's skip counts and reasons) to the sidecar ``OUTPUT.meta.json``; returns the summary and its printed lines
@@ -773,6 +790,8 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
             f.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
     summary = {"inputs": per_input, "output": options.output, "generator": options.generator,
                "balance": options.balance, "n_examples": len(made), **report.to_dict()}
+    if options.recipe == "begin":
+        summary["off_topic"] = off_topic_draws(made)
     settings = {k: getattr(options, k) for k in ("recipe", "dataset", "seed", "spacy_model", "generator", "balance")}
     write_json_atomic(meta_path(options.output), {"format": "q2-perturb-recipe/1", "version": __version__,
                                                   "settings": settings, "summary": summary})
@@ -788,5 +807,10 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
     for label, n in report.shortfall.items():
         lines.append(f"shortfall: {n} of {len(sources)} grounded rows gave no {label} example (none qualified; "
                      f"nothing is filled from another topic)")
+    if "off_topic" in summary:
+        o = summary["off_topic"]
+        lines.append(f"off-topic: {o['same_topic']} of {o['written']} written of the same topic (BEGIN's draw), "
+                     f"{o['other_topic']} of another topic (the fallback: the input has no same-topic response "
+                     f"for them)")
     lines.append(f"wrote {len(made)} examples to {options.output} (summary in {meta_path(options.output)})")
     return summary, lines + preview_lines(made, sources, preview, options.seed)

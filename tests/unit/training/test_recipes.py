@@ -306,7 +306,7 @@ def test_personal_statements_close_to_the_evidence_are_hallucinations(nlp):
     assert personal_statement(nlp("i love gardening as well . it is relaxing .")) == "i love"
     assert personal_statement(nlp("my brother skis every winter .")) == "brother"
     for hedge in ("i ' m not sure , but it is relaxing .", "i think it is relaxing .", "i know that it is old .",
-                  "it is relaxing ."):
+                  "it is relaxing .", "i do not , but i do know that she was born in michigan .", "no i have not ."):
         assert personal_statement(nlp(hedge)) is None, hedge
     knowledge = "Gardening is considered by many people to be a relaxing activity."
     rows = [SourceRow("g", "i love gardening , it is considered relaxing .", knowledge, None, "d1"),
@@ -404,7 +404,7 @@ def test_a_begin_files_knowledge_source_is_its_rows_topic(tmp_path):
     assert _begin_source(tmp_path / "dev_05_24_21.tsv").startswith("Wizard of Wikipedia")
 
 
-def test_off_topic_names_what_it_speaks_of_and_not_from_evidence_naming_the_topic(nlp):
+def test_off_topic_names_what_it_speaks_of_and_comes_from_the_same_topic_as_begin_draws_it(nlp):
     rows = [SourceRow("a", "mcdonald ' s serves burgers .", "McDonald's serves burgers.", None, "e1",
                       topic="McDonald's"),
             SourceRow("b", "the golden arches logo was first used in 1953 .", "McDonald's first used the Golden "
@@ -413,8 +413,8 @@ def test_off_topic_names_what_it_speaks_of_and_not_from_evidence_naming_the_topi
             SourceRow("w", "wine is made from grapes .", "Wine is made from grapes.", None, "e4", topic="Wine")]
     made, _ = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
     off = {t.source_id: t.response for t in made if t.label == "off-topic"}
-    # b is of a's topic and shares no word with a's evidence, but its evidence names McDonald's: not off-topic for a
-    assert off["a"] == rows[3].response
+    # b is of a's topic (another conversation, other evidence) and shares no noun with a's evidence: BEGIN's draw
+    assert off["a"] == rows[1].response
     assert rows[2].response not in off.values()  # "it originated in india" could be about anything
 
 
