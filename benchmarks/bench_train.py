@@ -2,12 +2,17 @@
 """Does ``q2 train`` learn? A small BERT trained from scratch on CPU on a BEGIN silver set, and training throughput.
 
 1. The silver set (``q2 perturb --recipe begin``) is built from bundled data that is *not* the evaluation set: the
-   Q² WoW annotations' consistent responses and BEGIN v2 dev's fully attributable ones (WoW, CMU-DoG, TopicalChat).
-   Its source rows are split (seeded) into a training part and a held-out part.
+   Q² WoW annotations' consistent responses and BEGIN v2 dev's fully attributable ones (WoW, CMU-DoG, TopicalChat),
+   less every row sharing an evidence passage or a response with BEGIN v1 dev (v2 dev shares dozens with it). It is
+   split (seeded) by evidence passage into a training part and a held-out part, and a training row sharing a passage
+   or a response with the held-out part is dropped (the stock generic replies excepted: the recipe writes them from
+   one short list, so they repeat by design). Every count removed, and the overlap left, is printed.
 2. A WordPiece tokenizer is trained on the training part's text, and a small BERT (random init) is trained on it with
    ``q2_plugins.training.train.train`` (the Hugging Face ``Trainer``), five-way.
-3. Evaluated on the held-out silver part and on BEGIN v1 dev (836 human-labelled responses), against the majority
-   label: five-way and three-way accuracy and macro-F1, with the training curve (loss by step) printed.
+3. Evaluated on the held-out silver part and on BEGIN v1 dev (836 human-labelled responses) beside two floors on
+   the same split: the majority label and a surface baseline (the recipe audit's logistic regression on 12 surface
+   features, trained on the same training rows): five-way and three-way accuracy and macro-F1, with the training
+   curve (loss by step) printed.
 4. Throughput: a few ``Trainer`` steps of a bert-base-sized classifier (random weights: a step costs the same) on the
    same data; examples / s and the share of the machine's fp32 matmul peak (measured here, square ``torch.mm``),
    counting 6 FLOPs per parameter per token (forward + backward) plus attention.
@@ -35,27 +40,94 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from benchmarks.machine import cpu_name  # noqa: E402
+from q2_plugins.backends.hf.labeller import TaxonomyModel  # noqa: E402
 from q2_plugins.training.perturb import PerturbOptions  # noqa: E402
-from q2_plugins.training.recipes import label_table, make_training_set, read_sources  # noqa: E402
-from q2_plugins.training.train import TaxonomyModel, TrainOptions, evaluate_labels, train  # noqa: E402
+from q2_plugins.training.recipes import (  # noqa: E402
+    GENERIC_RESPONSES,
+    LEAKED,
+    EvaluationTexts,
+    TrainingRow,
+    evaluation_texts,
+    label_table,
+    make_training_set,
+    normalised,
+    read_sources,
+)
+from q2_plugins.training.train import TrainOptions, evaluate_labels, train  # noqa: E402
+
+BEGIN_V1_DEV = Path("begin_dev") / "dev_05_24_21.tsv"
+
+
+def stock(row: TrainingRow) -> bool:
+    """Whether a row's response is one of the recipe's stock generic replies (they repeat across any split)."""
+    reply = normalised(row.response)
+    return row.method == "generic_response" and any(reply.endswith(normalised(g)) for g in GENERIC_RESPONSES)
+
+
+def split_by_passage(made: list[TrainingRow], seed: int, held_out: float
+                     ) -> tuple[list[TrainingRow], list[TrainingRow], int]:
+    """(train, held-out, rows dropped): the held-out part is every row of a random ``held_out`` share of the
+    evidence passages; a training row sharing a passage or a response with it is dropped (stock generic replies
+    aside)."""
+    passages = sorted({normalised(r.evidence) for r in made})
+    random.Random(seed).shuffle(passages)
+    test = set(passages[: int(len(passages) * held_out)])
+    held = [r for r in made if normalised(r.evidence) in test]
+    texts = EvaluationTexts(frozenset(test), frozenset(normalised(r.response) for r in held if not stock(r)))
+    rest = [r for r in made if normalised(r.evidence) not in test]
+    train_rows = [r for r in rest if not texts.shares(r.evidence, "" if stock(r) else r.response)]
+    return train_rows, held, len(rest) - len(train_rows)
+
+
+def overlap_left(train_rows: list[TrainingRow], *evaluations: EvaluationTexts) -> int:
+    """Training rows sharing an evidence passage or a (non-stock) response with any evaluation set: 0 when clean."""
+    return sum(any(e.shares(r.evidence, "" if stock(r) else r.response) for e in evaluations) for r in train_rows)
 
 
 def silver_split(data: Path, out: Path, seed: int, held_out: float) -> tuple[Path, Path, dict[str, Any]]:
-    """Silver set from q2_wow + BEGIN v2 dev, split by source row into train / held-out JSONL files."""
+    """Silver set from q2_wow + BEGIN v2 dev without BEGIN v1 dev's passages and responses, split by passage into
+    train / held-out JSONL files (:func:`split_by_passage`)."""
     inputs = [data / "q2_wow"] + sorted((data / "begin_v2_dev").glob("*/*.tsv"))
     sources = [row for path in inputs
                for row in read_sources(str(path), PerturbOptions(inputs=(str(path),), output="-"))]
-    made, report = make_training_set(sources, recipe="begin", seed=seed)
-    ids = sorted({r.source_id for r in made})
-    random.Random(seed).shuffle(ids)
-    test_ids = set(ids[: int(len(ids) * held_out)])
+    begin_v1 = evaluation_texts([str(data / BEGIN_V1_DEV)])
+    made, report = make_training_set(sources, recipe="begin", seed=seed, held_out=begin_v1)
+    train_rows, held, dropped = split_by_passage(made, seed, held_out)
+    held_texts = EvaluationTexts(frozenset(normalised(r.evidence) for r in held),
+                                 frozenset(normalised(r.response) for r in held if not stock(r)))
     files = {"train": out / "silver_train.jsonl", "held_out": out / "silver_held_out.jsonl"}
-    with files["train"].open("w") as tr, files["held_out"].open("w") as te:
-        for row in made:
-            (te if row.source_id in test_ids else tr).write(json.dumps(row.to_dict()) + "\n")
+    for path, rows in ((files["train"], train_rows), (files["held_out"], held)):
+        path.write_text("".join(json.dumps(r.to_dict()) + "\n" for r in rows))
+    removed = {"grounded_rows_sharing_with_begin_v1_dev": report.skipped.get("original", {}).get(LEAKED, 0),
+               "examples_sharing_with_begin_v1_dev": sum(c.get(LEAKED, 0) for m, c in report.skipped.items()
+                                                          if m != "original"),
+               "training_rows_sharing_with_held_out": dropped,
+               "overlap_left": overlap_left(train_rows, begin_v1, held_texts)}
     print(f"silver set: {len(sources)} grounded rows from {', '.join(p.name for p in inputs)}")
     print("\n".join(label_table(report)))
-    return files["train"], files["held_out"], {"n_sources": len(sources), "labels": dict(report.labels)}
+    print(f"removed for leakage: {removed['grounded_rows_sharing_with_begin_v1_dev']} grounded rows and "
+          f"{removed['examples_sharing_with_begin_v1_dev']} examples sharing an evidence passage or a response with "
+          f"BEGIN v1 dev; {dropped} training rows sharing one with the held-out part; overlap left: "
+          f"{removed['overlap_left']}; training rows {len(train_rows)}, held-out rows {len(held)}")
+    return files["train"], files["held_out"], {"n_sources": len(sources), "labels": dict(report.labels),
+                                               "removed": removed, "n_train": len(train_rows), "n_held_out": len(held)}
+
+
+def surface_floor(train_file: Path, sets: dict[str, list[dict[str, str]]]) -> dict[str, Any]:
+    """The surface baseline on each evaluation set: the recipe audit's probe (logistic regression on its 12 surface
+    features) trained on the training file's rows, scored as the detector is (:func:`evaluate_labels`)."""
+    from sklearn.linear_model import LogisticRegression
+    from sklearn.pipeline import make_pipeline
+    from sklearn.preprocessing import StandardScaler
+
+    from benchmarks.audit_recipes import surface_features
+
+    rows = [json.loads(line) for line in train_file.read_text().splitlines()]
+    model = make_pipeline(StandardScaler(), LogisticRegression(max_iter=2000))
+    model.fit([surface_features(r) for r in rows], [r["label"] for r in rows])
+    return {name: evaluate_labels([r["label"] for r in items], list(model.predict([surface_features(r)
+                                                                                   for r in items])))
+            for name, items in sets.items()}
 
 
 def small_bert(train_file: Path, path: Path, seed: int, **size: Any) -> Path:
@@ -110,11 +182,12 @@ def begin_rows(path: Path) -> list[dict[str, str]]:
                  "label": r["gold label"]} for r in csv.DictReader(f, delimiter="\t")]
 
 
-def show(name: str, figures: dict[str, Any]) -> None:
+def show(name: str, figures: dict[str, Any], floor: dict[str, Any]) -> None:
     for view in ("5way", "3way"):
-        e = figures[view]
+        e, s = figures[view], floor[view]
         print(f"| {name} | {view[0]}-way | {figures['n']} | {100 * e['accuracy']:.2f}% | {100 * e['macro_f1']:.1f} | "
-              f"{e['majority_label']} {100 * e['majority_accuracy']:.2f}% |")
+              f"{e['majority_label']} {100 * e['majority_accuracy']:.2f}% | {100 * s['accuracy']:.2f}% | "
+              f"{100 * s['macro_f1']:.1f} |")
 
 
 def throughput(train_file: Path, tokenizer_dir: Path, work: Path, steps: int, batch: int, seed: int) -> dict:
@@ -181,12 +254,14 @@ def main() -> None:
         print("training curve (step: loss): " + ", ".join(f"{s}: {v:.3f}" for s, v in curve))
         held = [{"evidence": r["evidence"], "previous": r["previous_turn"], "response": r["response"],
                  "label": r["label"]} for r in map(json.loads, held_file.read_text().splitlines())]
+        v1 = begin_rows(data / BEGIN_V1_DEV)
         report["held_out_silver"] = evaluate(work / "out", held)
-        report["begin_v1_dev"] = evaluate(work / "out", begin_rows(data / "begin_dev" / "dev_05_24_21.tsv"))
-        print("\n| evaluated on | view | n | accuracy | macro-F1 | majority label (accuracy) |\n"
-              "|---|---|---|---|---|---|")
-        show("held-out silver", report["held_out_silver"])
-        show("BEGIN v1 dev", report["begin_v1_dev"])
+        report["begin_v1_dev"] = evaluate(work / "out", v1)
+        report["surface_baseline"] = surface_floor(train_file, {"held_out_silver": held, "begin_v1_dev": v1})
+        print("\n| evaluated on | view | n | accuracy | macro-F1 | majority label (accuracy) | surface baseline "
+              "accuracy | surface baseline macro-F1 |\n|---|---|---|---|---|---|---|---|")
+        show("held-out silver", report["held_out_silver"], report["surface_baseline"]["held_out_silver"])
+        show("BEGIN v1 dev", report["begin_v1_dev"], report["surface_baseline"]["begin_v1_dev"])
         if args.base_steps:
             peak = matmul_peak()
             tp = throughput(train_file, base, work, args.base_steps, 8, args.seed)

@@ -28,6 +28,9 @@ def add_parser(sub: Any) -> Any:
                         "(default: the related evidence's own response)")
     p.add_argument("--no-balance", dest="balance", action="store_false",
                    help="--recipe begin: keep every example instead of as many per label as the rarest has")
+    p.add_argument("--exclude", action="append", default=[], metavar="EVAL_FILE",
+                   help="--recipe: an evaluation file (or folder) the set will be scored against: rows sharing an "
+                        "evidence passage or a response with it (case and spacing aside) are dropped and counted")
     p.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
     p.add_argument("--response-column", default="response")
     p.add_argument("--knowledge-column", default="knowledge")
@@ -58,7 +61,7 @@ def options_from_args(args: Any) -> PerturbOptions:
         knowledge_column=args.knowledge_column, previous_column=args.previous_column, id_column=args.id_column,
         topic_column=args.topic_column, keep=args.keep,
         methods=tuple(m.strip() for m in args.methods.split(",") if m.strip()), seed=args.seed,
-        spacy_model=args.spacy_model, generator=args.generator, balance=args.balance)
+        spacy_model=args.spacy_model, generator=args.generator, balance=args.balance, exclude=tuple(args.exclude))
 
 
 def run(args: Any) -> int:

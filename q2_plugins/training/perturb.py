@@ -1073,6 +1073,7 @@ class PerturbOptions(TextColumns):
     spacy_model: str = "en_core_web_sm"
     generator: Optional[str] = None
     balance: bool = True
+    exclude: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if not self.inputs:
@@ -1082,6 +1083,8 @@ class PerturbOptions(TextColumns):
                                          "conv-fever")
         if self.generator and self.recipe != "begin":
             raise SettingError("generator", "writes BEGIN's hallucinations: use it with recipe begin")
+        if self.exclude and self.recipe is None:
+            raise SettingError("exclude", "keeps evaluation rows out of a training set: use it with a recipe")
         if self.dataset not in DATASETS:
             raise SettingError("dataset", f"must be one of {', '.join(DATASETS)}, got {self.dataset!r}")
 

@@ -91,6 +91,9 @@ __all__ = [
     "label_table",
     "read_sources",
     "run_recipe",
+    "EvaluationTexts",
+    "evaluation_texts",
+    "normalised",
     "off_topic_draws",
     "DatasetError",
 ]
@@ -621,8 +624,8 @@ def _checked(rows: Sequence[SourceRow], report: RecipeReport, budgets: dict[str,
 def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, balance: bool = True,
                       generator: Optional[ResponseGenerator] = None, nlp: Any = None,
                       spacy_model: str = "en_core_web_sm", max_response_chars: Optional[int] = None,
-                      max_knowledge_chars: Optional[int] = None,
-                      progress: Any = None) -> tuple[list[TrainingRow], RecipeReport]:
+                      max_knowledge_chars: Optional[int] = None, progress: Any = None,
+                      held_out: Optional["EvaluationTexts"] = None) -> tuple[list[TrainingRow], RecipeReport]:
     """Make ``recipe``'s training examples (``"begin"`` or ``"conv-fever"``) from grounded ``rows``.
 
     Rows whose response or knowledge is empty, not text, or over its budget (default: ``q2 score``'s
@@ -630,7 +633,9 @@ def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, 
     Rows repeating an earlier row's evidence and response are dropped and counted. ``balance`` applies to BEGIN only
     (Conv-FEVER keeps every example), ``generator`` to BEGIN's hallucinations and generic replies only.
     ``progress``, a :class:`~q2_plugins.metric.progress.Progress`, counts the rows (stages ``parse``, then
-    ``examples``).
+    ``examples``). ``held_out``: the evaluation files' texts (:func:`evaluation_texts`); a grounded row sharing an
+    evidence passage or a response with them is skipped (under ``original``), and so is a made example that does
+    (under its method), each counted with :data:`LEAKED` as its reason.
     """
     if recipe not in RECIPES:
         raise ValueError(f"Unknown recipe {recipe!r}; expected one of {list(RECIPES)}")
@@ -644,6 +649,11 @@ def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, 
                "knowledge": (default_budget("max_knowledge_chars") if max_knowledge_chars is None
                              else max_knowledge_chars)}
     usable = _checked(rows, report, budgets)
+    if held_out is not None:
+        for r in usable:
+            if held_out.shares(r.knowledge, r.response):
+                report.skip("original", LEAKED)
+        usable = [r for r in usable if not held_out.shares(r.knowledge, r.response)]
     if nlp is None:
         from q2_plugins.metric.spacy_parts import load_spacy
 
@@ -666,6 +676,11 @@ def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, 
     methods = _method_order(recipe)
     made.sort(key=lambda t: (order[t.source_id], methods(t.method)))
     made = _unique(made, report)
+    if held_out is not None:
+        for t in made:
+            if held_out.shares(t.evidence, t.response):
+                report.skip(t.method, LEAKED)
+        made = [t for t in made if not held_out.shares(t.evidence, t.response)]
     report.made.update(t.method for t in made)
     report.candidates.update(t.label for t in made)
     if recipe == "begin" and balance and made:
@@ -748,6 +763,58 @@ def preview_lines(made: Sequence[TrainingRow], sources: Sequence[SourceRow], n: 
     return lines
 
 
+LEAKED = "shares an evidence passage or a response with an evaluation file"
+
+
+def normalised(text: Any) -> str:
+    """``text`` lower-cased with its whitespace runs made one space: how passages and responses are compared."""
+    return " ".join(str(text).lower().split())
+
+
+@dataclass(frozen=True)
+class EvaluationTexts:
+    """The normalised evidence passages and responses of the evaluation files a training set is scored against."""
+
+    passages: frozenset
+    responses: frozenset
+
+    def shares(self, evidence: Any, response: Any) -> bool:
+        """Whether a row's evidence or response is one of the evaluation files'."""
+        return normalised(evidence) in self.passages or normalised(response) in self.responses
+
+
+def evaluation_texts(paths: Sequence[str]) -> EvaluationTexts:
+    """The evidence passages (column ``evidence`` or ``knowledge``) and responses (``response``) of every row of
+    ``paths``: CSV, TSV or JSONL files, or folders of them (a Q² WoW folder, BEGIN's TSV files), all rows whatever
+    their label."""
+    import csv
+    import json
+    from pathlib import Path
+
+    passages: set[str] = set()
+    responses: set[str] = set()
+    for path in map(Path, paths):
+        files = sorted(p for p in path.rglob("*") if p.suffix in (".csv", ".tsv", ".jsonl")) if path.is_dir() \
+            else [path]
+        if not files:
+            raise SettingError("exclude", f"{path} holds no CSV, TSV or JSONL file")
+        for file in files:
+            with file.open(encoding="utf-8", newline="") as f:
+                if file.suffix == ".jsonl":
+                    records = [json.loads(line) for line in f if line.strip()]
+                else:
+                    records = list(csv.DictReader(f, delimiter="\t" if file.suffix == ".tsv" else ","))
+            for r in records:
+                if not isinstance(r, dict):
+                    continue
+                evidence = r.get("evidence", r.get("knowledge"))
+                if evidence not in (None, ""):
+                    passages.add(normalised(evidence))
+                if r.get("response") not in (None, ""):
+                    responses.add(normalised(r["response"]))
+    return EvaluationTexts(frozenset(passages), frozenset(responses))
+
+
 def off_topic_draws(made: Sequence[TrainingRow]) -> dict[str, int]:
     """How the written off-topic rows were drawn: ``same_topic`` (BEGIN's way) and ``other_topic`` (the fallback)."""
     off = [r for r in made if r.method == "unrelated_response"]
@@ -784,7 +851,8 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
             bar = stack.enter_context(Progress(total=len(sources)))
         made, report = make_training_set(sources, recipe=options.recipe or "", seed=options.seed,
                                          balance=options.balance, generator=generator,
-                                         spacy_model=options.spacy_model, progress=bar)
+                                         spacy_model=options.spacy_model, progress=bar,
+                                         held_out=evaluation_texts(options.exclude) if options.exclude else None)
     with open(options.output, "w", encoding="utf-8") as f:
         for row in made:
             f.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
@@ -792,7 +860,13 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
                "balance": options.balance, "n_examples": len(made), **report.to_dict()}
     if options.recipe == "begin":
         summary["off_topic"] = off_topic_draws(made)
+    if options.exclude:
+        summary["excluded"] = {"files": list(options.exclude), "grounded_rows": report.skipped.get(
+            "original", Counter())[LEAKED], "examples": sum(c[LEAKED] for m, c in report.skipped.items()
+                                                            if m != "original")}
     settings = {k: getattr(options, k) for k in ("recipe", "dataset", "seed", "spacy_model", "generator", "balance")}
+    if options.exclude:
+        settings["exclude"] = list(options.exclude)
     write_json_atomic(meta_path(options.output), {"format": "q2-perturb-recipe/1", "version": __version__,
                                                   "settings": settings, "summary": summary})
     read = ", ".join(f"{p}: {n}" for p, n in per_input.items())
@@ -807,6 +881,10 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
     for label, n in report.shortfall.items():
         lines.append(f"shortfall: {n} of {len(sources)} grounded rows gave no {label} example (none qualified; "
                      f"nothing is filled from another topic)")
+    if "excluded" in summary:
+        x = summary["excluded"]
+        lines.append(f"excluded: {x['grounded_rows']} grounded rows and {x['examples']} examples sharing an evidence "
+                     f"passage or a response with {', '.join(x['files'])}")
     if "off_topic" in summary:
         o = summary["off_topic"]
         lines.append(f"off-topic: {o['same_topic']} of {o['written']} written of the same topic (BEGIN's draw), "
