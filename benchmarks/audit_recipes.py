@@ -14,6 +14,9 @@ Each figure is computed here from the written rows with its own small rule, not 
 * responses ending in a word with attached punctuation ("great!"), generic rows against all others;
 * antonym rows; Conv-FEVER's unrelated pairs' three-way labels; rows repeating another row's (evidence, response,
   label); entity swaps leaving "a" / "an" disagreeing with the next word;
+* off-topic rows' content overlap with their evidence (the share of the response's content lemmas that the evidence
+  has, averaged), the silver set's beside BEGIN v1 dev's human-labelled off-topic rows (bundled), and how many
+  off-topic rows were drawn from the same topic as BEGIN draws them (the rest: the other-topic fallback);
 * the surface probe: logistic regression on 12 surface features of a row (lengths, punctuation, "?", "!", "not",
   first and second person, overlap with the evidence both ways, new content words, length ratio), trained on 70% of
   the source rows and tested on the rest: its held-out accuracy, overall and by label, against the majority label.
@@ -44,6 +47,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins.metric.spacy_parts import load_spacy  # noqa: E402
 from q2_plugins.training import recipes
 from q2_plugins.training.perturb import PerturbOptions  # noqa: E402
@@ -114,6 +118,24 @@ def negation_problem(nlp: Any, original: str, negated: str, other: str) -> str:
     if not content(held) & content(nlp(other)):
         return "claim not held"
     return ""
+
+
+def content_overlap(nlp: Any, pairs: list[tuple[str, str]]) -> float:
+    """The mean share of a response's content lemmas that its evidence has, over (response, evidence) ``pairs``."""
+    shares = []
+    for response, evidence in pairs:
+        mine = content(nlp(response))
+        shares.append(len(mine & content(nlp(evidence))) / len(mine) if mine else 0.0)
+    return round(sum(shares) / len(shares), 3) if shares else 0.0
+
+
+def begin_off_topic(data: Path) -> list[tuple[str, str]]:
+    """(response, evidence) of BEGIN v1 dev's rows labelled off-topic."""
+    import csv
+
+    with (data / "begin_dev" / "dev_05_24_21.tsv").open(newline="") as f:
+        return [(r["response"], r["evidence"]) for r in csv.DictReader(f, delimiter="\t")
+                if r["gold label"] == "off-topic"]
 
 
 def article_disagreements(rows: list[dict[str, Any]]) -> int:
@@ -206,6 +228,9 @@ def audit(data: Path) -> dict[str, Any]:
         return bool(name & set(words(r["response"])))
 
     out["off-topic_naming_the_topic"] = [sum(names_topic(r) for r in off), len(off)]
+    out["off-topic_of_the_same_topic"] = [sum("fallback" not in r["change"] for r in off), len(off)]
+    out["off-topic_content_overlap_silver"] = content_overlap(nlp, [(r["response"], r["evidence"]) for r in off])
+    out["off-topic_content_overlap_begin_v1_dev"] = content_overlap(nlp, begin_off_topic(data))
     for name, rows, other in (("begin_negation", of(begin, "negation"), "evidence"),
                               ("conv_fever_negated_response", of(fever, "negated_response"), "evidence"),
                               ("conv_fever_negated_knowledge", of(fever, "negated_knowledge"), "response")):
@@ -280,6 +305,7 @@ def main() -> None:
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                             cwd=Path(sys.modules["q2_plugins.training.recipes"].__file__).parent).stdout.strip()
     figures["commit"] = commit or "unknown"
+    figures["cpu"] = cpu_name()
     for key, value in figures.items():
         if isinstance(value, list) and len(value) == 2:
             value = f"{value[0]} of {value[1]} ({100 * value[0] / value[1]:.1f}%)" if value[1] else "0 of 0"

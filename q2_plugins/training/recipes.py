@@ -364,8 +364,9 @@ class _Neighbours:
         responses, whose response is about something (a noun its own evidence or topic names, no third-person
         pronoun) and shares no noun, adjective or number with row ``i``'s evidence (it speaks of another part of the
         topic; a verb may be shared; one sharing a noun is a hallucination, :meth:`same_topic`); when there is none
-        (or no topic), one of another dialogue and topic whose response and knowledge share no content word with it
-        (second value True: the fallback)."""
+        (or no topic), one of another dialogue and topic whose knowledge shares no content word with it and whose
+        response shares no noun, adjective or number with it nor names its topic (second value True: the
+        fallback)."""
         row, near = self.rows[i], self.near(i)
 
         def drawable(j: int) -> bool:
@@ -379,8 +380,10 @@ class _Neighbours:
             if same:
                 return rng.choice(same), False
 
-        def other(j: int) -> bool:
-            return drawable(j) and not (self.rwords[j] & near)
+        def other(j: int) -> bool:  # a verb may be shared, as in BEGIN's own off-topic rows; no noun, nor the topic
+            return drawable(j) and not (self.rnouns[j] & self.knouns[i]) and not (
+                self.rwords[j] & self.topic_words.get(row.topic, set()))
+
         options = [j for j in range(len(self.rows)) if other(j) and not (self.kwords[j] & self.kwords[i])
                    and (not row.topic or self.rows[j].topic != row.topic)]
         return (rng.choice(options) if options else None), True

@@ -401,7 +401,7 @@ def test_entity_swap_replacements_are_seen_enough_and_of_the_same_kind(nlp):
      "under the speaker's doubt or opinion (i'm not sure when ..., i think ...)"),
 ])
 def test_antonym_only_where_the_adjective_is_the_claim(nlp, response, knowledge, reason):
-    from q2_plugins.perturb import antonym, model_words, wordnet_antonyms
+    from q2_plugins.training.perturb import antonym, model_words, wordnet_antonyms
 
     out = antonym(nlp(response), content_forms(nlp(knowledge)), wordnet_antonyms(), random.Random(0),
                   model_words(nlp))
@@ -409,7 +409,7 @@ def test_antonym_only_where_the_adjective_is_the_claim(nlp, response, knowledge,
 
 
 def test_antonym_writes_a_real_word_of_the_same_use(nlp):
-    from q2_plugins.perturb import antonym, model_words, wordnet_antonyms
+    from q2_plugins.training.perturb import antonym, model_words, wordnet_antonyms
 
     words, pairs = model_words(nlp), wordnet_antonyms()
     assert "unpopular" in words and "unpresidential" not in words
