@@ -49,7 +49,7 @@ sys.path.insert(0, str(REPO))
 
 from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins.metric.spacy_parts import load_spacy  # noqa: E402
-from q2_plugins.training import recipes
+from q2_plugins.training import examples  # noqa: E402
 from q2_plugins.training.perturb import PerturbOptions  # noqa: E402
 from q2_plugins.training.recipes import make_training_set, read_sources  # noqa: E402
 
@@ -277,7 +277,7 @@ def reading_sheet(data: Path, k: int, seed: int) -> list[dict[str, Any]]:
         for label in sorted(by):
             for r in random.Random(f"{seed}|{recipe}|{label}").sample(by[label], min(k, len(by[label]))):
                 sheet.append({"id": r["id"], "recipe": recipe, "label": r[key], "method": r["method"],
-                              "rule": recipes.RULES.get((recipe, r["method"]), ""), "change": r["change"],
+                              "rule": examples.RULES.get((recipe, r["method"]), ""), "change": r["change"],
                               "evidence": r["evidence"], "previous_turn": previous.get(r["source_id"], ""),
                               "response": r["response"], "verdict": "", "reason": ""})
     return sheet

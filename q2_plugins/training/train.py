@@ -6,7 +6,7 @@ as BEGIN folds them; Conv-FEVER's consistent / inconsistent and FEVER's supports
 entailment / contradiction / neutral). Training is the Hugging Face ``Trainer``; the output folder holds the model
 (safetensors), its tokenizer, ``id2label``, a model card (``README.md``: base, recipe, seed, data hash, evaluation
 figures) and ``training_curve.png``. A three-way model is an NLI model Q² loads as ``nli_model``; a five-way model
-labels responses (:class:`TaxonomyModel`).
+labels responses (:class:`q2_plugins.backends.hf.labeller.TaxonomyModel`).
 
 torch and transformers are imported only when a model is trained or loaded; a bad training file is rejected before.
 """
@@ -21,7 +21,6 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from q2_plugins.backends.hf.labeller import TaxonomyModel, TaxonomyModelError  # noqa: F401 (public here too)
 from q2_plugins.io.inputs import InputFormatError
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.taxonomy import COARSE, LABELS, LABELS3
@@ -35,8 +34,6 @@ __all__ = [
     "read_pairs",
     "train",
     "evaluate_labels",
-    "TaxonomyModel",
-    "TaxonomyModelError",
 ]
 
 _EVIDENCE = ("evidence", "knowledge")

@@ -48,8 +48,8 @@ def score_records(scorer: Any, records: Sequence[dict[str, Any]], spec: RowSpec,
                   labeller: Any = None) -> Any:
     """The scorer's :class:`~q2_plugins.metric.results.Q2Result` for ``records``, one response per record in order; a
     record that cannot be scored is scored as missing and its problem is its row's error. With ``labeller`` (a trained
-    five-way model, :class:`~q2_plugins.training.train.TaxonomyModel`) the rows are labelled by it, not by the text
-    rules."""
+    five-way model, :class:`~q2_plugins.backends.hf.labeller.TaxonomyModel`) the rows are labelled by it, not by the
+    text rules."""
     problems = problems_of(records, spec)
     values = [[None if p else r.get(c) for r, p in zip(records, problems)] for c in spec.required]
     history = values[2] if spec.history_column else None

@@ -9,12 +9,11 @@ from pathlib import Path
 
 import pytest
 
+from q2_plugins.backends.hf.labeller import TaxonomyModel, TaxonomyModelError
 from q2_plugins.backends.hf.tiny import build_roberta_nli
 from q2_plugins.cli import main
 from q2_plugins.metric.taxonomy import LABELS
 from q2_plugins.training.train import (
-    TaxonomyModel,
-    TaxonomyModelError,
     TrainOptions,
     evaluate_labels,
     read_pairs,

@@ -13,15 +13,8 @@ import pytest
 
 from q2_plugins.cli import main
 from q2_plugins.metric.spacy_parts import load_spacy
-from q2_plugins.training.recipes import (
-    LEAKED,
-    EvaluationTexts,
-    SourceRow,
-    TrainingRow,
-    evaluation_texts,
-    make_training_set,
-    normalised,
-)
+from q2_plugins.training.examples import LEAKED, EvaluationTexts, TrainingRow, evaluation_texts, normalised
+from q2_plugins.training.recipes import SourceRow, make_training_set
 
 REPO = Path(__file__).resolve().parents[3]
 ROWS = [

@@ -12,17 +12,9 @@ import pytest
 
 from q2_plugins.cli import main
 from q2_plugins.metric.spacy_parts import load_spacy
-from q2_plugins.training.perturb import (
-    Edit,
-    PerturbOptions,
-    Skip,
-    content_forms,
-    entity_pool,
-    invert,
-    make_stress_pairs,
-    negate,
-    swap_entity,
-)
+from q2_plugins.training.edits import Edit, Skip, content_forms, invert, negate
+from q2_plugins.training.entities import entity_pool, swap_entity
+from q2_plugins.training.perturb import PerturbOptions, make_stress_pairs
 
 
 @pytest.fixture(scope="module")
@@ -31,7 +23,7 @@ def nlp():
 
 
 def words(nlp, text):
-    from q2_plugins.training.perturb import content_forms
+    from q2_plugins.training.edits import content_forms
 
     return content_forms(nlp(text))
 
@@ -361,7 +353,7 @@ def test_entity_swap_keeps_kinds_and_relations(nlp, kinds_pool):
 
 
 def test_entity_swap_replacements_are_seen_enough_and_of_the_same_kind(nlp):
-    from q2_plugins.training.perturb import _norp_kind
+    from q2_plugins.training.entities import _norp_kind
 
     once = entity_pool([nlp("They met in Frappuccino and in Boston."), nlp("He lives in Boston and in Rome."),
                         nlp("He lives in Rome, like the US.")])
@@ -401,7 +393,7 @@ def test_entity_swap_replacements_are_seen_enough_and_of_the_same_kind(nlp):
      "under the speaker's doubt or opinion (i'm not sure when ..., i think ...)"),
 ])
 def test_antonym_only_where_the_adjective_is_the_claim(nlp, response, knowledge, reason):
-    from q2_plugins.training.perturb import antonym, model_words, wordnet_antonyms
+    from q2_plugins.training.edits import antonym, model_words, wordnet_antonyms
 
     out = antonym(nlp(response), content_forms(nlp(knowledge)), wordnet_antonyms(), random.Random(0),
                   model_words(nlp))
@@ -409,7 +401,7 @@ def test_antonym_only_where_the_adjective_is_the_claim(nlp, response, knowledge,
 
 
 def test_antonym_writes_a_real_word_of_the_same_use(nlp):
-    from q2_plugins.training.perturb import antonym, model_words, wordnet_antonyms
+    from q2_plugins.training.edits import antonym, model_words, wordnet_antonyms
 
     words, pairs = model_words(nlp), wordnet_antonyms()
     assert "unpopular" in words and "unpresidential" not in words

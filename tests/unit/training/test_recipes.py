@@ -11,13 +11,10 @@ import pytest
 
 from q2_plugins.cli import main
 from q2_plugins.metric.spacy_parts import load_spacy
-from q2_plugins.training.perturb import PerturbOptions, Skip
-from q2_plugins.training.recipes import (
-    HFResponseGenerator,
-    SourceRow,
-    label_table,
-    make_training_set,
-)
+from q2_plugins.training.edits import Skip
+from q2_plugins.training.examples import label_table
+from q2_plugins.training.perturb import PerturbOptions
+from q2_plugins.training.recipes import HFResponseGenerator, SourceRow, make_training_set
 
 ROWS = [
     SourceRow("a", "rome was built by romulus in rome .", "Rome was built by Romulus in 753 BC.", "who built rome?",
@@ -219,7 +216,7 @@ def test_wow_json_rows_and_recipes(nlp, tmp_path, capsys):
 
 # -- each rule on small fixed rows: the bad cases found reading the recipes' output on the Q² WoW folder ----------
 def test_entailment_rows_pass_begins_filter(nlp):
-    from q2_plugins.training.recipes import begin_filter
+    from q2_plugins.training.begin import begin_filter
 
     knowledge = "Gardening is considered by many people to be a relaxing activity."
     assert begin_filter("i love gardening as well .", knowledge) == "BEGIN's filter: a first-person pronoun"
@@ -233,7 +230,7 @@ def test_entailment_rows_pass_begins_filter(nlp):
 
 
 def test_negation_never_lands_on_the_speakers_hedge(nlp):
-    from q2_plugins.training.perturb import negate
+    from q2_plugins.training.edits import negate
 
     response = "i don ' t know any flavors , but i do know that tea is a drink made from leaves ."
     knowledge = "Tea is an aromatic drink made from the leaves of the tea plant."
@@ -243,7 +240,7 @@ def test_negation_never_lands_on_the_speakers_hedge(nlp):
 
 
 def test_negated_knowledge_only_where_the_response_draws_on_it(nlp):
-    from q2_plugins.training.perturb import content_forms, negate
+    from q2_plugins.training.edits import content_forms, negate
 
     hedged = nlp("Halloween originated from Celtic harvest festivals. Such festivals may not have had pagan roots.")
     response = nlp("it originated from celtic harvest festivals .")
@@ -261,7 +258,7 @@ def test_negated_knowledge_only_where_the_response_draws_on_it(nlp):
 
 def test_antonyms_from_the_bundled_wordnet_pairs(nlp):
 
-    from q2_plugins.training.perturb import antonym, content_forms, wordnet_antonyms
+    from q2_plugins.training.edits import antonym, content_forms, wordnet_antonyms
 
     pairs = wordnet_antonyms()
     assert "cold" in pairs["hot"] and "hot" in pairs["cold"] and len(pairs) > 3000
@@ -301,7 +298,7 @@ def test_hallucinations_stay_on_topic(nlp):
 
 
 def test_personal_statements_close_to_the_evidence_are_hallucinations(nlp):
-    from q2_plugins.training.recipes import personal_statement
+    from q2_plugins.training.begin import personal_statement
 
     assert personal_statement(nlp("i love gardening as well . it is relaxing .")) == "i love"
     assert personal_statement(nlp("my brother skis every winter .")) == "brother"
