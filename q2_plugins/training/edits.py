@@ -251,6 +251,10 @@ _NEEDS_ARTICLE = frozenset({"same", "other"})  # antonyms that need "the" / "an"
 _PREDICATE_NOUN = ("attr", "dobj", "oprd")  # a noun the clause says of its subject: "is a hot drink", "has strong legs"
 _DETERMINING = frozenset({"certain", "particular", "various", "whole", "entire", "main", "only", "very", "same",
                           "other", "given", "specific"})  # adjectives that pick a thing out rather than describe it
+_COLOURS = frozenset({"green", "black", "white", "blue", "red", "yellow", "brown", "grey", "gray", "pink", "purple",
+                      "orange"})  # a colour's WordNet antonym is of another sense ("green": "ripe")
+# the speaker's doubt written out, as a pre-tokenised text's parse may miss it ("i ' m not sure when it became ...")
+_DOUBT = re.compile(r"\b(?:not sure|i think|i guess|i believe|i suppose|i wonder|(?:don\s*'?\s*t|do not) know)\b")
 _UNSURE = frozenset({"think", "believe", "guess", "suppose", "wonder", "feel", "hope", "love", "like", "wish",
                      "prefer"})  # "i think (that) ...": the speaker's view, not a claim ("i do know that ..." is one)
 
@@ -293,6 +297,10 @@ def _antonym_site(tok: Any, knowledge_words: set[str]) -> Optional[str]:
         return "one of coordinated adjectives (hot and cold): the other may hold"
     if tok.i > 0 and doc[tok.i - 1].lower_ in _FOCUS:
         return f"would read '{doc[tok.i - 1].lower_} ...' (only / also: no contradiction)"
+    before = doc.text[tok.sent.start_char:tok.idx].lower()
+    doubt = list(_DOUBT.finditer(before))
+    if doubt and not re.search(r"\bbut\b", before[doubt[-1].end():]):
+        return "under the speaker's doubt or opinion (i'm not sure when ..., i think ...)"
     if any(any(c.dep_ in SUBJECTS and c.lower_ in _SPEAKERS for c in a.children) and (
             a.lemma_.lower() in _UNSURE or any(c.dep_ == "neg" for c in a.children)) for a in tok.ancestors):
         return "under the speaker's doubt or opinion (i'm not sure when ..., i think ...)"
@@ -321,7 +329,9 @@ def antonym(response_doc: Any, knowledge_words: set[str], antonyms: Mapping[str,
     antonym, fixing "a" / "an" before it; never in a question, a quotation or title, the speaker's hedge, or a
     negated clause, and only where the adjective is the claim (:func:`_antonym_site`). The antonym must be a real
     word: one formed by a negative prefix ("unpresidential") only when ``words`` (default: the parser's, see
-    :func:`model_words`) has it; never "same" / "other", which need another determiner."""
+    :func:`model_words`) has it; never "same" / "other", which need another determiner; never a colour's ("green":
+    "ripe" is the unripe sense), nor one of several senses unless the word's own prefixed antonym is among them
+    ("common": "uncommon", never "individual"; "dominant": none)."""
     text = response_doc.text
     found = [t for t in response_doc if t.pos_ == "ADJ" and t.lower_ in antonyms]
     if not found:
@@ -340,12 +350,16 @@ def antonym(response_doc: Any, knowledge_words: set[str], antonyms: Mapping[str,
         blocked = blocked or _antonym_site(tok, knowledge_words)
         options = [a for a in sorted(antonyms[tok.lower_]) if a not in _NEEDS_ARTICLE
                    and (not _prefixed(tok.lower_, a) or a in words)]
+        own = [a for a in options if _prefixed(tok.lower_, a)]  # "uncommon" says "not common" in the sense used
         if blocked is None and not options:
             blocked = "no antonym that is a real word of the same use (made-up prefixed forms, 'same')"
+        if blocked is None and tok.lower_ in _COLOURS:
+            blocked = "a colour word (its WordNet antonym is of another sense: green, ripe)"
+        if blocked is None and not own and len(options) > 1:
+            blocked = "antonyms of several senses and none of the word's own (dominant: recessive, subordinate)"
         if blocked:
             reasons[blocked] += 1
             continue
-        own = [a for a in options if _prefixed(tok.lower_, a)]  # "uncommon" says "not common" in the sense used
         new = rng.choice(own or options)
         if tok.text[:1].isupper():
             new = new.capitalize()

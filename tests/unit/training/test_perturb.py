@@ -389,6 +389,8 @@ def test_entity_swap_replacements_are_seen_enough_and_of_the_same_kind(nlp):
      "no antonym that is a real word of the same use (made-up prefixed forms, 'same')"),
     ("they serve hot and cold coffee .", "They serve hot and cold coffee.",
      "one of coordinated adjectives (hot and cold): the other may hold"),
+    ("i ' m not sure when it became popular .", "It became popular in the 1930s.",
+     "under the speaker's doubt or opinion (i'm not sure when ..., i think ...)"),
     ("i think the game is popular .", "The game is popular.",
      "under the speaker's doubt or opinion (i'm not sure when ..., i think ...)"),
 ])
@@ -411,3 +413,17 @@ def test_antonym_writes_a_real_word_of_the_same_use(nlp):
     out = antonym(nlp("they are common behavior in birds ."),  # "uncommon", never "individual"
                   content_forms(nlp("They are common behaviors in birds.")), pairs, random.Random(0), words)
     assert out.text == "they are uncommon behavior in birds ."
+
+
+def test_antonym_never_of_another_sense(nlp):
+    from q2_plugins.training.edits import antonym, model_words, wordnet_antonyms
+
+    words, pairs = model_words(nlp), wordnet_antonyms()
+
+    def edit(response: str, knowledge: str) -> Any:
+        return antonym(nlp(response), content_forms(nlp(knowledge)), pairs, random.Random(0), words)
+
+    assert edit("several minerals have a green color .", "Several minerals have a green color.") == Skip(
+        "a colour word (its WordNet antonym is of another sense: green, ripe)")
+    assert edit("it has a dominant wavelength .", "It has a dominant wavelength.") == Skip(
+        "antonyms of several senses and none of the word's own (dominant: recessive, subordinate)")
