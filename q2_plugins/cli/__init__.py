@@ -1,7 +1,7 @@
-"""Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 compare``, ``q2 prefetch``, ``q2 meta-eval``,
-``q2 perturb``, ``q2 train``, ``q2 hooks``. The only place that knows argparse: each command maps its flags onto
-the library's typed options (``q2 score`` onto a :class:`~q2_plugins.jobs.ScoreJob`); config flags map one-to-one
-onto :class:`Q2Config`."""
+"""Command line: ``q2 score``, ``q2 replay``, ``q2 report``, ``q2 compare``, ``q2 export``, ``q2 prefetch``,
+``q2 meta-eval``, ``q2 perturb``, ``q2 train``, ``q2 hooks``. The only place that knows argparse: each command maps
+its flags onto the library's typed options (``q2 score`` onto a :class:`~q2_plugins.jobs.ScoreJob`); config flags map
+one-to-one onto :class:`Q2Config`."""
 
 from __future__ import annotations
 
@@ -174,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_train_parser(sub, DefaultsHelp)
     add_hooks_parser(sub)
     add_compare_parser(sub)
+    from q2_plugins.cli.export import add_parser as add_export_parser
+
+    add_export_parser(sub)
     from q2_plugins.cli.precision import add_parser as add_precision_parser
 
     add_precision_parser(sub, _add_config_flags, DefaultsHelp)
@@ -324,6 +327,12 @@ def _compare(args: argparse.Namespace) -> int:
     return run(options_from_args(args))
 
 
+def _export(args: argparse.Namespace) -> int:
+    from q2_plugins.cli.export import run
+
+    return run(args)
+
+
 def _check_precision(args: argparse.Namespace) -> int:
     from q2_plugins.cli.precision import run
 
@@ -437,7 +446,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     command = {"score": _score, "replay": _replay, "report": _report, "prefetch": _prefetch,
                "make-test-models": _make_test_models, "meta-eval": _meta_eval,
                "perturb": _perturb, "train": _train, "hooks": _hooks, "compare": _compare,
-               "check-precision": _check_precision}[args.command]
+               "export": _export, "check-precision": _check_precision}[args.command]
     try:
         try:
             return command(args)

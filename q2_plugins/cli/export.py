@@ -1,0 +1,54 @@
+"""``q2 export``: its flags, mapped onto :class:`~q2_plugins.jobs.export.ExportOptions`."""
+
+from __future__ import annotations
+
+import argparse
+from typing import Any
+
+from q2_plugins.jobs.export import ExportOptions
+
+
+def add_parser(sub: Any) -> Any:
+    """Add the ``export`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
+    p = sub.add_parser("export", help="write a q2 score result file as Every Eval Ever records (schema 0.3.0)",
+                       description="Write the aggregate record (q2.score and q2.score_no_nli with their bootstrap "
+                                   "intervals and the signature) and one instance-level record per response (its "
+                                   "questions and answers with --explain output) of a q2 score result file, in the "
+                                   "layout of the Every Eval Ever repository: DIR/data/EVAL/DEVELOPER/MODEL/UUID.json "
+                                   "and UUID_samples.jsonl. docs/integrations.md")
+    p.add_argument("results", metavar="FILE", help="a result file of q2 score (JSONL, Parquet, CSV or a folder)")
+    p.add_argument("--output-dir", required=True, help="where the data/... folders go")
+    p.add_argument("--model-id", required=True,
+                   help="the dialogue model that wrote the responses, as DEVELOPER/NAME (e.g. facebook/blenderbot)")
+    p.add_argument("--model-name", help="its display name (default: NAME of --model-id)")
+    p.add_argument("--evaluation-name", help="the evaluation's name (default: the result file's name)")
+    p.add_argument("--dataset-name", help="the data set's name (default: the evaluation's name)")
+    p.add_argument("--source-organization", default="unknown", help="who ran the evaluation (default: %(default)s)")
+    p.add_argument("--evaluator-relationship", default="third_party",
+                   choices=("first_party", "third_party", "collaborative", "other"),
+                   help="the evaluator's relation to the model (default: %(default)s)")
+    p.add_argument("--threshold", type=float, default=0.5,
+                   help="a response is_correct when its score is above this (default: %(default)s)")
+    p.add_argument("--paired-bs-n", type=int, default=1000, help="bootstrap resamples (default: %(default)s)")
+    p.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--confidence", type=float, default=0.95, help="interval level (default: %(default)s)")
+    return p
+
+
+def options_from_args(args: argparse.Namespace) -> ExportOptions:
+    """The typed options of a parsed ``q2 export`` command line."""
+    return ExportOptions(model_id=args.model_id, evaluation_name=args.evaluation_name, model_name=args.model_name,
+                         dataset_name=args.dataset_name, source_organization=args.source_organization,
+                         evaluator_relationship=args.evaluator_relationship, threshold=args.threshold,
+                         n_samples=args.paired_bs_n, seed=args.seed, confidence=args.confidence)
+
+
+def run(args: argparse.Namespace) -> int:
+    from q2_plugins.io.outputs import check_writable
+    from q2_plugins.jobs.export import write_export
+
+    check_writable(args.output_dir, "output_dir", folder=True)
+    paths = write_export(args.results, args.output_dir, options_from_args(args))
+    print(f"aggregate   {paths.aggregate}")
+    print(f"instances   {paths.instances}")
+    return 0

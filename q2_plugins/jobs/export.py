@@ -1,0 +1,238 @@
+"""Every Eval Ever records of a scored run: ``q2 export``.
+
+`Every Eval Ever <https://github.com/evaleval/every_eval_ever>`_ (schema 0.3.0, bundled in
+``q2_plugins/data/every_eval_ever`` with its MIT licence) exchanges evaluation results as one aggregate record per
+run and a JSON-lines file of instance-level records. From a result file of ``q2 score`` (read by the one reader,
+:func:`q2_plugins.io.rows.read_results`), :func:`export_records` builds
+
+- the aggregate record: the evaluation library (``q2-plugins`` and its version), the dialogue model that wrote the
+  responses, and two results, ``q2.score`` and ``q2.score_no_nli`` (continuous in [0, 1], ``lower_is_better:
+  false``), each with the percentile bootstrap interval of :mod:`q2_plugins.metric.significance` (the one ``q2 compare``
+  draws) and the closed-form standard error as its uncertainty, the counts and the signature in its details;
+- one instance-level record per response: the dialogue before it as the input, the knowledge as the reference, the
+  response as the output, its Q² score as the evaluation, and (from ``q2 score --explain``) its questions and
+  answers in the metadata. ``is_correct`` says whether the score is above ``threshold`` (0.5: the threshold of the
+  paper's accuracy figures). A response without a score (a row error, or no valid question with the fallback off)
+  is outside Q²'s mean: its record has score 0, ``is_correct: false`` and ``error`` saying why, and the aggregate
+  counts it apart (``n_scored``), so read ``error`` before averaging instance scores.
+
+:func:`write_export` writes both in the layout of the Every Eval Ever repository,
+``DIR/data/<evaluation>/<developer>/<model>/<uuid>.json`` and ``<uuid>_samples.jsonl``.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Optional
+
+from q2_plugins import __version__
+from q2_plugins.metric import names as M
+
+__all__ = ["SCHEMA_VERSION", "SCHEMA_DIR", "LIBRARY", "METRIC_IDS", "ExportOptions", "ExportPaths", "export_records",
+           "write_export", "load_schema"]
+
+SCHEMA_VERSION = "0.3.0"
+#: the bundled schemas (``eval.schema.json``, ``instance_level_eval.schema.json``) and their licence
+SCHEMA_DIR = Path(__file__).resolve().parents[1] / "data" / "every_eval_ever"
+LIBRARY = "q2-plugins"
+#: Every Eval Ever metric id -> (the declared figure, the result field of a response)
+METRIC_IDS: dict[str, tuple[M.MetricName, str]] = {"q2.score": (M.Q2, "score"),
+                                                   "q2.score_no_nli": (M.Q2_NO_NLI, "score_no_nli")}
+_RELATIONSHIPS = ("first_party", "third_party", "collaborative", "other")
+
+
+def load_schema(kind: str) -> dict[str, Any]:
+    """The bundled schema ``"eval"`` (aggregate) or ``"instance_level_eval"``."""
+    if kind not in ("eval", "instance_level_eval"):
+        raise ValueError(f"Expected the schema 'eval' or 'instance_level_eval', but got {kind!r}")
+    return json.loads((SCHEMA_DIR / f"{kind}.schema.json").read_text(encoding="utf-8"))
+
+
+@dataclass(frozen=True)
+class ExportOptions:
+    """What ``q2 export`` writes: ``model_id`` is the dialogue model that wrote the responses (Hugging Face form,
+    ``developer/name``); ``evaluation_name`` defaults to the result file's name; the bootstrap draws ``n_samples``
+    resamples from ``seed`` (the defaults of ``q2 compare``)."""
+
+    model_id: str
+    evaluation_name: Optional[str] = None
+    model_name: Optional[str] = None
+    dataset_name: Optional[str] = None
+    source_organization: str = "unknown"
+    evaluator_relationship: str = "third_party"
+    threshold: float = 0.5
+    n_samples: int = 1000
+    seed: int = 12345
+    confidence: float = M.INTERVAL_CONFIDENCE
+    #: Unix time of the export (default: now) and the run's id (default: a random UUID4); fixed in tests
+    timestamp: Optional[int] = None
+    run_uuid: Optional[str] = None
+    extra_details: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not self.model_id.strip():
+            raise ValueError("Expected the id of the model that wrote the responses (model_id), e.g. org/model")
+        if self.evaluator_relationship not in _RELATIONSHIPS:
+            raise ValueError(f"Expected evaluator_relationship in {_RELATIONSHIPS}, but got "
+                             f"{self.evaluator_relationship!r}")
+        if not 0 <= self.threshold <= 1:
+            raise ValueError(f"Expected a threshold in [0, 1], but got {self.threshold}")
+        if self.run_uuid is not None and uuid.UUID(self.run_uuid).version != 4:
+            raise ValueError(f"Expected a UUID4 as run_uuid, but got {self.run_uuid!r}")
+
+
+@dataclass(frozen=True)
+class ExportPaths:
+    aggregate: Path
+    instances: Path
+
+
+def _text(value: Any) -> str:
+    """A field as text: a list of turns or sentences joined by newlines, None as empty."""
+    if value is None:
+        return ""
+    if isinstance(value, (list, tuple)):
+        return "\n".join(_text(v) for v in value)
+    return str(value)
+
+
+def _slug(text: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text) or "unknown"
+
+
+def _uncertainty(values: list[Optional[float]], options: ExportOptions) -> dict[str, Any]:
+    """The bootstrap interval (:mod:`q2_plugins.metric.significance`) and the closed-form standard error of the mean of
+    ``values`` over the responses that have one."""
+    from q2_plugins.metric.significance import PairedTest, mean_interval, paired_bootstrap, systems_arrays
+
+    kept = [v for v in values if v is not None]
+    out: dict[str, Any] = {"num_samples": len(kept)}
+    stderr, _ = mean_interval(len(kept), sum(kept), sum(v * v for v in kept), options.confidence)
+    if stderr is not None:
+        out["standard_error"] = {"value": stderr, "method": "analytic"}
+    if kept:
+        num, den = systems_arrays([values])
+        figure = paired_bootstrap(num, den, PairedTest("bs", options.n_samples, options.seed, options.confidence))[0]
+        if figure.interval is not None and figure.interval.low is not None and figure.interval.high is not None:
+            out["confidence_interval"] = {"lower": figure.interval.low, "upper": figure.interval.high,
+                                          "confidence_level": options.confidence,
+                                          "method": f"percentile bootstrap over responses (seed {options.seed})"}
+            out["num_bootstrap_samples"] = options.n_samples
+    return out
+
+
+def export_records(rows: Any, options: ExportOptions) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """The aggregate record and the instance-level records of ``rows`` (a :class:`~q2_plugins.io.rows.ResultRows`:
+    one run, one signature)."""
+    from q2_plugins.io.rows import response_result
+
+    signatures = rows.signatures
+    if len(signatures) != 1:
+        raise ValueError(f"{rows.path}: an export is of one run with one signature, but the file carries "
+                         f"{len(signatures)} (" + (" / ".join(s[:40] for s in signatures) or "none") + ")")
+    signature = signatures[0]
+    results = rows.results()
+    columns = rows.columns
+    timestamp = int(time.time()) if options.timestamp is None else options.timestamp
+    run_uuid = options.run_uuid or str(uuid.uuid4())
+    name = options.evaluation_name or rows.path.name.split(".")[0]
+    developer, _, model = options.model_id.rpartition("/")
+    evaluation_id = f"{name}/{options.model_id}/{timestamp}"
+    samples_path = f"data/{_slug(name)}/{_slug(developer or 'unknown')}/{_slug(model)}/{run_uuid}_samples.jsonl"
+    stats = {"n": str(len(results)), "n_scored": str(sum(r.score is not None for r in results)),
+             "n_errors": str(sum(r.status == "error" for r in results))}
+
+    instances = []
+    for position, (row, res) in enumerate(zip(rows.rows, results)):
+        sample_id = row.get("id", row.get("row", position))
+        history, knowledge = _text(row.get(columns.get("history") or "history")), _text(row.get(columns["knowledge"]))
+        response = _text(row.get(columns["response"]))
+        metadata = {"status": res.status, "signature": signature,
+                    "score_no_nli": json.dumps(res.score_no_nli), "used_fallback": json.dumps(res.used_fallback),
+                    "num_questions": str(res.num_questions)}
+        if res.questions is not None:
+            metadata["questions"] = json.dumps([vars(q) for q in res.questions], ensure_ascii=False)
+            metadata["dropped"] = json.dumps([vars(d) for d in res.dropped or []], ensure_ascii=False)
+        instances.append({
+            "schema_version": SCHEMA_VERSION,
+            "evaluation_id": evaluation_id,
+            "model_id": options.model_id,
+            "evaluation_name": name,
+            "evaluation_result_id": f"{name}/q2.score",
+            "sample_id": str(sample_id),
+            "sample_hash": hashlib.sha256((history + "\n" + knowledge).encode("utf-8")).hexdigest(),
+            "interaction_type": "single_turn",
+            "input": {"raw": history, "reference": [knowledge]},
+            "output": {"raw": [response]},
+            "messages": None,
+            "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": response,
+                                    "extraction_method": "q2", "is_terminal": True}],
+            "evaluation": {"score": 0.0 if res.score is None else res.score,
+                           "is_correct": res.score is not None and res.score > options.threshold},
+            "error": None if res.score is not None else (f"{res.status}: {res.error}" if res.error else res.status),
+            "metadata": metadata,
+        })
+
+    evaluation_results = []
+    for metric_id, (figure, result_field) in METRIC_IDS.items():
+        values = [getattr(r, result_field) for r in results]
+        kept = [v for v in values if v is not None]
+        score = sum(kept) / len(kept) if kept else math.nan
+        if math.isnan(score):
+            raise ValueError(f"{rows.path}: no response has a score; nothing to export")
+        evaluation_results.append({
+            "evaluation_result_id": f"{name}/{metric_id}",
+            "evaluation_name": name,
+            "source_data": {"dataset_name": options.dataset_name or name, "source_type": "other",
+                            "additional_details": {"results_file": rows.path.name}},
+            "metric_config": {
+                "evaluation_description": f"Q2 factual consistency of dialogue responses with their knowledge: "
+                                          f"{figure.description}",
+                "metric_id": metric_id, "metric_name": figure.key, "metric_kind": "factual_consistency",
+                "metric_unit": "proportion", "lower_is_better": not figure.higher_is_better,
+                "score_type": "continuous", "min_score": figure.bounds[0], "max_score": figure.bounds[1],
+                "metric_parameters": {"threshold": options.threshold},
+                "additional_details": {"signature": signature}},
+            "score_details": {"score": score, "details": {"signature": signature, **stats},
+                              "uncertainty": _uncertainty(values, options)},
+        })
+
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in instances)
+    aggregate = {
+        "schema_version": SCHEMA_VERSION,
+        "evaluation_id": evaluation_id,
+        "retrieved_timestamp": str(timestamp),
+        "source_metadata": {"source_name": LIBRARY, "source_type": "evaluation_run",
+                            "source_organization_name": options.source_organization,
+                            "evaluator_relationship": options.evaluator_relationship},
+        "eval_library": {"name": LIBRARY, "version": __version__,
+                         "additional_details": {"signature": signature, **options.extra_details}},
+        "model_info": {"name": options.model_name or model, "id": options.model_id,
+                       **({"developer": developer} if developer else {}),
+                       "additional_details": {"deployment_type": "unknown", "model_availability": "unknown"}},
+        "evaluation_results": evaluation_results,
+        "detailed_evaluation_results": {"format": "jsonl", "file_path": samples_path, "hash_algorithm": "sha256",
+                                        "checksum": hashlib.sha256(text.encode("utf-8")).hexdigest(),
+                                        "total_rows": len(instances)},
+    }
+    return aggregate, instances
+
+
+def write_export(results: str | Path, output_dir: str | Path, options: ExportOptions) -> ExportPaths:
+    """Read the result file ``results`` and write its records under ``output_dir`` (see the module docstring)."""
+    from q2_plugins.io.rows import read_results
+
+    aggregate, instances = export_records(read_results(results), options)
+    samples = Path(output_dir) / aggregate["detailed_evaluation_results"]["file_path"]
+    samples.parent.mkdir(parents=True, exist_ok=True)
+    text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in instances)
+    samples.write_text(text, encoding="utf-8")
+    record = samples.with_name(samples.name.removesuffix("_samples.jsonl") + ".json")
+    record.write_text(json.dumps(aggregate, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    return ExportPaths(record, samples)
