@@ -29,4 +29,7 @@ EXTRAS=${Q2_EXTRAS-dev,evaluate,lm-eval,metaeval,bertscore,train,report-tests,ra
 bash scripts/install_chromium.sh
 # ParlAI (--no-deps, its pins conflict) and the hook that gives its eval loop `--metrics q2`
 [ "${Q2_PARLAI:-1}" = 0 ] || bash scripts/install_parlai.sh
+# LightEval and Inspect in an environment of their own, .venv-lighteval (their pins conflict with this one's);
+# Q2_LIGHTEVAL=0 skips it (then, in CI, the test that runs their suite there fails)
+[ "${Q2_LIGHTEVAL:-1}" = 0 ] || bash scripts/setup_lighteval.sh
 echo "q2-plugins installed in $VENV ($("$VENV/bin/python" -c 'import q2_plugins; print(q2_plugins.__version__)'))"

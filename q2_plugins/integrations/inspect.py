@@ -38,7 +38,8 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the environmen
 
 from q2_plugins import Q2Config, Q2Scorer, ResponseResult
 
-__all__ = ["q2_scorer", "recorded_response", "MicroBatcher", "score_of", "explanation_of", "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH"]
+__all__ = ["q2_scorer", "recorded_response", "MicroBatcher", "score_of", "explanation_of", "DEFAULT_WINDOW",
+           "DEFAULT_MAX_BATCH"]
 
 #: seconds the first call of a batch waits for others
 DEFAULT_WINDOW = 0.05

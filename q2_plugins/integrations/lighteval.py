@@ -10,10 +10,12 @@ the fallback off) gets NaN and the task's figure is the mean over the others (:f
 The settings and the signature reach LightEval's results JSON in ``config_tasks.<task>.metrics[*].sample_level_fn``
 (``Q2Batch(..., signature=...)``): LightEval writes each metric's computation as its text.
 
-:func:`q2_task` makes a task from a JSON-lines file of Wizard-of-Wikipedia style records (``knowledge``,
-``history``, ``response``) with no download: ``q2_plugins.integrations.lighteval_tasks`` (give it to
-``--custom-tasks``) holds ``q2_wow`` on the 8-record sample bundled with the lm-eval task, and :class:`RecordedResponses`
-is a LightEval model that answers with each record's recorded ``response`` (scoring what a system already said).
+:func:`q2_task` makes a task from a folder of JSON-lines files of Wizard-of-Wikipedia style records
+(``knowledge``, ``history``, ``response``) with no download: ``q2_plugins.integrations.lighteval_tasks`` (give it
+to ``--custom-tasks``) holds ``q2_wow`` on the 8-record sample bundled with the lm-eval task, and
+:class:`RecordedResponses` is a LightEval model that answers with each record's recorded ``response`` (scoring what a
+system already said). :func:`custom_tasks_only` / :func:`main`: LightEval's command line with its task list limited
+to the custom tasks (see there why).
 
 Needs ``pip install 'q2-plugins[lighteval]'``.
 """
@@ -150,7 +152,8 @@ def q2_metrics(knowledge: str = "knowledge", history: Optional[str] = None, conf
 
 def wow_prompt(line: dict, task_name: str = "") -> Doc:
     """A Wizard-of-Wikipedia record as a LightEval sample: the prompt (the knowledge, the turns, then ``Wizard:``),
-    the recorded response as the one choice, and ``knowledge`` / ``history`` / ``response`` in ``specific``."""
+    the recorded response as the one choice, and ``knowledge`` / ``history`` / ``response`` / ``id`` in
+    ``specific``."""
     turns = line["history"] if isinstance(line["history"], list) else [line["history"]]
     speakers = ["Apprentice", "Wizard"]
     first = (len(turns) - 1) % 2  # the last turn is the apprentice's
@@ -159,7 +162,8 @@ def wow_prompt(line: dict, task_name: str = "") -> Doc:
     response = line.get("response") or ""
     return Doc(task_name=task_name, query="\n".join(lines) + "\nWizard:", choices=[response], gold_index=0,
                id=str(line.get("id", "")),
-               specific={"knowledge": line["knowledge"], "history": line["history"], "response": response})
+               specific={"knowledge": line["knowledge"], "history": line["history"], "response": response,
+                         "id": line.get("id")})
 
 
 def q2_task(name: str = "q2_wow", data: Union[str, Path, None] = None, *, split: str = "train",
@@ -174,7 +178,7 @@ def q2_task(name: str = "q2_wow", data: Union[str, Path, None] = None, *, split:
         raise NotADirectoryError(f"q2: the LightEval task {name!r} reads a folder of JSON-lines files; {folder} is "
                                  f"not one")
     return LightevalTaskConfig(
-        name=name, prompt_function=wow_prompt, hf_repo=str(folder), hf_subset="default",
+        name=name, prompt_function=wow_prompt, hf_repo=str(folder.resolve()), hf_subset="default",
         metrics=q2_metrics(knowledge, history, config, **options), hf_avail_splits=[split], evaluation_splits=[split],
         generation_size=generation_size, stop_sequence=["\n"], version=1)
 
@@ -236,13 +240,23 @@ def custom_tasks_only() -> Iterator[None]:
         Registry.load_all_task_configs = original  # type: ignore[method-assign]
 
 
+RECORDED_MODEL_FLAG = "--recorded-model-file"
+
+
 def main(argv: Optional[list[str]] = None) -> Any:
     """``python -m q2_plugins.integrations.lighteval ARGS``: LightEval's command line (``lighteval ARGS``), its task
-    list made by :func:`custom_tasks_only`."""
+    list made by :func:`custom_tasks_only`. ``--recorded-model-file`` alone prints the path of this file, the model
+    file of :class:`RecordedResponses` for ``lighteval custom``."""
+    import sys
+
     from lighteval.__main__ import app
 
+    args = sys.argv[1:] if argv is None else argv
+    if args == [RECORDED_MODEL_FLAG]:
+        print(Path(__file__).resolve())
+        return 0
     with custom_tasks_only():
-        return app(args=argv)
+        return app(args=args)
 
 
 if __name__ == "__main__":

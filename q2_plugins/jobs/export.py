@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -127,96 +126,101 @@ def _uncertainty(values: list[Optional[float]], options: ExportOptions) -> dict[
     return out
 
 
+@dataclass(frozen=True)
+class _Run:
+    """What every record of one export shares."""
+
+    name: str
+    evaluation_id: str
+    signature: str
+    options: ExportOptions
+
+
+def _instance(run: _Run, row: dict[str, Any], res: Any, position: int, columns: dict[str, Any]) -> dict[str, Any]:
+    """The instance-level record of one response (see the module docstring)."""
+    history = _text(row.get(columns.get("history") or "history"))
+    knowledge, response = _text(row.get(columns["knowledge"])), _text(row.get(columns["response"]))
+    metadata = {"status": res.status, "signature": run.signature, "score_no_nli": json.dumps(res.score_no_nli),
+                "used_fallback": json.dumps(res.used_fallback), "num_questions": str(res.num_questions)}
+    if res.questions is not None:
+        metadata["questions"] = json.dumps([vars(q) for q in res.questions], ensure_ascii=False)
+        metadata["dropped"] = json.dumps([vars(d) for d in res.dropped or []], ensure_ascii=False)
+    return {
+        "schema_version": SCHEMA_VERSION, "evaluation_id": run.evaluation_id, "model_id": run.options.model_id,
+        "evaluation_name": run.name, "evaluation_result_id": f"{run.name}/q2.score",
+        "sample_id": str(row.get("id", row.get("row", position))),
+        "sample_hash": hashlib.sha256((history + "\n" + knowledge).encode("utf-8")).hexdigest(),
+        "interaction_type": "single_turn",
+        "input": {"raw": history, "reference": [knowledge]},
+        "output": {"raw": [response]},
+        "messages": None,
+        "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": response,
+                                "extraction_method": "q2", "is_terminal": True}],
+        "evaluation": {"score": 0.0 if res.score is None else res.score,
+                       "is_correct": res.score is not None and res.score > run.options.threshold},
+        "error": None if res.score is not None else (f"{res.status}: {res.error}" if res.error else res.status),
+        "metadata": metadata,
+    }
+
+
+def _result(run: _Run, metric_id: str, results: list[Any], source: dict[str, Any]) -> dict[str, Any]:
+    """The aggregate result of the metric ``metric_id`` (see :data:`METRIC_IDS`)."""
+    figure, result_field = METRIC_IDS[metric_id]
+    values = [getattr(r, result_field) for r in results]
+    kept = [v for v in values if v is not None]
+    if not kept:
+        raise ValueError(f"{source['additional_details']['results_file']}: no response has a score; nothing to "
+                         f"export")
+    counts = {"n": str(len(results)), "n_scored": str(len(kept)),
+              "n_errors": str(sum(r.status == "error" for r in results))}
+    return {
+        "evaluation_result_id": f"{run.name}/{metric_id}",
+        "evaluation_name": run.name,
+        "source_data": source,
+        "metric_config": {
+            "evaluation_description": f"Q2 factual consistency of dialogue responses with their knowledge: "
+                                      f"{figure.description}",
+            "metric_id": metric_id, "metric_name": figure.key, "metric_kind": "factual_consistency",
+            "metric_unit": "proportion", "lower_is_better": not figure.higher_is_better,
+            "score_type": "continuous", "min_score": figure.bounds[0], "max_score": figure.bounds[1],
+            "metric_parameters": {"threshold": run.options.threshold},
+            "additional_details": {"signature": run.signature}},
+        "score_details": {"score": sum(kept) / len(kept), "details": {"signature": run.signature, **counts},
+                          "uncertainty": _uncertainty(values, run.options)},
+    }
+
+
 def export_records(rows: Any, options: ExportOptions) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The aggregate record and the instance-level records of ``rows`` (a :class:`~q2_plugins.io.rows.ResultRows`:
     one run, one signature)."""
-    from q2_plugins.io.rows import response_result
-
     signatures = rows.signatures
     if len(signatures) != 1:
         raise ValueError(f"{rows.path}: an export is of one run with one signature, but the file carries "
                          f"{len(signatures)} (" + (" / ".join(s[:40] for s in signatures) or "none") + ")")
-    signature = signatures[0]
     results = rows.results()
-    columns = rows.columns
     timestamp = int(time.time()) if options.timestamp is None else options.timestamp
-    run_uuid = options.run_uuid or str(uuid.uuid4())
     name = options.evaluation_name or rows.path.name.split(".")[0]
     developer, _, model = options.model_id.rpartition("/")
-    evaluation_id = f"{name}/{options.model_id}/{timestamp}"
-    samples_path = f"data/{_slug(name)}/{_slug(developer or 'unknown')}/{_slug(model)}/{run_uuid}_samples.jsonl"
-    stats = {"n": str(len(results)), "n_scored": str(sum(r.score is not None for r in results)),
-             "n_errors": str(sum(r.status == "error" for r in results))}
-
-    instances = []
-    for position, (row, res) in enumerate(zip(rows.rows, results)):
-        sample_id = row.get("id", row.get("row", position))
-        history, knowledge = _text(row.get(columns.get("history") or "history")), _text(row.get(columns["knowledge"]))
-        response = _text(row.get(columns["response"]))
-        metadata = {"status": res.status, "signature": signature,
-                    "score_no_nli": json.dumps(res.score_no_nli), "used_fallback": json.dumps(res.used_fallback),
-                    "num_questions": str(res.num_questions)}
-        if res.questions is not None:
-            metadata["questions"] = json.dumps([vars(q) for q in res.questions], ensure_ascii=False)
-            metadata["dropped"] = json.dumps([vars(d) for d in res.dropped or []], ensure_ascii=False)
-        instances.append({
-            "schema_version": SCHEMA_VERSION,
-            "evaluation_id": evaluation_id,
-            "model_id": options.model_id,
-            "evaluation_name": name,
-            "evaluation_result_id": f"{name}/q2.score",
-            "sample_id": str(sample_id),
-            "sample_hash": hashlib.sha256((history + "\n" + knowledge).encode("utf-8")).hexdigest(),
-            "interaction_type": "single_turn",
-            "input": {"raw": history, "reference": [knowledge]},
-            "output": {"raw": [response]},
-            "messages": None,
-            "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": response,
-                                    "extraction_method": "q2", "is_terminal": True}],
-            "evaluation": {"score": 0.0 if res.score is None else res.score,
-                           "is_correct": res.score is not None and res.score > options.threshold},
-            "error": None if res.score is not None else (f"{res.status}: {res.error}" if res.error else res.status),
-            "metadata": metadata,
-        })
-
-    evaluation_results = []
-    for metric_id, (figure, result_field) in METRIC_IDS.items():
-        values = [getattr(r, result_field) for r in results]
-        kept = [v for v in values if v is not None]
-        score = sum(kept) / len(kept) if kept else math.nan
-        if math.isnan(score):
-            raise ValueError(f"{rows.path}: no response has a score; nothing to export")
-        evaluation_results.append({
-            "evaluation_result_id": f"{name}/{metric_id}",
-            "evaluation_name": name,
-            "source_data": {"dataset_name": options.dataset_name or name, "source_type": "other",
-                            "additional_details": {"results_file": rows.path.name}},
-            "metric_config": {
-                "evaluation_description": f"Q2 factual consistency of dialogue responses with their knowledge: "
-                                          f"{figure.description}",
-                "metric_id": metric_id, "metric_name": figure.key, "metric_kind": "factual_consistency",
-                "metric_unit": "proportion", "lower_is_better": not figure.higher_is_better,
-                "score_type": "continuous", "min_score": figure.bounds[0], "max_score": figure.bounds[1],
-                "metric_parameters": {"threshold": options.threshold},
-                "additional_details": {"signature": signature}},
-            "score_details": {"score": score, "details": {"signature": signature, **stats},
-                              "uncertainty": _uncertainty(values, options)},
-        })
-
+    run = _Run(name, f"{name}/{options.model_id}/{timestamp}", signatures[0], options)
+    instances = [_instance(run, row, res, i, rows.columns) for i, (row, res) in enumerate(zip(rows.rows, results))]
+    source = {"dataset_name": options.dataset_name or name, "source_type": "other",
+              "additional_details": {"results_file": rows.path.name}}
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in instances)
+    samples_path = (f"data/{_slug(name)}/{_slug(developer or 'unknown')}/{_slug(model)}/"
+                    f"{options.run_uuid or uuid.uuid4()}_samples.jsonl")
     aggregate = {
         "schema_version": SCHEMA_VERSION,
-        "evaluation_id": evaluation_id,
+        "evaluation_id": run.evaluation_id,
         "retrieved_timestamp": str(timestamp),
         "source_metadata": {"source_name": LIBRARY, "source_type": "evaluation_run",
                             "source_organization_name": options.source_organization,
                             "evaluator_relationship": options.evaluator_relationship},
         "eval_library": {"name": LIBRARY, "version": __version__,
-                         "additional_details": {"signature": signature, **options.extra_details}},
+                         "additional_details": {"signature": run.signature, **options.extra_details}},
         "model_info": {"name": options.model_name or model, "id": options.model_id,
                        **({"developer": developer} if developer else {}),
                        "additional_details": {"deployment_type": "unknown", "model_availability": "unknown"}},
-        "evaluation_results": evaluation_results,
+        "evaluation_results": [_result(run, metric_id, results, source) for metric_id in METRIC_IDS],
         "detailed_evaluation_results": {"format": "jsonl", "file_path": samples_path, "hash_algorithm": "sha256",
                                         "checksum": hashlib.sha256(text.encode("utf-8")).hexdigest(),
                                         "total_rows": len(instances)},

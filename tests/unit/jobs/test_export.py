@@ -1,0 +1,140 @@
+"""``q2 export``: Every Eval Ever records that pass the bundled 0.3.0 schemas, with the metric ids, the bootstrap
+interval of the significance module, the signature, one instance record per response and honest unscored rows."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import uuid
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from q2_plugins.cli import main
+from q2_plugins.io.rows import result_row
+from q2_plugins.jobs.export import SCHEMA_DIR, ExportOptions, load_schema, write_export
+from q2_plugins.metric.results import QuestionResult, ResponseResult, ResponseStatus
+from q2_plugins.metric.significance import PairedTest, paired_bootstrap, systems_arrays
+from tests.conftest import optional_import
+
+jsonschema = optional_import("jsonschema", "dev")
+
+SIGNATURE = "q2:test|qg:local:abc"
+RUN = "2b1f6f0e-8a4c-4f3e-9d2a-0c6b5e7d8f91"
+
+
+def _question(score: float) -> QuestionResult:
+    return QuestionResult(candidate="PBS", question="where did it air?", response_answer="pbs",
+                          knowledge_answer="PBS", knowledge_answer_kind="span", f1=1.0, nli_label=None, score=score)
+
+
+def _results(tmp_path, n: int = 9):
+    """A result file of ``q2 score --explain``: scored rows, one fallback, one error; its sidecar has the signature."""
+    out = []
+    for i in range(n):
+        if i == 4:
+            res = ResponseResult(i, ResponseStatus.ERROR, error="empty response")
+        elif i == 7:
+            res = ResponseResult(i, ResponseStatus.FALLBACK, score=1.0, score_no_nli=1.0, used_fallback=True,
+                                 fallback_label="entailment", candidates=[], questions=[], dropped=[])
+        else:
+            s = (i % 4) / 4
+            res = ResponseResult(i, ResponseStatus.SCORED, score=s, score_no_nli=s / 2, num_questions=1,
+                                 num_candidates=1, candidates=["PBS"], questions=[_question(s)], dropped=[])
+        fields = {"id": f"wow-{i}", "history": ["hi", "do you watch tv?"], "response": f"it aired on pbs {i}",
+                  "knowledge": "The show aired on PBS."}
+        out.append(result_row(i, fields, res, explain=True))
+    path = tmp_path / "scored.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in out), encoding="utf-8")
+    (tmp_path / "scored.jsonl.meta.json").write_text(json.dumps({"signature": SIGNATURE}), encoding="utf-8")
+    return path, out
+
+
+def _export(tmp_path, **options):
+    path, rows = _results(tmp_path)
+    paths = write_export(path, tmp_path / "eee", ExportOptions(model_id="acme/chatter", timestamp=1_700_000_000,
+                                                               run_uuid=RUN, **options))
+    aggregate = json.loads(paths.aggregate.read_text(encoding="utf-8"))
+    instances = [json.loads(line) for line in paths.instances.read_text(encoding="utf-8").splitlines()]
+    return paths, aggregate, instances, rows
+
+
+def test_the_bundled_schemas_keep_their_licence():
+    assert {p.name for p in SCHEMA_DIR.iterdir()} == {"LICENSE", "README.md", "eval.schema.json",
+                                                       "instance_level_eval.schema.json"}
+    assert "MIT License" in (SCHEMA_DIR / "LICENSE").read_text(encoding="utf-8")
+    assert load_schema("eval")["version"] == load_schema("instance_level_eval")["version"] == "0.3.0"
+
+
+def test_records_pass_the_published_schemas(tmp_path):
+    paths, aggregate, instances, _ = _export(tmp_path)
+    jsonschema.Draft7Validator(load_schema("eval")).validate(aggregate)
+    validator = jsonschema.Draft7Validator(load_schema("instance_level_eval"))
+    for record in instances:
+        validator.validate(record)
+    # the repository layout, and the aggregate's pointer and checksum are those of the samples file written
+    assert paths.aggregate.relative_to(tmp_path / "eee").as_posix() == f"data/scored/acme/chatter/{RUN}.json"
+    detail = aggregate["detailed_evaluation_results"]
+    assert (tmp_path / "eee" / detail["file_path"]) == paths.instances
+    assert detail["checksum"] == hashlib.sha256(paths.instances.read_bytes()).hexdigest()
+    assert detail["total_rows"] == len(instances) == 9
+
+
+def test_the_aggregate_names_the_library_the_metrics_and_the_bootstrap_interval(tmp_path):
+    from q2_plugins import __version__
+
+    _, aggregate, _, rows = _export(tmp_path, n_samples=500, seed=7)
+    assert aggregate["eval_library"] == {"name": "q2-plugins", "version": __version__,
+                                         "additional_details": {"signature": SIGNATURE}}
+    assert aggregate["evaluation_id"] == "scored/acme/chatter/1700000000"
+    by_id = {r["metric_config"]["metric_id"]: r for r in aggregate["evaluation_results"]}
+    assert list(by_id) == ["q2.score", "q2.score_no_nli"]
+    for metric_id, field in (("q2.score", "score"), ("q2.score_no_nli", "score_no_nli")):
+        result, values = by_id[metric_id], [r[field] for r in rows]
+        config = result["metric_config"]
+        assert (config["lower_is_better"], config["score_type"], config["min_score"], config["max_score"]) == (
+            False, "continuous", 0.0, 1.0)
+        kept = [v for v in values if v is not None]
+        assert result["score_details"]["score"] == pytest.approx(sum(kept) / len(kept))  # the error row left out
+        assert result["score_details"]["details"] == {"signature": SIGNATURE, "n": "9", "n_scored": "8",
+                                                      "n_errors": "1"}
+        num, den = systems_arrays([values])
+        figure = paired_bootstrap(num, den, PairedTest("bs", 500, 7))[0]
+        interval = result["score_details"]["uncertainty"]["confidence_interval"]
+        assert (interval["lower"], interval["upper"]) == (figure.interval.low, figure.interval.high)
+        assert result["score_details"]["uncertainty"]["num_bootstrap_samples"] == 500
+        assert result["score_details"]["uncertainty"]["standard_error"]["value"] == pytest.approx(
+            np.std(kept, ddof=1) / np.sqrt(len(kept)))
+
+
+def test_one_instance_record_per_response_with_its_questions(tmp_path):
+    _, _, instances, rows = _export(tmp_path)
+    assert [r["sample_id"] for r in instances] == [f"wow-{i}" for i in range(9)]
+    first = instances[1]
+    assert first["output"] == {"raw": ["it aired on pbs 1"]} and first["input"]["reference"] == [
+        "The show aired on PBS."]
+    assert first["input"]["raw"] == "hi\ndo you watch tv?"
+    assert first["evaluation"] == {"score": 0.25, "is_correct": False}
+    assert json.loads(first["metadata"]["questions"])[0]["question"] == "where did it air?"
+    assert first["metadata"]["signature"] == SIGNATURE and first["error"] is None
+    assert instances[3]["evaluation"]["is_correct"] is True  # 0.75 > 0.5
+    # a response without a score: outside the mean, and its record says why
+    error = instances[4]
+    assert error["error"] == "error: empty response" and error["evaluation"] == {"score": 0.0, "is_correct": False}
+    assert instances[7]["metadata"]["status"] == "fallback" and instances[7]["metadata"]["questions"] == "[]"
+
+
+def test_the_command_writes_the_records_and_refuses_what_it_cannot_export(tmp_path, capsys):
+    path, rows = _results(tmp_path)
+    assert main(["export", str(path), "--output-dir", str(tmp_path / "out"), "--model-id", "acme/chatter"]) == 0
+    printed = capsys.readouterr().out.split()
+    aggregate = json.loads(Path(printed[1]).read_text(encoding="utf-8"))
+    assert uuid.UUID(aggregate["detailed_evaluation_results"]["file_path"].split("/")[-1][:36]).version == 4
+    # two runs in one file (two signatures) are not one evaluation
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps({**r, "signature": f"sig-{i % 2}"}) + "\n" for i, r in enumerate(rows)))
+    assert main(["export", str(mixed), "--output-dir", str(tmp_path / "out2"), "--model-id", "acme/chatter"]) == 2
+    assert "one run with one signature, but the file carries 2" in capsys.readouterr().err
+    with pytest.raises(ValueError, match="model_id"):
+        ExportOptions(model_id=" ")
