@@ -1,7 +1,8 @@
 """The 12 bundled rows (``q2_plugins/data/sample.jsonl``) scored through every front end, the CLI, Python,
 ``evaluate``, lm-eval, LightEval and Inspect, with the same settings on the tiny models, give the same scores, so a
-user can move between them. Each framework is run through its own entry point with a model that answers with the
-recorded response. Runs in .venv-lighteval (scripts/setup_lighteval.sh), which has all six."""
+user can move between them, under the same signature, each row's result its own (the tiny models give every row the
+same score; the per-row candidate counts line up by id). Each framework runs through its own entry point with a model
+that answers with the recorded response. Runs in .venv-lighteval (scripts/setup_lighteval.sh), which has all six."""
 
 from __future__ import annotations
 
@@ -37,14 +38,17 @@ def _cli(settings, tmp_path) -> list:
     flags = [f"--{k.replace('_', '-')}={v}" for k, v in settings.items()]
     assert main(["score", "--input", str(bundled_path("sample.jsonl")), "--output", str(out), "--no-progress",
                  *flags]) == 0
-    return [json.loads(line)["score"] for line in out.read_text().splitlines()]
+    rows = [json.loads(line) for line in out.read_text().splitlines()]
+    signature = json.loads((tmp_path / "cli.jsonl.meta.json").read_text())["signature"]
+    return [r["score"] for r in rows], signature, [r["num_candidates"] for r in rows]
 
 
 def _evaluate(settings) -> list:
     import evaluate
 
-    return evaluate.load("q2", **settings).compute(predictions=[r["response"] for r in ROWS],
-                                                   knowledge=[r["knowledge"] for r in ROWS])["scores"]
+    out = evaluate.load("q2", **settings).compute(predictions=[r["response"] for r in ROWS],
+                                                  knowledge=[r["knowledge"] for r in ROWS], explain=True)
+    return out["scores"], out["hashcode"], [r["num_candidates"] for r in out["explanations"]]
 
 
 def _lm_eval(settings, tmp_path) -> list:
@@ -67,8 +71,10 @@ def _lm_eval(settings, tmp_path) -> list:
     data.write_text("".join(json.dumps({**r, "history": [r["history"]]}) + "\n" for r in ROWS))
     manager = ext.task_manager(metadata={"q2": settings, "q2_wow_data": str(data)})
     out = lm_eval.simple_evaluate(model=Recorded(), tasks=["q2_wow"], task_manager=manager, log_samples=True)
-    by_id = {s["doc"]["id"]: s.get("q2") for s in out["samples"]["q2_wow"]}
-    return [by_id[i] for i in IDS]
+    by_id = {s["doc"]["id"]: s for s in out["samples"]["q2_wow"]}
+    signature = out["configs"]["q2_wow"]["metadata"]["q2_signature"]
+    return ([by_id[i].get("q2") for i in IDS], signature,
+            [by_id[i]["q2_details"]["num_candidates"] for i in IDS])
 
 
 def _lighteval(tiny_config, tmp_path) -> list:
@@ -93,8 +99,9 @@ def _lighteval(tiny_config, tmp_path) -> list:
         pipeline.evaluate()
     details = pipeline.evaluation_tracker.details_logger.details["q2_agree|0"]
     by_id = {d.doc.specific["id"]: d.metric["q2"] for d in details}
-    assert tasks.TASKS_TABLE[0].metrics[0].sample_level_fn.batch.calls == 1  # the task in one core call
-    return [by_id[i] for i in IDS]
+    batch = tasks.TASKS_TABLE[0].metrics[0].sample_level_fn.batch
+    assert batch.calls == 1  # the task in one core call
+    return [by_id[i] for i in IDS], batch.signature, None
 
 
 def _inspect(settings, tmp_path) -> list:
@@ -110,19 +117,24 @@ def _inspect(settings, tmp_path) -> list:
                           log_dir=str(tmp_path / "inspect"), display="none", max_samples=len(ROWS))
     assert log.status == "success", log.error
     assert scorer.batcher.batches == 1  # the twelve concurrent calls in one core call
-    by_id = {s.id: s.scores["q2_scorer"].value["q2"] for s in log.samples}
-    return [by_id[i] for i in IDS]
+    by_id = {s.id: s.scores["q2_scorer"] for s in log.samples}
+    return ([by_id[i].value["q2"] for i in IDS], by_id[IDS[0]].metadata["q2_signature"],
+            [by_id[i].metadata["q2"]["num_candidates"] for i in IDS])
 
 
 def test_every_front_end_gives_the_same_scores(tiny_config, tmp_path, monkeypatch):
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
     monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
     settings = _settings(tiny_config)
-    python = Q2Scorer(tiny_config).score(responses=[r["response"] for r in ROWS],
-                                         knowledge=[r["knowledge"] for r in ROWS]).scores
+    result = Q2Scorer(tiny_config).score(responses=[r["response"] for r in ROWS],
+                                         knowledge=[r["knowledge"] for r in ROWS])
+    python, candidates = result.scores, [r.num_candidates for r in result.responses]
     assert len(python) == 12 and all(s is not None for s in python)
     front_ends = {"cli": _cli(settings, tmp_path), "evaluate": _evaluate(settings),
                   "lm-eval": _lm_eval(settings, tmp_path), "lighteval": _lighteval(tiny_config, tmp_path),
                   "inspect": _inspect(settings, tmp_path)}
-    for name, scores in front_ends.items():
+    for name, (scores, signature, their_candidates) in front_ends.items():
         assert scores == pytest.approx(python, abs=1e-9), name
+        assert str(signature) == str(result.signature), name  # the same settings reached the core
+        # each row's own result, not only equal figures: the candidates counted per row line up by id
+        assert their_candidates in (None, candidates), name
