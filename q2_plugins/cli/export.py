@@ -15,7 +15,7 @@ def add_parser(sub: Any) -> Any:
                                    "intervals and the signature) and one instance-level record per response (its "
                                    "questions and answers with --explain output) of a q2 score result file, in the "
                                    "layout of the Every Eval Ever repository: DIR/data/EVAL/DEVELOPER/MODEL/UUID.json "
-                                   "and UUID_samples.jsonl. docs/integrations.md")
+                                   "and UUID_samples.jsonl. docs/lighteval.md")
     p.add_argument("results", metavar="FILE", help="a result file of q2 score (JSONL, Parquet, CSV or a folder)")
     p.add_argument("--output-dir", required=True, help="where the data/... folders go")
     p.add_argument("--model-id", required=True,
