@@ -48,10 +48,11 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 from benchmarks.machine import cpu_name  # noqa: E402
+from q2_plugins.datasets.grounded import read_sources  # noqa: E402
 from q2_plugins.metric.spacy_parts import load_spacy  # noqa: E402
 from q2_plugins.training import examples  # noqa: E402
 from q2_plugins.training.perturb import PerturbOptions  # noqa: E402
-from q2_plugins.training.recipes import make_training_set, read_sources  # noqa: E402
+from q2_plugins.training.recipes import make_training_set  # noqa: E402
 
 FIRST_PERSON = {"i", "me", "my", "mine", "myself", "we", "us", "our", "ours", "ourselves"}
 SECOND_PERSON = {"you", "your", "yours", "yourself"}

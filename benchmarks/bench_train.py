@@ -41,6 +41,7 @@ import torch  # noqa: E402
 
 from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins.backends.hf.labeller import TaxonomyModel  # noqa: E402
+from q2_plugins.datasets.grounded import read_sources  # noqa: E402
 from q2_plugins.training.begin import GENERIC_RESPONSES  # noqa: E402
 from q2_plugins.training.examples import (  # noqa: E402
     LEAKED,
@@ -51,7 +52,7 @@ from q2_plugins.training.examples import (  # noqa: E402
     normalised,
 )
 from q2_plugins.training.perturb import PerturbOptions  # noqa: E402
-from q2_plugins.training.recipes import make_training_set, read_sources  # noqa: E402
+from q2_plugins.training.recipes import make_training_set  # noqa: E402
 from q2_plugins.training.train import TrainOptions, evaluate_labels, train  # noqa: E402
 
 BEGIN_V1_DEV = Path("begin_dev") / "dev_05_24_21.tsv"

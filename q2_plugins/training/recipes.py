@@ -28,7 +28,7 @@ from collections import Counter
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from q2_plugins.backends.hf.generator import HFResponseGenerator
-from q2_plugins.datasets.grounded import DatasetError, SourceRow, read_sources
+from q2_plugins.datasets.grounded import SourceRow, read_sources
 from q2_plugins.datasets.textcheck import default_budget
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.training.begin import begin_examples, off_topic_draws
@@ -54,12 +54,8 @@ if TYPE_CHECKING:
     from q2_plugins.training.perturb import PerturbOptions
 
 __all__ = [
-    "SourceRow",
-    "HFResponseGenerator",
     "make_training_set",
-    "read_sources",
     "run_recipe",
-    "DatasetError",
 ]
 
 

@@ -12,9 +12,10 @@ from pathlib import Path
 import pytest
 
 from q2_plugins.cli import main
+from q2_plugins.datasets.grounded import SourceRow
 from q2_plugins.metric.spacy_parts import load_spacy
 from q2_plugins.training.examples import LEAKED, EvaluationTexts, TrainingRow, evaluation_texts, normalised
-from q2_plugins.training.recipes import SourceRow, make_training_set
+from q2_plugins.training.recipes import make_training_set
 
 REPO = Path(__file__).resolve().parents[3]
 ROWS = [

@@ -9,12 +9,14 @@ from collections import Counter
 
 import pytest
 
+from q2_plugins.backends.hf.generator import HFResponseGenerator
 from q2_plugins.cli import main
+from q2_plugins.datasets.grounded import SourceRow
 from q2_plugins.metric.spacy_parts import load_spacy
 from q2_plugins.training.edits import Skip
 from q2_plugins.training.examples import label_table
 from q2_plugins.training.perturb import PerturbOptions
-from q2_plugins.training.recipes import HFResponseGenerator, SourceRow, make_training_set
+from q2_plugins.training.recipes import make_training_set
 
 ROWS = [
     SourceRow("a", "rome was built by romulus in rome .", "Rome was built by Romulus in 753 BC.", "who built rome?",
@@ -181,7 +183,7 @@ WOW_JSON = [  # ParlAI's wizard_of_wikipedia layout: a list of dialogues, each a
 
 
 def test_wow_json_rows_and_recipes(nlp, tmp_path, capsys):
-    from q2_plugins.training.recipes import read_sources
+    from q2_plugins.datasets.grounded import read_sources
 
     path = tmp_path / "valid_random_split.json"
     path.write_text(json.dumps(WOW_JSON))
