@@ -73,7 +73,7 @@ class Q2Scorer:
             "personal": personal_filter, "signals": None, "coref": coreference,
         }
         if cache is None and config.cache_dir:
-            cache = Q2Cache(config.cache_dir)
+            cache = Q2Cache(config.cache_dir, trusted=config.cache_trusted)
         self.cache = cache
         self.timings: dict[str, float] = {}
         #: per stage, the items its component was given in the last call (the others were known already)

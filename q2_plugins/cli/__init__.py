@@ -84,7 +84,10 @@ def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
     g.add_argument("--format", choices=("text", "json"), default="text", help="summary printed on stdout")
     g.add_argument("--fail-on-error", action="store_true",
                    help="exit 1 when any row gets an error (by default only when no row could be scored)")
-    g.add_argument("--chunk-size", type=int, default=1000, help="rows per scoring call (results stream out)")
+    g.add_argument("--chunk-size", type=int, default=1000, help="most rows per scoring call (results stream out)")
+    g.add_argument("--commit-seconds", type=float, default=30.0, metavar="SECONDS",
+                   help="a scoring call also ends after about this much work (at the pace so far), its rows "
+                        "committed: a stopped run keeps all but about this much (local engine)")
     common(g.add_argument("--resume", action="store_true",
                           help="continue a stopped run: keep the rows committed to OUTPUT.partial, score the rest "
                                "(the same input and settings; local engine)"))
@@ -192,7 +195,7 @@ def _score(args: argparse.Namespace) -> int:
         input_format=args.input_format, html=args.html, taxonomy_model=args.taxonomy_model,
         keep_min_score=args.keep_min_score, keep_unscored=args.unscored == "keep", dropped_output=args.dropped_output,
         fail_on_error=args.fail_on_error, summary_format=args.format, progress=not args.no_progress,
-        chunk_size=args.chunk_size, engine=args.engine, resume=args.resume,
+        chunk_size=args.chunk_size, commit_seconds=args.commit_seconds, engine=args.engine, resume=args.resume,
         ray=RayEngine(ray_address=args.ray_address, concurrency=args.concurrency,
                       num_cpus_per_worker=args.num_cpus_per_worker, num_gpus_per_worker=args.num_gpus_per_worker,
                       batch_size=args.ray_batch_size))
@@ -274,7 +277,8 @@ def _report(args: argparse.Namespace) -> int:
                              max_rows=None if args.all_rows else args.max_rows or MAX_PAGE_ROWS)
     sample = f"; the table shows a sample of {len(data.rows):,} (--all-rows: every row)" \
         if len(data.rows) < data.total else ""
-    print(f"{args.output}: {data.total} responses ({data.n_errors} errors) from {len(data.sources)} file(s){sample}")
+    print(f"{args.output}: {_count(data.total, 'response')} ({_count(data.n_errors, 'error')}) from "
+          f"{_count(len(data.sources), 'file')}{sample}")
     return 0
 
 
@@ -394,6 +398,18 @@ def _missing_package(e: ModuleNotFoundError) -> str:
     return f"{text}; install it: {fix}"
 
 
+def _count(n: int, noun: str) -> str:
+    """``1 response``, ``2 responses``: a count and its noun in agreement."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")
+
+
+def _keeping(argv: list[str]) -> str:
+    """How a run keeps more of its work when it stops (said after the command that continues it)."""
+    cache = "" if "--cache-dir" in argv else "; with --cache-dir DIR the model outputs of rows not yet committed " \
+                                              "are kept too"
+    return f" (rows are committed every --chunk-size rows or --commit-seconds of work{cache})"
+
+
 def _stopped(command: str, e: BaseException, argv: list[str]) -> int:
     """The one line of a run that stopped (interrupted, terminated, a failed write): what stopped it, the rows
     committed and where, and the command that continues it; returns the exit code (an internal error is raised
@@ -406,7 +422,7 @@ def _stopped(command: str, e: BaseException, argv: list[str]) -> int:
     run = stopped_run(e)
     assert run is not None
     resume = "" if not run.resumable else "; to continue: " + shlex.join(
-        ["q2", *argv, *([] if "--resume" in argv else ["--resume"])])
+        ["q2", *argv, *([] if "--resume" in argv else ["--resume"])]) + _keeping(argv)
     if isinstance(e, Terminated):
         why, code = f"terminated ({e})", 128 + e.signum
     elif isinstance(e, KeyboardInterrupt):

@@ -19,7 +19,8 @@ from q2_plugins.metric.errors import SettingError
 
 __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
            "blank_lines", "named_settings", "InputFormatError", "MissingColumnsError", "UnknownFormatError",
-           "MAX_RECORD_BYTES", "FORMATS", "suffixes", "INTERNAL_FIELDS", "own_names", "named_errors", "ReadError"]
+           "MAX_RECORD_BYTES", "FORMATS", "suffixes", "INTERNAL_FIELDS", "own_names", "named_errors", "ReadError",
+           "JsonConstant", "as_value"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -152,7 +153,7 @@ def _jsonl_records(f: IO[bytes]) -> Iterator[tuple[int, Any, Optional[str]]]:
             yield n, None, _not_utf8(n, raw, e, start)
             continue
         try:
-            yield n, json.loads(text, strict=False, parse_int=_big_int, parse_constant=str,
+            yield n, json.loads(text, strict=False, parse_int=_big_int, parse_constant=JsonConstant,
                                 object_pairs_hook=_unique_keys), None
         except _DuplicateKey as e:
             yield n, None, f"line {n} has the key {str(e)[:100]!r} twice; which value is meant cannot be told"
@@ -255,6 +256,17 @@ def _unique_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
 
 class _DuplicateKey(ValueError):
     pass
+
+
+class JsonConstant(str):
+    """A JSON file's ``NaN``, ``Infinity`` or ``-Infinity`` (not JSON, but common in files): kept as its text in a
+    field that is only carried along (an id), and a number where a text is scored (:func:`as_value`), refused there
+    as ``3.5`` is."""
+
+
+def as_value(value: Any) -> Any:
+    """``value`` as the scorer is given it: a :class:`JsonConstant` as the number it is, anything else unchanged."""
+    return float(value) if isinstance(value, JsonConstant) else value
 
 
 def input_columns(path: str | Path, fmt: Optional[str] = None) -> list[str]:

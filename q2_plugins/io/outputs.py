@@ -4,6 +4,7 @@
 
 from __future__ import annotations
 
+import errno
 import json
 import math
 import os
@@ -16,7 +17,7 @@ from q2_plugins.metric.errors import SETTING, NamesSetting, SettingError
 
 __all__ = ["OutputClashError", "json_line", "ResultFile", "write_json_atomic", "meta_path", "same_file",
            "partial_path", "files_written", "check_outputs", "check_writable", "html_files", "UnwritablePathError",
-           "lock_path", "record_path"]
+           "lock_path", "record_path", "UnsafePathError", "open_own", "open_new", "replace_own", "check_own_files"]
 
 
 def _json_safe(value: Any) -> Any:
@@ -57,9 +58,12 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file beside it, renamed when complete."""
     path = Path(path)
     tmp = tmp_path(path)
+    text = json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n"
     with named_errors(tmp):
-        tmp.write_text(json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+        fd = open_new(tmp)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(text)
+    replace_own(tmp, path)
 
 
 
@@ -75,7 +79,8 @@ class ResultFile:
         self.target = Path(target)
         self.partial = partial_path(self.target)
         self.rows = kept  # kept: the rows a resumed run keeps (FILE.partial already holds them; rows go after them)
-        self._f: IO[str] = sys.stdout if self.stdout else self.partial.open("a" if kept else "w", encoding="utf-8")
+        self._f: IO[str] = sys.stdout if self.stdout else os.fdopen(
+            open_own(self.partial, append=bool(kept)), "a" if kept else "w", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
         self._f.write(json_line(record) + "\n")
@@ -92,8 +97,9 @@ class ResultFile:
         """The run is complete: ``FILE.partial`` becomes ``FILE``."""
         self._f.flush()
         if not self.stdout:
+            os.fsync(self._f.fileno())
             self._f.close()
-            os.replace(self.partial, self.target)
+            replace_own(self.partial, self.target)
 
     def abandon(self) -> Optional[Path]:
         """The run failed: close the partial file and return its path (None for standard output). Never raises:
@@ -136,9 +142,9 @@ def files_written(output: str | Path, *, sidecar: bool = True) -> list[Path]:
 
 
 def html_files(path: str | Path) -> list[Path]:
-    """An HTML report and the temporary files its writer may make beside it."""
+    """An HTML report, the temporary files its writer may make beside it and the lock a run holds on it."""
     html = Path(path)
-    return [html, tmp_path(html), html.with_name(f".{html.name}.{os.getpid()}.tmp")]
+    return [html, tmp_path(html), html.with_name(f".{html.name}.{os.getpid()}.tmp"), lock_path(html)]
 
 
 def _inside(a: Path, b: Path) -> bool:
@@ -227,3 +233,117 @@ class OutputClashError(InputFormatError, NamesSetting):
 
 class UnwritablePathError(SettingError):
     """A path a run would write cannot be written (its folder cannot be created or written); ``setting`` names it."""
+
+
+class UnsafePathError(UnwritablePathError):
+    """A file a run would write beside its output is a link, not a regular file, or another user's file: writing it
+    could write wherever the link points (anyone who can write the folder can plant one), so the run refuses it."""
+
+
+# -- files written beside an output: never through a link, never another user's file ------------------------------
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+
+
+def _refuse(path: Path, why: str, setting: str) -> UnsafePathError:
+    return UnsafePathError(setting, f"refusing to write {path}: {why}; remove it (or name another output) and run "
+                                    f"again")
+
+
+def _checked_fd(fd: int, path: Path, setting: str) -> int:
+    """``fd`` when it is a regular file of this user with one name; else it is closed and the refusal raised."""
+    import stat
+
+    st = os.fstat(fd)
+    why = ("it is not a regular file" if not stat.S_ISREG(st.st_mode)
+           else f"it belongs to another user (uid {st.st_uid})" if hasattr(os, "geteuid") and st.st_uid != os.geteuid()
+           else f"it has {st.st_nlink} names (a hard link to another file)" if st.st_nlink > 1 else None)
+    if why is None:
+        return fd
+    os.close(fd)
+    raise _refuse(path, why, setting)
+
+
+def _link_target(path: Path) -> str:
+    try:
+        return os.readlink(path)
+    except OSError:
+        return "?"
+
+
+def open_own(path: str | Path, *, append: bool = False, read: bool = False, setting: str = "output") -> int:
+    """A file descriptor to write ``path``, a file of this run beside its output (a ``.partial``, a ``.lock``):
+    created when missing (exclusively), else opened without following a link, and refused
+    (:class:`UnsafePathError`, one line naming it) when it is a link, no regular file, another user's file or a
+    hard link; truncated unless ``append``. ``read``: open it for reading too."""
+    path = Path(path)
+    access = os.O_RDWR if read else os.O_WRONLY
+    with named_errors(path):
+        try:
+            return os.open(path, access | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644)
+        except FileExistsError:
+            pass
+        try:
+            fd = os.open(path, access | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+        except OSError as e:
+            if os.path.islink(path) or e.errno == errno.ELOOP:
+                raise _refuse(path, f"it is a link (to {_link_target(path)})", setting) from None
+            raise
+        _checked_fd(fd, path, setting)
+        if hasattr(os, "set_blocking"):
+            os.set_blocking(fd, True)
+        if not append:
+            os.ftruncate(fd, 0)
+        else:
+            os.lseek(fd, 0, os.SEEK_END)
+        return fd
+
+
+def check_own_files(paths: Sequence[str | Path], setting: str) -> None:
+    """Refuse, before any work, a run whose files beside its output (``paths``: each ``.partial``, ``.lock``,
+    temporary file) include a link, something that is no regular file, or another user's file: one line naming it
+    (:class:`UnsafePathError`). Missing files pass; they are created exclusively when written (:func:`open_own`)."""
+    import stat
+
+    for path in map(Path, paths):
+        try:
+            st = os.lstat(path)
+        except FileNotFoundError:
+            continue
+        if stat.S_ISLNK(st.st_mode):
+            raise _refuse(path, f"it is a link (to {_link_target(path)})", setting)
+        if not stat.S_ISREG(st.st_mode):
+            raise _refuse(path, "it is not a regular file", setting)
+        if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+            raise _refuse(path, f"it belongs to another user (uid {st.st_uid})", setting)
+
+
+def open_new(path: str | Path, *, setting: str = "output") -> int:
+    """A file descriptor to write the temporary file ``path`` (renamed over its target when complete): always a new
+    file, created exclusively; one a killed run of this user left is removed first, and a link or another user's
+    file there is refused (:class:`UnsafePathError`)."""
+    path = Path(path)
+    with named_errors(path):
+        for _ in range(3):
+            try:
+                return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644)
+            except FileExistsError:
+                pass
+            os.close(open_own(path, setting=setting))  # (refuses what is not ours to remove)
+            os.unlink(path)
+    raise _refuse(path, "it keeps coming back after being removed (is another program writing here?)", setting)
+
+
+def replace_own(src: str | Path, target: str | Path) -> None:
+    """Rename the complete file ``src`` to ``target`` and make the rename durable (the folder synced)."""
+    os.replace(src, target)
+    try:
+        fd = os.open(Path(target).parent, os.O_RDONLY)
+    except OSError:
+        return
+    try:
+        os.fsync(fd)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)

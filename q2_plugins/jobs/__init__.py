@@ -5,15 +5,16 @@ build the job."""
 
 from __future__ import annotations
 
+import contextlib
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Iterator, Optional
 
 from q2_plugins.io.rows import RowSpec
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError
 
-__all__ = ["ScoreJob", "RayEngine", "ENGINES", "check_engine", "check_job_outputs", "run_score_job"]
+__all__ = ["ScoreJob", "RayEngine", "ENGINES", "check_engine", "check_job_outputs", "run_score_job", "output_locks"]
 
 #: the engines a job runs on
 ENGINES = ("local", "ray")
@@ -42,7 +43,9 @@ class ScoreJob:
     local engine) with its ``.meta.json``, and optionally an ``html`` report; ``rows`` says which columns are scored
     and what each result carries. Filter mode (``keep_min_score``): ``output`` gets the rows scoring at least that,
     ``dropped_output`` the others (unscored rows go with the kept ones with ``keep_unscored``). ``resume``: keep
-    the rows a stopped run committed to ``OUTPUT.partial`` and score the rest (:mod:`q2_plugins.jobs.partial`)."""
+    the rows a stopped run committed to ``OUTPUT.partial`` and score the rest (:mod:`q2_plugins.jobs.partial`).
+    Rows are scored and committed in chunks of at most ``chunk_size`` rows and about ``commit_seconds`` of work, so a
+    stopped run keeps all but its last ``commit_seconds`` or so."""
 
     input: str
     output: Optional[str] = None
@@ -58,6 +61,7 @@ class ScoreJob:
     summary_format: str = "text"
     progress: bool = True
     chunk_size: int = 1000
+    commit_seconds: float = 30.0  # a chunk is also cut at about this many seconds of work (jobs.local.Pace)
     engine: str = "local"
     ray: RayEngine = RayEngine()
     resume: bool = False  # continue a stopped run from its OUTPUT.partial (jobs.partial); local engine
@@ -76,8 +80,12 @@ def check_engine(job: ScoreJob) -> None:
     if job.keep_min_score is not None and not job.output:
         raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
     if job.resume and job.engine == "ray":
-        raise SettingError("resume", "the ray engine cannot resume a stopped run (its parts are not kept as the "
-                                     "run goes); resume with the local engine, or score again")
+        from q2_plugins.jobs.partial import resumable_on_ray
+
+        why = resumable_on_ray(job)
+        if why:
+            raise SettingError("resume", f"the ray engine resumes a run that writes one JSONL file from one JSONL / "
+                                         f"CSV / TSV input file; {why}")
     if job.resume and (not job.output or job.output == "-"):
         raise SettingError("resume", "resuming continues OUTPUT.partial: name the output file of the stopped run")
 
@@ -100,11 +108,18 @@ def check_job_outputs(job: ScoreJob) -> None:
         dropped = job.dropped_output or str(dropped_path(job.output))
         written.append(("dropped_output", dropped, files_written(dropped)))
     check_outputs([job.input], written)
+    from q2_plugins.io.outputs import check_own_files
+
+    for setting, path, files in written:  # (the results file itself is replaced by a rename, never written through)
+        check_own_files([f for f in files if f != Path(path)], setting)
     for setting, path, _ in written:  # Ray writes a path of no known file format as a folder of part files
         folder = job.engine == "ray" and setting != "html" and Path(path).suffix.lower() not in FORMATS
         # every output file needs its folder (a folder of part files is made), whichever flag and engine
         check_writable(path, setting, folder=folder)
     if job.config.cache_dir:
+        from q2_plugins.metric.cache import check_cache_dir
+
+        check_cache_dir(job.config.cache_dir, job.config.cache_trusted)  # (a cache others can write: refused)
         check_writable(job.config.cache_dir, "cache_dir", folder=True)
 
 
@@ -116,13 +131,33 @@ def run_score_job(job: ScoreJob) -> int:
     check_engine(job)
     check_job_outputs(job)
     check_devices(job.config)  # a device that is not here: before the input is read or any model loads
-    from q2_plugins.jobs.partial import OutputLock, lock_output
-
-    # one writer per output, from here to the end of the run (the lock of a killed run is free again)
-    lock = lock_output(job.output) if job.output and job.output != "-" else OutputLock(Path("-"), None)
-    with lock:
+    with output_locks(job):  # one writer per output, to the end of the run (a killed run's lock is free again)
         _check_space(job)
         return _run(job)
+
+
+@contextlib.contextmanager
+def output_locks(job: ScoreJob) -> Iterator[None]:
+    """The lock of every file the job writes (``--output``, ``--html``, filter mode's dropped rows), held while the
+    block runs: a second run writing any of them is refused, naming it."""
+    from q2_plugins.jobs.partial import lock_output
+
+    with contextlib.ExitStack() as stack:
+        for setting, path in _written_files(job):
+            stack.enter_context(lock_output(path, setting=setting))
+        yield
+
+
+def _written_files(job: ScoreJob) -> list[tuple[str, str]]:
+    """``(setting, path)`` of each file the job writes (standard output is none)."""
+    written = [("output", job.output)] if job.output and job.output != "-" else []
+    if job.html:
+        written.append(("html", job.html))
+    if job.keep_min_score is not None and job.output:
+        from q2_plugins.io.rows import dropped_path
+
+        written.append(("dropped_output", job.dropped_output or str(dropped_path(job.output))))
+    return written
 
 
 def _check_space(job: ScoreJob) -> None:

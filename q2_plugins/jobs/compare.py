@@ -112,7 +112,7 @@ def load_system(path: str | Path, config: CompareConfig, name: Optional[str] = N
     status: list[Any] = []
     signatures: set[str] = set()
     try:
-        for i, row in enumerate(scan_results(path, score_field=config.score_field)):
+        for i, row in enumerate(scan_results(path, score_field=config.score_field, id_field=config.id_field)):
             if config.score_field not in row:
                 raise MissingScoreField("score_field", f"{path} row {i} has no {config.score_field!r} field (its "
                                                        f"fields: {sorted(row)[:20]}); name the field of the scores")

@@ -4,6 +4,7 @@ streamed to the output (committed once all are written), with its ``.meta.json``
 from __future__ import annotations
 
 import sys
+import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
@@ -15,7 +16,7 @@ if TYPE_CHECKING:
     from q2_plugins.jobs import ScoreJob
     from q2_plugins.metric.progress import Progress
 
-__all__ = ["score_local", "write_report"]
+__all__ = ["score_local", "write_report", "run_record", "resumable", "KeptRows", "Pace"]
 
 
 def score_local(job: ScoreJob) -> int:
@@ -32,8 +33,8 @@ def score_local(job: ScoreJob) -> int:
     config, spec = job.config, job.rows
     # the file and its columns are checked before anything else
     rows = read_rows(job.input, job.input_format, spec.required, spec.settings)
-    run = _run_record(job)
-    resume = run is not None and job.resume and _resumable(job, run)
+    run = run_record(job)
+    resume = run is not None and job.resume and resumable(job, run)
     scorer = _loaded(Q2Scorer(config), progress=job.progress)  # a model that cannot load stops here, once
     if run is not None:
         from dataclasses import replace
@@ -50,7 +51,7 @@ def score_local(job: ScoreJob) -> int:
             run.write(job.output)  # type: ignore[arg-type]
     progress = _run_progress(job)
     report_rows: Optional[list[dict[str, Any]]] = [] if job.html else None
-    kept = _Kept(spec, report_rows)
+    kept = KeptRows(spec, report_rows)
     if resume:
         kept.take(job, rows)
     out = ResultFile(job.output, kept=kept.n) if job.output else None
@@ -58,10 +59,6 @@ def score_local(job: ScoreJob) -> int:
         stats, errors, signature = _score_rows(scorer, rows, job, out, report_rows, progress, taxonomy, kept)
     finally:
         _close(progress)
-    if run is not None:
-        from q2_plugins.jobs.partial import record_path
-
-        record_path(job.output).unlink(missing_ok=True)  # type: ignore[arg-type]  # (the run is complete)
     summary = {**stats.summary(), **errors.summary()}
     signature = signature or scorer.signature
     code, problem = stats.exit_code(job.fail_on_error)
@@ -77,9 +74,18 @@ def score_local(job: ScoreJob) -> int:
             write_report(job.html, report_rows, signature, summary, [job.input], config.to_dict())
         except OSError as e:  # the results are saved: the run failed only to write its report, and says so
             code, extra["html_error"] = 2, f"--html {job.html} could not be written: {e}"
-    if out is not None and not out.stdout:
-        write_meta(out.target, engine="local", signature=signature, summary=summary, config=config, rows=out.rows,
-                   input=job.input, spec=spec, exit_code=code, **extra)
+    if out is not None:
+        try:  # the sidecar first: results in place always have theirs
+            if not out.stdout:
+                write_meta(out.target, engine="local", signature=signature, summary=summary, config=config,
+                           rows=out.rows, input=job.input, spec=spec, exit_code=code, **extra)
+            out.commit()
+        except BaseException as e:
+            raise _stopped(e, out, job, out.rows, True)  # noqa: B904 - e itself, with where its rows are
+    if run is not None:
+        from q2_plugins.jobs.partial import record_path
+
+        record_path(job.output).unlink(missing_ok=True)  # type: ignore[arg-type]  # (the run is complete)
     stream = sys.stderr if out is not None and out.stdout else sys.stdout
     print_summary({**summary, **extra}, signature, job.summary_format, stream)
     if "cache" in extra and job.summary_format == "text":
@@ -92,7 +98,7 @@ def score_local(job: ScoreJob) -> int:
     return code
 
 
-def _run_record(job: ScoreJob) -> Any:
+def run_record(job: ScoreJob) -> Any:
     """What this run's ``.partial`` will hold (its signature filled in once the models load); None when the run
     writes no file, or its input is no regular file (a pipe: it cannot be read again, so it cannot be resumed)."""
     from q2_plugins.jobs.partial import RunRecord, input_identity
@@ -111,7 +117,7 @@ def _run_record(job: ScoreJob) -> Any:
     return RunRecord(input=input_identity(job.input), signature="", rows=settings)
 
 
-def _resumable(job: ScoreJob, run: Any) -> bool:
+def resumable(job: ScoreJob, run: Any) -> bool:
     """Whether there is a ``.partial`` to resume (checked against ``run`` before the models load); without one the
     run starts from its first row, and says so."""
     from q2_plugins.jobs.partial import RunRecord, check_resume
@@ -124,7 +130,7 @@ def _resumable(job: ScoreJob, run: Any) -> bool:
     return True
 
 
-class _Kept:
+class KeptRows:
     """The rows a resumed run keeps from its ``.partial``: their count, figures and errors (and report rows)."""
 
     def __init__(self, spec: Any, report_rows: Optional[list[dict[str, Any]]]) -> None:
@@ -134,7 +140,7 @@ class _Kept:
         self.n, self.stats, self.errors = 0, Q2Stats(), RowErrors()
         self._rows: list[dict[str, Any]] = []
 
-    def _add(self, row: dict[str, Any]) -> None:
+    def add(self, row: dict[str, Any]) -> None:
         from q2_plugins.io.rows import response_result
         from q2_plugins.metric.results import Q2Stats
 
@@ -148,7 +154,7 @@ class _Kept:
         """Keep the ``.partial``'s complete rows (a torn last line is cut off) and read past their input rows."""
         from q2_plugins.jobs.partial import ResumeError, keep_committed
 
-        self.n = keep_committed(f"{job.output}.partial", self._add)
+        self.n = keep_committed(f"{job.output}.partial", self.add)
         for result in self._rows:
             self.report_rows.append(_with_texts(result, next(rows, {}), self.spec))  # type: ignore[union-attr]
         for i in range(len(self._rows), self.n):
@@ -160,10 +166,10 @@ class _Kept:
 
 def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out: Any,
                 report_rows: Optional[list[dict[str, Any]]], progress: Optional[Progress],
-                labeller: Any = None, kept: Optional[_Kept] = None) -> tuple[Any, Any, Any]:
+                labeller: Any = None, kept: Optional[KeptRows] = None) -> tuple[Any, Any, Any]:
     """Score the rows chunk by chunk, streaming result rows out (after the ``kept`` rows of a resumed run); the
-    output is committed once all are written. A run that stops (an interrupt, SIGTERM, a full disk) raises with a
-    :class:`~q2_plugins.jobs.partial.StoppedRun` attached: how many rows are committed, and where."""
+    caller commits the output once its sidecar is written. A run that stops (an interrupt, SIGTERM, a full disk)
+    raises with a :class:`~q2_plugins.jobs.partial.StoppedRun` attached: how many rows are committed, and where."""
     from q2_plugins.io.rows import result_row, score_records
     from q2_plugins.metric.results import Q2Stats, RowErrors
 
@@ -179,7 +185,9 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
 
         # (a chunk of more rows is scored in parts, each part's candidates extracted ahead by the scorer itself)
         ahead = getattr(scorer, "ahead", None) if off_cpu(job.config) and job.chunk_size <= AHEAD_ROWS else None
-        for chunk in _with_next(_chunks(rows, job.chunk_size), ahead, spec.response_column):
+        pace = Pace(job.chunk_size, job.commit_seconds)
+        for chunk in _with_next(_chunks(rows, pace), ahead, spec.response_column):
+            started = time.monotonic()
             if progress is not None:  # a slow batch names its row by its place in the input and its id
                 progress.row_names = [f"row {offset + i}" + (f" (id {row['id']!r})" if "id" in row else "")
                                       for i, row in enumerate(chunk)]
@@ -196,10 +204,8 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
             if out is not None:
                 out.flush()
             writing = False
+            pace.done(len(chunk), time.monotonic() - started)
             stats, signature, offset = stats + result.stats, result.signature, offset + len(chunk)
-        if out is not None:
-            writing = True
-            out.commit()
     except BaseException as e:
         _close(progress)
         raise _stopped(e, out, job, offset, writing)  # noqa: B904 - e itself, with where its rows are
@@ -241,11 +247,35 @@ def _stopped(e: BaseException, out: Any, job: ScoreJob, offset: int, writing: bo
     return mark_stopped(e, StoppedRun(rows, partial, job.output, failed))
 
 
-def _chunks(rows: Iterator[dict[str, Any]], size: int) -> Iterator[list[dict[str, Any]]]:
+#: rows of a run's first chunk, before its pace is known (the next chunks follow the pace: :class:`Pace`)
+FIRST_CHUNK = 16
+
+
+class Pace:
+    """How many rows the next chunk of a run takes: at most ``chunk_size``, and about ``seconds`` of work at the
+    pace of the chunks so far (its first chunk :data:`FIRST_CHUNK` rows), so that every chunk's rows are committed
+    (flushed to the ``.partial``) within about ``seconds`` of being begun, whatever the input's size."""
+
+    def __init__(self, chunk_size: int, seconds: float) -> None:
+        self.chunk_size, self.seconds = max(1, chunk_size), seconds
+        self.rows, self.elapsed = 0, 0.0
+
+    def next_size(self) -> int:
+        if not self.rows:
+            return min(self.chunk_size, FIRST_CHUNK)
+        rate = self.rows / max(self.elapsed, 1e-6)
+        return max(1, min(self.chunk_size, int(rate * self.seconds)))
+
+    def done(self, rows: int, elapsed: float) -> None:
+        """A chunk of ``rows`` was scored and committed in ``elapsed`` seconds."""
+        self.rows, self.elapsed = self.rows + rows, self.elapsed + elapsed
+
+
+def _chunks(rows: Iterator[dict[str, Any]], pace: Pace) -> Iterator[list[dict[str, Any]]]:
     chunk: list[dict[str, Any]] = []
     for row in rows:
         chunk.append(row)
-        if len(chunk) >= size:
+        if len(chunk) >= pace.next_size():
             yield chunk
             chunk = []
     if chunk:

@@ -97,9 +97,11 @@ def lock_output(output: str | Path, setting: str = "output") -> OutputLock:
         import fcntl
     except ModuleNotFoundError:  # pragma: no cover - no flock on this platform: one writer is not enforced
         return OutputLock(lock_path(output), None)
+    from q2_plugins.io.outputs import open_own
+
     path = lock_path(output)
     for _ in range(50):
-        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        fd = open_own(path, append=True, read=True, setting=setting)  # (a planted link or another's file: refused)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
         except OSError:
@@ -115,8 +117,13 @@ def lock_output(output: str | Path, setting: str = "output") -> OutputLock:
             continue
         info = {"pid": os.getpid(), "host": socket.gethostname(), "output": str(output),
                 "since": time.strftime("%Y-%m-%d %H:%M:%S %Z")}
-        os.ftruncate(fd, 0)
-        os.write(fd, (json.dumps(info) + "\n").encode("utf-8"))
+        try:
+            os.ftruncate(fd, 0)
+            os.write(fd, (json.dumps(info) + "\n").encode("utf-8"))
+        except OSError as e:  # (a full disk): no empty lock left behind, and the error names the file
+            OutputLock(path, fd).release()
+            e.filename = e.filename or str(path)
+            raise
         return OutputLock(path, fd)
     raise OutputLockedError(setting, f"{output}: its lock {path} keeps changing hands; is another run starting?")
 
@@ -219,6 +226,21 @@ def skip(rows: Iterator[dict[str, Any]], n: int) -> int:
             break
         done += 1
     return done
+
+
+def resumable_on_ray(job: Any) -> Optional[str]:
+    """Why the Ray engine cannot resume ``job`` (None when it can): it writes one JSONL file as it goes, from a
+    JSONL / CSV / TSV input file whose records have positions (``row``) to continue after."""
+    from q2_plugins.io.inputs import FORMATS, suffixes
+
+    if job.keep_min_score is not None:
+        return "filter mode writes two outputs once all rows are scored: score again"
+    if not job.output or Path(job.output).suffix.lower() not in suffixes("jsonl"):
+        return f"{job.output} is no .jsonl file: score again, or write a .jsonl output"
+    kind = job.input_format or FORMATS.get(Path(job.input).suffix.lower())
+    if kind not in ("jsonl", "csv", "tsv") or Path(job.input).is_dir():
+        return f"{job.input} is no JSONL / CSV / TSV file: score again"
+    return None
 
 
 # -- disk space ----------------------------------------------------------------------------------------------------

@@ -6,6 +6,11 @@ next run resumes from there. Values are JSON. Nothing is ever written inside sit
 Every entry carries a check: a hash of its key and its value. An entry whose check fails on reading (the file was
 edited, or damaged) is a miss, computed again and counted in :attr:`Q2Cache.failed`; a cache never gives a value
 that was not stored under its key. A cache that cannot be opened or written raises :class:`CacheError` naming it.
+
+The check guards against damage, not against a writer: anyone who can write the cache can store a value with its
+check. So a cache is trusted with the scores it gives, and :func:`check_cache_dir` refuses (before any model loads)
+a folder, or a cache file in it, that another user owns or that others can write, unless it is named trusted
+(``cache_trusted``: the user vouches for everyone who can write it; ``docs/failures.md``).
 """
 
 from __future__ import annotations
@@ -20,7 +25,7 @@ from typing import Any, Iterable, Optional, Sequence
 
 from q2_plugins.metric.errors import SETTING, NamesSetting
 
-__all__ = ["Q2Cache", "CacheError"]
+__all__ = ["Q2Cache", "CacheError", "UntrustedCacheError", "check_cache_dir", "CACHE_FILES"]
 
 SCHEMA_VERSION = 2  # 2: every entry carries a check (version 1 entries had none; their file is not read)
 
@@ -30,15 +35,60 @@ class CacheError(NamesSetting, OSError):
     setting ``cache_dir``."""
 
 
-class Q2Cache:
-    """Key-value store shared by the pipeline stages (``namespace`` separates stages and model settings)."""
+class UntrustedCacheError(NamesSetting, ValueError):
+    """The cache folder (or a file of it) belongs to another user or others can write it, and it is not named
+    trusted: its entries could have been written by anyone who can write it; ``setting`` is ``cache_trusted``."""
 
-    def __init__(self, directory: str | os.PathLike) -> None:
+
+#: the files of a cache in its folder (SQLite's write-ahead log and shared memory beside the database)
+CACHE_FILES = tuple(f"q2-cache-v{SCHEMA_VERSION}.sqlite{end}" for end in ("", "-wal", "-shm", "-journal"))
+
+
+def check_cache_dir(directory: str | os.PathLike, trusted: bool = False) -> None:
+    """Refuse, in one line, a cache folder that another user owns or that others (its group, everyone) can write,
+    or a cache file in it that is a link, another user's or writable by others: anyone who can write there can
+    change the scores it gives. ``trusted`` (the ``cache_trusted`` setting) accepts it as it is. A folder that does
+    not exist yet passes (:class:`Q2Cache` makes it, writable by its user alone)."""
+    if trusted or not hasattr(os, "geteuid"):
+        return
+    import stat
+
+    folder = Path(directory).expanduser()
+    me = os.geteuid()
+    for path in (folder, *(folder / name for name in CACHE_FILES)):
+        try:
+            st = os.stat(path) if path == folder else os.lstat(path)
+        except (FileNotFoundError, NotADirectoryError):
+            continue
+        except OSError:
+            return  # (opening it says what is wrong)
+        what = "the cache folder" if path == folder else "the cache file"
+        if stat.S_ISLNK(st.st_mode):
+            why = "it is a link"
+        elif st.st_uid != me:
+            why = f"another user owns it (uid {st.st_uid})"
+        elif st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            why = f"others can write it (mode {stat.S_IMODE(st.st_mode):o})"
+        else:
+            continue
+        raise UntrustedCacheError(f"{what} {path}: {why}, and whoever can write it can change the scores it gives; "
+                                  f"use a folder only you can write, or {SETTING} if you trust everyone who can "
+                                  f"(docs/failures.md)", setting="cache_trusted")
+
+
+class Q2Cache:
+    """Key-value store shared by the pipeline stages (``namespace`` separates stages and model settings).
+    ``trusted``: use a folder others can write (see :func:`check_cache_dir`)."""
+
+    def __init__(self, directory: str | os.PathLike, *, trusted: bool = False) -> None:
         self.directory = Path(directory).expanduser()
         self.path = self.directory / f"q2-cache-v{SCHEMA_VERSION}.sqlite"
         self._lock = threading.Lock()
+        check_cache_dir(self.directory, trusted)
         try:
-            self.directory.mkdir(parents=True, exist_ok=True)
+            if not self.directory.exists():
+                self.directory.parent.mkdir(parents=True, exist_ok=True)
+                self.directory.mkdir(mode=0o700, exist_ok=True)  # (writable by its user alone, whatever the umask)
             self._conn = sqlite3.connect(str(self.path), check_same_thread=False, timeout=60)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("CREATE TABLE IF NOT EXISTS kv (key TEXT PRIMARY KEY, value TEXT NOT NULL, "

@@ -231,6 +231,10 @@ class Q2Config:
             "(recorded in the result's .meta.json, a warning below the tolerance); 0: off")
     per_item: bool = _run(False, "reference mode: batch size 1 everywhere, no length sorting (same results, slower)")
     cache_dir: Optional[str] = _run(None, "directory of a persistent cache of model outputs (off when unset)")
+    cache_trusted: bool = _run(
+        False, "use a cache directory that another user owns or others can write: its entries are taken as they are, "
+               "so everyone who can write it can change the scores it gives (without it, such a cache is refused; "
+               "docs/failures.md)")
     # -- per-role settings: each overrides the setting of all models for one of them ------------------------------
     qg_dtype: Optional[str] = _role(None, "dtype of the QG model (default: --dtype)", _DTYPES, kind="model")
     qa_dtype: Optional[str] = _role(None, "dtype of the QA model (default: --dtype)", _DTYPES, kind="model")

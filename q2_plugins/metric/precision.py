@@ -124,8 +124,10 @@ class Agreement:
 
         out = [f"reference     {self.reference}", f"checked       {self.checked}", f"rows          {self.rows}"]
         if self.speed_ratio is not None:
-            out.append(f"speed         {self.speed_ratio:.2f}x the reference ({self.seconds['reference']:.2f} s vs "
-                       f"{self.seconds['checked']:.2f} s)")
+            ratio = self.speed_ratio
+            than = f"{ratio:.2f}x faster than" if ratio >= 1 else f"{1 / ratio:.2f}x slower than"
+            out.append(f"speed         {self.checked} {than} {self.reference} ({self.seconds['checked']:.2f} s vs "
+                       f"{self.seconds['reference']:.2f} s)")
         out += [f"scores        {self.scores} compared: MAE {num(self.score_mae, '.4f')}, correlation "
                 f"{num(self.score_corr, '.4f')}",
                 f"moved >{MOVED}  {self.moved}/{self.rows} responses ({self.moved_share:.1%})",

@@ -50,8 +50,11 @@ def score_records(scorer: Any, records: Sequence[dict[str, Any]], spec: RowSpec,
     record that cannot be scored is scored as missing and its problem is its row's error. With ``labeller`` (a trained
     five-way model, :class:`~q2_plugins.backends.hf.labeller.TaxonomyModel`) the rows are labelled by it, not by the
     text rules."""
+    from q2_plugins.io.inputs import as_value
+
     problems = problems_of(records, spec)
-    values = [[None if p else r.get(c) for r, p in zip(records, problems)] for c in spec.required]
+    # (a JSON file's NaN / Infinity is the number it stands for: refused as any number is, never scored as text)
+    values = [[None if p else as_value(r.get(c)) for r, p in zip(records, problems)] for c in spec.required]
     history = values[2] if spec.history_column else None
     result = scorer.score(responses=values[0], knowledge=values[1], history=history, explain=spec.explain,
                           progress=progress, label=spec.labels and labeller is None)

@@ -67,17 +67,27 @@ def read_results(path: str | Path, *, score_field: str = "score") -> ResultRows:
     return out
 
 
-def scan_results(path: str | Path, *, score_field: str = "score") -> Iterator[dict[str, Any]]:
-    """The rows :func:`read_results` reads, one at a time (memory bounded by one row), checked as it checks them."""
+def scan_results(path: str | Path, *, score_field: str = "score", id_field: str = "id") -> Iterator[dict[str, Any]]:
+    """The rows :func:`read_results` reads, one at a time (memory bounded by one row and the ids seen), checked as
+    it checks them: each a result row whose result fields have their types, or a row whose ``score_field`` is a
+    number (or empty), and no ``id_field`` value twice."""
     path = Path(path)
     _check_results_path(path)
     files = sorted(p for p in path.rglob("*") if p.is_file() and p.suffix.lower() in FORMATS) \
         if path.is_dir() else [path]
     n = 0
+    seen: dict[str, str] = {}  # id -> where it first came
     for f in files:
         for where, raw in _raw_rows(f):
             row = _typed(raw)
             _check_row(f, where, row, score_field)
+            _check_types(f, where, row, score_field)
+            ident = row.get(id_field)
+            if ident is not None and ident != "" and not isinstance(ident, (dict, list)):
+                first = seen.setdefault(str(ident), f"{f.name} {where}")
+                if first != f"{f.name} {where}":
+                    raise InputFormatError(f"{f} {where}: {id_field} {ident!r} comes twice (first at {first}); each "
+                                           f"response must come once: remove the repeated rows")
             n += 1
             yield row
     if not n:
@@ -121,6 +131,40 @@ def _check_row(path: Path, where: str, row: Any, score_field: str) -> None:
         raise InputFormatError(f"{path} {where} is not a result row: no 'status' or {score_field!r} field (its "
                                f"fields: {sorted(map(str, row))[:12]}); give q2 score output (an input file: score "
                                f"it first)")
+
+
+def _type_name(kind: type) -> str:
+    return {float: "a number", int: "a whole number", bool: "true or false", str: "text"}.get(kind, kind.__name__)
+
+
+def _of_kind(value: Any, kind: type) -> bool:
+    if value is None:
+        return True
+    if kind is float:
+        return isinstance(value, (int, float)) and not isinstance(value, bool)
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind) if kind in (bool, str) else True
+
+
+def _check_types(path: Path, where: str, row: dict[str, Any], score_field: str) -> None:
+    """A result row's result fields of their declared types; a score row's score a number (or empty)."""
+    if "status" in row:
+        for name, kind in RESULT_FIELDS.items():
+            if name in row and not _of_kind(row[name], kind):
+                raise InputFormatError(f"{path} {where}: {name} is {row[name]!r}, not {_type_name(kind)}; a result "
+                                       f"row holds what q2 score writes (fix or drop the row)")
+        return
+    value = row.get(score_field)
+    if value is None or (isinstance(value, str) and not value.strip()) or _of_kind(value, float):
+        return
+    if isinstance(value, str):
+        try:
+            float(value)
+            return
+        except ValueError:
+            pass
+    raise InputFormatError(f"{path} {where}: {score_field} is {value!r}, not a number")
 
 
 def _raw_rows(path: Path) -> Iterable[tuple[str, Any]]:

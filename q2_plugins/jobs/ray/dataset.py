@@ -33,8 +33,9 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by test_imports
     raise ModuleNotFoundError(f"q2_plugins.jobs.ray.dataset needs Ray Data ({e.name} is not installed): "
                               f"pip install 'q2-plugins[ray]'", name=e.name) from e
 
-from q2_plugins.io.inputs import FORMATS, suffixes
-from q2_plugins.io.rows import INPUT_PREFIX, ROW_FIELD, RowSpec, kept_name, result_fields, score_records
+from q2_plugins.io.inputs import FORMATS, JsonConstant, as_value, suffixes
+from q2_plugins.io.outputs import open_own, replace_own
+from q2_plugins.io.rows import INPUT_PREFIX, ROW_FIELD, RowSpec, kept_name, problems_of, result_fields, score_records
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.results import (
@@ -164,14 +165,30 @@ class Q2BatchScorer:
         return out
 
     def _score(self, records: list[dict[str, Any]]) -> list[ResponseResult]:
-        """The row pipeline's results for the records (``q2_plugins.io.rows``, as the local engine scores them)."""
-        return score_records(self.scorer, records, self.rows).responses
+        """The row pipeline's results for the records (``q2_plugins.io.rows``, as the local engine scores them). A
+        call that raises (not a component: those fail their rows) is tried once more, then every row of the batch
+        gets its cause as its error in one plain line (a model that cannot load stops the run)."""
+        from q2_plugins.jobs.ray.stderr_filter import plain_cause
+        from q2_plugins.metric.errors import ModelLoadError
+
+        cause: BaseException = RuntimeError("no attempt")
+        for _attempt in (1, 2):
+            try:
+                return score_records(self.scorer, records, self.rows).responses
+            except ModelLoadError:
+                raise
+            except Exception as e:  # noqa: BLE001 - the batch's rows become error rows, the others go on
+                cause = e
+        why = f"its batch of {len(records)} rows failed twice: {plain_cause(cause)}"
+        problems = problems_of(records, self.rows)
+        return [ResponseResult(index=i, status=ResponseStatus.ERROR, error=problem or why)
+                for i, problem in enumerate(problems)]
 
     def _score_columns(self, batch: pa.Table) -> pa.Table:
         """A dataset's own columns: scored, each kept (renamed by :func:`~q2_plugins.io.rows.kept_name` where it is
         named like a column of the layout), with ``row`` (null: a dataset's rows have no position in a file) and the
         result columns around them."""
-        required = self._spec().required
+        required = self.rows.required
         columns = [batch.column(c).to_pylist() for c in required]
         results = self._score([dict(zip(required, values)) for values in zip(*columns)])
         # (a column named like an engine's own is kept as input_<name>, as JSONL's)
@@ -185,7 +202,8 @@ class Q2BatchScorer:
         (a record that could not be read, or that lacks a column, is its row's error) and written back as columns,
         in the row layout of the local engine (``q2_plugins.io.rows``): ``row``, the input fields (one named like a
         field of the layout kept under :data:`INPUT_PREFIX`), the result columns."""
-        records = [{"__error__": e} if e is not None else {} if t is None else json.loads(t)
+        records = [{"__error__": e} if e is not None else {} if t is None
+                   else json.loads(t, parse_constant=JsonConstant)
                    for t, e in zip(batch.column(_RECORD).to_pylist(), batch.column(_READ_ERROR).to_pylist())]
         results = self._score(records)
         table = _records_table([{} if "__error__" in r else r for r in records], reserved=self.reserved)
@@ -308,7 +326,7 @@ def map_scorer(ds: "ray.data.Dataset", cfg: Q2Config, *, concurrency: int, num_c
         )
 
 
-def _batch_stats(batch: pa.Table, prefix: str) -> pa.Table:
+def block_stats(batch: pa.Table, prefix: str) -> pa.Table:
     statuses = batch.column(prefix + "status").to_pylist()
     results = [ResponseResult(index=0, status=st, score=s, score_no_nli=n) for st, s, n in zip(
         statuses, batch.column(prefix + "score").to_pylist(), batch.column(prefix + "score_no_nli").to_pylist())]
@@ -330,7 +348,7 @@ def dataset_stats(scored: "ray.data.Dataset", prefix: str = "") -> Q2Stats:
 def dataset_summary(scored: "ray.data.Dataset", prefix: str = "") -> tuple[Q2Stats, RowErrors]:
     """The run's :class:`Q2Stats` and its row errors counted by kind, computed per block and combined."""
     cols = [prefix + c for c in ("status", "score", "score_no_nli", "error")]
-    parts = scored.select_columns(cols).map_batches(_batch_stats, fn_kwargs={"prefix": prefix}, num_cpus=0,
+    parts = scored.select_columns(cols).map_batches(block_stats, fn_kwargs={"prefix": prefix}, num_cpus=0,
                                                     batch_format="pyarrow", batch_size=None).take_all()
     stats, errors = Q2Stats(), RowErrors()
     for p in parts:
@@ -379,7 +397,7 @@ def format_of(path: Path, fmt: Optional[str], setting: str) -> str:
 
 
 def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
-                 rows_per_block: int = 64) -> "ray.data.Dataset":
+                 rows_per_block: int = 64, skip: int = 0) -> "ray.data.Dataset":
     """A JSONL / Parquet / CSV / TSV file or directory as a Ray dataset.
 
     Parquet is read as it is. JSONL and CSV / TSV are read as ``q2 score`` reads them (:func:`q2_plugins.io.
@@ -388,7 +406,8 @@ def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
     naming its line, and its file when ``path`` is a directory), with its position in its file (``__q2_row__``,
     the result row's ``row``); the scoring step turns these rows back into columns and an unreadable record into
     its row's error. A file is read by one task, in blocks of up to
-    ``rows_per_block`` records (Ray may merge or split them), so that one file's rows spread over the actors."""
+    ``rows_per_block`` records (Ray may merge or split them), so that one file's rows spread over the actors.
+    ``skip``: leave out the first records of a JSONL / CSV / TSV file (those a stopped run kept: ``--resume``)."""
     path = Path(path)
     if not path.exists():
         raise ValueError(f"No input file or directory {path}")
@@ -398,7 +417,7 @@ def read_dataset(path: Union[str, os.PathLike], fmt: Optional[str] = None, *,
     if kind == "parquet":
         return _read_parquet(path)
     source = _RecordsDatasource(str(path), kind=kind, name_files=path.is_dir(), rows_per_block=rows_per_block,
-                                file_extensions=None if path.is_file() else [x[1:] for x in suffixes(kind)])
+                                skip=skip, file_extensions=None if path.is_file() else [x[1:] for x in suffixes(kind)])
     return ray.data.read_datasource(source, num_cpus=0)
 
 
@@ -425,9 +444,10 @@ class _RecordsDatasource(FileBasedDatasource):
     """JSONL / CSV / TSV files read by :func:`q2_plugins.io.inputs.read_records`: one row per record, its fields as JSON
     text or why it cannot be read, in blocks of ``rows_per_block`` records."""
 
-    def __init__(self, paths: str, *, kind: str, name_files: bool, rows_per_block: int, **kwargs: Any) -> None:
+    def __init__(self, paths: str, *, kind: str, name_files: bool, rows_per_block: int, skip: int = 0,
+                 **kwargs: Any) -> None:
         super().__init__(paths, **kwargs)
-        self.kind, self.name_files, self.rows_per_block = kind, name_files, rows_per_block
+        self.kind, self.name_files, self.rows_per_block, self.skip = kind, name_files, rows_per_block, skip
 
     def _read_stream(self, f: "pa.NativeFile", path: str) -> Iterator[pa.Table]:
         import io
@@ -438,6 +458,9 @@ class _RecordsDatasource(FileBasedDatasource):
         errors: list[Optional[str]] = []
         start = 0  # the position in the file of the block's first record
         for _, row in read_records(io.BytesIO(f.readall()), self.kind):
+            if start < self.skip:  # (kept by the stopped run this one resumes)
+                start += 1
+                continue
             error = row["__error__"] if "__error__" in row else None
             texts.append(None if error is not None else _record_text(row))
             errors.append(None if error is None else f"{path}: {error}" if self.name_files else error)
@@ -450,8 +473,9 @@ class _RecordsDatasource(FileBasedDatasource):
 
 def _record_text(row: dict[str, Any]) -> str:
     """A record as the JSON text the scoring step parses back: values keep their types (``-1e999`` stays the number
-    -inf, which the scorer refuses as it does in the local engine; lone surrogates stay escaped)."""
-    return json.dumps(row, ensure_ascii=True, allow_nan=True, default=str)
+    -inf, a file's ``NaN`` is written bare and read back as such: the scorer refuses them as the local engine does;
+    lone surrogates stay escaped)."""
+    return json.dumps({k: as_value(v) for k, v in row.items()}, ensure_ascii=True, allow_nan=True, default=str)
 
 
 def _records_block(texts: list[Optional[str]], errors: list[Optional[str]], start: int) -> pa.Table:
@@ -492,7 +516,7 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
     tmp = partial_path(path)
     schema = _union_schema(ds) if kind != "jsonl" else None
     rows = _write_file(ds, tmp, kind, schema)
-    os.replace(tmp, path)
+    replace_own(tmp, path)
     return rows
 
 
@@ -527,15 +551,16 @@ def _write_file(ds: "ray.data.Dataset", tmp: Path, kind: str, schema: Optional[p
 
     rows = 0
     batches = ds.iter_batches(batch_format="pyarrow", batch_size=None)
+    fd = open_own(tmp)  # (a planted link or another user's file at FILE.partial is refused, never written through)
     if kind == "parquet":
         import pyarrow.parquet as pq
 
-        with pq.ParquetWriter(str(tmp), schema) as writer:
+        with os.fdopen(fd, "wb") as raw, pq.ParquetWriter(raw, schema) as writer:
             for batch in batches:
                 writer.write_table(_conformed(batch, schema))
                 rows += batch.num_rows
         return rows
-    with tmp.open("w", encoding="utf-8", newline="") as f:
+    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
         writer = None
         if kind != "jsonl":
             writer = csv.DictWriter(f, fieldnames=schema.names, delimiter="\t" if kind == "tsv" else ",")
@@ -543,14 +568,14 @@ def _write_file(ds: "ray.data.Dataset", tmp: Path, kind: str, schema: Optional[p
         for batch in batches:
             rows += batch.num_rows
             if writer is None:  # explanations nested, as the local engine writes them
-                f.writelines(json_line(_nested(r)) + "\n" for r in batch.to_pylist())
+                f.writelines(json_line(nested_row(r)) + "\n" for r in batch.to_pylist())
                 continue
             writer.writerows({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in r.items()}
                              for r in batch.to_pylist())
     return rows
 
 
-def _nested(row: dict[str, Any]) -> dict[str, Any]:
+def nested_row(row: dict[str, Any]) -> dict[str, Any]:
     """A row for JSONL: its explanation columns (JSON text in Arrow) as the values they hold."""
     for name in EXPLANATION_COLUMNS:
         if isinstance(row.get(name), str):

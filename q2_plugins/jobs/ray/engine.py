@@ -12,9 +12,11 @@ import sys
 from pathlib import Path
 from typing import Any, Iterator, Optional
 
+import pyarrow as pa
 import ray
 import ray.data
 
+from q2_plugins.io.inputs import suffixes
 from q2_plugins.jobs import ScoreJob
 from q2_plugins.jobs.ray.dataset import (
     Q2BatchScorer,
@@ -29,7 +31,7 @@ from q2_plugins.jobs.ray.dataset import (
     start_model_check,
     write_dataset,
 )
-from q2_plugins.jobs.ray.stderr_filter import stderr_without
+from q2_plugins.jobs.ray.stderr_filter import plain_cause, stderr_without
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.precision import Agreement, check_due, precision_line, warn_if_below
@@ -90,12 +92,14 @@ def _start(job: ScoreJob) -> None:
     ctx.enable_progress_bars = ray_bars
 
 
-def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any],
-            tally: Optional[Any] = None) -> tuple["ray.data.Dataset", str]:
-    """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
+def _scoring(job: ScoreJob, config: Q2Config, counter: Optional[Any], tally: Optional[Any] = None,
+             skip: int = 0) -> tuple["ray.data.Dataset", Any, Optional[Any], Optional[int]]:
+    """The input, read and checked, to be scored on the actor pool (lazy; without its first ``skip`` records), the
+    model check's reference (:func:`model_check_result` gives the signature), the counter of scored rows for the
+    progress lines and the number of rows to score (None when unknown)."""
     path = Path(job.input)
     kind = format_of(path, job.input_format, "input_format") if path.exists() else job.input_format
-    ds = read_dataset(path, kind, rows_per_block=job.ray.batch_size)  # no input: read_dataset's error
+    ds = read_dataset(path, kind, rows_per_block=job.ray.batch_size, skip=skip)  # no input: read_dataset's error
     spec = job.rows
     if kind == "parquet":
         check_columns(ds.schema().names, spec)
@@ -107,13 +111,20 @@ def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any],
     # the models are checked in a task while the actors start and load them (the actors wait for its result)
     check = start_model_check(config, num_cpus=0, num_gpus=job.ray.num_gpus_per_worker)
     rows = ray.remote(num_cpus=0)(_RunTally).remote() if job.progress else None
-    scored = map_scorer(ds, config, rows=spec, prefix="",
-                         concurrency=job.ray.concurrency, num_cpus=job.ray.num_cpus_per_worker,
-                         num_gpus=job.ray.num_gpus_per_worker, batch_size=job.ray.batch_size, max_restarts=3,
-                         max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,
-                         cache_counter=counter, row_counter=rows, precision_tally=tally)
+    scored = map_scorer(ds, config, rows=spec, prefix="", concurrency=job.ray.concurrency,
+                        num_cpus=job.ray.num_cpus_per_worker, num_gpus=job.ray.num_gpus_per_worker, batch_size=job.ray.batch_size, max_restarts=3,
+                        max_task_retries=3, signature=[check], scorer_class=Q2BatchScorer, ray_remote_args=None,
+                        cache_counter=counter, row_counter=rows, precision_tally=tally)
+    total = _row_total(path, kind, ds)
+    return scored, check, rows, None if total is None else max(0, total - skip)
+
+
+def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any],
+            tally: Optional[Any] = None) -> tuple["ray.data.Dataset", str]:
+    """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
+    scored, check, rows, total = _scoring(job, config, counter, tally)
     try:
-        with _row_lines(rows, _row_total(path, kind, ds)):
+        with _row_lines(rows, total):
             scored = scored.materialize()
     except Exception:
         model_check_result(check)  # a model that cannot load: the check's error, once, rather than Ray's report of it
@@ -183,21 +194,60 @@ def run_score(job: ScoreJob) -> int:
 
     main_thread = threading.current_thread() is threading.main_thread()
     ours = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGINT)} if main_thread else {}
-    _start(job)
+    resume = _before_resume(job)  # (another input or other row settings: refused before Ray starts)
+    try:
+        _start(job)
+    except Exception as e:  # noqa: BLE001 - Ray could not start: said so, in one line
+        raise RayStartError(f"Ray could not start ({plain_cause(e)}); try again once the machine is less loaded, "
+                            f"or join a running cluster (--ray-address)") from None
     for s, handler in ours.items():  # ray.init's own SIGTERM handler exits without a word: the caller's stays
         if handler is not None:
             signal.signal(s, handler)
     try:
         with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
-            return _run_started(job)
+            return _run_started(job, resume)
     except (KeyboardInterrupt, OSError) as e:
         from q2_plugins.jobs.partial import StoppedRun, mark_stopped, stopped_run
 
         if stopped_run(e) is None:  # stopped while scoring: the rows are in the cluster's memory, none on disk
             mark_stopped(e, StoppedRun(0, None, job.output, text=(
-                "the ray engine keeps no rows of a stopped run (it writes them once all are scored) and cannot "
-                "resume; score again, or use the local engine (--resume)")))
+                "the ray engine keeps the rows of a stopped run only when it writes one JSONL file (as it goes); "
+                "this run's rows were not written: score again")))
         raise
+    except ray.exceptions.RayError as e:  # a task's error behind Ray's wrapper and colour codes: its cause
+        raise RayRunError(f"the Ray run failed: {plain_cause(e)}") from None
+
+
+class RayStartError(OSError):
+    """Ray could not be started (or the cluster joined) for the run: a failure of the machine or the cluster (one
+    line, exit 2), not of the run."""
+
+
+class RayRunError(RuntimeError):
+    """The Ray run failed; the message is the cause in one plain line."""
+
+
+def streams(job: ScoreJob) -> bool:
+    """Whether the run writes its rows as blocks finish (one JSONL output file, no filter mode): then a stopped run
+    keeps what it scored and ``--resume`` continues it. Other outputs are written once every row is scored."""
+    return (job.keep_min_score is None and bool(job.output) and
+            Path(str(job.output)).suffix.lower() in suffixes("jsonl"))
+
+
+def _before_resume(job: ScoreJob) -> Optional[Any]:
+    """The run's record (:class:`~q2_plugins.jobs.partial.RunRecord`, without its signature) when it streams to a
+    resumable file (a regular input file), with a ``--resume`` checked against the stopped run's (its input and row
+    settings: the signature once the models are checked); None otherwise."""
+    if not streams(job):
+        return None
+    from q2_plugins.jobs.local import resumable, run_record
+
+    run = run_record(job)
+    if run is not None and job.resume and not resumable(job, run):
+        from dataclasses import replace
+
+        job = replace(job, resume=False)
+    return (run, job.resume) if run is not None else None
 
 
 def _check_not_empty_parquet(path: Path) -> None:
@@ -212,7 +262,7 @@ def _check_not_empty_parquet(path: Path) -> None:
             raise InputFormatError(f"{path} is an empty Parquet file (no record); there is nothing to score")
 
 
-def _run_started(job: ScoreJob) -> int:
+def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
     """:func:`run_score` once Ray is started."""
     from q2_plugins.io.rows import write_meta
     from q2_plugins.metric.results import print_summary
@@ -221,6 +271,8 @@ def _run_started(job: ScoreJob) -> int:
     counter = ray.remote(num_cpus=0)(_RunTally).remote() if config.cache_dir else None
     # a setting the tests cannot run: one actor checks its decisions on its first rows (as the local engine does)
     tally = ray.remote(num_cpus=0)(_RunTally).remote() if config.precision_check and check_due(config) else None
+    if streams(job):
+        return _run_streamed(job, counter, tally, resume)
     scored, signature = _scored(job, config, counter, tally)
     stats, errors = dataset_summary(scored)
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
@@ -241,6 +293,129 @@ def _run_started(job: ScoreJob) -> int:
     if problem:
         print(f"q2 score: {problem}", file=sys.stderr)
     return code
+
+
+def _run_streamed(job: ScoreJob, counter: Optional[Any], tally: Optional[Any], resume: Optional[Any]) -> int:
+    """The run of one JSONL output: rows written to ``OUTPUT.partial`` as the blocks finish, in input order (each
+    block flushed to disk), committed at the end; a stopped run keeps them and ``--resume`` scores only the rest,
+    with the local engine's checks (input, row settings, signature)."""
+    from q2_plugins.io.outputs import ResultFile
+    from q2_plugins.io.rows import write_meta
+    from q2_plugins.jobs.local import KeptRows
+    from q2_plugins.jobs.partial import committed_rows
+    from q2_plugins.metric.results import print_summary
+
+    config = job.config
+    run, resuming = resume if resume is not None else (None, False)
+    partial = f"{job.output}.partial"
+    skip = committed_rows(partial)[0] if resuming else 0
+    scored, check, rows, total = _scoring(job, config, counter, tally, skip=skip)
+    kept = KeptRows(job.rows, None)
+    out: Optional[ResultFile] = None
+    stats: Any = None
+    errors: Any = None
+    signature: Any = None
+    try:
+        with _row_lines(rows, total):
+            for batch in scored.iter_batches(batch_format="pyarrow", batch_size=None):
+                if out is None:  # the first block: the models are checked, the run's signature is known
+                    signature = model_check_result(check)
+                    out, stats, errors = _begin(job, run, resuming, signature, kept)
+                _write_batch(out, batch)
+                stats = stats + _block_summary(batch, errors)
+            if out is None:  # (no row left to score: a resume of a run stopped after its last row)
+                signature = model_check_result(check)
+                out, stats, errors = _begin(job, run, resuming, signature, kept)
+    except BaseException as e:
+        if not isinstance(e, (KeyboardInterrupt, OSError)):
+            model_check_result(check)  # a model that cannot load: the check's error, once
+        raise _stopped_streaming(e, out, job)  # noqa: B904 - e itself, with where its rows are
+    extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
+    if kept.n:
+        extra["resumed_after"] = kept.n
+    checked = ray.get(tally.get.remote("precision_check")) if tally is not None else None
+    if checked is not None:
+        extra["precision_check"] = checked
+        warn_if_below(Agreement.from_dict(checked))
+    summary = {**stats.summary(), **errors.summary()}
+    code, problem = stats.exit_code(job.fail_on_error)
+    write_meta(out.target, engine="ray", signature=signature, summary=summary, config=config, rows=out.rows,
+               input=job.input, spec=job.rows, exit_code=code, **extra)
+    try:
+        out.commit()
+    except BaseException as e:
+        raise _stopped_streaming(e, out, job)  # noqa: B904 - e itself, with where its rows are
+    if run is not None:
+        from q2_plugins.jobs.partial import record_path
+
+        record_path(job.output).unlink(missing_ok=True)  # (the run is complete)
+    print_summary({**summary, **extra}, signature, job.summary_format)
+    if job.summary_format == "text":
+        _print_extra(extra, config)
+    if problem:
+        print(f"q2 score: {problem}", file=sys.stderr)
+    return code
+
+
+def _begin(job: ScoreJob, run: Optional[Any], resuming: bool, signature: str, kept: Any) -> tuple[Any, Any, Any]:
+    """Before the first row is written: the resume checked against the signature too (and the ``.partial`` cut
+    after its complete rows), or the run's record written; returns the open output and the kept rows' figures."""
+    from dataclasses import replace
+
+    from q2_plugins.io.outputs import ResultFile
+    from q2_plugins.jobs.partial import RunRecord, check_resume, keep_committed
+
+    if run is not None:
+        run = replace(run, signature=str(signature))
+        if resuming:
+            check_resume(job.output, RunRecord.read(job.output), run, signature=True)  # type: ignore[arg-type]
+            kept.n = keep_committed(f"{job.output}.partial", kept.add)
+            print(f"q2 score: resuming {job.output}.partial after its {kept.n} committed rows", file=sys.stderr)
+        else:
+            run.write(job.output)  # type: ignore[arg-type]
+    return ResultFile(str(job.output), kept=kept.n), kept.stats, kept.errors
+
+
+def _write_batch(out: Any, batch: "pa.Table") -> None:
+    """One finished block's rows to the ``.partial``, on disk before the next block is taken."""
+    from q2_plugins.jobs.ray.dataset import nested_row
+
+    for row in batch.to_pylist():
+        out.write(nested_row(row))
+    out.flush()
+
+
+def _block_summary(batch: "pa.Table", errors: Any) -> Any:
+    """A block's :class:`~q2_plugins.results.Q2Stats`, its row errors added to ``errors`` (as
+    :func:`dataset_summary` adds them up)."""
+    import json
+
+    from q2_plugins.jobs.ray.dataset import block_stats
+    from q2_plugins.metric.results import Q2Stats
+
+    row = block_stats(batch, "").to_pylist()[0]
+    for message, count in json.loads(row.pop("error_kinds")):
+        errors.add(message, count)
+    return Q2Stats(**row)
+
+
+def _stopped_streaming(e: BaseException, out: Any, job: ScoreJob) -> BaseException:
+    """``e`` with where the rows of a stopped streaming run are: committed to the ``.partial`` (resumable)."""
+    from q2_plugins.jobs.partial import StoppedRun, committed_rows, mark_stopped, stopped_run
+
+    if stopped_run(e) is not None:
+        return e
+    if out is None:
+        return mark_stopped(e, StoppedRun(0, None, job.output, text=f"no row was written; {job.output} left as it "
+                                                                    f"was"))
+    partial = out.abandon()
+    rows = out.rows
+    try:
+        rows = committed_rows(partial)[0]
+    except OSError:
+        pass
+    failed = getattr(e, "filename", None) if isinstance(e, OSError) else None
+    return mark_stopped(e, StoppedRun(rows, partial, job.output, failed))
 
 
 def _print_extra(extra: dict[str, Any], config: Q2Config) -> None:

@@ -6,11 +6,12 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+import re
 import subprocess
 import sys
 from typing import Iterator, Sequence
 
-__all__ = ["stderr_without"]
+__all__ = ["stderr_without", "plain_cause"]
 
 # The filter runs in its own small process, so that whatever this process writes just before it dies (a C++ check
 # that aborts, a traceback) still reaches the real standard error: the filter reads until every writer has closed
@@ -91,3 +92,18 @@ def stderr_without(*rules: Sequence[str]) -> Iterator[None]:
         os.close(saved)
         with contextlib.suppress(subprocess.TimeoutExpired):
             child.wait(timeout=5)  # it has written everything the block wrote (unless a child of the block lives on)
+
+
+#: a terminal's colour and cursor codes (Ray colours the tracebacks it forwards)
+_ANSI = re.compile(r"\x1b\[[0-9;?]*[ -/]*[@-~]")
+
+
+def plain_cause(error: BaseException) -> str:
+    """An exception as one plain line: ``Type: message``, its first line only, without terminal colour codes, at
+    most 300 characters; for Ray's wrapper of a task's error, its cause."""
+    cause = getattr(error, "cause", None)
+    if isinstance(cause, BaseException) and cause is not error:
+        error = cause
+    text = _ANSI.sub("", str(error)).strip()
+    first = next((line.strip() for line in text.splitlines() if line.strip()), "")
+    return f"{type(error).__name__}: {first}"[:300] if first else type(error).__name__

@@ -371,13 +371,15 @@ def write_html(path: str | Path, rows: Sequence[dict[str, Any]], **kwargs: Any) 
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     from q2_plugins.io.inputs import named_errors
+    from q2_plugins.io.outputs import open_new, replace_own
 
+    fd = open_new(tmp, setting="html")  # (a link or another user's file there is refused, never written through)
     try:
-        with named_errors(path):
-            tmp.write_text(html, encoding="utf-8")
-        os.replace(tmp, path)
+        with named_errors(path), os.fdopen(fd, "w", encoding="utf-8") as f:
+            f.write(html)
+        replace_own(tmp, path)
     finally:
-        if tmp.exists():
+        if os.path.lexists(tmp) and not os.path.islink(tmp):
             tmp.unlink()
     return path
 

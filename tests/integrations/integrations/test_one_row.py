@@ -78,7 +78,7 @@ def test_report_reads_either_engine(runs, name, texts, capsys):
         assert main(["report", str(runs / source), "--output", str(page),
                      *(["--texts", str(runs / "in.jsonl")] if texts else [])]) == 0
         pages[source] = capsys.readouterr().out.split(": ", 1)[1]
-    assert pages["local.jsonl"] == pages[name] == "12 responses (2 errors) from 1 file(s)\n"
+    assert pages["local.jsonl"] == pages[name] == "12 responses (2 errors) from 1 file\n"
 
     from q2_plugins.jobs.report import attach_texts, load_results
 

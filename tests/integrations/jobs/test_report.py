@@ -59,18 +59,21 @@ def test_summary_is_computed_from_rows_like_q2stats():
 def test_unreadable_lines_are_refused_and_nested_results_are_found(tmp_path):
     f = tmp_path / "mixed.jsonl"
     lines = [json.dumps(row(0)), json.dumps({"episode_id": "e1", "turn": 2, "q2": row(5, score=0.75)}),
-             json.dumps(row(6, score="high")), json.dumps(row(7, status="odd"))]
+             json.dumps(row(7, status="odd"))]
     f.write_text("\n".join(lines) + "\n\n")
     data = load_results([f])
     statuses = [r["status"] for r in data.rows]
-    assert statuses == ["scored", "scored", "error", "error"]
+    assert statuses == ["scored", "scored", "error"]
     errors = [r.get("error", "") for r in data.rows]
     assert data.rows[1]["episode_id"] == "e1" and data.rows[1]["turn"] == 2 and data.rows[1]["score"] == 0.75
-    assert "without a numeric score" in errors[2] and "unknown status 'odd'" in errors[3]
+    assert "unknown status 'odd'" in errors[2]
     assert data.summary is None and data.signatures == []
-    # a record that cannot be read, or is no result row, is refused in one line naming the file and its line
+    # a record that cannot be read, is no result row, or holds a score that is no number is refused in one line
+    # naming the file and its line
     for bad, message in (("not json", "line 2 is not valid JSON"), ("[1, 2]", "line 2 is a JSON list, expected"),
-                         (json.dumps({"episode": 3}), "line 2 is not a result row: no 'status' or 'score' field")):
+                         (json.dumps({"episode": 3}), "line 2 is not a result row: no 'status' or 'score' field"),
+                         (json.dumps(row(6, score="high")), "line 2: score is 'high', not a number"),
+                         (json.dumps(row(6, score={"v": 1})), "line 2: score is {'v': 1}, not a number")):
         f.write_text("\n".join([lines[0], bad, *lines[1:]]) + "\n")
         with pytest.raises(ValueError, match=f"^{re.escape(str(f))} {re.escape(message)}"):
             load_results([f])
@@ -108,7 +111,7 @@ def test_q2_report_cli(tmp_path, capsys):
     g.write_text(json.dumps({"signature": "s", "responses": [row(1, score=1.0)]}))
     out = tmp_path / "r.html"
     assert main(["report", str(f), str(g), "--output", str(out)]) == 0
-    assert f"{out}: 3 responses (1 errors) from 2 file(s)" in capsys.readouterr().out
+    assert f"{out}: 3 responses (1 error) from 2 files" in capsys.readouterr().out
     data = embedded(out.read_text(encoding="utf-8"))
     assert [r["status"] for r in data["rows"]] == ["scored", "error", "scored"]
     assert data["summary"]["n"] == 3 and data["summary"]["q2"] == 0.75
@@ -123,7 +126,7 @@ def test_a_large_file_gives_a_stated_sample_of_rows_and_figures_of_all(tmp_path,
     f.write_text("".join(json.dumps(r) + "\n" for r in rows))
     out = tmp_path / "r.html"
     assert main(["report", str(f), "--output", str(out), "--max-rows", "40"]) == 0
-    assert "300 responses (0 errors) from 1 file(s); the table shows a sample of 40" in capsys.readouterr().out
+    assert "300 responses (0 errors) from 1 file; the table shows a sample of 40" in capsys.readouterr().out
     data = embedded(out.read_text(encoding="utf-8"))
     positions = [r["index"] for r in data["rows"]]
     assert len(positions) == 40 and positions == sorted(positions) and positions != list(range(40))  # random, in order
