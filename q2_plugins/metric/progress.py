@@ -20,8 +20,8 @@ class Progress:
     call's stages progress (:meth:`start` names them): the call's rows count as done in proportion to its work done,
     each stage weighted by the time per row it took earlier in the run (equally in the first call); the count is
     exact when each call ends. A bar
-    per stage is made the first time that stage has items to compute and kept to the end of the run: its total grows
-    as later rounds and later calls bring items. Bars are tqdm bars on ``file`` (standard error by default), updated
+    per stage is made the first time that stage has items to compute and kept to the end of the run: it counts the
+    items computed, with no total (later rounds and calls bring items no one can count before). Bars are tqdm bars on ``file`` (standard error by default), updated
     once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call);
     ``stage_bars=False`` leaves the stage bars out (the command line does when standard error is no terminal: a log
     file would keep their cursor movements as escape codes). The row bar shows the stage running now; a batch that
@@ -79,18 +79,15 @@ class Progress:
         self._call = _Call(rows, list(stages))
 
     def add(self, stage: str, items: int) -> None:
-        """``items`` more items of ``stage`` are to be computed: its bar's total grows (the bar is made the first
-        time)."""
+        """``items`` more items of ``stage`` are to be computed (its bar is made the first time). A stage's bar
+        counts its items with no total: how many a stage will have is known only once the stages before it have
+        run, in every chunk, so a total would keep growing and its time left would mislead; the row bar's share and
+        time left are the run's."""
         self._call.items.setdefault(stage, [0, 0])[1] += items
-        if not self._stage_bars:
+        if not self._stage_bars or stage in self._stages:
             return
-        bar = self._stages.get(stage)
-        if bar is None:
-            position = len(self._stages) + (self._rows is not None)
-            self._stages[stage] = self._bar(f"q2 {stage}", items, "item", position=position, leave=False)
-        else:
-            bar.total += items
-            bar.refresh()
+        position = len(self._stages) + (self._rows is not None)
+        self._stages[stage] = self._bar(f"q2 {stage}", None, "item", position=position, leave=False)
 
     def advance(self, stage: str, items: int) -> None:
         """``items`` items of ``stage`` are computed."""
