@@ -14,6 +14,7 @@ from q2_plugins.io.rows import result_row
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import NamesSetting
 from q2_plugins.metric.names import METRIC_INFO
+from q2_plugins.metric.progress import on_a_terminal
 
 _CITATION = """\
 @inproceedings{honovich-etal-2021-q2,
@@ -121,7 +122,8 @@ class Q2(evaluate.Metric):
         config = config_from_options(options, self.q2_config)
         try:
             result = self._scorers.get(config).score(
-                responses=predictions, knowledge=knowledge, history=history, explain=explain
+                responses=predictions, knowledge=knowledge, history=history, explain=explain,
+                progress=on_a_terminal(len(predictions)),
             )
         except NamesSetting as e:  # the core names its setting; here it is the keyword argument
             raise e.named(keyword_argument) from None

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.progress import on_a_terminal
 from q2_plugins.metric.results import ResponseResult
 from q2_plugins.scorer import Q2Scorer
 
@@ -104,7 +105,7 @@ def rerank_batch(
         responses=[text for _, text in flat],
         knowledge=[knowledge[i] for i, _ in flat],
         history=None if history is None else [history[i] for i, _ in flat],
-        explain=explain,
+        explain=explain, progress=on_a_terminal(len(flat)),
     )
     out, pos = [], 0
     for i, group in enumerate(candidates):

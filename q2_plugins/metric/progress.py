@@ -9,7 +9,7 @@ import sys
 import time
 from typing import IO, Any, Iterator, Optional, Sequence, Union
 
-__all__ = ["CountLines", "Progress", "scoring_progress"]
+__all__ = ["CountLines", "Progress", "scoring_progress", "on_a_terminal", "MANY_ROWS"]
 
 
 class Progress:
@@ -19,10 +19,9 @@ class Progress:
     input is a stream), so it shows the run's rate and time left. Within a ``score()`` call the count moves as the
     call's stages progress (:meth:`start` names them): the call's rows count as done in proportion to its work done,
     each stage weighted by the time per row it took earlier in the run (equally in the first call); the count is
-    exact when each call ends. A bar
-    per stage is made the first time that stage has items to compute and kept to the end of the run: it counts the
-    items computed, with no total (later rounds and calls bring items no one can count before). Bars are tqdm bars on ``file`` (standard error by default), updated
-    once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call);
+    exact when each call ends. A bar per stage is made the first time that stage has items to compute and kept to
+    the end of the run: it counts the items computed, with no total (later rounds and calls bring items no one can
+    count before). Bars are tqdm bars on ``file`` (standard error by default), updated once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call);
     ``stage_bars=False`` leaves the stage bars out (the command line does when standard error is no terminal: a log
     file would keep their cursor movements as escape codes). The row bar shows the stage running now; a batch that
     takes over ``slow_seconds`` names its largest row on ``file`` (``row_names``, set by the caller per call, say how:
@@ -157,6 +156,17 @@ class Progress:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+#: a front end scoring at least this many rows in one call shows its progress on a terminal
+MANY_ROWS = 32
+
+
+def on_a_terminal(rows: int) -> bool:
+    """What a front end that scores ``rows`` rows in one call (``evaluate``, reranking) passes as
+    ``score(progress=...)``: bars when standard error is a terminal and the call is long (:data:`MANY_ROWS` rows or
+    more); nothing in a log, a pipe or a notebook's captured output, and nothing for a few rows."""
+    return rows >= MANY_ROWS and bool(getattr(sys.stderr, "isatty", lambda: False)())
 
 
 @contextlib.contextmanager

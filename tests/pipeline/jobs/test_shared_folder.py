@@ -237,3 +237,19 @@ def test_report_compare_and_meta_eval_refuse_ill_typed_scores_and_repeated_ids(t
         code, message = seen.pop()
         assert code == 2 and message.startswith(f"{files[name]} {lines[name]}: "), (name, message)
     assert "x0" in verdicts({"r": files["repeated id"]}, good, capsys)["r"].pop()[1]
+
+
+# -- 7. front ends that score many rows show progress on a terminal only ---------------------------------------------
+def test_front_ends_show_progress_on_a_terminal_only(monkeypatch):
+    import io
+
+    from q2_plugins.metric.progress import MANY_ROWS, on_a_terminal
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("sys.stderr", io.StringIO())
+    assert not on_a_terminal(10 * MANY_ROWS)  # a log, a pipe: quiet
+    monkeypatch.setattr("sys.stderr", Terminal())
+    assert on_a_terminal(MANY_ROWS) and not on_a_terminal(MANY_ROWS - 1)
