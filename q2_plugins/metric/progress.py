@@ -21,7 +21,8 @@ class Progress:
     each stage weighted by the time per row it took earlier in the run (equally in the first call); the count is
     exact when each call ends. A bar per stage is made the first time that stage has items to compute and kept to
     the end of the run: it counts the items computed, with no total (later rounds and calls bring items no one can
-    count before). Bars are tqdm bars on ``file`` (standard error by default), updated once per batch. ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call);
+    count before). Bars are tqdm bars on ``file`` (standard error by default), updated once per batch.
+    ``rows=False`` leaves the row bar out (``score(progress=True)`` does, for a single call);
     ``stage_bars=False`` leaves the stage bars out (the command line does when standard error is no terminal: a log
     file would keep their cursor movements as escape codes). The row bar shows the stage running now; a batch that
     takes over ``slow_seconds`` names its largest row on ``file`` (``row_names``, set by the caller per call, say how:
