@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from q2_plugins.io import inputs as q2io
 from q2_plugins.cli import main
+from q2_plugins.io import inputs as q2io
 from q2_plugins.io.inputs import read_rows
 
 REPO = Path(__file__).resolve().parents[3]
