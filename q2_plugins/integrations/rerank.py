@@ -101,11 +101,14 @@ def rerank_batch(
         raise ValueError(f"Expected one history per input, but got {len(history)} for {len(candidates)} inputs")
 
     flat = [(i, text) for i, group in enumerate(candidates) for text in group]
-    result = _scorer(scorer, config).score(
+    scoring = _scorer(scorer, config)
+    # (bars on a terminal for a long call; a scorer of the caller's own is called as before)
+    shown = {"progress": True} if isinstance(scoring, Q2Scorer) and on_a_terminal(len(flat)) else {}
+    result = scoring.score(
         responses=[text for _, text in flat],
         knowledge=[knowledge[i] for i, _ in flat],
         history=None if history is None else [history[i] for i, _ in flat],
-        explain=explain, progress=on_a_terminal(len(flat)),
+        explain=explain, **shown,
     )
     out, pos = [], 0
     for i, group in enumerate(candidates):
