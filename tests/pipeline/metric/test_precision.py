@@ -120,3 +120,14 @@ def test_a_run_records_the_check_in_its_sidecar(tiny_config, rows, tmp_path, mon
     meta = json.loads(out.with_name(out.name + ".meta.json").read_text())
     assert meta["precision_check"]["rows"] == 2 and "within_tolerance" in meta["precision_check"]
     assert "precision     first 2 rows vs" in capsys.readouterr().out
+
+
+def test_the_speed_line_says_which_setting_is_faster():
+    from q2_plugins.metric.precision import Agreement
+
+    a = Agreement(rows=4)
+    a.reference, a.checked = "float32", "bfloat16"
+    a.seconds = {"reference": 12.27, "checked": 8.07}
+    assert "speed         bfloat16 1.52x faster than float32 (8.07 s vs 12.27 s)" in a.lines()
+    a.seconds = {"reference": 8.07, "checked": 12.27}
+    assert "speed         bfloat16 1.52x slower than float32 (12.27 s vs 8.07 s)" in a.lines()
