@@ -48,7 +48,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
         torch.set_num_threads(args.threads)
 
-    from bench_lm_eval import write_documents
+    from bench_lm_eval import model_settings, write_documents
     from inspect_ai import Task
     from inspect_ai import eval as inspect_eval
     from inspect_ai.dataset import Sample
@@ -62,15 +62,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     docs = work / "docs.jsonl"
     n = write_documents(Path(args.data), docs, args.n)
-    if args.qg_model:
-        models = {"qg_model": args.qg_model, "qa_model": args.qa_model, "nli_model": args.nli_model}
-    else:
-        from q2_plugins.backends.hf.tiny import build_all, short_questions_copy
-
-        paths = build_all(work / "q2-models")
-        paths["qg"] = short_questions_copy(paths["qg"], work / "q2-models" / "qg-short")  # random weights seldom end
-        models = {f"{role}_model": str(path) for role, path in paths.items()}
-    settings = {**models, "qg_max_length": args.qg_max_length}
+    settings = model_settings(args, work)
     core = shared_scorer(config_from_options(settings), slot="inspect")  # the scorer q2_scorer uses
     for part in ("candidate_extractor", "question_generator", "question_answerer", "personal_filter", "nli"):
         getattr(core, part)  # models loaded now: loading is not what is measured

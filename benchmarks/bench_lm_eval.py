@@ -69,6 +69,20 @@ def gold_lm() -> Any:
     return GoldLM()
 
 
+def model_settings(args: argparse.Namespace, work: Path) -> dict:
+    """The Q² model settings of the run: the models named by the flags, else tiny random-weight ones built in
+    ``work`` (QG ending its questions early: random weights seldom end them)."""
+    if args.qg_model:
+        models = {"qg_model": args.qg_model, "qa_model": args.qa_model, "nli_model": args.nli_model}
+    else:
+        from q2_plugins.backends.hf.tiny import build_all, short_questions_copy
+
+        paths = build_all(work / "q2-models")
+        paths["qg"] = short_questions_copy(paths["qg"], work / "q2-models" / "qg-short")
+        models = {f"{role}_model": str(path) for role, path in paths.items()}
+    return {**models, "qg_max_length": args.qg_max_length}
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--workdir", required=True)
@@ -100,15 +114,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     work.mkdir(parents=True, exist_ok=True)
     docs = work / "docs.jsonl"
     n_docs = write_documents(Path(args.data), docs, args.n)
-    if args.qg_model:
-        models = {"qg_model": args.qg_model, "qa_model": args.qa_model, "nli_model": args.nli_model}
-    else:
-        from q2_plugins.backends.hf.tiny import build_all, short_questions_copy
-
-        paths = build_all(work / "q2-models")
-        paths["qg"] = short_questions_copy(paths["qg"], work / "q2-models" / "qg-short")  # random weights seldom end
-        models = {f"{role}_model": str(path) for role, path in paths.items()}
-    settings = {**models, "qg_max_length": args.qg_max_length}
+    settings = model_settings(args, work)
     config = config_from_options(settings)
     parts = ("candidate_extractor", "question_generator", "question_answerer", "personal_filter", "nli")
     metric_scorer, offline = shared_scorer(config, slot="lm_eval"), Q2Scorer(config)
