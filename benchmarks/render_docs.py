@@ -861,6 +861,10 @@ def page(res: Results) -> str:
         text_tables(res, "bench_overlap_0075c08.txt", "A loop of small torch ops (the stand-in for the thread that "
                     "drives a GPU) alone, beside a spaCy thread and beside the spaCy worker process",
                     "python benchmarks/bench_overlap.py"),
+        "## Inspect: concurrent scorer calls against one core call (`benchmarks/bench_inspect.py`)\n",
+        text_tables(res, "bench_inspect_7239001.txt", "64 samples scored through the Inspect scorer (its concurrent "
+                    "calls gathered into one core call) against one batched `Q2Scorer.score` call on the same rows",
+                    "python benchmarks/bench_inspect.py --workdir out/inspect-bench --n 64 --repeat 3 --threads 1"),
         "## Training recipes (`benchmarks/audit_recipes.py`, `benchmarks/bench_train.py`)\n",
         "### Cues a classifier could learn besides the labels\n",
         wrap("The surface probe is logistic regression on 12 surface features (lengths, punctuation, question and "
