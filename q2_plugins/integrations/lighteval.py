@@ -229,8 +229,8 @@ def custom_tasks_only() -> Iterator[None]:
 
     def load_custom_task_configs(custom_tasks: Any = None, load_multilingual: bool = False) -> dict:
         if custom_tasks is None:
-            raise ValueError("q2: name the tasks with --custom-tasks (e.g. q2_plugins.integrations.lighteval_tasks); "
-                             "LightEval's built-in tasks are not loaded here")
+            raise ValueError("q2: LightEval's built-in tasks are not loaded here: name a custom tasks module "
+                             "(e.g. q2_plugins.integrations.lighteval_tasks)")
         return Registry._extract_configs(Registry.create_custom_tasks_module(custom_tasks))
 
     Registry.load_all_task_configs = staticmethod(load_custom_task_configs)  # type: ignore[method-assign]

@@ -308,7 +308,7 @@ def check_own_files(paths: Sequence[str | Path], setting: str) -> None:
     for path in map(Path, paths):
         try:
             st = os.lstat(path)
-        except FileNotFoundError:
+        except (FileNotFoundError, NotADirectoryError):  # nothing there (a folder that is not one: check_writable's)
             continue
         if stat.S_ISLNK(st.st_mode):
             raise _refuse(path, f"it is a link (to {_link_target(path)})", setting)

@@ -200,7 +200,7 @@ def run_score(job: ScoreJob) -> int:
         _start(job)
     except Exception as e:  # noqa: BLE001 - Ray could not start: said so, in one line
         raise RayStartError(f"Ray could not start ({plain_cause(e)}); try again once the machine is less loaded, "
-                            f"or join a running cluster (--ray-address)") from None
+                            f"or join a running cluster (setting ray_address)") from None
     for s, handler in ours.items():  # ray.init's own SIGTERM handler exits without a word: the caller's stays
         if handler is not None:
             signal.signal(s, handler)

@@ -208,7 +208,8 @@ def test_scores_file_q2_format_and_generic(tmp_path, wow):
     ([{"score": 0.5}], "neither 'id' nor 'row'"),
     ([{"id": "dodeca_consistent:0"}], "no 'status' or 'score' field"),
     ([{"id": "x", "score": 0.5}], "None of the 1 ids"),
-    ([{"id": "dodeca_consistent:0", "score": 0.5}, {"id": "dodeca_consistent:0", "score": 0.4}], "more than once"),
+    ([{"id": "dodeca_consistent:0", "score": 0.5}, {"id": "dodeca_consistent:0", "score": 0.4}],
+     r"comes twice \(first at s\.jsonl line 1\)"),
     ([{"id": "dodeca_consistent:0", "score": "high"}], "not a number"),
 ])
 def test_scores_file_errors(tmp_path, wow, rows, message):

@@ -73,7 +73,7 @@ def test_same_seed_same_output_and_by_row_without_ids(tmp_path, capsys):
     ("ids", "hold different responses: 1 ids only in"),
     ("signature", "different signatures"),
     ("rows", "pair by row"),
-    ("score", "is not a number"),
+    ("score", "line 2: score is 'high', not a number"),
 ])
 def test_refusals_name_what_differs(tmp_path, capsys, case, message):
     a = _write(tmp_path / "a.jsonl", _rows([0.1, 0.2, 0.3], ids=case != "rows"), {"signature": "q2:x"})
