@@ -9,7 +9,9 @@ import difflib
 import sys
 from typing import Any, Optional, Sequence
 
-__all__ = ["Q2Parser", "DefaultsHelp", "common", "add_help_all"]
+from q2_plugins.metric.config import config_options
+
+__all__ = ["Q2Parser", "DefaultsHelp", "common", "add_help_all", "add_config_flags", "count"]
 
 
 class Q2Parser(argparse.ArgumentParser):
@@ -128,3 +130,51 @@ class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):
 def _switch(action: argparse.Action) -> bool:
     """A flag that takes no value and sets one (``store_true`` / ``store_false``): its default is its absence."""
     return isinstance(action, (argparse._StoreTrueAction, argparse._StoreFalseAction))
+
+
+_GROUP_TITLES = {
+    "models": "models (each named in the signature by its identity)",
+    "question generation": "Q2 settings: question generation (each can change a score; in the signature)",
+    "question answering": "Q2 settings: question answering",
+    "filters and comparison": "Q2 settings: filters and answer comparison",
+    "coreference": "Q2 settings: coreference (the paper's appendix A step; off by default)",
+    "budgets": "Q2 settings: per-row budgets, each checked before the work it bounds (lengths before any spaCy or "
+               "model work; 0 = no limit; docs/failures.md)",
+    "runtime": "runtime (how a run goes: never changes a score, not in the signature)",
+    "per-role": "per-role model settings (each overrides the setting for all models; the dtype is in the signature)",
+}
+
+#: a short --help shows the groups of the score settings as one
+_BRIEF_TITLES = {g: "Q2 settings (each can change a score; in the signature)" for g in
+                 ("question generation", "question answering", "filters and comparison", "coreference", "budgets")}
+
+
+#: the metavar of a setting's flag, by the last word of its name (the others: the name in capitals)
+_METAVARS = {"model": "MODEL", "revision": "REV", "dir": "DIR", "device": "DEVICE"}
+
+
+def add_config_flags(parser: argparse.ArgumentParser, names: Optional[Sequence[str]] = None) -> None:
+    """One flag per :class:`Q2Config` field (or per field in ``names``), grouped by what the field means; the
+    fields marked ``common`` are the ones a short ``--help`` shows."""
+    groups: dict[str, Any] = {}
+    for opt in config_options():
+        if names is not None and opt.name not in names:
+            continue
+        if opt.group not in groups:
+            groups[opt.group] = parser.add_argument_group(_GROUP_TITLES[opt.group])
+            groups[opt.group].brief_title = _BRIEF_TITLES.get(opt.group, _GROUP_TITLES[opt.group])
+        flag = "--" + opt.name.replace("_", "-")
+        metavar = _METAVARS.get(opt.name.rsplit("_", 1)[-1])
+        if opt.type is bool:
+            action = groups[opt.group].add_argument(flag, dest=opt.name, action=argparse.BooleanOptionalAction,
+                                                    default=opt.default, help=opt.help)
+        else:
+            shown = "" if opt.default is None else " (default: %(default)s)"
+            action = groups[opt.group].add_argument(flag, dest=opt.name, type=opt.type, default=opt.default,
+                                                    choices=opt.choices, metavar=metavar, help=opt.help + shown)
+        action.common = opt.common  # type: ignore[attr-defined]
+
+
+def count(n: int, noun: str) -> str:
+    """``1 response``, ``2 responses``: a count and its noun in agreement."""
+    return f"{n:,} {noun}" + ("" if n == 1 else "s")

@@ -66,7 +66,7 @@ def test_a_missing_extra_is_one_line_naming_the_extra(monkeypatch, capsys):
     def needs_sacrebleu(args):
         raise ModuleNotFoundError("No module named 'sacrebleu'", name="sacrebleu")
 
-    monkeypatch.setattr(cli, "_compare", needs_sacrebleu)
+    monkeypatch.setitem(cli.COMMANDS, "compare", needs_sacrebleu)
     assert main(["compare", "a.jsonl", "b.jsonl"]) == 2
     err = capsys.readouterr().err
     assert err == ("q2 compare: error: No module named 'sacrebleu'; install it: pip install 'q2-plugins[metaeval]'"
@@ -79,7 +79,7 @@ def test_our_own_missing_extra_message_is_kept_as_it_is(monkeypatch, capsys):
     def needs(args):
         require("no_such_module_q2_test")
 
-    monkeypatch.setattr(cli, "_compare", needs)
+    monkeypatch.setitem(cli.COMMANDS, "compare", needs)
     assert main(["compare", "a.jsonl", "b.jsonl"]) == 2
     assert capsys.readouterr().err == ("q2 compare: error: The meta-evaluation needs no_such_module_q2_test (import "
                                        "'no_such_module_q2_test'), which is in the 'metaeval' extra: pip install "
@@ -90,7 +90,7 @@ def test_a_bug_is_one_line_with_exit_1_and_q2_debug_shows_its_traceback(monkeypa
     def bug(args):
         raise KeyError("oops")
 
-    monkeypatch.setattr(cli, "_compare", bug)
+    monkeypatch.setitem(cli.COMMANDS, "compare", bug)
     monkeypatch.delenv("Q2_DEBUG", raising=False)
     assert main(["compare", "a.jsonl", "b.jsonl"]) == 1
     assert capsys.readouterr().err == ("q2 compare: error: KeyError: 'oops' (an internal error; Q2_DEBUG=1 shows "

@@ -21,7 +21,7 @@ FRONT_ENDS = set((LIBRARY / "cli").rglob("*.py"))  # the command line: the one p
 FLAG = re.compile(r"(?<![\w-])--[a-z]")
 # modules whose strings are error texts throughout: the message builders, the rows' budget errors and the
 # models' row errors (a QG input over its limit)
-ERROR_TEXT_MODULES = {LIBRARY / "errors.py", LIBRARY / "budgets.py",
+ERROR_TEXT_MODULES = {LIBRARY / "metric" / "errors.py", LIBRARY / "metric" / "budgets.py",
                       LIBRARY / "backends" / "hf" / "transformers_models.py", LIBRARY / "backends" / "loading.py"}
 
 
