@@ -122,7 +122,7 @@ class _Pending:
         for ids, response, knowledge, res in zip(self.ids, self.responses, self.knowledge, result.responses):
             position = _ROW_COUNTS.get(self.rows.name, 0)
             row = result_row(position, {**ids, "response": response, "knowledge": knowledge}, res, explain=True,
-                             signature=result.signature)
+                             signature=result.signature, random_weights=result.random_weights)
             self.rows.write(json.dumps(row, ensure_ascii=False, default=repr) + "\n")
             _ROW_COUNTS[self.rows.name] = position + 1
         self.rows.flush()

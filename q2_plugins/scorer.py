@@ -79,6 +79,7 @@ class Q2Scorer:
         #: per stage, the items its component was given in the last call (the others were known already)
         self.stage_items: dict[str, int] = {}
         self._signature: Optional[Signature] = None
+        self._random_weights: Optional[tuple[str, ...]] = None
         self._part_ids: dict[str, str] = {}
         #: the agreement of this scorer's first rows with float32 (:mod:`q2_plugins.metric.precision`), once checked
         self.precision_agreement: Any = None
@@ -227,6 +228,16 @@ class Q2Scorer:
             self._signature = scorer_signature(self.config, _Identities(self), __version__)
         return self._signature
 
+    @property
+    def random_weights(self) -> tuple[str, ...]:
+        """The model settings naming a random-weight test model (``q2 make-test-models``): a report of its scores
+        says they mean nothing. Read once from the model folders' cards (not in the signature)."""
+        if self._random_weights is None:
+            from q2_plugins.backends.loading import random_weight_models
+
+            self._random_weights = tuple(random_weight_models(self.config.to_dict()))
+        return self._random_weights
+
     def stage_keys(self, stages: Sequence[str]) -> dict[str, str]:
         """The cache namespace of each of ``stages``: the stage, its component's identity and the settings that
         change its outputs (:func:`~q2_plugins.metric.signature.stage_key`)."""
@@ -298,7 +309,7 @@ class Q2Scorer:
             if progress is True and isinstance(bars, Progress):
                 bars.close()
         self.timings, self.stage_items = timings, items
-        return Q2Result(results, self.signature)
+        return Q2Result(results, self.signature, self.random_weights)
 
     def _score_call(self, responses: Sequence[Any], knowledge: Sequence[Any], history: Optional[Sequence[Any]],
                     explain: bool, progress: Union[bool, Progress], label: bool) -> Q2Result:
@@ -349,7 +360,7 @@ class Q2Scorer:
         if not explain:
             for res in results:
                 res.candidates = res.questions = res.dropped = res.coref = res.spans = None
-        return Q2Result(results, self.signature)
+        return Q2Result(results, self.signature, self.random_weights)
 
     def ahead(self, responses: Sequence[Any]) -> None:
         """Start extracting the answer candidates of ``responses`` (a later call's) in a worker process, with a

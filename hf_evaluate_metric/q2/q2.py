@@ -129,6 +129,7 @@ class Q2(evaluate.Metric):
             raise e.named(keyword_argument) from None
         output = {**result.stats.summary(), "scores": result.scores, "hashcode": result.signature}
         if explain:  # rows in the format of `q2 score --explain`, which `q2 report` renders
-            output["explanations"] = [result_row(i, {"response": p, "knowledge": k}, r, explain=True)
+            output["explanations"] = [result_row(i, {"response": p, "knowledge": k}, r, explain=True,
+                                                 random_weights=result.random_weights)
                                       for i, (p, k, r) in enumerate(zip(predictions, knowledge, result.responses))]
         return output

@@ -285,10 +285,12 @@ def _json_float(x: float) -> Optional[float]:
 
 @dataclass
 class Q2Result:
-    """The result of one ``score`` call: per-response results, the system figures and the signature."""
+    """The result of one ``score`` call: per-response results, the system figures and the signature;
+    ``random_weights``: the model settings whose folder is a random-weight test model (its scores mean nothing)."""
 
     responses: list[ResponseResult]
     signature: str
+    random_weights: tuple[str, ...] = ()
     stats: Q2Stats = field(init=False)
 
     def __post_init__(self) -> None:
@@ -322,7 +324,8 @@ class Q2Result:
             return NotImplemented
         if other.signature != self.signature:
             raise ValueError(f"Cannot add results of different signatures:\n  {self.signature}\n  {other.signature}")
-        return Q2Result(self.responses + other.responses, self.signature)
+        return Q2Result(self.responses + other.responses, self.signature,
+                        tuple(sorted({*self.random_weights, *other.random_weights})))
 
     def to_dict(self) -> dict[str, Any]:
         return {"signature": self.signature, **self.stats.summary(),

@@ -94,7 +94,8 @@ def make_process_results(knowledge: str = "knowledge", history: Optional[str] = 
         found = filter_patch.STASH.lookup(spec, doc, results)
         if found is not None:
             result, signature = found
-            return {**result_metrics(result), DETAILS_METRIC: details_row(result, response, know, signature)}
+            details = details_row(result, response, know, signature, filter_patch.random_weights_of(spec))
+            return {**result_metrics(result), DETAILS_METRIC: details}
         global _warned_per_document
         if not _warned_per_document:
             _warned_per_document = True

@@ -17,7 +17,7 @@ import functools
 import json
 import threading
 from collections import defaultdict
-from typing import Any, Iterator, Mapping, Optional
+from typing import Any, Iterator, Mapping, Optional, Sequence
 
 from q2_plugins.integrations.adapters import config_from_env, config_from_options, shared_scorer
 from q2_plugins.io.rows import result_row
@@ -26,7 +26,7 @@ from q2_plugins.metric.results import ResponseResult
 from q2_plugins.scorer import Q2Scorer
 
 __all__ = ["CONFIG_ENV", "METADATA_KEY", "SIGNATURE_KEY", "DETAILS_METRIC", "STASH", "Spec", "install",
-           "task_settings", "scorer", "details_row"]
+           "task_settings", "scorer", "details_row", "random_weights_of"]
 
 CONFIG_ENV = "Q2_LM_EVAL_CONFIG"
 METADATA_KEY = "q2"
@@ -162,10 +162,12 @@ def first_response(results: Any) -> Any:
     return value
 
 
-def details_row(result: ResponseResult, response: Any, knowledge: Any, signature: str) -> dict[str, Any]:
-    """A logged sample's Q² result: the row of ``q2 score --explain`` (plus the signature); its ``row`` is None (the
-    sample's ``doc_id`` names the document)."""
-    return result_row(None, {"response": response, "knowledge": knowledge}, result, explain=True, signature=signature)
+def details_row(result: ResponseResult, response: Any, knowledge: Any, signature: str,
+                random_weights: Sequence[str] = ()) -> dict[str, Any]:
+    """A logged sample's Q² result: the row of ``q2 score --explain`` (plus the signature, and the random-weight test
+    models when some); its ``row`` is None (the sample's ``doc_id`` names the document)."""
+    return result_row(None, {"response": response, "knowledge": knowledge}, result, explain=True, signature=signature,
+                      random_weights=random_weights)
 
 
 def details_aggregation(rows: list[Any]) -> int:
@@ -186,6 +188,12 @@ def _without_details(original: Any) -> Any:
 
     compute.__q2_plugins__ = True  # type: ignore[attr-defined]
     return compute
+
+
+def random_weights_of(spec: "Spec") -> tuple[str, ...]:
+    """The random-weight test models among those the task of ``spec`` was scored with (for its logged samples)."""
+    config = STASH.configs.get(id(spec))
+    return () if config is None else tuple(getattr(shared_scorer(config, slot="lm_eval"), "random_weights", ()))
 
 
 def stash_results(config: Q2Config, inputs: list[tuple[Any, Any, Any]], results: list[ResponseResult],

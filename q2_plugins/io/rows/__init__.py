@@ -4,6 +4,7 @@ they write (:mod:`.layout`), the one reader of result files (:mod:`.reader`) and
 
 from q2_plugins.io.rows.layout import (
            INPUT_PREFIX,
+           RANDOM_WEIGHTS_FIELD,
            RESERVED_FIELDS,
            ROW_FIELD,
            SIGNATURE_FIELD,
@@ -17,4 +18,4 @@ from q2_plugins.io.rows.sidecar import META_FORMAT, dropped_path, write_meta
 
 __all__ = ["RowSpec", "score_records", "result_row", "result_fields", "kept_name", "read_results", "scan_results",
            "read_sidecar", "ResultRows", "response_result", "write_meta", "dropped_path", "problems_of", "META_FORMAT",
-           "ROW_FIELD", "SIGNATURE_FIELD", "INPUT_PREFIX", "RESERVED_FIELDS"]
+           "ROW_FIELD", "SIGNATURE_FIELD", "RANDOM_WEIGHTS_FIELD", "INPUT_PREFIX", "RESERVED_FIELDS"]

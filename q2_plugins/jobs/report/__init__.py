@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from q2_plugins.backends.loading import random_weight_models
+from q2_plugins.io.rows import RANDOM_WEIGHTS_FIELD
 from q2_plugins.metric.results import Q2Result, Q2Stats, ResponseResult, ResponseStatus
 
 __all__ = ["ReportInput", "load_results", "MAX_PAGE_ROWS", "attach_texts", "result_rows", "summary_of_rows",
@@ -53,6 +54,7 @@ class ReportInput:
     n_errors: int = 0  # ...with status error, of which
     n_unread: int = 0  # ...rows that are no result rows
     histogram: Optional[dict[str, Any]] = None  # the histogram of every row, when ``rows`` is a sample
+    random_weights: list[str] = field(default_factory=list)  # random-weight test models the rows name (no sidecar)
 
 
 #: the column of an input's human label (consistent / inconsistent), which the page splits its histogram by
@@ -131,6 +133,9 @@ def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, se
         for n, r in enumerate(scan_results(path), start=1):
             row = _with_texts(_as_result_row(r, f"{path.name} record {n}"), columns)
             sig = row.pop("signature", None)  # per-example files of the adapters may carry it on each row
+            for name in _names(row.pop(RANDOM_WEIGHTS_FIELD, None)):  # ...and the random-weight models, when some
+                if name not in out.random_weights:
+                    out.random_weights.append(name)
             if isinstance(sig, str) and sig not in out.signatures:
                 out.signatures.append(sig)
             tally.add(row)
@@ -274,7 +279,7 @@ def result_rows(result: Q2Result, responses: Optional[Sequence[str]] = None,
         fields = {**({"id": ids[i]} if ids is not None else {}),
                   **({"response": responses[i]} if responses is not None else {}),
                   **({"knowledge": knowledge[i]} if knowledge is not None else {})}
-        rows.append(result_row(i, fields, res, explain))
+        rows.append(result_row(i, fields, res, explain, random_weights=result.random_weights))
     return rows
 
 
@@ -296,6 +301,11 @@ def _clean(x: Any) -> Any:
     if isinstance(x, (list, tuple)):
         return [_clean(v) for v in x]
     return x
+
+
+def _names(value: Any) -> list[str]:
+    """The model settings a row's ``random_weights`` field names (nothing when it is absent or not a list of text)."""
+    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
 
 
 def _script_json(payload: dict[str, Any]) -> str:
@@ -322,6 +332,7 @@ def render_html(
     config: Optional[dict[str, Any]] = None,
     version: Optional[str] = None,
     notes: Sequence[str] = (),
+    random_weights: Sequence[str] = (),
     page_size: int = 50,
     comparison: Optional[dict[str, Any]] = None,
     shorts: Optional[dict[str, str]] = None,
@@ -330,12 +341,17 @@ def render_html(
     """The report page for ``rows`` (result dicts). ``summary`` defaults to one computed from the rows;
     ``comparison`` (:func:`comparison_of_files`) adds the paired test of several systems. The page shows each
     signature's short form (a :class:`~q2_plugins.metric.signature.Signature`'s, or ``shorts[full]``) with the full one
-    on demand. ``histogram`` (:attr:`ReportInput.histogram`): the bins of every row, when ``rows`` is a sample."""
+    on demand. ``histogram`` (:attr:`ReportInput.histogram`): the bins of every row, when ``rows`` is a sample. The page
+    says its scores mean nothing when the models were random-weight test models: named by ``config`` (a sidecar's),
+    ``random_weights`` or the rows' own ``random_weights`` field (the front ends that write no sidecar)."""
     shorts = shorts or {}
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, got {page_size}")
     checked = [_as_result_row(r, f"row {i}") for i, r in enumerate(rows)]
-    random = random_weight_models(config)
+    random = [*random_weight_models(config)]
+    for name in [*random_weights, *(n for r in checked for n in _names(r.pop(RANDOM_WEIGHTS_FIELD, None)))]:
+        if name not in random:
+            random.append(name)
     if random:
         notes = [f"random-weight test models ({', '.join(random)}: q2 make-test-models): every score and label on "
                  f"this page is meaningless; score with real models for real figures", *notes]
@@ -416,5 +432,5 @@ def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: O
     write_html(output, data.rows, signatures=data.signatures, summary=data.summary,
                title=title or "Q² report: " + ", ".join(Path(s).name for s in data.sources),
                sources=data.sources, config=data.config, version=data.version, notes=data.notes,
-               comparison=comparison, shorts=data.shorts, histogram=data.histogram)
+               random_weights=data.random_weights, comparison=comparison, shorts=data.shorts, histogram=data.histogram)
     return data

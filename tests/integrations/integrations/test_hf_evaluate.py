@@ -352,6 +352,21 @@ def test_explanations_are_report_rows(bare_name, evaluate_module, model_workdir)
     assert [(r["id"], r["response"]) for r in rows] == [(0, "it aired on pbs ."), (1, "i like it .")]
     assert rows[1]["knowledge"] == "Paris is the capital of France." and rows[0]["signature"].startswith("q2:")
     for i, row in enumerate(rows):  # the one row writer's layout: row, the texts, the result, the explanation
-        assert list(row) == ["id", "row", "response", "knowledge", *RESULT_FIELDS, *EXPLANATION_FIELDS, "signature"]
+        assert list(row) == ["id", "row", "response", "knowledge", *RESULT_FIELDS, *EXPLANATION_FIELDS,
+                             "random_weights", "signature"]
         assert row["row"] == i and result_fields(response_result(row), explain=True) == {
             k: row[k] for k in (*RESULT_FIELDS, *EXPLANATION_FIELDS)}
+        assert row["random_weights"] == ["nli_model", "qa_model", "qg_model"]  # the examples' test models
+    # the report of these rows (no sidecar) says what the report of a q2 score output says: the scores mean nothing
+    from q2_plugins.cli import main
+    from q2_plugins.jobs.report import load_results
+
+    assert main(["report", str(model_workdir / "q2_rows.jsonl"), "--output", str(model_workdir / "r.html")]) == 0
+    page = (model_workdir / "r.html").read_text(encoding="utf-8")
+    assert "random-weight test models (nli_model, qa_model, qg_model" in page
+    assert all("random_weights" not in r for r in load_results([model_workdir / "q2_rows.jsonl"]).rows)
+    for row in rows:  # the same rows from real models (no such field): no note
+        del row["random_weights"]
+    (model_workdir / "real.jsonl").write_text("".join(json.dumps(r) + "\n" for r in rows))
+    assert main(["report", str(model_workdir / "real.jsonl"), "--output", str(model_workdir / "real.html")]) == 0
+    assert "random-weight test models" not in (model_workdir / "real.html").read_text(encoding="utf-8")
