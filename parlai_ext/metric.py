@@ -38,7 +38,9 @@ from parlai.core.metrics import AverageMetric, Metric, SumMetric, TeacherMetrics
 from parlai_ext.options import NO_KNOWLEDGE, config_from_opt, knowledge_error, knowledge_field, scorer_for
 from q2_plugins.io.rows import result_row
 from q2_plugins.metric import names as M
+from q2_plugins.metric.progress import on_a_terminal
 from q2_plugins.metric.results import Q2Stats
+from q2_plugins.scorer import Q2Scorer
 
 __all__ = ["Q2TeacherMetrics", "Q2AverageMetric", "Q2FigureMetric", "Q2KnowledgeFieldError", "wants_q2",
            "patch_teachers"]
@@ -213,9 +215,13 @@ class Q2TeacherMetrics(TeacherMetrics):
         pending = self.q2
         if pending is None or not pending.responses:
             return
+        # (bars on a terminal for a long call, as evaluate and reranking show them; a scorer of the caller's own is
+        # called as before)
+        shown = {"progress": True} if isinstance(pending.scorer, Q2Scorer) and on_a_terminal(len(pending.responses)) \
+            else {}
         result = pending.scorer.score(responses=list(pending.responses), knowledge=list(pending.knowledge),
                                       history=list(pending.history) if pending.opt["history"] else None,
-                                      explain=pending.rows is not None)
+                                      explain=pending.rows is not None, **shown)
         pending.write_rows(result)
         pending.discard()
         s = result.stats

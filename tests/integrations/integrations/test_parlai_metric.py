@@ -26,6 +26,7 @@ from parlai_ext.testing import write_wow_data  # noqa: E402
 from q2_plugins import Q2Config, Q2Stats  # noqa: E402
 from q2_plugins.metric.names import by_key  # noqa: E402
 from q2_plugins.metric.results import ResponseResult, ResponseStatus  # noqa: E402
+from q2_plugins.scorer import Q2Scorer  # noqa: E402
 from tests.fakes import ScriptedScorer  # noqa: E402
 
 parlai_ext.enable()
@@ -260,3 +261,36 @@ def test_train_model_keeps_the_best_model_by_each_q2_metrics_declared_direction(
     assert [line for line in err if line.startswith("q2: ")] == [
         "q2: --validation-metric-mode max with --validation-metric q2_fallback_rate, whose lower values are better "
         "(--validation-metric-mode min); kept as given"]
+
+
+class _TerminalScorer(ScriptedScorer, Q2Scorer):
+    """A scripted scorer that is a Q2Scorer to the metric (as the hook's own scorer is; no model loads) and records
+    the progress each call asks for."""
+
+    def __init__(self) -> None:
+        super().__init__(rule=by_word_count)
+        self.progress: list = []
+
+    def score(self, *, responses, knowledge, history=None, explain=False, progress=False):
+        self.progress.append(progress)
+        return super().score(responses=responses, knowledge=knowledge, history=history, explain=explain)
+
+
+def test_a_long_scoring_call_shows_bars_on_a_terminal_only(datapath, monkeypatch):
+    import io
+
+    class Terminal(io.StringIO):
+        def isatty(self) -> bool:
+            return True
+
+    monkeypatch.setattr("q2_plugins.metric.progress.MANY_ROWS", 4)  # the fixture's 9 responses make a long call
+    scorer = _TerminalScorer()
+    parlai_ext.register_scorer(scorer)
+    try:
+        monkeypatch.setattr("sys.stderr", io.StringIO())  # a log: quiet
+        evaluate(datapath, metrics="q2", batchsize=3)
+        monkeypatch.setattr("sys.stderr", Terminal())  # a terminal: bars
+        evaluate(datapath, metrics="q2", batchsize=3)
+    finally:
+        parlai_ext.unregister_scorer(scorer)
+    assert scorer.progress == [False, True]
