@@ -81,7 +81,8 @@ def _flag_names(command: str) -> dict[str, str]:
     """Setting -> flag for the settings of ``command`` whose flag is not the setting's name with dashes."""
     if command == "meta-eval":
         return metaeval.FLAGS
-    return {"score": {"batch_size": "--ray-batch-size"}, "perturb": {"inputs": "--input"}}.get(command, {})
+    return {"score": {"batch_size": "--ray-batch-size"}, "perturb": {"inputs": "--input"},
+            "export": {"dataset_id": "--hub-dataset-id"}}.get(command, {})
 
 
 def flag_of(command: str) -> Callable[[str], str]:

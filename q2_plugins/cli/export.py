@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import argparse
-from typing import Any
+from typing import Any, Optional
 
-from q2_plugins.jobs.export import ExportOptions
+from q2_plugins.jobs.export import ExportOptions, HubResults
 
 
 def add_parser(sub: Any) -> Any:
@@ -15,7 +15,9 @@ def add_parser(sub: Any) -> Any:
                                    "intervals and the signature) and one instance-level record per response (its "
                                    "questions and answers with --explain output) of a q2 score result file, in the "
                                    "layout of the Every Eval Ever repository: DIR/data/EVAL/DEVELOPER/MODEL/UUID.json "
-                                   "and UUID_samples.jsonl. docs/lighteval.md")
+                                   "and UUID_samples.jsonl; with --hub-dataset-id also the Hugging Face Hub's "
+                                   "evaluation results of the model repository, DIR/.eval_results/q2.yaml and "
+                                   "q2_no_nli.yaml. docs/lighteval.md")
     p.add_argument("results", metavar="FILE", help="a result file of q2 score (JSONL, Parquet, CSV or a folder)")
     p.add_argument("--output-dir", required=True, help="where the data/... folders go")
     p.add_argument("--model-id", required=True,
@@ -32,6 +34,12 @@ def add_parser(sub: Any) -> Any:
     p.add_argument("--paired-bs-n", type=int, default=1000, help="bootstrap resamples (default: %(default)s)")
     p.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default: %(default)s)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default: %(default)s)")
+    hub = p.add_argument_group("Hugging Face Hub evaluation results (.eval_results/*.yaml of the model repository)")
+    hub.add_argument("--hub-dataset-id", metavar="ORG/NAME",
+                     help="the benchmark data set the responses answer, as a Hub data set id; also writes "
+                          "DIR/.eval_results/q2.yaml and q2_no_nli.yaml")
+    hub.add_argument("--hub-task-id", help="the data set's subset or task, when it has several")
+    hub.add_argument("--hub-source-url", metavar="URL", help="where the figures can be checked (e.g. the report)")
     return p
 
 
@@ -43,12 +51,25 @@ def options_from_args(args: argparse.Namespace) -> ExportOptions:
                          n_samples=args.paired_bs_n, seed=args.seed, confidence=args.confidence)
 
 
+def hub_from_args(args: argparse.Namespace) -> Optional[HubResults]:
+    """The Hub results asked for by a parsed ``q2 export`` command line (None without ``--hub-dataset-id``)."""
+    if args.hub_dataset_id is None:
+        if args.hub_task_id or args.hub_source_url:
+            raise ValueError("--hub-task-id and --hub-source-url describe the Hub results of --hub-dataset-id: name "
+                             "the benchmark data set too")
+        return None
+    return HubResults(args.hub_dataset_id, task_id=args.hub_task_id, source_url=args.hub_source_url)
+
+
 def run(args: argparse.Namespace) -> int:
+    """``q2 export``: the records written, one line per file."""
     from q2_plugins.io.outputs import check_writable
     from q2_plugins.jobs.export import write_export
 
     check_writable(args.output_dir, "output_dir", folder=True)
-    paths = write_export(args.results, args.output_dir, options_from_args(args))
+    paths = write_export(args.results, args.output_dir, options_from_args(args), hub_from_args(args))
     print(f"aggregate   {paths.aggregate}")
     print(f"instances   {paths.instances}")
+    for path in paths.hub:
+        print(f"hub         {path}")
     return 0

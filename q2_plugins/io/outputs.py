@@ -15,9 +15,10 @@ from typing import IO, Any, Optional, Sequence
 from q2_plugins.io.inputs import InputFormatError, named_errors
 from q2_plugins.metric.errors import SETTING, NamesSetting, SettingError
 
-__all__ = ["OutputClashError", "json_line", "ResultFile", "write_json_atomic", "meta_path", "same_file",
-           "partial_path", "files_written", "check_outputs", "check_writable", "html_files", "UnwritablePathError",
-           "lock_path", "record_path", "UnsafePathError", "open_own", "open_new", "replace_own", "check_own_files"]
+__all__ = ["OutputClashError", "json_line", "ResultFile", "write_json_atomic", "write_text_atomic", "meta_path",
+           "same_file", "partial_path", "files_written", "check_outputs", "check_writable", "html_files",
+           "UnwritablePathError", "lock_path", "record_path", "UnsafePathError", "open_own", "open_new", "replace_own",
+           "check_own_files"]
 
 
 def _json_safe(value: Any) -> Any:
@@ -56,18 +57,19 @@ def meta_path(output: str | Path) -> Path:
 
 def write_json_atomic(path: str | Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file beside it, renamed when complete."""
+    write_text_atomic(path, json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n")
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    """Write ``text`` to ``path`` through a temporary file beside it (created new: a link or another user's file
+    there is refused), renamed into place when complete."""
     path = Path(path)
     tmp = tmp_path(path)
-    text = json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n"
     with named_errors(tmp):
         fd = open_new(tmp)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
     replace_own(tmp, path)
-
-
-
-
 
 
 class ResultFile:

@@ -17,7 +17,10 @@ run and a JSON-lines file of instance-level records. From a result file of ``q2 
   counts it apart (``n_scored``), so read ``error`` before averaging instance scores.
 
 :func:`write_export` writes both in the layout of the Every Eval Ever repository,
-``DIR/data/<evaluation>/<developer>/<model>/<uuid>.json`` and ``<uuid>_samples.jsonl``.
+``DIR/data/<evaluation>/<developer>/<model>/<uuid>.json`` and ``<uuid>_samples.jsonl``; with a benchmark data set
+(:class:`HubResults`) also the Hugging Face Hub's evaluation-results files of the model repository,
+``DIR/.eval_results/q2.yaml`` and ``q2_no_nli.yaml`` (:func:`hub_eval_results`: one file per figure, as the Hub keeps
+variants of one benchmark apart), to upload into the model's repository.
 """
 
 from __future__ import annotations
@@ -32,9 +35,10 @@ from typing import Any, Optional
 
 from q2_plugins import __version__
 from q2_plugins.metric import names as M
+from q2_plugins.metric.errors import SettingError
 
-__all__ = ["SCHEMA_VERSION", "SCHEMA_DIR", "LIBRARY", "METRIC_IDS", "ExportOptions", "ExportPaths", "export_records",
-           "write_export", "load_schema"]
+__all__ = ["SCHEMA_VERSION", "SCHEMA_DIR", "LIBRARY", "METRIC_IDS", "HUB_RESULTS_DIR", "ExportOptions", "ExportPaths",
+           "HubResults", "export_records", "hub_eval_results", "write_export", "load_schema"]
 
 SCHEMA_VERSION = "0.3.0"
 #: the bundled schemas (``eval.schema.json``, ``instance_level_eval.schema.json``) and their licence
@@ -44,6 +48,11 @@ LIBRARY = "q2-plugins"
 METRIC_IDS: dict[str, tuple[M.MetricName, str]] = {"q2.score": (M.Q2, "score"),
                                                    "q2.score_no_nli": (M.Q2_NO_NLI, "score_no_nli")}
 _RELATIONSHIPS = ("first_party", "third_party", "collaborative", "other")
+#: the folder of a Hugging Face model repository that holds its evaluation results, one YAML file per benchmark
+HUB_RESULTS_DIR = ".eval_results"
+#: Every Eval Ever metric id -> the name of its Hub results file and what its notes call the figure
+_HUB_FILES = {"q2.score": ("q2.yaml", "Mean Q2 of the responses"),
+              "q2.score_no_nli": ("q2_no_nli.yaml", "Mean Q2 without NLI (Q2 w/o NLI) of the responses")}
 
 
 def load_schema(kind: str) -> dict[str, Any]:
@@ -87,9 +96,27 @@ class ExportOptions:
 
 
 @dataclass(frozen=True)
+class HubResults:
+    """The Hub's evaluation-results files: the benchmark data set the responses answer (``dataset_id``, a Hub data set
+    id such as ``org/name``; ``task_id`` its subset or task, when it has several) and where the figures come from
+    (``source_url``, e.g. the run's report; ``source_name``)."""
+
+    dataset_id: str
+    task_id: Optional[str] = None
+    source_url: Optional[str] = None
+    source_name: str = LIBRARY
+
+    def __post_init__(self) -> None:
+        if not self.dataset_id.strip() or self.dataset_id.count("/") > 1 or any(c.isspace() for c in self.dataset_id):
+            raise SettingError("dataset_id", f"expected the Hub id of the benchmark data set, e.g. org/name, but "
+                                             f"got {self.dataset_id!r}")
+
+
+@dataclass(frozen=True)
 class ExportPaths:
     aggregate: Path
     instances: Path
+    hub: tuple[Path, ...] = ()
 
 
 def _text(value: Any) -> str:
@@ -228,15 +255,61 @@ def export_records(rows: Any, options: ExportOptions) -> tuple[dict[str, Any], l
     return aggregate, instances
 
 
-def write_export(results: str | Path, output_dir: str | Path, options: ExportOptions) -> ExportPaths:
-    """Read the result file ``results`` and write its records under ``output_dir`` (see the module docstring)."""
+def _yaml(value: Any, indent: str = "") -> str:
+    """``value`` (dicts of text, numbers and dicts) as block YAML; text double-quoted with JSON's escapes, which YAML
+    reads as the same text."""
+    lines = []
+    for key, v in value.items():
+        if isinstance(v, dict):
+            lines.append(f"{indent}{key}:\n{_yaml(v, indent + '  ')}")
+        else:
+            lines.append(f"{indent}{key}: {json.dumps(v, ensure_ascii=False)}")
+    return "\n".join(lines)
+
+
+def hub_eval_results(aggregate: dict[str, Any], hub: HubResults) -> dict[str, str]:
+    """The Hub's evaluation-results files of an aggregate record (:func:`export_records`): file name -> YAML text, one
+    file per figure, each a list of one result (the data set, the figure in [0, 1], the date of the run, the source,
+    and notes naming the figure, its interval and the signature)."""
+    date = time.strftime("%Y-%m-%d", time.gmtime(int(aggregate["retrieved_timestamp"])))
+    files = {}
+    for result in aggregate["evaluation_results"]:
+        name, label = _HUB_FILES[result["metric_config"]["metric_id"]]
+        details = result["score_details"]
+        interval = details["uncertainty"].get("confidence_interval")
+        span = "" if interval is None else (f"; {interval['confidence_level']:.0%} interval [{interval['lower']:.4f}, "
+                                            f"{interval['upper']:.4f}]")
+        notes = (f"{label} (Honovich et al., 2021), in [0, 1], higher is better, over "
+                 f"{details['details']['n_scored']} of {details['details']['n']} responses{span}; {LIBRARY} "
+                 f"{__version__}, signature {details['details']['signature']}")
+        entry = {"dataset": {"id": hub.dataset_id, **({"task_id": hub.task_id} if hub.task_id else {})},
+                 "value": round(details["score"], 4), "date": date,
+                 "source": {**({"url": hub.source_url} if hub.source_url else {}), "name": hub.source_name},
+                 "notes": notes}
+        files[name] = "- " + _yaml(entry, "  ")[2:] + "\n"
+    return files
+
+
+def write_export(results: str | Path, output_dir: str | Path, options: ExportOptions,
+                 hub: Optional[HubResults] = None) -> ExportPaths:
+    """Read the result file ``results`` and write its records under ``output_dir`` (see the module docstring); with
+    ``hub``, also the Hub's evaluation-results files. Every file is written new and renamed into place (a link
+    planted where one goes is refused, never written through)."""
+    from q2_plugins.io.outputs import write_text_atomic
     from q2_plugins.io.rows import read_results
 
     aggregate, instances = export_records(read_results(results), options)
     samples = Path(output_dir) / aggregate["detailed_evaluation_results"]["file_path"]
     samples.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in instances)
-    samples.write_text(text, encoding="utf-8")
+    write_text_atomic(samples, text)
     record = samples.with_name(samples.name.removesuffix("_samples.jsonl") + ".json")
-    record.write_text(json.dumps(aggregate, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
-    return ExportPaths(record, samples)
+    write_text_atomic(record, json.dumps(aggregate, indent=2, ensure_ascii=False) + "\n")
+    written = []
+    if hub is not None:
+        folder = Path(output_dir) / HUB_RESULTS_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        for name, yaml_text in hub_eval_results(aggregate, hub).items():
+            write_text_atomic(folder / name, yaml_text)
+            written.append(folder / name)
+    return ExportPaths(record, samples, tuple(written))

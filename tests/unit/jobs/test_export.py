@@ -138,3 +138,52 @@ def test_the_command_writes_the_records_and_refuses_what_it_cannot_export(tmp_pa
     assert "one run with one signature, but the file carries 2" in capsys.readouterr().err
     with pytest.raises(ValueError, match="model_id"):
         ExportOptions(model_id=" ")
+
+
+def test_the_hub_results_are_one_yaml_file_per_figure_with_the_aggregate_values(tmp_path, capsys):
+    """--hub-dataset-id also writes the model repository's .eval_results files: YAML lists of one result whose value
+    is the aggregate record's figure, with the data set, the run's date and notes naming interval and signature."""
+    yaml = optional_import("yaml", "dev")
+    path, _ = _results(tmp_path)
+    out = tmp_path / "out"
+    assert main(["export", str(path), "--output-dir", str(out), "--model-id", "acme/chatter", "--hub-dataset-id",
+                 "acme/wow-dev", "--hub-task-id", "seen", "--hub-source-url", "https://example.org/r.html"]) == 0
+    printed = capsys.readouterr().out.split()
+    aggregate = json.loads(Path(printed[1]).read_text(encoding="utf-8"))
+    figures = {r["metric_config"]["metric_id"]: r["score_details"] for r in aggregate["evaluation_results"]}
+    assert sorted(p.name for p in (out / ".eval_results").iterdir()) == ["q2.yaml", "q2_no_nli.yaml"]
+    assert printed[-4:] == ["hub", str(out / ".eval_results" / "q2.yaml"), "hub",
+                            str(out / ".eval_results" / "q2_no_nli.yaml")]
+    for name, metric_id in (("q2.yaml", "q2.score"), ("q2_no_nli.yaml", "q2.score_no_nli")):
+        (entry,) = yaml.safe_load((out / ".eval_results" / name).read_text(encoding="utf-8"))
+        assert entry["dataset"] == {"id": "acme/wow-dev", "task_id": "seen"}
+        assert entry["value"] == pytest.approx(figures[metric_id]["score"], abs=5e-5)
+        assert entry["source"] == {"url": "https://example.org/r.html", "name": "q2-plugins"}
+        interval = figures[metric_id]["uncertainty"]["confidence_interval"]
+        assert f"[{interval['lower']:.4f}, {interval['upper']:.4f}]" in entry["notes"]
+        assert SIGNATURE in entry["notes"] and "over 8 of 9 responses" in entry["notes"]
+        assert len(entry["date"]) == 10 and entry["date"][:2] == "20"
+    # text that YAML would misread stays the same text; a data set that is no Hub id, or hub flags without one, refused
+    from q2_plugins.jobs.export import ExportOptions, HubResults, hub_eval_results
+
+    tricky = 'a: "b" # c\n- d'
+    files = hub_eval_results(aggregate, HubResults("acme/wow-dev", task_id=tricky))
+    assert yaml.safe_load(files["q2.yaml"])[0]["dataset"]["task_id"] == tricky
+    assert main(["export", str(path), "--output-dir", str(tmp_path / "o2"), "--model-id", "a/b",
+                 "--hub-dataset-id", "not an id"]) == 2
+    assert capsys.readouterr().err.startswith("q2 export: error: --hub-dataset-id: expected the Hub id")
+    assert main(["export", str(path), "--output-dir", str(tmp_path / "o3"), "--model-id", "a/b",
+                 "--hub-task-id", "seen"]) == 2
+    assert "name the benchmark data set too" in capsys.readouterr().err
+    assert ExportOptions(model_id="a/b").model_id == "a/b"
+
+
+def test_a_link_planted_where_an_export_file_goes_is_refused(tmp_path, capsys):
+    path, _ = _results(tmp_path)
+    out, target = tmp_path / "out", tmp_path / "elsewhere.txt"
+    target.write_text("keep me")
+    (out / ".eval_results").mkdir(parents=True)
+    (out / ".eval_results" / "q2.yaml.tmp").symlink_to(target)
+    assert main(["export", str(path), "--output-dir", str(out), "--model-id", "acme/chatter",
+                 "--hub-dataset-id", "acme/wow-dev"]) == 2
+    assert "is a link" in capsys.readouterr().err and target.read_text() == "keep me"
