@@ -38,7 +38,7 @@ def add_parser(sub: Any) -> Any:
     hub.add_argument("--hub-dataset-id", metavar="ORG/NAME",
                      help="the benchmark data set the responses answer, as a Hub data set id; also writes "
                           "DIR/.eval_results/q2.yaml and q2_no_nli.yaml")
-    hub.add_argument("--hub-task-id", help="the data set's subset or task, when it has several")
+    hub.add_argument("--hub-task-id", metavar="TASK", help="the data set's subset or task, when it has several")
     hub.add_argument("--hub-source-url", metavar="URL", help="where the figures can be checked (e.g. the report)")
     return p
 
