@@ -18,7 +18,7 @@ from q2_plugins.metric.errors import SETTING, NamesSetting, SettingError
 __all__ = ["OutputClashError", "json_line", "ResultFile", "write_json_atomic", "write_text_atomic", "meta_path",
            "same_file", "partial_path", "files_written", "check_outputs", "check_writable", "html_files",
            "UnwritablePathError", "lock_path", "record_path", "UnsafePathError", "open_own", "open_new", "replace_own",
-           "check_own_files"]
+           "check_own_files", "open_own_folder"]
 
 
 def _json_safe(value: Any) -> Any:
@@ -266,30 +266,48 @@ def _checked_fd(fd: int, path: Path, setting: str) -> int:
     raise _refuse(path, why, setting)
 
 
-def _link_target(path: Path) -> str:
+def _link_target(path: Path, dir_fd: Optional[int] = None) -> str:
     try:
-        return os.readlink(path)
+        return os.readlink(_at(path, dir_fd), dir_fd=dir_fd)
     except OSError:
         return "?"
 
 
-def open_own(path: str | Path, *, append: bool = False, read: bool = False, setting: str = "output") -> int:
+def _at(path: Path, dir_fd: Optional[int]) -> str | Path:
+    """How ``path`` is reached: by its name in the open folder ``dir_fd`` (so a folder swapped for a link meanwhile is
+    never followed), else by its path."""
+    return path.name if dir_fd is not None else path
+
+
+def _is_link(path: Path, dir_fd: Optional[int]) -> bool:
+    import stat
+
+    try:
+        return stat.S_ISLNK(os.lstat(_at(path, dir_fd), dir_fd=dir_fd).st_mode)
+    except OSError:
+        return False
+
+
+def open_own(path: str | Path, *, append: bool = False, read: bool = False, setting: str = "output",
+             dir_fd: Optional[int] = None) -> int:
     """A file descriptor to write ``path``, a file of this run beside its output (a ``.partial``, a ``.lock``):
     created when missing (exclusively), else opened without following a link, and refused
     (:class:`UnsafePathError`, one line naming it) when it is a link, no regular file, another user's file or a
-    hard link; truncated unless ``append``. ``read``: open it for reading too."""
+    hard link; truncated unless ``append``. ``read``: open it for reading too. ``dir_fd``: ``path``'s folder, open
+    (:func:`open_own_folder`): the file is reached by its name in it."""
     path = Path(path)
     access = os.O_RDWR if read else os.O_WRONLY
+    at = _at(path, dir_fd)
     with named_errors(path):
         try:
-            return os.open(path, access | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644)
+            return os.open(at, access | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
         except FileExistsError:
             pass
         try:
-            fd = os.open(path, access | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0))
+            fd = os.open(at, access | _NOFOLLOW | _CLOEXEC | getattr(os, "O_NONBLOCK", 0), dir_fd=dir_fd)
         except OSError as e:
-            if os.path.islink(path) or e.errno == errno.ELOOP:
-                raise _refuse(path, f"it is a link (to {_link_target(path)})", setting) from None
+            if _is_link(path, dir_fd) or e.errno == errno.ELOOP:
+                raise _refuse(path, f"it is a link (to {_link_target(path, dir_fd)})", setting) from None
             raise
         _checked_fd(fd, path, setting)
         if hasattr(os, "set_blocking"):
@@ -301,12 +319,14 @@ def open_own(path: str | Path, *, append: bool = False, read: bool = False, sett
         return fd
 
 
-def check_own_files(paths: Sequence[str | Path], setting: str) -> None:
+def check_own_files(paths: Sequence[str | Path], setting: str, *, folders: Sequence[str | Path] = ()) -> None:
     """Refuse, before any work, a run whose files beside its output (``paths``: each ``.partial``, ``.lock``,
     temporary file) include a link, something that is no regular file, or another user's file: one line naming it
-    (:class:`UnsafePathError`). Missing files pass; they are created exclusively when written (:func:`open_own`)."""
+    (:class:`UnsafePathError`). Missing files pass; they are created exclusively when written (:func:`open_own`).
+    A path of ``paths`` also in ``folders`` may be a folder of this user too (:func:`open_own_folder`)."""
     import stat
 
+    may_be_folders = {Path(f) for f in folders}
     for path in map(Path, paths):
         try:
             st = os.lstat(path)
@@ -314,38 +334,82 @@ def check_own_files(paths: Sequence[str | Path], setting: str) -> None:
             continue
         if stat.S_ISLNK(st.st_mode):
             raise _refuse(path, f"it is a link (to {_link_target(path)})", setting)
-        if not stat.S_ISREG(st.st_mode):
+        if not stat.S_ISREG(st.st_mode) and not (stat.S_ISDIR(st.st_mode) and path in may_be_folders):
             raise _refuse(path, "it is not a regular file", setting)
         if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
             raise _refuse(path, f"it belongs to another user (uid {st.st_uid})", setting)
 
 
-def open_new(path: str | Path, *, setting: str = "output") -> int:
+def open_new(path: str | Path, *, setting: str = "output", dir_fd: Optional[int] = None) -> int:
     """A file descriptor to write the temporary file ``path`` (renamed over its target when complete): always a new
     file, created exclusively; one a killed run of this user left is removed first, and a link or another user's
-    file there is refused (:class:`UnsafePathError`)."""
+    file there is refused (:class:`UnsafePathError`). ``dir_fd``: as :func:`open_own`'s."""
     path = Path(path)
+    at = _at(path, dir_fd)
     with named_errors(path):
         for _ in range(3):
             try:
-                return os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644)
+                return os.open(at, os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW | _CLOEXEC, 0o644, dir_fd=dir_fd)
             except FileExistsError:
                 pass
-            os.close(open_own(path, setting=setting))  # (refuses what is not ours to remove)
-            os.unlink(path)
+            os.close(open_own(path, setting=setting, dir_fd=dir_fd))  # (refuses what is not ours to remove)
+            os.unlink(at, dir_fd=dir_fd)
     raise _refuse(path, "it keeps coming back after being removed (is another program writing here?)", setting)
 
 
-def replace_own(src: str | Path, target: str | Path) -> None:
-    """Rename the complete file ``src`` to ``target`` and make the rename durable (the folder synced)."""
-    os.replace(src, target)
+def replace_own(src: str | Path, target: str | Path, *, src_dir_fd: Optional[int] = None,
+                dst_dir_fd: Optional[int] = None) -> None:
+    """Rename the complete file ``src`` to ``target`` and make the rename durable (the folder synced). A
+    ``*_dir_fd`` is that path's folder, open: the file is reached by its name in it (as :func:`open_own`)."""
+    src, target = Path(src), Path(target)
+    os.replace(_at(src, src_dir_fd), _at(target, dst_dir_fd), src_dir_fd=src_dir_fd, dst_dir_fd=dst_dir_fd)
+    if dst_dir_fd is not None:
+        _sync(dst_dir_fd)
+        return
     try:
-        fd = os.open(Path(target).parent, os.O_RDONLY)
+        fd = os.open(target.parent, os.O_RDONLY)
     except OSError:
         return
+    try:
+        _sync(fd)
+    finally:
+        os.close(fd)
+
+
+def _sync(fd: int) -> None:
     try:
         os.fsync(fd)
     except OSError:
         pass
-    finally:
+
+
+def open_own_folder(path: str | Path, *, setting: str = "output") -> int:
+    """A file descriptor of the folder ``path`` of this run beside its output (the Ray engine's staged blocks),
+    made (mode 0700) when missing: an existing one must be a real folder of this user, never a link, else it is
+    refused (:class:`UnsafePathError`, one line naming it); it is then made 0700 too. Reach the files in it
+    through the descriptor (``dir_fd`` of :func:`open_own`, :func:`open_new`, :func:`replace_own`)."""
+    import stat
+
+    path = Path(path)
+    with named_errors(path):
+        try:
+            os.mkdir(path, 0o700)
+        except FileExistsError:
+            pass
+        try:
+            fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC)
+        except OSError as e:
+            if _is_link(path, None) or e.errno == errno.ELOOP:
+                raise _refuse(path, f"it is a link (to {_link_target(path)})", setting) from None
+            if e.errno == errno.ENOTDIR:
+                raise _refuse(path, "it is not a folder", setting) from None
+            raise
+    st = os.fstat(fd)
+    why = ("it is not a folder" if not stat.S_ISDIR(st.st_mode)
+           else f"it belongs to another user (uid {st.st_uid})" if hasattr(os, "geteuid") and st.st_uid != os.geteuid()
+           else None)
+    if why is not None:
         os.close(fd)
+        raise _refuse(path, why, setting)
+    os.fchmod(fd, 0o700)
+    return fd

@@ -84,8 +84,8 @@ def check_engine(job: ScoreJob) -> None:
 
         why = resumable_on_ray(job)
         if why:
-            raise SettingError("resume", f"the ray engine resumes a run that writes one JSONL file from one JSONL / "
-                                         f"CSV / TSV input file; {why}")
+            raise SettingError("resume", f"the ray engine resumes a run from one JSONL / CSV / TSV input file; "
+                                         f"{why}")
     if job.resume and (not job.output or job.output == "-"):
         raise SettingError("resume", "resuming continues OUTPUT.partial: name the output file of the stopped run")
 
@@ -108,10 +108,12 @@ def check_job_outputs(job: ScoreJob) -> None:
         dropped = job.dropped_output or str(dropped_path(job.output))
         written.append(("dropped_output", dropped, files_written(dropped)))
     check_outputs([job.input], written)
-    from q2_plugins.io.outputs import check_own_files
+    from q2_plugins.io.outputs import check_own_files, partial_path
 
+    # (a Ray run's OUTPUT.partial may be its folder of staged blocks: jobs.partial.ray_stages)
+    staged = [partial_path(job.output)] if job.engine == "ray" and job.output else []
     for setting, path, files in written:  # (the results file itself is replaced by a rename, never written through)
-        check_own_files([f for f in files if f != Path(path)], setting)
+        check_own_files([f for f in files if f != Path(path)], setting, folders=staged)
     for setting, path, _ in written:  # Ray writes a path of no known file format as a folder of part files
         folder = job.engine == "ray" and setting != "html" and Path(path).suffix.lower() not in FORMATS
         # every output file needs its folder (a folder of part files is made), whichever flag and engine
@@ -172,9 +174,13 @@ def _check_space(job: ScoreJob) -> None:
             p.stat().st_size for p in source.rglob("*") if p.is_file())
     except OSError:
         return  # (the reader says what is wrong with the input)
+    from q2_plugins.jobs.partial import ray_stages
+
     partial = Path(f"{job.output}.partial")
-    written = partial.stat().st_size if job.resume and partial.is_file() else 0
-    check_free_space(job.output, size, explain=job.rows.explain, written=written)
+    staged = job.engine == "ray" and ray_stages(job)  # (its blocks and the results from them, side by side)
+    written = 0 if not job.resume else partial.stat().st_size if partial.is_file() else sum(
+        p.stat().st_size for p in partial.iterdir() if p.is_file()) if partial.is_dir() else 0
+    check_free_space(job.output, size, explain=job.rows.explain, written=written, copies=2 if staged else 1)
 
 
 def _run(job: ScoreJob) -> int:

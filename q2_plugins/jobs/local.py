@@ -123,7 +123,7 @@ def resumable(job: ScoreJob, run: Any) -> bool:
     from q2_plugins.jobs.partial import RunRecord, check_resume
 
     partial = Path(f"{job.output}.partial")
-    if not partial.is_file():
+    if not partial.exists():  # (a file of rows, or the Ray engine's folder of staged blocks)
         print(f"q2 score: --resume: there is no {partial} to continue; scoring from the first row", file=sys.stderr)
         return False
     check_resume(job.output, RunRecord.read(job.output), run, signature=False)  # type: ignore[arg-type]

@@ -33,7 +33,7 @@ from q2_plugins.metric.errors import SettingError
 
 __all__ = ["OutputLockedError", "ResumeError", "OutputLock", "lock_output", "RunRecord", "input_identity",
            "committed_rows", "check_resume", "StoppedRun", "stopped_run", "mark_stopped", "check_free_space",
-           "OUTPUT_FACTOR", "EXPLAINED_FACTOR", "RECORD_FORMAT"]
+           "OUTPUT_FACTOR", "EXPLAINED_FACTOR", "RECORD_FORMAT", "resumable_on_ray", "ray_stages"]
 
 #: the ``format`` of ``OUTPUT.resume.json``
 RECORD_FORMAT = "q2-score-partial"
@@ -229,18 +229,28 @@ def skip(rows: Iterator[dict[str, Any]], n: int) -> int:
 
 
 def resumable_on_ray(job: Any) -> Optional[str]:
-    """Why the Ray engine cannot resume ``job`` (None when it can): it writes one JSONL file as it goes, from a
-    JSONL / CSV / TSV input file whose records have positions (``row``) to continue after."""
-    from q2_plugins.io.inputs import FORMATS, suffixes
+    """Why the Ray engine cannot resume ``job`` (None when it can): every output it writes keeps its scored rows as
+    it goes (:func:`ray_stages`), but only a JSONL / CSV / TSV input file has records with positions (``row``) to
+    continue after."""
+    from q2_plugins.io.inputs import FORMATS
 
-    if job.keep_min_score is not None:
-        return "filter mode writes two outputs once all rows are scored: score again"
-    if not job.output or Path(job.output).suffix.lower() not in suffixes("jsonl"):
-        return f"{job.output} is no .jsonl file: score again, or write a .jsonl output"
+    if not job.output:
+        return "the run writes no output"
     kind = job.input_format or FORMATS.get(Path(job.input).suffix.lower())
     if kind not in ("jsonl", "csv", "tsv") or Path(job.input).is_dir():
         return f"{job.input} is no JSONL / CSV / TSV file: score again"
     return None
+
+
+def ray_stages(job: Any) -> bool:
+    """Whether the Ray engine stages ``job``'s scored blocks in the folder ``OUTPUT.partial/`` (one Arrow file per
+    block, the result files written from them at the end): every output but one JSONL file without filter mode,
+    whose rows go to the file ``OUTPUT.partial`` as the blocks finish."""
+    from q2_plugins.io.inputs import suffixes
+
+    if not job.output:
+        return False
+    return job.keep_min_score is not None or Path(job.output).suffix.lower() not in suffixes("jsonl")
 
 
 # -- disk space ----------------------------------------------------------------------------------------------------
@@ -249,12 +259,13 @@ def estimated_output_bytes(input_bytes: int, explain: bool) -> int:
 
 
 def check_free_space(output: str | Path, input_bytes: int, *, explain: bool, written: int = 0,
-                     setting: str = "output") -> None:
+                     setting: str = "output", copies: int = 1) -> None:
     """Refuse, before the work, an output whose folder has less free space than its estimated size (less what a
-    resumed ``.partial`` already holds), in one line with both figures."""
+    resumed ``.partial`` already holds), in one line with both figures. ``copies``: 2 when the rows are held twice
+    at the end (the Ray engine's staged blocks and the result files written from them)."""
     import shutil
 
-    need = max(0, estimated_output_bytes(input_bytes, explain) - written)
+    need = max(0, copies * estimated_output_bytes(input_bytes, explain) - written)
     folder = Path(output).parent if not Path(output).is_dir() else Path(output)
     while not folder.exists() and folder != folder.parent:
         folder = folder.parent
@@ -266,7 +277,9 @@ def check_free_space(output: str | Path, input_bytes: int, *, explain: bool, wri
         factor = EXPLAINED_FACTOR if explain else OUTPUT_FACTOR
         raise SettingError(setting, f"the folder {folder} has {_mb(free)} free, and {output} needs about {_mb(need)} "
                                     f"(the input's {_mb(input_bytes)} x {factor:g}"
-                                    f"{' with explanations' if explain else ''}); free some space or write elsewhere")
+                                    f"{' with explanations' if explain else ''}"
+                                    f"{', twice: the staged blocks and the results' if copies == 2 else ''}); free "
+                                    f"some space or write elsewhere")
 
 
 def _mb(n: int) -> str:

@@ -16,7 +16,6 @@ Needs the ``ray`` extra: ``pip install 'q2-plugins[ray]'``.
 
 from __future__ import annotations
 
-import csv
 import json
 import os
 import warnings
@@ -25,7 +24,6 @@ from typing import Any, Iterator, Mapping, Optional, Union
 
 try:
     import pyarrow as pa
-    import pyarrow.compute as pc
     import ray
     import ray.data
     from ray.data.datasource import FileBasedDatasource
@@ -36,6 +34,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - exercised by test_imports
 from q2_plugins.io.inputs import FORMATS, JsonConstant, as_value, suffixes
 from q2_plugins.io.outputs import open_own, replace_own
 from q2_plugins.io.rows import INPUT_PREFIX, ROW_FIELD, RowSpec, kept_name, problems_of, result_fields, score_records
+from q2_plugins.jobs.ray.staging import RowWriter, as_text, select_by_score, union_schema
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.results import (
@@ -229,19 +228,10 @@ def _records_table(records: list[dict[str, Any]], reserved: frozenset[str] | set
         try:
             columns[kept] = pa.array(values)
         except (pa.ArrowException, OverflowError, UnicodeEncodeError):
-            columns[kept] = pa.array([None if v is None else _as_text(v) for v in values], type=pa.string())
+            columns[kept] = pa.array([None if v is None else as_text(v) for v in values], type=pa.string())
     if not columns:  # every record of the block unreadable: the Q² columns alone
         return pa.table({"__rows__": pa.nulls(len(records))}).drop_columns(["__rows__"])
     return pa.table(columns)
-
-
-def _as_text(value: Any) -> str:
-    text = value if isinstance(value, str) else json.dumps(value, ensure_ascii=False)
-    try:
-        text.encode("utf-8")
-        return text
-    except UnicodeEncodeError:  # a lone surrogate (a JSON escape like "\\ud800"): keep it escaped
-        return json.dumps(value, ensure_ascii=True)
 
 
 def _result_columns(results: list[ResponseResult], explain: bool) -> dict[str, tuple[pa.DataType, list]]:
@@ -358,14 +348,8 @@ def dataset_summary(scored: "ray.data.Dataset", prefix: str = "") -> tuple[Q2Sta
     return stats, errors
 
 
-def _keep_mask(batch: pa.Table, min_score: float, keep_unscored: bool, prefix: str) -> pa.Array:
-    score = batch.column(prefix + "score")
-    return pc.fill_null(pc.greater_equal(score, min_score), keep_unscored)
-
-
 def _select(batch: pa.Table, min_score: float, keep_unscored: bool, prefix: str, kept: bool) -> pa.Table:
-    mask = _keep_mask(batch, min_score, keep_unscored, prefix)
-    return batch.filter(mask if kept else pc.invert(mask))
+    return select_by_score(batch, min_score, keep_unscored, kept, prefix)
 
 
 def split_by_score(scored: "ray.data.Dataset", min_score: float, *, keep_unscored: bool = False,
@@ -514,70 +498,14 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
     kind = FORMATS[path.suffix.lower()]
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = partial_path(path)
-    schema = _union_schema(ds) if kind != "jsonl" else None
-    rows = _write_file(ds, tmp, kind, schema)
+    schema = union_schema(b.schema for b in ds.iter_batches(batch_format="pyarrow", batch_size=None)) \
+        if kind != "jsonl" else pa.schema([])
+    # (a planted link or another user's file at FILE.partial is refused, never written through)
+    writer = RowWriter(open_own(tmp), kind, schema)
+    try:
+        for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
+            writer.write(batch)
+    finally:
+        writer.close()
     replace_own(tmp, path)
-    return rows
-
-
-def _union_schema(ds: "ray.data.Dataset") -> pa.Schema:
-    """Every column of every block, in order of first appearance; a column with values of several types is text."""
-    types: dict[str, list[pa.DataType]] = {}
-    for batch in ds.iter_batches(batch_format="pyarrow", batch_size=None):
-        for field in batch.schema:
-            seen = types.setdefault(field.name, [])
-            if field.type != pa.null() and field.type not in seen:
-                seen.append(field.type)
-    return pa.schema([(n, t[0] if len(t) == 1 else pa.null() if not t else pa.string()) for n, t in types.items()])
-
-
-def _conformed(batch: pa.Table, schema: pa.Schema) -> pa.Table:
-    """``batch`` with the columns of ``schema``: nulls where it has none, text where its type is another."""
-    columns = []
-    for field in schema:
-        if field.name not in batch.column_names:
-            columns.append(pa.nulls(batch.num_rows, field.type))
-            continue
-        column = batch.column(field.name).combine_chunks()
-        if column.type != field.type:
-            column = pa.array([None if v is None else _as_text(v) for v in column.to_pylist()], field.type)
-        columns.append(column)
-    return pa.Table.from_arrays(columns, schema=schema)
-
-
-def _write_file(ds: "ray.data.Dataset", tmp: Path, kind: str, schema: Optional[pa.Schema]) -> int:
-    """The rows of ``ds`` into the one file ``tmp`` (JSONL, Parquet, CSV or TSV); returns how many."""
-    from q2_plugins.io.outputs import json_line
-
-    rows = 0
-    batches = ds.iter_batches(batch_format="pyarrow", batch_size=None)
-    fd = open_own(tmp)  # (a planted link or another user's file at FILE.partial is refused, never written through)
-    if kind == "parquet":
-        import pyarrow.parquet as pq
-
-        with os.fdopen(fd, "wb") as raw, pq.ParquetWriter(raw, schema) as writer:
-            for batch in batches:
-                writer.write_table(_conformed(batch, schema))
-                rows += batch.num_rows
-        return rows
-    with os.fdopen(fd, "w", encoding="utf-8", newline="") as f:
-        writer = None
-        if kind != "jsonl":
-            writer = csv.DictWriter(f, fieldnames=schema.names, delimiter="\t" if kind == "tsv" else ",")
-            writer.writeheader()
-        for batch in batches:
-            rows += batch.num_rows
-            if writer is None:  # explanations nested, as the local engine writes them
-                f.writelines(json_line(nested_row(r)) + "\n" for r in batch.to_pylist())
-                continue
-            writer.writerows({k: json.dumps(v) if isinstance(v, (list, dict)) else v for k, v in r.items()}
-                             for r in batch.to_pylist())
-    return rows
-
-
-def nested_row(row: dict[str, Any]) -> dict[str, Any]:
-    """A row for JSONL: its explanation columns (JSON text in Arrow) as the values they hold."""
-    for name in EXPLANATION_COLUMNS:
-        if isinstance(row.get(name), str):
-            row[name] = json.loads(row[name])
-    return row
+    return writer.rows

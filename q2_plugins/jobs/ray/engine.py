@@ -16,20 +16,16 @@ import pyarrow as pa
 import ray
 import ray.data
 
-from q2_plugins.io.inputs import suffixes
 from q2_plugins.jobs import ScoreJob
 from q2_plugins.jobs.ray.dataset import (
     Q2BatchScorer,
     check_columns,
     check_record_columns,
-    dataset_summary,
     format_of,
     map_scorer,
     model_check_result,
     read_dataset,
-    split_by_score,
     start_model_check,
-    write_dataset,
 )
 from q2_plugins.jobs.ray.stderr_filter import plain_cause, stderr_without
 from q2_plugins.metric.config import Q2Config
@@ -120,19 +116,6 @@ def _scoring(job: ScoreJob, config: Q2Config, counter: Optional[Any], tally: Opt
     return scored, check, rows, None if total is None else max(0, total - skip)
 
 
-def _scored(job: ScoreJob, config: Q2Config, counter: Optional[Any],
-            tally: Optional[Any] = None) -> tuple["ray.data.Dataset", str]:
-    """The input, read and checked, scored on the actor pool (materialised), and the run's signature."""
-    scored, check, rows, total = _scoring(job, config, counter, tally)
-    try:
-        with _row_lines(rows, total):
-            scored = scored.materialize()
-    except Exception:
-        model_check_result(check)  # a model that cannot load: the check's error, once, rather than Ray's report of it
-        raise
-    return scored, model_check_result(check)
-
-
 def _row_total(path: Path, kind: str, ds: "ray.data.Dataset") -> Optional[int]:
     """The input's row count, for the progress lines: counted in the file, or from Parquet's metadata."""
     from q2_plugins.io.inputs import count_records
@@ -210,10 +193,9 @@ def run_score(job: ScoreJob) -> int:
     except (KeyboardInterrupt, OSError) as e:
         from q2_plugins.jobs.partial import StoppedRun, mark_stopped, stopped_run
 
-        if stopped_run(e) is None:  # stopped while scoring: the rows are in the cluster's memory, none on disk
-            mark_stopped(e, StoppedRun(0, None, job.output, text=(
-                "the ray engine keeps the rows of a stopped run only when it writes one JSONL file (as it goes); "
-                "this run's rows were not written: score again")))
+        if stopped_run(e) is None:  # stopped before its first block was written
+            mark_stopped(e, StoppedRun(0, None, job.output, text=f"no row was written; {job.output} left as it was"
+                                       if job.output else "no row was scored"))
         raise
     except ray.exceptions.RayError as e:  # a task's error behind Ray's wrapper and colour codes: its cause
         raise RayRunError(f"the Ray run failed: {plain_cause(e)}") from None
@@ -228,27 +210,34 @@ class RayRunError(RuntimeError):
     """The Ray run failed; the message is the cause in one plain line."""
 
 
-def streams(job: ScoreJob) -> bool:
-    """Whether the run writes its rows as blocks finish (one JSONL output file, no filter mode): then a stopped run
-    keeps what it scored and ``--resume`` continues it. Other outputs are written once every row is scored."""
-    return (job.keep_min_score is None and bool(job.output) and
-            Path(str(job.output)).suffix.lower() in suffixes("jsonl"))
-
-
 def _before_resume(job: ScoreJob) -> Optional[Any]:
-    """The run's record (:class:`~q2_plugins.jobs.partial.RunRecord`, without its signature) when it streams to a
-    resumable file (a regular input file), with a ``--resume`` checked against the stopped run's (its input and row
-    settings: the signature once the models are checked); None otherwise."""
-    if not streams(job):
+    """The run's record (:class:`~q2_plugins.jobs.partial.RunRecord`, without its signature) and whether it resumes,
+    when it writes an output from a regular input file, with a ``--resume`` checked against the stopped run's (its
+    input, row settings and kind of ``.partial``: the signature once the models are checked); None otherwise."""
+    if not job.output:
         return None
     from q2_plugins.jobs.local import resumable, run_record
 
     run = run_record(job)
-    if run is not None and job.resume and not resumable(job, run):
-        from dataclasses import replace
+    if run is not None and job.resume:
+        _check_partial_kind(job)
+        if not resumable(job, run):
+            from dataclasses import replace
 
-        job = replace(job, resume=False)
+            job = replace(job, resume=False)
     return (run, job.resume) if run is not None else None
+
+
+def _check_partial_kind(job: ScoreJob) -> None:
+    """A ``--resume`` finds the ``.partial`` this run writes: the rows of one JSONL output (a file), or staged blocks
+    (a folder); the other kind is refused in one line."""
+    from q2_plugins.jobs.partial import ResumeError, ray_stages
+
+    partial = Path(f"{job.output}.partial")
+    if partial.exists() and partial.is_dir() != ray_stages(job):
+        held = "staged blocks (a folder)" if partial.is_dir() else "JSONL rows (a file)"
+        raise ResumeError("resume", f"{partial} holds {held} of a run with another output or filter mode; resume "
+                                    f"with the same output and filter settings, or score it again from the start")
 
 
 def _check_not_empty_parquet(path: Path) -> None:
@@ -264,73 +253,23 @@ def _check_not_empty_parquet(path: Path) -> None:
 
 
 def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
-    """:func:`run_score` once Ray is started."""
+    """:func:`run_score` once Ray is started: the rows written as the blocks finish, in input order (one JSONL
+    output: to ``OUTPUT.partial``; every other output: staged in the folder ``OUTPUT.partial/``, the result files
+    written from it at the end), committed at the end with each output's sidecar; a stopped run keeps them and
+    ``--resume`` scores only the rest, with the local engine's checks (input, row settings, signature)."""
     from q2_plugins.io.rows import write_meta
+    from q2_plugins.jobs.local import KeptRows
     from q2_plugins.metric.results import print_summary
 
     config = job.config
     counter = ray.remote(num_cpus=0)(_RunTally).remote() if config.cache_dir else None
     # a setting the tests cannot run: one actor checks its decisions on its first rows (as the local engine does)
     tally = ray.remote(num_cpus=0)(_RunTally).remote() if config.precision_check and check_due(config) else None
-    if streams(job):
-        return _run_streamed(job, counter, tally, resume)
-    scored, signature = _scored(job, config, counter, tally)
-    stats, errors = dataset_summary(scored)
-    extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
-    checked = ray.get(tally.get.remote("precision_check")) if tally is not None else None
-    if checked is not None:
-        extra["precision_check"] = checked
-        warn_if_below(Agreement.from_dict(checked))
-    out_format = format_of(Path(job.input), job.input_format, "input_format")  # for directory outputs
-    written = _write_outputs(job, scored, out_format, extra)
-    summary = {**stats.summary(), **errors.summary()}
-    code, problem = stats.exit_code(job.fail_on_error)
-    for out, rows in written.items():
-        write_meta(out, engine="ray", signature=signature, summary=summary, config=config, rows=rows,
-                   input=job.input, spec=job.rows, exit_code=code, **extra)
-    print_summary({**summary, **extra}, signature, job.summary_format)
-    if job.summary_format == "text":
-        _print_extra(extra, config)
-    if problem:
-        print(f"q2 score: {problem}", file=sys.stderr)
-    return code
-
-
-def _run_streamed(job: ScoreJob, counter: Optional[Any], tally: Optional[Any], resume: Optional[Any]) -> int:
-    """The run of one JSONL output: rows written to ``OUTPUT.partial`` as the blocks finish, in input order (each
-    block flushed to disk), committed at the end; a stopped run keeps them and ``--resume`` scores only the rest,
-    with the local engine's checks (input, row settings, signature)."""
-    from q2_plugins.io.outputs import ResultFile
-    from q2_plugins.io.rows import write_meta
-    from q2_plugins.jobs.local import KeptRows
-    from q2_plugins.jobs.partial import committed_rows
-    from q2_plugins.metric.results import print_summary
-
-    config = job.config
     run, resuming = resume if resume is not None else (None, False)
-    partial = f"{job.output}.partial"
-    skip = committed_rows(partial)[0] if resuming else 0
-    scored, check, rows, total = _scoring(job, config, counter, tally, skip=skip)
+    sink = _sink(job)
+    scored, check, rows, total = _scoring(job, config, counter, tally, skip=sink.committed() if resuming else 0)
     kept = KeptRows(job.rows, None)
-    out: Optional[ResultFile] = None
-    stats: Any = None
-    errors: Any = None
-    signature: Any = None
-    try:
-        with _row_lines(rows, total):
-            for batch in scored.iter_batches(batch_format="pyarrow", batch_size=None):
-                if out is None:  # the first block: the models are checked, the run's signature is known
-                    signature = model_check_result(check)
-                    out, stats, errors = _begin(job, run, resuming, signature, kept)
-                _write_batch(out, batch)
-                stats = stats + _block_summary(batch, errors)
-            if out is None:  # (no row left to score: a resume of a run stopped after its last row)
-                signature = model_check_result(check)
-                out, stats, errors = _begin(job, run, resuming, signature, kept)
-    except BaseException as e:
-        if not isinstance(e, (KeyboardInterrupt, OSError)):
-            model_check_result(check)  # a model that cannot load: the check's error, once
-        raise _stopped_streaming(e, out, job)  # noqa: B904 - e itself, with where its rows are
+    stats, errors, signature = _scored_rows(job, scored, check, rows, total, sink, (run, resuming, kept))
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
     if kept.n:
         extra["resumed_after"] = kept.n
@@ -340,12 +279,14 @@ def _run_streamed(job: ScoreJob, counter: Optional[Any], tally: Optional[Any], r
         warn_if_below(Agreement.from_dict(checked))
     summary = {**stats.summary(), **errors.summary()}
     code, problem = stats.exit_code(job.fail_on_error)
-    write_meta(out.target, engine="ray", signature=signature, summary=summary, config=config, rows=out.rows,
-               input=job.input, spec=job.rows, exit_code=code, **extra)
     try:
-        out.commit()
+        written = sink.prepare(extra)  # (complete on disk, none in place yet)
+        for out, n in written.items():  # the sidecars first: results in place always have theirs
+            write_meta(out, engine="ray", signature=signature, summary=summary, config=config, rows=n,
+                       input=job.input, spec=job.rows, exit_code=code, **extra)
+        sink.commit()
     except BaseException as e:
-        raise _stopped_streaming(e, out, job)  # noqa: B904 - e itself, with where its rows are
+        raise _stopped_streaming(e, sink, job)  # noqa: B904 - e itself, with where its rows are
     if run is not None:
         from q2_plugins.jobs.partial import record_path
 
@@ -358,32 +299,55 @@ def _run_streamed(job: ScoreJob, counter: Optional[Any], tally: Optional[Any], r
     return code
 
 
-def _begin(job: ScoreJob, run: Optional[Any], resuming: bool, signature: str, kept: Any) -> tuple[Any, Any, Any]:
+def _scored_rows(job: ScoreJob, scored: "ray.data.Dataset", check: Any, rows: Optional[Any], total: Optional[int],
+                 sink: Any, resume: tuple[Any, bool, Any]) -> tuple[Any, Any, str]:
+    """Each block of ``scored``, in input order, to ``sink`` as it finishes (the first one once the models are
+    checked and the run begun: :func:`_begin`); returns the run's figures (the kept rows' with them) and signature.
+    A stop raises with where the rows are."""
+    stats: Any = None
+    errors: Any = None
+    signature: Any = None
+    try:
+        with _row_lines(rows, total):
+            for batch in scored.iter_batches(batch_format="pyarrow", batch_size=None):
+                if signature is None:  # the first block: the models are checked, the run's signature is known
+                    signature = model_check_result(check)
+                    stats, errors = _begin(job, *resume, signature, sink)
+                _write_batch(sink, batch)
+                stats = stats + _block_summary(batch, errors)
+            if signature is None:  # (no row left to score: a resume of a run stopped after its last row)
+                signature = model_check_result(check)
+                stats, errors = _begin(job, *resume, signature, sink)
+    except BaseException as e:
+        if not isinstance(e, (KeyboardInterrupt, OSError)):
+            model_check_result(check)  # a model that cannot load: the check's error, once
+        raise _stopped_streaming(e, sink if sink.opened else None, job)  # noqa: B904 - e, with where its rows are
+    return stats, errors, signature
+
+
+def _begin(job: ScoreJob, run: Optional[Any], resuming: bool, kept: Any, signature: str,
+           sink: Any) -> tuple[Any, Any]:
     """Before the first row is written: the resume checked against the signature too (and the ``.partial`` cut
-    after its complete rows), or the run's record written; returns the open output and the kept rows' figures."""
+    after its complete rows), or the run's record written; the sink opened; returns the kept rows' figures."""
     from dataclasses import replace
 
-    from q2_plugins.io.outputs import ResultFile
-    from q2_plugins.jobs.partial import RunRecord, check_resume, keep_committed
+    from q2_plugins.jobs.partial import RunRecord, check_resume
 
     if run is not None:
         run = replace(run, signature=str(signature))
         if resuming:
             check_resume(job.output, RunRecord.read(job.output), run, signature=True)  # type: ignore[arg-type]
-            kept.n = keep_committed(f"{job.output}.partial", kept.add)
-            print(f"q2 score: resuming {job.output}.partial after its {kept.n} committed rows", file=sys.stderr)
         else:
             run.write(job.output)  # type: ignore[arg-type]
-    return ResultFile(str(job.output), kept=kept.n), kept.stats, kept.errors
+    sink.open(kept, resuming)
+    if resuming:
+        print(f"q2 score: resuming {job.output}.partial after its {kept.n} committed rows", file=sys.stderr)
+    return kept.stats, kept.errors
 
 
-def _write_batch(out: Any, batch: "pa.Table") -> None:
-    """One finished block's rows to the ``.partial``, on disk before the next block is taken."""
-    from q2_plugins.jobs.ray.dataset import nested_row
-
-    for row in batch.to_pylist():
-        out.write(nested_row(row))
-    out.flush()
+def _write_batch(sink: Any, batch: "pa.Table") -> None:
+    """One finished block's rows to the sink, on disk before the next block is taken."""
+    sink.write(batch)
 
 
 def _block_summary(batch: "pa.Table", errors: Any) -> Any:
@@ -400,23 +364,184 @@ def _block_summary(batch: "pa.Table", errors: Any) -> Any:
     return Q2Stats(**row)
 
 
-def _stopped_streaming(e: BaseException, out: Any, job: ScoreJob) -> BaseException:
-    """``e`` with where the rows of a stopped streaming run are: committed to the ``.partial`` (resumable)."""
-    from q2_plugins.jobs.partial import StoppedRun, committed_rows, mark_stopped, stopped_run
+def _stopped_streaming(e: BaseException, sink: Any, job: ScoreJob) -> BaseException:
+    """``e`` with where the rows of a stopped run are: committed to the ``.partial`` (resumable when its input is:
+    :func:`~q2_plugins.jobs.partial.resumable_on_ray`)."""
+    from q2_plugins.jobs.partial import StoppedRun, mark_stopped, resumable_on_ray, stopped_run
 
     if stopped_run(e) is not None:
         return e
-    if out is None:
+    if sink is None:
         return mark_stopped(e, StoppedRun(0, None, job.output, text=f"no row was written; {job.output} left as it "
-                                                                    f"was"))
-    partial = out.abandon()
-    rows = out.rows
-    try:
-        rows = committed_rows(partial)[0]
-    except OSError:
-        pass
+                                                                    f"was" if job.output else "no row was scored"))
+    rows, partial = sink.abandon()
     failed = getattr(e, "filename", None) if isinstance(e, OSError) else None
-    return mark_stopped(e, StoppedRun(rows, partial, job.output, failed))
+    if partial is None:
+        return mark_stopped(e, StoppedRun(rows, None, None, failed, text=f"{rows} rows scored, none written (no "
+                                                                         f"output)"))
+    why = resumable_on_ray(job)
+    text = None if why is None else f"{rows} rows committed to {partial}, {job.output} left as it was; this run " \
+                                    f"cannot be resumed ({why})"
+    return mark_stopped(e, StoppedRun(rows, partial, job.output, failed, text=text))
+
+
+def _sink(job: ScoreJob) -> Any:
+    """Where the run's blocks go: the rows of one JSONL output (:class:`_JsonlRows`), staged blocks
+    (:class:`_StagedRows`), or nowhere (no output: the summary alone)."""
+    from q2_plugins.jobs.partial import ray_stages
+
+    if not job.output:
+        return _NoRows()
+    return _StagedRows(job) if ray_stages(job) else _JsonlRows(job)
+
+
+class _NoRows:
+    """A run without output: its blocks are counted in the summary, kept nowhere."""
+
+    opened = False
+
+    def committed(self) -> int:
+        return 0
+
+    def open(self, kept: Any, resuming: bool) -> None:
+        self.opened = True
+
+    def write(self, batch: "pa.Table") -> None:
+        pass
+
+    def prepare(self, extra: dict[str, Any]) -> dict[str, int]:
+        return {}
+
+    def commit(self) -> None:
+        pass
+
+    def abandon(self) -> tuple[int, Optional[Path]]:
+        return 0, None
+
+
+class _JsonlRows(_NoRows):
+    """One JSONL output without filter mode: each block's rows appended to the file ``OUTPUT.partial`` (flushed to
+    disk) as it finishes, the file renamed to ``OUTPUT`` at the end; the JSONL bytes the local engine writes."""
+
+    def __init__(self, job: ScoreJob) -> None:
+        self.job, self.partial, self.out = job, Path(f"{job.output}.partial"), None
+
+    def committed(self) -> int:
+        from q2_plugins.jobs.partial import committed_rows
+
+        return committed_rows(self.partial)[0]
+
+    def open(self, kept: Any, resuming: bool) -> None:
+        from q2_plugins.io.outputs import ResultFile
+        from q2_plugins.jobs.partial import keep_committed
+        from q2_plugins.jobs.ray.staging import discard
+
+        if resuming:
+            kept.n = keep_committed(self.partial, kept.add)
+        elif self.partial.is_dir():  # (the staged blocks of a run with another output)
+            discard(self.partial)
+        self.out = ResultFile(str(self.job.output), kept=kept.n)
+        self.opened = True
+
+    def write(self, batch: "pa.Table") -> None:
+        from q2_plugins.jobs.ray.staging import nested_row
+
+        for row in batch.to_pylist():
+            self.out.write(nested_row(row))
+        self.out.flush()
+
+    def prepare(self, extra: dict[str, Any]) -> dict[str, int]:
+        return {str(self.out.target): self.out.rows}
+
+    def commit(self) -> None:
+        self.out.commit()
+
+    def abandon(self) -> tuple[int, Optional[Path]]:
+        from q2_plugins.jobs.partial import committed_rows
+
+        partial, rows = self.out.abandon(), self.out.rows
+        try:
+            rows = committed_rows(partial)[0]
+        except OSError:
+            pass
+        return rows, partial
+
+
+class _StagedRows(_NoRows):
+    """Every other output (Parquet / CSV / TSV files, folders, filter mode): each block committed to the staging
+    folder ``OUTPUT.partial/`` as it finishes (:class:`~q2_plugins.jobs.ray.staging.Staging`); at the end the result
+    file(s) written from the staged blocks, filter mode split there, each put in place after its sidecar."""
+
+    def __init__(self, job: ScoreJob) -> None:
+        from q2_plugins.io.inputs import FORMATS
+        from q2_plugins.io.rows import dropped_path
+        from q2_plugins.jobs.ray.staging import StagedOutput
+
+        folder_kind = None
+
+        def output(path: str, kept: Optional[bool], setting: str) -> StagedOutput:
+            nonlocal folder_kind
+            kind = FORMATS.get(Path(path).suffix.lower())
+            if kind is None and folder_kind is None:  # a folder of part files, in the input's format
+                folder_kind = format_of(Path(job.input), job.input_format, "input_format")
+            return StagedOutput(Path(path), kind or folder_kind, kind is None, kept, setting)  # type: ignore[arg-type]
+
+        self.job, self.path, self.staging = job, Path(f"{job.output}.partial"), None
+        filtering = job.keep_min_score is not None
+        # (each output as it was named: the sidecar and the summary say it so)
+        self.names = [str(job.output), *([job.dropped_output or str(dropped_path(job.output))] if filtering else [])]
+        self.outputs = [output(self.names[0], True if filtering else None, "output")]
+        if filtering:
+            self.outputs.append(output(self.names[1], False, "dropped_output"))
+
+    def committed(self) -> int:
+        from q2_plugins.jobs.ray.staging import Staging
+
+        staging = Staging(self.path)
+        try:
+            return staging.committed()
+        finally:
+            staging.close()
+
+    def open(self, kept: Any, resuming: bool) -> None:
+        from q2_plugins.jobs.ray.staging import Staging, discard
+
+        if not resuming and self.path.is_file():  # (the rows of a stopped run with one JSONL output)
+            discard(self.path)
+        self.staging = Staging(self.path)
+        self.opened = True
+        if not resuming:
+            self.staging.clear()
+            return
+
+        def keep(block: "pa.Table") -> None:
+            kept.stats = kept.stats + _block_summary(block, kept.errors)
+
+        kept.n = self.staging.keep(keep)
+
+    def write(self, batch: "pa.Table") -> None:
+        self.staging.add(batch)
+
+    def prepare(self, extra: dict[str, Any]) -> dict[str, int]:
+        from q2_plugins.jobs.ray.staging import write_staged
+
+        job = self.job
+        write_staged(self.staging, self.outputs, job.keep_min_score, job.keep_unscored)
+        if job.keep_min_score is not None:
+            kept, dropped = self.outputs
+            extra["filter"] = {"min_score": job.keep_min_score, "unscored": "keep" if job.keep_unscored else "drop",
+                               "kept": kept.rows, "dropped": dropped.rows, "kept_output": self.names[0],
+                               "dropped_output": self.names[1]}
+        return {name: out.rows for name, out in zip(self.names, self.outputs)}
+
+    def commit(self) -> None:
+        from q2_plugins.jobs.ray.staging import commit_staged
+
+        commit_staged(self.staging, self.outputs)
+
+    def abandon(self) -> tuple[int, Optional[Path]]:
+        self.staging.close()
+        return self.staging.rows, self.path
 
 
 def _print_extra(extra: dict[str, Any], config: Q2Config) -> None:
@@ -428,40 +553,3 @@ def _print_extra(extra: dict[str, Any], config: Q2Config) -> None:
         f = extra["filter"]
         print(f"filter        kept {f['kept']} -> {f['kept_output']}  dropped {f['dropped']} -> "
               f"{f['dropped_output']}  (q2 >= {f['min_score']}; unscored rows: {f['unscored']})")
-
-
-def _write_outputs(job: ScoreJob, scored: "ray.data.Dataset", out_format: str,
-                   extra: dict[str, Any]) -> dict[str, int]:
-    """Write the scored rows (or, in filter mode, the kept and the dropped rows, adding ``extra["filter"]``);
-    returns each file written with its row count. A write that stops says where its rows so far are."""
-    from q2_plugins.io.rows import dropped_path
-
-    if not job.output:
-        return {}
-    if job.keep_min_score is None:
-        return {job.output: _written(scored, job.output, out_format)}
-    dropped_output = job.dropped_output or str(dropped_path(job.output))
-    kept, dropped = split_by_score(scored, job.keep_min_score, keep_unscored=job.keep_unscored)
-    written = {job.output: _written(kept, job.output, out_format),
-               dropped_output: _written(dropped, dropped_output, out_format)}
-    extra["filter"] = {"min_score": job.keep_min_score, "unscored": "keep" if job.keep_unscored else "drop",
-                       "kept": written[job.output], "dropped": written[dropped_output],
-                       "kept_output": job.output, "dropped_output": dropped_output}
-    return written
-
-
-def _written(ds: "ray.data.Dataset", path: str, fmt: str) -> int:
-    """:func:`write_dataset`; when it stops (SIGTERM, a full disk), the exception carries where its rows are
-    (:class:`~q2_plugins.jobs.partial.StoppedRun`: the ``.partial`` it leaves; the Ray engine cannot resume)."""
-    from q2_plugins.io.outputs import partial_path
-
-    try:
-        return write_dataset(ds, path, fmt)
-    except BaseException as e:
-        from q2_plugins.jobs.partial import StoppedRun, mark_stopped
-
-        partial = partial_path(path)
-        kept = (f"the rows written so far are in {partial}, " if partial.exists() else "") + f"{path} left as it was"
-        mark_stopped(e, StoppedRun(0, partial if partial.exists() else None, path, failed=path, text=(
-            f"stopped while writing {path}: {kept}; the ray engine cannot resume: score again")))
-        raise
