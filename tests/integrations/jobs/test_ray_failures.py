@@ -1,7 +1,8 @@
 """``q2 score --engine ray`` when things go wrong (tiny models, a local two-CPU Ray instance started once for the
 module): a batch whose scoring raises is tried once more, then its rows are error rows naming the cause in one plain
-line and the run goes on; a run stopped part-way keeps the rows of the blocks written so far, and ``--resume``
-scores only the rest, with the local engine's checks."""
+line and the run goes on; a run stopped part-way keeps the rows of the blocks written so far (one JSONL output: in
+its ``.partial`` file; every other output: staged in the folder ``OUTPUT.partial/``), and ``--resume`` scores only the
+rest, with the local engine's checks, and writes what an uninterrupted run writes."""
 
 from __future__ import annotations
 
@@ -130,3 +131,138 @@ def test_a_stopped_ray_run_keeps_its_rows_and_the_resume_scores_only_the_rest(tm
     assert main(["score", "--input", str(src), "--output", str(once), *flags]) == 0
     fields = ("id", "row", "status", "score", "score_no_nli", "num_questions", "error")
     assert [{f: r[f] for f in fields} for r in read(once)] == [{f: r[f] for f in fields} for r in got]
+
+
+# -- every other output: the scored blocks staged in OUTPUT.partial/ as they finish ------------------------------
+def results(path: Path) -> list:
+    """The rows of a result file or folder, as written: Parquet as values, CSV / TSV / JSONL as their text lines (the
+    header too); a folder's part files in order."""
+    import pyarrow.parquet as pq
+
+    if path.is_dir():
+        parts = sorted(path.iterdir())
+        assert parts and all(p.name.startswith("part-") for p in parts), parts
+        return [row for p in parts for row in results(p)]
+    if path.suffix == ".parquet":
+        return pq.read_table(path).to_pylist()
+    return path.read_text(encoding="utf-8").splitlines()
+
+
+#: name -> (the output, extra flags, the result paths of the run)
+STAGED = {
+    "parquet": ("out.parquet", [], ["out.parquet"]),
+    "csv": ("out.csv", [], ["out.csv"]),
+    "folder": ("out", [], ["out"]),
+    "filter": ("kept.tsv", ["--keep-min-score", "0.3"], ["kept.tsv", "kept.dropped.tsv"]),
+}
+
+
+@pytest.mark.parametrize("case", list(STAGED))
+def test_a_stopped_ray_run_of_any_output_keeps_its_blocks_and_the_resume_equals_an_uninterrupted_run(
+        case, tmp_path, capsys, flags, monkeypatch):
+    """Parquet / CSV single files, a folder of part files (in the input's format) and filter mode: stopped at its
+    third block, the run keeps the first two in OUTPUT.partial/ and says so; --resume scores only the rest (another
+    input refused) and writes exactly what an uninterrupted run writes, each output with its sidecar."""
+    name, extra, written = STAGED[case]
+    rows = [dict(GOOD, id=i, response=f"paris is in france {i} .") for i in range(20)]
+    for i in (3, 9, 14):
+        rows[i]["response"] = ""  # (unscored rows: filter mode drops them)
+    src = write(tmp_path / "in.jsonl", rows)
+    out, staged = tmp_path / name, tmp_path / f"{name}.partial"
+    argv = ["score", "--input", str(src), "--output", str(out), *extra, *flags]
+    real, calls = engine._write_batch, []
+
+    def stops_at_the_third_block(sink, batch):
+        calls.append(batch.num_rows)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        real(sink, batch)
+
+    monkeypatch.setattr(engine, "_write_batch", stops_at_the_third_block)
+    assert main(argv) == 130
+    kept = sum(calls[:2])
+    err = capsys.readouterr().err.strip()
+    assert f"interrupted: {kept} rows committed to {staged}, {out} left as it was; to continue: " in err, err
+    assert "--resume" in err and len(err.splitlines()) == 1, err
+    assert staged.is_dir() and sorted(p.name for p in staged.iterdir()) == ["block-000000.arrow", "block-000001.arrow"]
+    assert not any((tmp_path / w).exists() for w in written)
+    other = write(tmp_path / "other.jsonl", rows[:5])
+    assert main(["score", "--input", str(other), "--output", str(out), *extra, "--resume", *flags]) == 2
+    assert "holds rows of" in capsys.readouterr().err
+    monkeypatch.setattr(engine, "_write_batch", real)
+    monkeypatch.setattr(engine, "Q2BatchScorer", logged(tmp_path))
+    assert main(argv + ["--resume"]) == 0
+    assert f"resuming {staged} after its {kept} committed rows" in capsys.readouterr().err
+    scored = [r for line in (tmp_path / "scored.log").read_text().splitlines() for r in json.loads(line)]
+    assert sorted(scored) == sorted(r["response"] for r in rows[kept:])  # only the rest was scored
+    assert not staged.exists() and not (tmp_path / f"{name}.resume.json").exists()
+    monkeypatch.setattr(engine, "Q2BatchScorer", Q2BatchScorer)
+    once = tmp_path / "once"
+    once.mkdir()
+    assert main(["score", "--input", str(src), "--output", str(once / name), *extra, *flags]) == 0
+    capsys.readouterr()
+    total = 0
+    for w in written:
+        got, want = results(tmp_path / w), results(once / w)
+        assert got == want and got, w
+        meta, want_meta = (json.loads(Path(f"{d / w}.meta.json").read_text()) for d in (tmp_path, once))
+        assert meta["resumed_after"] == kept and "resumed_after" not in want_meta
+        figures = [{k: v for k, v in (m.get("filter") or {}).items() if not k.endswith("_output")}
+                   for m in (meta, want_meta)]
+        assert (meta["rows"], figures[0], meta["summary"]) == (want_meta["rows"], figures[1], want_meta["summary"])
+        total += meta["rows"]
+    assert total == 20  # (filter mode: each row in exactly one of the two outputs)
+    if case == "filter":
+        assert json.loads(Path(f"{out}.meta.json").read_text())["filter"]["dropped"] >= 3
+
+
+def test_a_stopped_ray_run_from_parquet_files_keeps_its_blocks_and_says_it_cannot_resume(tmp_path, capsys, flags,
+                                                                                       monkeypatch):
+    """A folder of Parquet files (one block each) has no record positions to continue after: the stop line says
+    where the rows are and that the run cannot be resumed, and --resume is refused before any work."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+
+    src = tmp_path / "in"
+    src.mkdir()
+    for part in range(4):
+        pq.write_table(pa.Table.from_pylist([dict(GOOD, id=part * 4 + i) for i in range(4)]), src / f"{part}.parquet")
+    out = tmp_path / "out.parquet"
+    real, calls = engine._write_batch, []
+
+    def stops_at_the_third_block(sink, batch):
+        calls.append(batch.num_rows)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        real(sink, batch)
+
+    monkeypatch.setattr(engine, "_write_batch", stops_at_the_third_block)
+    assert main(["score", "--input", str(src), "--output", str(out), *flags]) == 130
+    err = capsys.readouterr().err.strip()
+    assert err == (f"q2 score: interrupted: {sum(calls[:2])} rows committed to {out}.partial, {out} left as it was; "
+                   f"this run cannot be resumed ({src} is no JSONL / CSV / TSV file: score again)")
+    assert main(["score", "--input", str(src), "--output", str(out), "--resume", *flags]) == 2
+    assert "the ray engine resumes a run from one JSONL / CSV / TSV input file" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("target", ["file", "folder"])
+def test_a_link_planted_at_the_staging_folder_is_refused_and_its_target_left_alone(target, tmp_path, capsys, flags):
+    src = write(tmp_path / "in.jsonl", [GOOD])
+    victim = tmp_path / "victim"
+    if target == "file":
+        victim.write_text("precious\n")
+    else:
+        victim.mkdir()
+        (victim / "keep.txt").write_text("precious\n")
+    out = tmp_path / "out.parquet"
+    Path(f"{out}.partial").symlink_to(victim)
+    for resume in ([], ["--resume"]):
+        assert main(["score", "--input", str(src), "--output", str(out), *flags, *resume]) == 2
+        err = capsys.readouterr().err.strip()
+        assert err.startswith(f"q2 score: error: --output: refusing to write {out}.partial: it is a link (to "), err
+        assert len(err.splitlines()) == 1
+    if target == "file":
+        assert victim.read_text() == "precious\n"
+    else:
+        assert [p.name for p in victim.iterdir()] == ["keep.txt"] and (victim / "keep.txt").read_text() == "precious\n"
+    assert not out.exists() and Path(f"{out}.partial").is_symlink()
