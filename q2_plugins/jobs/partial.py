@@ -296,7 +296,7 @@ class StoppedRun:
     partial: Optional[Path]
     output: Optional[str]
     failed: Optional[str] = None
-    text: Optional[str] = None  # what became of the rows, when not a count (the Ray engine keeps none to resume)
+    text: Optional[str] = None  # what became of the rows, when there is nothing to resume from
 
     @property
     def resumable(self) -> bool:

@@ -191,14 +191,17 @@ def run_score(job: ScoreJob) -> int:
         with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
             return _run_started(job, resume)
     except (KeyboardInterrupt, OSError) as e:
-        from q2_plugins.jobs.partial import StoppedRun, mark_stopped, stopped_run
+        from q2_plugins.jobs.partial import mark_stopped, stopped_run
 
         if stopped_run(e) is None:  # stopped before its first block was written
-            mark_stopped(e, StoppedRun(0, None, job.output, text=f"no row was written; {job.output} left as it was"
-                                       if job.output else "no row was scored"))
+            mark_stopped(e, _nothing_written(job))
         raise
     except ray.exceptions.RayError as e:  # a task's error behind Ray's wrapper and colour codes: its cause
-        raise RayRunError(f"the Ray run failed: {plain_cause(e)}") from None
+        from q2_plugins.jobs.partial import mark_stopped, stopped_run
+
+        error = RayRunError(f"the Ray run failed: {plain_cause(e)}")
+        stopped = stopped_run(e)  # (the rows it kept, and where)
+        raise (error if stopped is None else mark_stopped(error, stopped)) from None
 
 
 class RayStartError(OSError):
@@ -242,7 +245,7 @@ def _check_partial_kind(job: ScoreJob) -> None:
 
 def _check_not_empty_parquet(path: Path) -> None:
     """A Parquet input file with no row stops here, before Ray starts, as an empty JSONL or a header-only CSV does
-    (the JSONL / CSV / TSV checks are the local engine's, in :func:`_scored`)."""
+    (the JSONL / CSV / TSV checks are the local engine's, in :func:`_scoring`)."""
     if path.is_file() and path.suffix.lower() == ".parquet":
         import pyarrow.parquet as pq
 
@@ -372,8 +375,7 @@ def _stopped_streaming(e: BaseException, sink: Any, job: ScoreJob) -> BaseExcept
     if stopped_run(e) is not None:
         return e
     if sink is None:
-        return mark_stopped(e, StoppedRun(0, None, job.output, text=f"no row was written; {job.output} left as it "
-                                                                    f"was" if job.output else "no row was scored"))
+        return mark_stopped(e, _nothing_written(job))
     rows, partial = sink.abandon()
     failed = getattr(e, "filename", None) if isinstance(e, OSError) else None
     if partial is None:
@@ -383,6 +385,17 @@ def _stopped_streaming(e: BaseException, sink: Any, job: ScoreJob) -> BaseExcept
     text = None if why is None else f"{rows} rows committed to {partial}, {job.output} left as it was; this run " \
                                     f"cannot be resumed ({why})"
     return mark_stopped(e, StoppedRun(rows, partial, job.output, failed, text=text))
+
+
+def _nothing_written(job: ScoreJob) -> Any:
+    """What a run stopped before its first block was written left: nothing new (a resumed run's ``.partial`` as it
+    was, to resume again)."""
+    from q2_plugins.jobs.partial import StoppedRun
+
+    if not job.output:
+        return StoppedRun(0, None, None, text="no row was scored")
+    kept = f"; {job.output}.partial kept as it was" if job.resume and Path(f"{job.output}.partial").exists() else ""
+    return StoppedRun(0, None, job.output, text=f"no row was written; {job.output} left as it was{kept}")
 
 
 def _sink(job: ScoreJob) -> Any:

@@ -314,14 +314,14 @@ def _closed(writer: Optional[RowWriter]) -> int:
 
 def commit_staged(staging: Staging, outputs: list[StagedOutput]) -> None:
     """Put each output's temporaries in place (a folder: the part files of an earlier run beyond this run's last
-    removed), then remove the staging folder: the run is complete."""
+    removed, and their temporaries a stopped run left), then remove the staging folder: the run is complete."""
     for out in outputs:
         for tmp, target, fd in out.pending:
             with named_errors(target):
                 replace_own(tmp, target, src_dir_fd=fd)
         if out.folder:
             ours = {target.name for _, target, _ in out.pending}
-            pattern = re.compile(r"part-\d{5}" + re.escape(out.pending[0][1].suffix) + "$")
+            pattern = re.compile(r"\.?part-\d{5}" + re.escape(out.pending[0][1].suffix) + r"(\.tmp)?$")
             for old in out.path.iterdir():
                 if pattern.match(old.name) and old.name not in ours and old.is_file() and not old.is_symlink():
                     old.unlink()
