@@ -53,7 +53,9 @@ def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
                         "committed: a stopped run keeps all but about this much (local engine)")
     common(g.add_argument("--resume", action="store_true",
                           help="continue a stopped run: keep the rows committed to OUTPUT.partial, score the rest "
-                               "(the same input and settings; local engine)"))
+                               "(the same input and settings; on the ray engine from a JSONL / CSV / TSV input file)"),
+                   brief="continue a stopped run: keep the rows committed to OUTPUT.partial, score the rest (the "
+                         "same input and settings)")
     common(g.add_argument("--no-progress", action="store_true",
                           help="no progress bars and no 'loading models' line (standard error stays quiet)"))
 
