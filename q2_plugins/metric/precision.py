@@ -22,7 +22,7 @@ import warnings
 from dataclasses import asdict, dataclass, field
 from typing import Any, Optional, Sequence
 
-from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.config import DEFAULT_BACKEND, Q2Config, split_model
 
 __all__ = ["TOLERANCE", "MOVED", "Tolerance", "Agreement", "compare", "check_due", "reference_config",
            "reference_model", "precision_line", "warn_if_below"]
@@ -208,7 +208,6 @@ def _roles(config: Q2Config) -> tuple[str, ...]:
 def reference_model(model: str) -> Optional[str]:
     """The model string whose float32 transformers model a backend's model string stands for (``ct2:NAME`` ->
     ``NAME``), or None when it is a transformers model already."""
-    from q2_plugins.metric.config import DEFAULT_BACKEND, split_model
 
     scheme, name = split_model(model)
     if scheme == DEFAULT_BACKEND:

@@ -256,6 +256,7 @@ class Q2Stats:
     def intervals(self) -> dict[str, Optional[float]]:
         """Q²'s standard error and 95% interval (normal approximation, from the additive sums) and coverage's 95%
         Wilson interval, under their declared names (None where undefined: fewer than two scored responses)."""
+        # (lazy: numpy, which results and the report do without)
         from q2_plugins.metric.significance import mean_interval, proportion_interval
 
         stderr, q2 = mean_interval(self.n_scored, self.sum_score, self.sum_sq_score, M.INTERVAL_CONFIDENCE)

@@ -38,6 +38,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Iterable, Mapping, Optional, Sequence, Union
 
+from q2_plugins import __version__
 from q2_plugins.metric.config import Q2Config, split_model
 
 __all__ = ["Signature", "model_id", "spacy_id", "content_hashes", "directory_digest", "hub_snapshot_of",
@@ -220,7 +221,6 @@ def read_source_record(directory: str | os.PathLike) -> Optional[dict[str, Any]]
 def write_source_record(directory: str | os.PathLike, repo_id: str, commit: str, revision: Optional[str],
                         files: Mapping[str, str]) -> Path:
     """Write ``q2_source.json``: where the model files came from and their SHA-256."""
-    from q2_plugins import __version__
 
     path = Path(directory) / SOURCE_RECORD
     record = {"repo_id": repo_id, "revision": revision, "commit": commit, "files": dict(sorted(files.items())),
@@ -278,7 +278,6 @@ def short_model_id(full: str) -> str:
 def replay_signature(normalization: str, nli: Optional[str] = None, discard_unanswerable: bool = False) -> Signature:
     """The signature of a replay of recorded original-pipeline steps (``nli``: the NLI model's id, when used;
     ``discard_unanswerable``: the Q²* rule)."""
-    from q2_plugins import __version__
 
     parts = [("q2", __version__), ("replay", "recorded-steps"), ("norm", normalization),
              ("cmp", "f1+nli" if nli else "f1")]

@@ -6,6 +6,8 @@ import threading
 from typing import Any, Optional, Sequence
 
 from q2_plugins.metric.errors import SETTING, ModelLoadError
+from q2_plugins.metric.signature import spacy_id
+from q2_plugins.metric.spans import Mention
 
 __all__ = ["load_spacy", "SpacyCandidateExtractor", "SpacyPersonalFilter", "extract_candidates"]
 
@@ -44,7 +46,6 @@ def load_spacy(name: str, shared: bool = True) -> Any:
 
 def spacy_signature(nlp: Any) -> str:
     """``<lang>_<name>-<version>``: :func:`q2_plugins.metric.signature.spacy_id` without its ``spacy:`` prefix."""
-    from q2_plugins.metric.signature import spacy_id
 
     return spacy_id(nlp)[len("spacy:"):]
 
@@ -56,7 +57,6 @@ def extract_candidates(doc: Any) -> list[str]:
     then noun chunks not equal, case-insensitively, to a candidate so far; the bare pronoun "i" is dropped.
     Each candidate is a :class:`~q2_plugins.metric.spans.Mention`: the span's text with its characters in the text.
     """
-    from q2_plugins.metric.spans import Mention
 
     candidates = [Mention(ent.text, ent.start_char, ent.end_char) for ent in doc.ents]
     seen = {c.lower() for c in candidates}  # (a set: linear in the candidates, however many)

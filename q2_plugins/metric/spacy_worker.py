@@ -23,6 +23,9 @@ import threading
 import weakref
 from typing import Any, Optional, Sequence
 
+from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy
+from q2_plugins.metric.spans import mentions_from_json, mentions_to_json
+
 __all__ = ["CandidatesAhead", "PersonalAhead", "off_cpu"]
 
 
@@ -162,8 +165,6 @@ class CandidatesAhead(_Ahead):
     kind, method = "candidates", "extract"
 
     def extract(self, texts: Sequence[str]) -> list[list[str]]:
-        from q2_plugins.metric.spans import mentions_from_json
-
         # the worker's candidates come as JSON (with their offsets), those done here as they are
         return [mentions_from_json(c) or [] if isinstance(c, dict) else list(c) for c in self._serve(texts)]
 
@@ -181,7 +182,6 @@ class PersonalAhead(_Ahead):
 
 def _serve_requests(kind: str, spacy_name: str) -> int:
     """The worker: load the pipeline, then answer each request line with a reply line until standard input ends."""
-    from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy
 
     try:
         nlp = load_spacy(spacy_name, shared=False)
@@ -193,8 +193,6 @@ def _serve_requests(kind: str, spacy_name: str) -> int:
         try:
             out = getattr(component, request["method"])(request["texts"])
             if kind == "candidates":  # (their offsets too: JSON writes a Mention as its text alone)
-                from q2_plugins.metric.spans import mentions_to_json
-
                 out = [mentions_to_json(c) for c in out]
             reply = {"out": out}
         except Exception as e:  # noqa: BLE001 - one request's failure is the caller's to redo

@@ -24,6 +24,8 @@ from __future__ import annotations
 import re
 from typing import Any, Optional, Sequence
 
+from q2_plugins.metric.results import Span
+
 __all__ = ["Mention", "SUPPORTED", "UNSUPPORTED", "UNANSWERABLE", "SPAN_LABELS", "SUPPORTED_ABOVE", "locate",
            "candidate_offsets", "to_original", "question_label", "merge_spans", "question_spans", "response_spans",
            "mentions_to_json", "mentions_from_json"]
@@ -190,6 +192,5 @@ def question_spans(questions: Sequence[Any], score: str = "score") -> list[tuple
 def response_spans(response: str, questions: Sequence[Any]) -> list[Any]:
     """The ``spans`` of a response (the module docstring's rule) from its question results (objects or dicts with
     ``start``, ``end``, ``score``, ``knowledge_answer_kind``); questions without offsets are left out."""
-    from q2_plugins.metric.results import Span
 
     return [Span(s, e, response[s:e], score, label) for s, e, score, label in merge_spans(question_spans(questions))]

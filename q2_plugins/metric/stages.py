@@ -361,14 +361,14 @@ def stage_version(stage: str) -> str:
     cache key; "" for the others."""
     if stage != "signals":
         return ""
-    from q2_plugins.metric.taxonomy import SIGNALS_VERSION
+    from q2_plugins.metric.taxonomy import SIGNALS_VERSION  # (lazy: the taxonomy loads only when labels are asked for)
 
     return SIGNALS_VERSION
 
 
 def text_signals(run: StageRunner, signals: SpacyTextSignals, rows: list[Row]) -> None:
     """The text signals of each row's response and knowledge (:mod:`q2_plugins.metric.taxonomy`), from ``signals``."""
-    from q2_plugins.metric.taxonomy import TextSignals
+    from q2_plugins.metric.taxonomy import TextSignals  # (lazy: the taxonomy loads only when labels are asked for)
 
     out = run.run("signals", [(r.response, r.knowledge) for r in rows],
                   lambda part: signals.compute([tuple(p) for p in part]),
@@ -380,7 +380,7 @@ def text_signals(run: StageRunner, signals: SpacyTextSignals, rows: list[Row]) -
 def label(rows: Sequence[Row], results: Sequence[ResponseResult]) -> None:
     """Attach the BEGIN-style label of each response from its result and its row's text signals (it reads the
     explanations, so they are still attached)."""
-    from q2_plugins.metric.taxonomy import classify
+    from q2_plugins.metric.taxonomy import classify  # (lazy: the taxonomy loads only when labels are asked for)
 
     for r, res in zip(rows, results):
         if isinstance(r.signals, Failure):

@@ -34,6 +34,7 @@ from dataclasses import asdict, dataclass
 from typing import Any, Optional, Sequence
 
 from q2_plugins.metric.results import ResponseResult, ResponseStatus
+from q2_plugins.metric.spacy_parts import load_spacy
 
 __all__ = [
     "LABELS",
@@ -214,8 +215,6 @@ def classify_texts(responses: Sequence[str], knowledge: Sequence[str], *, nlp: A
         raise ValueError(f"Expected as many knowledge texts as responses, but got {len(knowledge)} for "
                          f"{len(responses)}")
     if nlp is None:
-        from q2_plugins.metric.spacy_parts import load_spacy
-
         nlp = load_spacy(spacy_model)
     signals = SpacyTextSignals(nlp).compute(list(zip(responses, knowledge)))
     return [classify(None, s, thresholds) for s in signals]
