@@ -29,13 +29,10 @@ from __future__ import annotations
 import importlib
 import os
 import re
-from typing import TYPE_CHECKING, Any, Optional, Protocol, Union
+from typing import Any, Optional, Protocol, Union
 
-from q2_plugins.metric.config import DEFAULT_BACKEND, split_model
+from q2_plugins.metric.config import DEFAULT_BACKEND, Q2Config, split_model
 from q2_plugins.metric.errors import ModelLoadError, SettingError
-
-if TYPE_CHECKING:
-    from q2_plugins.metric.config import Q2Config
 
 __all__ = ["Backend", "BackendError", "ROLES", "DEFAULT", "ENTRY_POINT_GROUP", "MODULES_ENV", "register",
            "unregister", "registered", "resolve", "identity", "load", "prefetch"]
@@ -123,8 +120,6 @@ def resolve(role: str, model: str) -> tuple[Backend, str]:
 
 
 def _config(config: Optional["Q2Config"]) -> "Q2Config":
-    from q2_plugins.metric.config import Q2Config
-
     return Q2Config() if config is None else config
 
 

@@ -24,7 +24,11 @@ import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from q2_plugins.backends.accel.batching import length_batches
+from q2_plugins.backends.hf import transformers_models
+from q2_plugins.backends.loading import fetch
 from q2_plugins.metric.errors import ModelLoadError, SettingError
+from q2_plugins.metric.signature import model_id
 
 if TYPE_CHECKING:
     from q2_plugins.metric.config import Q2Config
@@ -72,7 +76,6 @@ def _cache_root() -> Path:
 
 def converted(role: str, name: str, revision: Optional[str]) -> Path:
     """The directory of the converted model (converted now if this machine has not yet done it)."""
-    from q2_plugins.metric.signature import model_id
 
     model, compute = _split(name)
     key = hashlib.sha256(f"{model_id(model, revision)}|{compute}|{_version()}".encode()).hexdigest()[:24]
@@ -96,7 +99,6 @@ def converted(role: str, name: str, revision: Optional[str]) -> Path:
 
 def _local_files(role: str, model: str, revision: Optional[str]) -> str:
     """A local directory holding the model's files, under the one load policy."""
-    from q2_plugins.backends.loading import fetch
 
     def where(path: str, local: dict[str, Any]) -> str:
         if os.path.isdir(path):
@@ -203,8 +205,6 @@ class CT2Backend:
     """Components of CTranslate2 conversions of transformers QG and NLI models (see the module docstring)."""
 
     def identity(self, role: str, name: str, config: "Q2Config") -> str:
-        from q2_plugins.metric.signature import model_id
-
         _check_role(role)
         model, compute = _split(name)
         return f"ct2-{_version()}:{model_id(model, _revision(role, config))}[{compute}]"
@@ -253,8 +253,6 @@ def _end_tokens(tokenizer: Any, source: str) -> Optional[list[str]]:
 
 
 def _hf() -> Any:
-    from q2_plugins.backends.hf import transformers_models
-
     return transformers_models
 
 
@@ -277,8 +275,6 @@ class CT2QuestionGenerator(_hf().HFQuestionGenerator):  # type: ignore[misc]
         self.end_tokens: Optional[list[str]] = None  # the generation config's end tokens
 
     def generate(self, pairs: Sequence[tuple[str, str]]) -> list[list[str]]:
-        from q2_plugins.backends.accel.batching import length_batches
-
         encoded = self.tokenizer(self._texts(pairs), add_special_tokens=True)["input_ids"]
         for ids in encoded:
             if len(ids) > self.max_input_tokens:
@@ -337,7 +333,6 @@ class CT2NLI(_hf().HFNLI):  # type: ignore[misc]
         import numpy as np
         import torch
 
-        from q2_plugins.backends.accel.batching import length_batches
 
         features = win.features
         lengths = [len(f["input_ids"]) for f in features]

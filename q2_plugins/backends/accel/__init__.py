@@ -18,14 +18,12 @@ decisions with float32 on the library paths (:mod:`q2_plugins.metric.precision`)
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from q2_plugins.backends.accel.batching import Batching
-
-if TYPE_CHECKING:
-    from q2_plugins.backends.accel.counters import RunStats
-    from q2_plugins.backends.accel.generation import QuestionDecoder
-    from q2_plugins.backends.accel.windows import WindowRunner
+from q2_plugins.backends.accel.counters import ForwardClock, RunStats
+from q2_plugins.backends.accel.generation import QuestionDecoder
+from q2_plugins.backends.accel.windows import WindowRunner
 
 __all__ = ["Batching", "prepare_model", "question_decoder", "window_runner", "instrument", "CPU_KERNELS"]
 
@@ -41,7 +39,7 @@ def prepare_model(model: Any, cpu_kernels: str = "onednn", *, tf32: bool = False
         raise ValueError(f"cpu_kernels must be 'onednn' or 'torch', got {cpu_kernels!r}")
     model.q2_tf32 = tf32
     if cpu_kernels == "onednn":
-        from q2_plugins.backends.accel.onednn import fuse_tanh_gelu, pack_linear_layers
+        from q2_plugins.backends.accel.onednn import fuse_tanh_gelu, pack_linear_layers  # (lazy: torch)
 
         if pack_linear_layers(model):  # a CPU model on fast kernels: its activations too
             fuse_tanh_gelu(model)
@@ -52,7 +50,6 @@ def question_decoder(tokenizer: Any, model: Any, *, search: str = "own",
     """The runner of a question generator: ``.generate(encoded, gen_kwargs, batching)`` gives each input's
     generated token-id rows. ``search``: ``"own"`` (our beam search where it reproduces the call) or ``"library"``
     (``generate``)."""
-    from q2_plugins.backends.accel.generation import QuestionDecoder
 
     return QuestionDecoder(tokenizer, model, search=search, generate_overrides=generate_overrides)
 
@@ -60,7 +57,6 @@ def question_decoder(tokenizer: Any, model: Any, *, search: str = "own",
 def window_runner(tokenizer: Any, model: Any, kind: str, *, pack_windows: bool = True) -> "WindowRunner":
     """The runner of a QA (``kind="qa"``) or NLI (``"classification"``) model: ``.logits(features, batching)``
     gives each window's logits, packed end to end where the model allows unless ``pack_windows`` is off."""
-    from q2_plugins.backends.accel.windows import WindowRunner
 
     return WindowRunner(tokenizer, model, kind, pack_windows=pack_windows)
 
@@ -69,7 +65,6 @@ def instrument(component: Any) -> "RunStats":
     """The counters of a component (or of a runner) with a clock of the time inside its model's forward passes:
     ``call_seconds``, ``forward_seconds``, ``tokens``, ``padded_tokens``, ``batches``, ``reset()``. For benchmarks;
     calling it again returns the same counters."""
-    from q2_plugins.backends.accel.counters import ForwardClock
 
     runner = getattr(component, "runner", component)
     stats = runner.stats

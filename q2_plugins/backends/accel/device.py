@@ -152,8 +152,6 @@ def check_dtype(dtype: str, device: str, setting: str = "dtype") -> None:
         return
     props = probe(device)
     if not supports_tf32(props):
-        from q2_plugins.metric.errors import SettingError
-
         raise SettingError(setting, f"tf32 needs a CUDA GPU of compute capability 8.0 or newer (Ampere, Hopper, ...); "
                                     f"the device is {device!r}{f' ({props.name})' if props.name else ''}: use float32")
 

@@ -12,10 +12,14 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional, Union
+from typing import Any, Optional, Union
 
-if TYPE_CHECKING:
-    from q2_plugins.metric.config import Q2Config
+from q2_plugins.backends.accel.device import check_dtype, fitted_batching
+from q2_plugins.backends.hf import transformers_models as tm
+from q2_plugins.backends.hf.labeller import TaxonomyModel
+from q2_plugins.backends.hf.prefetch import prefetch_model
+from q2_plugins.metric.config import MODEL_KINDS, Q2Config
+from q2_plugins.metric.signature import model_id
 
 __all__ = ["HFBackend", "BACKEND"]
 
@@ -28,13 +32,11 @@ class HFBackend:
     """Components of transformers models (see the module docstring)."""
 
     def identity(self, role: str, name: str, config: "Q2Config") -> str:
-        from q2_plugins.metric.signature import model_id
-
         ident = model_id(name, _revision(role, config))
         if role == "taxonomy":
             return ident
         if role == "coref":
-            from q2_plugins.backends.hf.coref import COREF_IMPL
+            from q2_plugins.backends.hf.coref import COREF_IMPL  # (lazy: torch)
 
             return f"{COREF_IMPL}:{ident}[float32]"
         return f"{ident}[{config.role_dtype(role)}]"
@@ -42,17 +44,12 @@ class HFBackend:
     def load(self, role: str, name: str, config: "Q2Config") -> Any:
         c = config
         if role == "coref":
-            from q2_plugins.backends.hf.coref import FCoref, load_fcoref
+            from q2_plugins.backends.hf.coref import FCoref, load_fcoref  # (lazy: torch)
 
             tok, model = load_fcoref(name, c.coref_revision, c.device)
             return FCoref(tok, model, batch_size=1 if c.per_item else c.batch_size or 32, sort_by_length=not c.per_item)
         if role == "taxonomy":
-            from q2_plugins.backends.hf.labeller import TaxonomyModel
-
             return TaxonomyModel(name, device=c.device)
-        from q2_plugins.backends.accel.device import check_dtype, fitted_batching
-        from q2_plugins.backends.hf import transformers_models as tm
-        from q2_plugins.metric.config import MODEL_KINDS
 
         check_dtype(c.role_dtype(role), c.role_device(role), f"{role}_dtype" if getattr(c, f"{role}_dtype") else "dtype")
         tok, model = tm.load_model(role, name, _revision(role, c), c.role_device(role), c.role_dtype(role),
@@ -72,18 +69,14 @@ class HFBackend:
     def prefetch(self, role: str, name: str, config: "Q2Config", target: "Union[str, os.PathLike[str]]") -> Path:
         """The model's published files copied into ``target`` (:func:`.prefetch.prefetch_model`), then loaded once
         from there on the CPU, so that a copy that cannot load fails here; returns ``target``."""
-        from q2_plugins.backends.hf.prefetch import prefetch_model
-        from q2_plugins.metric.config import MODEL_KINDS
 
         copied = prefetch_model(role, name, _revision(role, config), target)
         if role == "coref":
-            from q2_plugins.backends.hf.coref import load_fcoref
+            from q2_plugins.backends.hf.coref import load_fcoref  # (lazy: torch)
 
             load_fcoref(str(copied))
         else:
-            from q2_plugins.backends.hf.transformers_models import load_model
-
-            load_model(role, str(copied), None, "cpu", "float32", MODEL_KINDS[role], cpu_kernels="torch")
+            tm.load_model(role, str(copied), None, "cpu", "float32", MODEL_KINDS[role], cpu_kernels="torch")
         return copied
 
 

@@ -18,6 +18,7 @@ from typing import Any, Optional, Sequence
 
 import torch
 
+from q2_plugins.backends.loading import fetch
 from q2_plugins.metric.components import Resolution
 from q2_plugins.metric.coref_rules import WORD, join_dialogue, rewrite
 from q2_plugins.metric.errors import ModelLoadError, model_load_error
@@ -201,7 +202,6 @@ _FILES = ("config.json", "tokenizer.json", "tokenizer_config.json", "special_tok
 def _folder(name: str, revision: Optional[str]) -> Path:
     """The model's files under the one load policy (:func:`q2_plugins.backends.loading.fetch`): a local directory
     as it is, a hub id through the Hugging Face cache."""
-    from q2_plugins.backends.loading import fetch
 
     def files(path: str, local: dict[str, Any]) -> Path:
         if os.path.isdir(path):

@@ -6,7 +6,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
+from q2_plugins.backends.hf import transformers_models as tm
+from q2_plugins.backends.loading import fetch
 from q2_plugins.metric.errors import ModelLoadError, SettingError
+from q2_plugins.metric.results import ResponseStatus
 from q2_plugins.metric.taxonomy import COARSE, LABELS
 
 __all__ = ["TaxonomyModel", "TaxonomyModelError", "StartModelError", "load_for_training"]
@@ -25,12 +28,10 @@ class TaxonomyModel:
     """
 
     def __init__(self, path: str, *, batch_size: int = 32, max_length: int = 256, device: str = "cpu") -> None:
-        from q2_plugins.backends.hf.transformers_models import load_model, quiet_loading
-
         try:  # the one load policy of every model (q2_plugins.backends.loading), without per-file loading bars
-            with quiet_loading():
-                self.tokenizer, self.model = load_model("taxonomy", path, None, device, "float32", "classification",
-                                                        cpu_kernels="torch")
+            with tm.quiet_loading():
+                self.tokenizer, self.model = tm.load_model("taxonomy", path, None, device, "float32", "classification",
+                                                           cpu_kernels="torch")
         except ModelLoadError as e:
             why = e.__cause__ if e.__cause__ is not None else e
             raise TaxonomyModelError("taxonomy_model", f"{path} could not be loaded ({str(why).splitlines()[0]})") \
@@ -60,7 +61,6 @@ class TaxonomyModel:
     def label(self, result: Any, *, responses: Sequence[Any], knowledge: Sequence[Any],
               history: Optional[Sequence[Any]] = None) -> Any:
         """Label the responses of ``result`` in place (a row with an error or an empty text is not labelled)."""
-        from q2_plugins.metric.results import ResponseStatus
 
         ok = [i for i, r in enumerate(result.responses) if r.status != ResponseStatus.ERROR
               and isinstance(responses[i], str) and isinstance(knowledge[i], str)]
@@ -88,8 +88,6 @@ def load_for_training(start: str, setting: str, labels: Sequence[str]) -> tuple[
     the model, its tokenizer, the label order and how many labels the checkpoint had."""
     from transformers import AutoConfig, AutoModelForSequenceClassification, AutoTokenizer
     from transformers.utils import logging as hf_logging
-
-    from q2_plugins.backends.loading import fetch
 
     def load(path: str, local: dict[str, Any]) -> tuple[Any, Any, tuple[str, ...], int]:
         config = AutoConfig.from_pretrained(path, **local)

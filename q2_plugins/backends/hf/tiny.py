@@ -26,7 +26,8 @@ from typing import Any
 
 import torch
 
-from q2_plugins.backends.loading import RANDOM_WEIGHTS_MARK
+from q2_plugins.backends.hf.coref import FCorefModule
+from q2_plugins.backends.loading import RANDOM_WEIGHTS_MARK, quiet_loading
 
 __all__ = [
     "CORPUS",
@@ -153,7 +154,6 @@ def corpus_sentences(lower: bool = False) -> list[str]:
 
 def _save(out: Path, model: object, tokenizer: object) -> Path:
     """``save_pretrained`` the model and the tokenizer into ``out``."""
-    from q2_plugins.backends.loading import quiet_loading
 
     with quiet_loading():  # (the "Writing model shards" bar)
         model.save_pretrained(out)  # type: ignore[attr-defined]
@@ -426,7 +426,6 @@ def build_fcoref(path: str | os.PathLike, seed: int = 0, *, ffnn_size: int = 16,
     from safetensors.torch import save_file
     from transformers import AutoConfig, AutoTokenizer
 
-    from q2_plugins.backends.hf.coref import FCorefModule
 
     out = build_roberta_nli(path, seed, model_vocab=config.pop("model_vocab", None), **config)
     roberta = AutoConfig.from_pretrained(out)
