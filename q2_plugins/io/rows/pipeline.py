@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
 from q2_plugins.io.columns import TextColumns
+from q2_plugins.io.inputs import as_value, missing_fields
 
 __all__ = ["RowSpec", "problems_of", "score_records"]
 
@@ -39,7 +40,6 @@ class RowSpec(TextColumns):
 
 def problems_of(records: Sequence[dict[str, Any]], spec: RowSpec) -> list[Optional[str]]:
     """Per record: why it cannot be scored (it could not be read, or lacks a field), or None."""
-    from q2_plugins.io.inputs import missing_fields
 
     return [r["__error__"] if "__error__" in r else missing_fields(r, spec.required) for r in records]
 
@@ -50,7 +50,6 @@ def score_records(scorer: Any, records: Sequence[dict[str, Any]], spec: RowSpec,
     record that cannot be scored is scored as missing and its problem is its row's error. With ``labeller`` (a trained
     five-way model, :class:`~q2_plugins.backends.hf.labeller.TaxonomyModel`) the rows are labelled by it, not by the
     text rules."""
-    from q2_plugins.io.inputs import as_value
 
     problems = problems_of(records, spec)
     # (a JSON file's NaN / Infinity is the number it stands for: refused as any number is, never scored as text)

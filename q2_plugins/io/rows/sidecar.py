@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from q2_plugins import __version__
+from q2_plugins.io.outputs import meta_path, write_json_atomic
 from q2_plugins.io.rows.pipeline import RowSpec
 
 __all__ = ["META_FORMAT", "write_meta", "dropped_path", "LIBRARIES", "library_versions"]
@@ -33,7 +34,6 @@ def write_meta(output: str | Path, *, engine: str, signature: Any, summary: dict
     """Write ``OUTPUT.meta.json`` (atomically) and return its path: the same keys from both engines and ``q2
     replay`` (``engine="replay"``, its ``config`` a dict, ``spec`` None, ``input`` its steps files), ``extra``
     (cache counts, filter mode, an HTML report's failure) after them."""
-    from q2_plugins.io.outputs import meta_path, write_json_atomic
 
     target = meta_path(output)
     write_json_atomic(target, {
