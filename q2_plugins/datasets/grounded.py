@@ -8,8 +8,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Optional, Protocol, Sequence
 
+from q2_plugins.datasets.registry import DATASETS
+from q2_plugins.datasets.textcheck import cells
 from q2_plugins.datasets.types import SourceRow
-from q2_plugins.io.inputs import InputFormatError
+from q2_plugins.io.inputs import InputFormatError, read_checked_rows
 from q2_plugins.metric.errors import SettingError
 
 
@@ -88,7 +90,6 @@ def table_rows(path: str | Path, input_format: Optional[str], fields: Sequence[t
     (setting, column) pairs the first readable row must have. An unreadable record (``{"__error__": why}``) or a
     later row without a field is kept, for the recipes and stress pairs to skip and count
     (:func:`q2_plugins.datasets.textcheck.cells`), never dropped."""
-    from q2_plugins.io.inputs import read_checked_rows
 
     kept = keep_filter(keep)
     asked = [*fields, ("keep", kept[0] if kept else None)]
@@ -98,8 +99,6 @@ def table_rows(path: str | Path, input_format: Optional[str], fields: Sequence[t
 
 
 def _table_rows(path: Path, options: SourceOptions) -> list[SourceRow]:
-    from q2_plugins.datasets.textcheck import cells
-
     fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
               ("id_column", options.id_column), ("topic_column", options.topic_column),
               ("previous_column", options.previous_column)]
@@ -167,8 +166,6 @@ def read_sources(path: str, options: SourceOptions) -> list[SourceRow]:
     elif kind == "wow-json":
         rows = _wow_json_rows(where)
     else:
-        from q2_plugins.datasets.registry import DATASETS
-
         data = DATASETS[kind].recipe_input(where)  # type: ignore[misc]
         topics = _wow_topics(where) if kind == "wow" else {}
         source = _begin_source(where) if kind == "begin" else None

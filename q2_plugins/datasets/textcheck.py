@@ -15,6 +15,8 @@ import unicodedata
 from dataclasses import dataclass
 from typing import Any, Optional
 
+from q2_plugins.metric.config import Q2Config
+
 __all__ = ["text_problem", "default_budget", "Unreadable", "cells"]
 
 _KINDS = {bool: "a boolean", int: "a number", float: "a number", list: "a list", tuple: "a list", dict: "an object"}
@@ -80,7 +82,5 @@ def text_problem(value: Any, what: str, budget: int = 0, *, required: bool = Tru
 def default_budget(name: str) -> int:
     """The default of ``q2 score``'s per-row budget ``name`` (``max_response_chars``, ``max_knowledge_chars``)."""
     from dataclasses import fields
-
-    from q2_plugins.metric.config import Q2Config
 
     return next(f.default for f in fields(Q2Config) if f.name == name)  # type: ignore[return-value]
