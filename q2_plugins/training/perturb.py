@@ -34,8 +34,11 @@ from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
 from q2_plugins.datasets.grounded import table_rows
 from q2_plugins.datasets.registry import recipe_inputs
+from q2_plugins.datasets.textcheck import cells, default_budget, text_problem
 from q2_plugins.io.columns import TextColumns
 from q2_plugins.metric.errors import SettingError
+from q2_plugins.metric.progress import Progress
+from q2_plugins.metric.spacy_parts import load_spacy
 from q2_plugins.metric.taxonomy import COARSE
 from q2_plugins.training.edits import Edit, Skip, content_forms, invert, negate
 from q2_plugins.training.entities import entity_pool, swap_entity
@@ -150,7 +153,6 @@ def _cell_problems(responses: Sequence[Any], knowledge: Sequence[Any], max_respo
                    max_knowledge_chars: Optional[int]) -> list[Optional[str]]:
     """Why each row's response or knowledge is no usable text (:func:`q2_plugins.datasets.textcheck.text_problem`,
     within ``q2 score``'s budgets by default), or None."""
-    from q2_plugins.datasets.textcheck import default_budget, text_problem
 
     r_budget = default_budget("max_response_chars") if max_response_chars is None else max_response_chars
     k_budget = default_budget("max_knowledge_chars") if max_knowledge_chars is None else max_knowledge_chars
@@ -183,8 +185,6 @@ def make_stress_pairs(
     methods, source_ids, topic_of = _stress_inputs(responses, knowledge, ids, topics, methods)
     n = len(responses)
     if nlp is None:
-        from q2_plugins.metric.spacy_parts import load_spacy
-
         nlp = load_spacy(spacy_model)
 
     problems = _cell_problems(responses, knowledge, max_response_chars, max_knowledge_chars)
@@ -327,7 +327,6 @@ def stress_pairs(options: PerturbOptions, progress: bool = False) -> dict[str, A
     """Read ``options.inputs[0]``, make its stress pairs, write them to ``options.output``; returns the summary.
     ``progress``: the rows counted on standard error as ``q2 score`` counts them (a bar on a terminal, plain lines
     in a log)."""
-    from q2_plugins.datasets.textcheck import cells
 
     path = options.inputs[0]
     fields = [("response_column", options.response_column), ("knowledge_column", options.knowledge_column),
@@ -339,8 +338,6 @@ def stress_pairs(options: PerturbOptions, progress: bool = False) -> dict[str, A
     with contextlib.ExitStack() as stack:
         bar = None
         if progress:
-            from q2_plugins.metric.progress import Progress
-
             bar = stack.enter_context(Progress(total=len(rows)))
         pairs, report = make_stress_pairs(
             responses=[c[0] for c in columns], knowledge=[c[1] for c in columns],

@@ -27,10 +27,14 @@ import random
 from collections import Counter
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
+from q2_plugins import __version__
 from q2_plugins.backends.hf.generator import HFResponseGenerator
 from q2_plugins.datasets.grounded import SourceRow, read_sources
-from q2_plugins.datasets.textcheck import default_budget
+from q2_plugins.datasets.textcheck import default_budget, text_problem
+from q2_plugins.io.outputs import meta_path, write_json_atomic
 from q2_plugins.metric.errors import SettingError
+from q2_plugins.metric.progress import Progress
+from q2_plugins.metric.spacy_parts import load_spacy
 from q2_plugins.training.begin import begin_examples, off_topic_draws
 from q2_plugins.training.edits import Skip, content_forms, model_words, negate, wordnet_antonyms
 from q2_plugins.training.entities import entity_pool, swap_entity
@@ -139,7 +143,6 @@ def _checked(rows: Sequence[SourceRow], report: RecipeReport, budgets: dict[str,
     (:func:`q2_plugins.datasets.textcheck.text_problem`: not a number or list, nothing invisible, no control or
     zero-width character, no lone surrogate); each other row is skipped and counted under ``original`` with its
     reason."""
-    from q2_plugins.datasets.textcheck import text_problem
 
     usable = []
     for r in rows:
@@ -189,8 +192,6 @@ def make_training_set(rows: Sequence[SourceRow], *, recipe: str, seed: int = 0, 
                 report.skip("original", LEAKED)
         usable = [r for r in usable if not held_out.shares(r.knowledge, r.response)]
     if nlp is None:
-        from q2_plugins.metric.spacy_parts import load_spacy
-
         nlp = load_spacy(spacy_model)
     unique_k = list(dict.fromkeys(r.knowledge for r in usable))
     if progress is not None:
@@ -232,9 +233,6 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
     import contextlib
     import json
 
-    from q2_plugins import __version__
-    from q2_plugins.io.outputs import meta_path, write_json_atomic
-
     sources: list[SourceRow] = []
     per_input: dict[str, int] = {}
     for path in options.inputs:
@@ -248,8 +246,6 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
     with contextlib.ExitStack() as stack:
         bar = None
         if progress:
-            from q2_plugins.metric.progress import Progress
-
             bar = stack.enter_context(Progress(total=len(sources)))
         made, report = make_training_set(sources, recipe=options.recipe or "", seed=options.seed,
                                          balance=options.balance, generator=generator,

@@ -21,8 +21,13 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from q2_plugins.io.inputs import InputFormatError
+from q2_plugins import __version__
+from q2_plugins.backends.hf.labeller import load_for_training
+from q2_plugins.backends.loading import quiet_loading
+from q2_plugins.datasets.textcheck import text_problem
+from q2_plugins.io.inputs import InputFormatError, read_checked_rows
 from q2_plugins.metric.errors import SettingError
+from q2_plugins.metric.progress import CountLines
 from q2_plugins.metric.taxonomy import COARSE, LABELS, LABELS3
 
 __all__ = [
@@ -164,8 +169,6 @@ def read_pairs(path: str, options: TrainOptions) -> list[LabelledPair]:
     missing column, an unknown label, an empty file or a row whose text is no text (a number, a list, empty, a NUL,
     control or zero-width character, a lone surrogate: ``row 5: 'response' is a number``) raises
     :class:`TrainDataError` naming what to fix."""
-    from q2_plugins.datasets.textcheck import text_problem
-    from q2_plugins.io.inputs import read_checked_rows
 
     if not Path(path).is_file():
         raise TrainDataError(f"No training data file {path}")
@@ -226,7 +229,6 @@ def evaluate_labels(gold: Sequence[str], predicted: Sequence[str]) -> dict[str, 
 def _load_for_training(options: TrainOptions) -> tuple[Any, Any, tuple[str, ...]]:
     """The starting model with a head for the run's labels, its tokenizer and the label order. A head of another size
     is re-initialised, as expected: one line says so (transformers' load report of the mismatch is not shown)."""
-    from q2_plugins.backends.hf.labeller import load_for_training
 
     start = options.init_from or options.base
     setting = "init_from" if options.init_from else "base"
@@ -277,8 +279,6 @@ def _step_lines(every: float = 30.0) -> Any:
     """A ``TrainerCallback`` that counts the optimiser steps on standard error as ``q2 score`` counts rows in a log:
     a ``q2 train: steps`` line at most every ``every`` seconds (with the last logged loss) and one at the end."""
     from transformers import TrainerCallback
-
-    from q2_plugins.metric.progress import CountLines
 
     class StepLines(TrainerCallback):  # type: ignore[misc]
         lines: Any = None
@@ -336,8 +336,6 @@ def train(options: TrainOptions) -> TrainResult:
         raise ModuleNotFoundError("q2 train needs accelerate: pip install -c constraints.txt '.[train]'") from None
     from transformers import DataCollatorWithPadding, PrinterCallback, Trainer, set_seed
 
-    from q2_plugins.backends.loading import quiet_loading
-
     set_seed(options.seed)
     with quiet_loading():  # transformers' per-file bars (loading weights, writing shards and checkpoints)
         model, tokenizer, order = _load_for_training(options)
@@ -378,7 +376,6 @@ def trained_summary(result: TrainResult) -> str:
 
 def _recipes(path: str) -> dict[str, int]:
     """How many training rows each ``q2 perturb`` recipe made (a file without a ``recipe`` field: none)."""
-    from q2_plugins.io.inputs import read_checked_rows
 
     return dict(Counter(str(row["recipe"]) for _, row in read_checked_rows(path, None, (), error=TrainDataError)
                         if row.get("recipe")))
@@ -395,8 +392,6 @@ def _first_base(options: TrainOptions) -> str:
 
 
 def _write_card(options: TrainOptions, result: TrainResult, recipes: dict[str, int]) -> None:
-    from q2_plugins import __version__
-
     settings = {k: v for k, v in asdict(options).items() if k not in ("progress", "output_dir")}
     settings["base"] = _first_base(options)
     lines = ["---", "library_name: transformers", "pipeline_tag: text-classification",
