@@ -33,6 +33,7 @@ from q2_plugins.metric.components import NLIModel
 from q2_plugins.metric.errors import SETTING, ModelLoadError
 from q2_plugins.metric.normalize import tokens_f1
 from q2_plugins.metric.scoring import NLI_SCORES
+from q2_plugins.metric.spacy_parts import load_spacy, spacy_signature
 
 __all__ = [
     "Baseline",
@@ -76,15 +77,11 @@ class TokenOverlap:
     @property
     def nlp(self) -> Any:
         if self._nlp is None:
-            from q2_plugins.metric.spacy_parts import load_spacy
-
             self._nlp = load_spacy(self.spacy_model)
         return self._nlp
 
     @property
     def signature(self) -> str:
-        from q2_plugins.metric.spacy_parts import spacy_signature
-
         return f"overlap|tok:spacy-{spacy_signature(self.nlp)}|lc|-stop-punct|ref:knowledge.lower()"
 
     def tokens(self, texts: Sequence[str]) -> list[list[str]]:

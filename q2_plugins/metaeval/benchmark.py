@@ -11,6 +11,7 @@ from typing import Any, Optional, Sequence
 
 import numpy as np
 
+from q2_plugins.datasets.registry import per_subset_benchmarks
 from q2_plugins.datasets.types import MetaEvalData
 from q2_plugins.metaeval import stats
 from q2_plugins.metaeval.scores import MetricScores
@@ -117,7 +118,6 @@ def published_beside(data: MetaEvalData, metrics: Sequence[MetricScores]) -> Opt
 def benchmark(data: MetaEvalData, metrics: Sequence[MetricScores], threshold: float) -> dict[str, Any]:
     """The ``benchmark`` experiment: per-data-set balanced accuracy (when the data is a benchmark of several data
     sets, or has a dev split) and the published figures beside ours (when there are any for the data)."""
-    from q2_plugins.datasets.registry import per_subset_benchmarks
 
     out: dict[str, Any] = {}
     if data.benchmark in per_subset_benchmarks() or any(ex.split == "dev" for ex in data.examples):

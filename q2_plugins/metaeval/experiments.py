@@ -21,9 +21,13 @@ from q2_plugins import __version__
 from q2_plugins.datasets.types import Example, MetaEvalData
 from q2_plugins.metaeval import stats
 from q2_plugins.metaeval.baselines import response_length
+from q2_plugins.metaeval.benchmark import benchmark
+from q2_plugins.metaeval.caveats import find_caveats
 from q2_plugins.metaeval.paper_tables import SYSTEM_LEVEL_PAPER, dnli_accuracy, usr_correlation
 from q2_plugins.metaeval.scores import MetricScores
+from q2_plugins.metaeval.spans import add_span_level
 from q2_plugins.metric.errors import SettingError
+from q2_plugins.metric.taxonomy import COARSE, LABELS, LABELS3
 
 __all__ = [
     "EXPERIMENTS",
@@ -388,15 +392,12 @@ BEGIN_PAPER_BASELINE = {
 
 
 def has_begin_labels(data: MetaEvalData) -> bool:
-    from q2_plugins.metric.taxonomy import LABELS
-
     return bool(data.examples) and all(ex.label in LABELS for ex in data.examples)
 
 
 def taxonomy(data: MetaEvalData, metrics: Sequence[MetricScores]) -> dict[str, Any]:
     """Five-way and three-way agreement of each label source with BEGIN's gold labels (accuracy, macro-F1, per
     label, confusion matrix), over the examples the source labels, beside the BEGIN paper's best baseline."""
-    from q2_plugins.metric.taxonomy import COARSE, LABELS, LABELS3
 
     out: dict[str, Any] = {"labels": list(LABELS), "labels3": list(LABELS3), "reference": BEGIN_PAPER_BASELINE,
                            "metrics": {}}
@@ -417,7 +418,6 @@ def taxonomy(data: MetaEvalData, metrics: Sequence[MetricScores]) -> dict[str, A
 def stress(data: MetaEvalData, metrics: Sequence[MetricScores]) -> dict[str, Any]:
     """Per perturbation method, how often each metric scores the original above its perturbation (and ties, below),
     over the pairs it scores on both sides; for label sources, how often the perturbation gets the expected label."""
-    from q2_plugins.metric.taxonomy import COARSE
 
     methods = list(dict.fromkeys(p.method for p in data.pairs))
     groups = [(method, [p for p in data.pairs if p.method == method]) for method in methods]
@@ -543,17 +543,12 @@ def run_meta_eval(data: MetaEvalData, metrics: Sequence[MetricScores], options: 
         else:
             report["skipped"]["dnli"] = "the data has no entailment and contradiction labels (dataset dnli has)"
     if "benchmark" in todo:  # per-data-set balanced accuracy; published figures beside ours (benchmark.py)
-        from q2_plugins.metaeval.benchmark import benchmark
-
         report["benchmark"] = benchmark(data, metrics, options.threshold)
         if not report["benchmark"]:
             report["skipped"]["benchmark"] = "no dev split, several data sets or published figures for this data"
             del report["benchmark"]
     if "spans" in todo:  # hallucinated characters, as RAGTruth and HalluDial mark them (spans.py)
-        from q2_plugins.metaeval.spans import add_span_level
-
         add_span_level(report, data, metrics)
-    from q2_plugins.metaeval.caveats import find_caveats  # where figures are not like for like (caveats.py)
-
+    # where figures are not like for like (caveats.py)
     report["caveats"], report["caveat_markers"] = find_caveats(report, data)
     return MetaEvalRun(report, data, list(metrics), labelled)

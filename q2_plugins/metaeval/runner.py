@@ -17,10 +17,36 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Mapping, Optional
 
+from q2_plugins import backends
+from q2_plugins.datasets.common import LabelOptions
+from q2_plugins.datasets.registry import DATASETS, default_data, labelled, load_dataset
 from q2_plugins.datasets.table import TableColumns
-from q2_plugins.metaeval.experiments import EXPERIMENTS, MetaEvalOptions
+from q2_plugins.metaeval.baselines import BASELINE_NAMES, NLIBaseline, build_baselines, score_baselines
+from q2_plugins.metaeval.experiments import (
+    EXPERIMENTS,
+    MetaEvalOptions,
+    control_variants,
+    has_begin_labels,
+    run_meta_eval,
+)
+from q2_plugins.metaeval.plots import plot_all
+from q2_plugins.metaeval.report import save_report
+from q2_plugins.metaeval.scores import (
+    column_scores,
+    compute_q2,
+    export_inputs,
+    q2_star_metric,
+    read_scores_file,
+    replay_scores,
+    taxonomy_model_labels,
+    text_rule_labels,
+    write_scores_file,
+)
+from q2_plugins.metaeval.variants import variants_markdown, variants_table
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError  # ``setting`` names the MetaEvalSettings field to change
+from q2_plugins.metric.taxonomy import LABELS
+from q2_plugins.scorer import Q2Scorer
 
 __all__ = ["SettingError", "MetaEvalSettings", "load_data", "evaluate", "export", "save_outputs",
            "variants", "save_variants"]
@@ -64,8 +90,6 @@ class MetaEvalSettings:
     config: Q2Config = field(default_factory=Q2Config)
 
     def __post_init__(self) -> None:
-        from q2_plugins.datasets.registry import DATASETS, labelled
-
         if self.dataset not in DATASETS:
             raise SettingError("dataset", f"unknown data set kind {self.dataset!r}; expected one of {sorted(DATASETS)}")
         if self.data is None and DATASETS[self.dataset].bundled is None:
@@ -79,7 +103,6 @@ class MetaEvalSettings:
                                f"{self.dataset!r}")
         if self.save_scores and not self.compute:
             raise SettingError("save_scores", "writes the scores of compute; set compute too")
-        from q2_plugins.metaeval.baselines import BASELINE_NAMES
 
         unknown = [b for b in self.baselines if b not in BASELINE_NAMES]
         if unknown:
@@ -89,8 +112,6 @@ class MetaEvalSettings:
 
 def load_data(settings: MetaEvalSettings) -> Any:
     """The :class:`~q2_plugins.datasets.types.MetaEvalData` the settings name."""
-    from q2_plugins.datasets.common import LabelOptions
-    from q2_plugins.datasets.registry import default_data, labelled, load_dataset
 
     options: dict[str, Any] = {}
     if settings.dataset in labelled():
@@ -104,15 +125,12 @@ def load_data(settings: MetaEvalSettings) -> Any:
 def _options(settings: MetaEvalSettings, data: Any) -> MetaEvalOptions:
     """The experiments to run on ``data``; the taxonomy experiment asked for on data without BEGIN's five-way labels
     is refused here, before any score is read or model loaded."""
-    from q2_plugins.metaeval.experiments import has_begin_labels
 
     try:
         options = replace(settings.options, experiments=settings.experiments or data.experiments or EXPERIMENTS)
     except ValueError as e:
         raise SettingError("experiments", str(e)) from None
     if settings.experiments and "taxonomy" in settings.experiments and not has_begin_labels(data):
-        from q2_plugins.metric.taxonomy import LABELS
-
         found = sorted({ex.label for ex in data.examples})
         raise SettingError("experiments", f"the taxonomy experiment needs BEGIN's five-way labels ({', '.join(LABELS)})"
                                           f" and {Path(data.source).name} has none (its labels: "
@@ -130,7 +148,6 @@ def _with_extra(options: MetaEvalOptions) -> bool:
 
 def _inputs(settings: MetaEvalSettings, data: Any, options: Any) -> tuple[list, Optional[dict]]:
     """Every input to score (examples, paired-context responses, random-knowledge variants) and the variants."""
-    from q2_plugins.metaeval.experiments import control_variants
 
     variants = control_variants(data, settings.options.seed) if "random-knowledge" in options.experiments else None
     to_score = list(data.examples)
@@ -145,7 +162,6 @@ def export(settings: MetaEvalSettings) -> str:
     """Write every input to score to ``settings.export_inputs``; returns what was written (score it with
     explanations, and BEGIN labels for the taxonomy experiment, then evaluate with the same data settings and seed
     plus those scores)."""
-    from q2_plugins.metaeval.scores import export_inputs
 
     if not settings.export_inputs:
         raise SettingError("export_inputs", "name the file to write")
@@ -178,14 +194,6 @@ class _Metrics(list):
 def _score_sources(settings: MetaEvalSettings, data: Any, options: Any, to_score: list,
                    get_scorer: Callable[[], Any]) -> _Metrics:
     """Scores from files, a replay and on-the-fly Q² (written to ``save_scores`` when asked)."""
-    from q2_plugins.metaeval.scores import (
-        column_scores,
-        compute_q2,
-        q2_star_metric,
-        read_scores_file,
-        replay_scores,
-        write_scores_file,
-    )
 
     known = {ex.id: ex for ex in to_score}
     metrics = _Metrics()
@@ -210,9 +218,6 @@ def _score_sources(settings: MetaEvalSettings, data: Any, options: Any, to_score
 def evaluate(settings: MetaEvalSettings) -> Any:
     """Load the data, bring in every score source and baseline, and run the experiments; returns the
     :class:`~q2_plugins.metaeval.experiments.MetaEvalRun` (nothing is written: :func:`save_outputs` does)."""
-    from q2_plugins.metaeval.baselines import NLIBaseline, build_baselines, score_baselines
-    from q2_plugins.metaeval.experiments import has_begin_labels, run_meta_eval
-    from q2_plugins.metaeval.scores import text_rule_labels
 
     data = load_data(settings)
     options = _options(settings, data)
@@ -223,16 +228,12 @@ def evaluate(settings: MetaEvalSettings) -> Any:
     def get_scorer() -> Any:
         nonlocal scorer
         if scorer is None:
-            from q2_plugins.scorer import Q2Scorer
-
             scorer = Q2Scorer(config)
         return scorer
 
     metrics = _score_sources(settings, data, options, to_score, get_scorer)
 
     def nli_baseline() -> NLIBaseline:
-        from q2_plugins import backends
-
         return NLIBaseline(get_scorer().nli, lowercase_knowledge=config.fallback_lowercase_knowledge,
                            lowercase_response=config.fallback_lowercase_response,
                            model_id=backends.identity("nli", config))
@@ -247,8 +248,6 @@ def evaluate(settings: MetaEvalSettings) -> Any:
                                 or ("stress" in options.experiments and data.pairs)):
         metrics.add([text_rule_labels(data.examples, spacy_model=config.spacy_model)], "text rules")
     if settings.taxonomy_model and "taxonomy" in options.experiments and has_begin_labels(data):
-        from q2_plugins.metaeval.scores import taxonomy_model_labels
-
         metrics.add([taxonomy_model_labels(data.examples, settings.taxonomy_model)], "taxonomy model")
     return run_meta_eval(data, list(metrics), options, variants=variants)
 
@@ -256,15 +255,12 @@ def evaluate(settings: MetaEvalSettings) -> Any:
 def variants(settings: MetaEvalSettings) -> dict[str, Any]:
     """The paper's Table 7: Q² and coverage per subset of the data scored with each cumulative variant (base,
     + personal-question filter, + top-k questions, + coreference) of ``settings.config``."""
-    from q2_plugins.metaeval.variants import variants_table
-    from q2_plugins.scorer import Q2Scorer
 
     return variants_table(load_data(settings).examples, settings.config, Q2Scorer, progress=settings.progress)
 
 
 def save_variants(settings: MetaEvalSettings, table: dict[str, Any]) -> list[Path]:
     """Write :func:`variants`' table as ``variants.json`` and ``variants.md`` to ``settings.output_dir``."""
-    from q2_plugins.metaeval.variants import variants_markdown
 
     if not settings.output_dir:
         raise SettingError("output_dir", "name the folder to write the variants table to")
@@ -279,15 +275,12 @@ def save_variants(settings: MetaEvalSettings, table: dict[str, Any]) -> list[Pat
 def save_outputs(settings: MetaEvalSettings, run: Any) -> list[Path]:
     """Write ``report.json``, ``report.md``, ``report.html`` and (unless ``plots`` is off) the PNG plots to
     ``settings.output_dir``; returns the report files."""
-    from q2_plugins.metaeval.report import save_report
 
     if not settings.output_dir:
         raise SettingError("output_dir", "name the folder to write the report to")
     out = Path(settings.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     if settings.plots:
-        from q2_plugins.metaeval.plots import plot_all
-
         run.report["plots"] = [str(p) for p in plot_all(run, out)]
     return save_report(run.report, out)
 

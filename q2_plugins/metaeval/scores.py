@@ -26,13 +26,24 @@ from typing import Any, Iterable, Mapping, Optional, Sequence
 
 import numpy as np
 
+from q2_plugins import __version__, backends
 from q2_plugins.datasets.common import DataFormatError, DataSettingError
 from q2_plugins.datasets.types import Example
+from q2_plugins.io.rows import ROW_FIELD, read_sidecar, response_result, result_row, scan_results, write_meta
 from q2_plugins.jobs.replay import load_original_steps, load_recorded_scores, replay
-from q2_plugins.metric.results import ResponseResult, ResponseStatus
+from q2_plugins.metric.progress import scoring_progress
+from q2_plugins.metric.results import (
+    EXPLANATION_FIELDS,
+    RESULT_FIELDS,
+    Q2Stats,
+    ResponseResult,
+    ResponseStatus,
+    RowErrors,
+)
 from q2_plugins.metric.scoring import counted_questions, mean_score
 from q2_plugins.metric.signature import replay_signature
 from q2_plugins.metric.spans import merge_spans, question_spans
+from q2_plugins.metric.taxonomy import SIGNALS_VERSION, classify_texts
 
 __all__ = [
     "QuestionStats",
@@ -172,8 +183,6 @@ def _match(found: Iterable[str], known: Mapping[str, Example], what: str) -> lis
 def read_scores_file(path: str | Path, known: Mapping[str, Example], *, name: str = "Q2") -> list[MetricScores]:
     """Read a ``q2 score`` output (both Q² variants and the question counts; only Q² w/o NLI when its sidecar says
     it was scored without NLI, as ``q2 replay`` output is) or a generic id / score file."""
-    from q2_plugins.io.rows import ROW_FIELD, read_sidecar, response_result, scan_results
-    from q2_plugins.metric.results import EXPLANATION_FIELDS, RESULT_FIELDS
 
     path = Path(path)
     needed = {ROW_FIELD, "score", *RESULT_FIELDS, *EXPLANATION_FIELDS}  # what is kept of a row (of an example)
@@ -285,7 +294,6 @@ def compute_q2(examples: Sequence[Example], scorer: Any, *, name: str = "Q2", pr
     BEGIN labels, for the taxonomy experiment).
     Returns the metrics and the per-response results (for :func:`write_scores_file`). ``progress``: a bar over the
     rows on a terminal, plain lines in a log (:func:`~q2_plugins.metric.progress.scoring_progress`)."""
-    from q2_plugins.metric.progress import scoring_progress
 
     with scoring_progress(scorer, len(examples), progress) as shown:
         result = scorer.score(responses=[ex.response for ex in examples],
@@ -309,8 +317,6 @@ def text_rule_labels(examples: Sequence[Example], *, nlp: Any = None, spacy_mode
                      name: str = "Text rules") -> MetricScores:
     """BEGIN labels from :mod:`q2_plugins.metric.taxonomy`'s rules on the text signals alone (no Q² evidence): the
     model-free part of Q²'s labels, tuned on BEGIN dev. A label source without scores."""
-    from q2_plugins import __version__
-    from q2_plugins.metric.taxonomy import SIGNALS_VERSION, classify_texts
 
     usable = [ex for ex in examples if ex.response.strip() and ex.knowledge.strip()]
     verdicts = classify_texts([ex.response for ex in usable], [ex.knowledge for ex in usable], nlp=nlp,
@@ -326,7 +332,6 @@ def text_rule_labels(examples: Sequence[Example], *, nlp: Any = None, spacy_mode
 def taxonomy_model_labels(examples: Sequence[Example], path: str, *, name: Optional[str] = None) -> MetricScores:
     """BEGIN labels from a five-way classifier ``q2 train --labels 5`` wrote (premise: evidence + previous turn):
     a label source without scores, beside the text rules."""
-    from q2_plugins import backends
 
     model = backends.load("taxonomy", model=path)
     usable = [ex for ex in examples if ex.response.strip() and ex.knowledge.strip()]
@@ -346,8 +351,6 @@ def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[Re
     the sidecar ``q2 score`` writes (``PATH.meta.json``: ``signature`` of the scorer, its ``config``, the summary,
     ``source`` as the input, library versions), so that ``q2 compare`` and ``q2 report`` know what scored them.
     Returns the sidecar's path."""
-    from q2_plugins.io.rows import result_row, write_meta
-    from q2_plugins.metric.results import Q2Stats, RowErrors
 
     errors = RowErrors()
     with open(path, "w", encoding="utf-8") as f:

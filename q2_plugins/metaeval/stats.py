@@ -11,6 +11,7 @@ from typing import Any, Optional, Sequence
 import numpy as np
 
 from q2_plugins.metaeval.deps import require
+from q2_plugins.metric.significance import percentile_interval
 
 __all__ = [
     "predict_consistent",
@@ -202,7 +203,6 @@ def spearman_rows(rows: np.ndarray, reference: Sequence[float]) -> np.ndarray:
 def interval(values: np.ndarray, level: float = 0.95, axis: int = 0) -> tuple[np.ndarray, np.ndarray]:
     """Percentile interval (the paper's 2.5th and 97.5th percentiles for ``level=0.95``), NaNs ignored: the core's
     :func:`q2_plugins.metric.significance.percentile_interval`."""
-    from q2_plugins.metric.significance import percentile_interval
 
     return percentile_interval(values, level, axis=axis)
 

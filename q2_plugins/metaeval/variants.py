@@ -13,6 +13,7 @@ from typing import Any, Callable, Optional, Sequence
 
 from q2_plugins.datasets.types import Example
 from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.progress import scoring_progress
 from q2_plugins.metric.results import Q2Stats
 
 __all__ = ["VARIANTS", "variant_configs", "variants_table", "variants_markdown"]
@@ -41,7 +42,6 @@ def variants_table(examples: Sequence[Example], config: Q2Config, make_scorer: C
     coverage per subset and over all."""
     subsets = list(dict.fromkeys(ex.subset for ex in examples)) + ["all"]
     rows = []
-    from q2_plugins.metric.progress import scoring_progress
 
     for name, cfg in variant_configs(config):
         scorer = make_scorer(cfg)
