@@ -37,6 +37,8 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the environmen
     ) from e
 
 from q2_plugins import Q2Config, Q2Scorer, ResponseResult
+from q2_plugins.integrations import adapters
+from q2_plugins.io.rows import result_row
 
 __all__ = ["q2_scorer", "recorded_response", "MicroBatcher", "score_of", "explanation_of", "DEFAULT_WINDOW",
            "DEFAULT_MAX_BATCH"]
@@ -136,8 +138,6 @@ def explanation_of(result: ResponseResult) -> str:
 
 def score_of(result: ResponseResult, response: str, signature: str) -> Score:
     """The Inspect score of one response's Q² result (see the module docstring)."""
-    from q2_plugins.io.rows import result_row
-
     metadata = {"status": result.status, "q2": result_row(None, {}, result, explain=True), "q2_signature": signature}
     explanation = explanation_of(result)
     if result.score is None:
@@ -165,10 +165,8 @@ def q2_scorer(knowledge: Optional[str] = "knowledge", history: Optional[str] = N
     ``knowledge``, or with ``knowledge=None`` the sample's target. ``history`` names a metadata field with the
     dialogue before the response (read with ``coref``). ``options`` are ``Q2Config`` fields; ``max_batch`` and
     ``window`` shape the batches (see :class:`MicroBatcher`)."""
-    from q2_plugins.integrations.adapters import config_from_options, shared_scorer
-
-    config: Q2Config = config_from_options(options)  # a bad option fails here, once, before any sample
-    the_scorer: Q2Scorer = shared_scorer(config, slot="inspect")
+    config: Q2Config = adapters.config_from_options(options)  # a bad option fails here, once, before any sample
+    the_scorer: Q2Scorer = adapters.shared_scorer(config, slot="inspect")
 
     def run_batch(items: list[tuple[str, Any, Any]]) -> list[tuple[ResponseResult, str]]:
         with_history = history is not None

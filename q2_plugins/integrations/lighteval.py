@@ -41,7 +41,9 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the environmen
     ) from e
 
 from q2_plugins import Q2Config, ResponseResult
+from q2_plugins.integrations import adapters
 from q2_plugins.metric import names as M
+from q2_plugins.metric.results import ResponseStatus
 
 __all__ = ["Q2Batch", "Q2Value", "q2_metrics", "scored_mean", "wow_prompt", "q2_task", "RecordedResponses",
            "SAMPLE_DATA", "custom_tasks_only", "main"]
@@ -61,11 +63,9 @@ class Q2Batch:
 
     def __init__(self, knowledge: str = "knowledge", history: Optional[str] = None, config: Optional[Q2Config] = None,
                  **options: Any) -> None:
-        from q2_plugins.integrations.adapters import config_from_options
-
         self.knowledge = knowledge
         self.history = history
-        self.config: Q2Config = config_from_options(options, base=config)  # a bad option fails here, at once
+        self.config: Q2Config = adapters.config_from_options(options, base=config)  # a bad option fails here, at once
         self.signature: Optional[str] = None
         self.calls = 0  # core calls made
         self._last: Optional[tuple[str, list[ResponseResult]]] = None
@@ -87,10 +87,8 @@ class Q2Batch:
         key = json.dumps([texts, knowledge, history], default=repr)
         if self._last is not None and self._last[0] == key:
             return self._last[1]
-        from q2_plugins.integrations.adapters import shared_scorer
-
-        res = shared_scorer(self.config, slot="lighteval").score(responses=texts, knowledge=knowledge,
-                                                                 history=history, explain=True)
+        res = adapters.shared_scorer(self.config, slot="lighteval").score(responses=texts, knowledge=knowledge,
+                                                                          history=history, explain=True)
         self.calls += 1
         self.signature = str(res.signature)
         self._last = (key, res.responses)
@@ -105,8 +103,6 @@ class Q2Batch:
 
 def _value(result: ResponseResult, key: str) -> float:
     """A sample's value of the metric ``key`` (NaN where it has none), as lm-eval's adapter reports it."""
-    from q2_plugins.metric.results import ResponseStatus
-
     if key in (M.Q2.framework_key, M.Q2_NO_NLI.framework_key):
         value = result.score if key == M.Q2.framework_key else result.score_no_nli
         return math.nan if value is None else float(value)

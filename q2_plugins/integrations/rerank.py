@@ -13,6 +13,7 @@ import math
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
+from q2_plugins.integrations import adapters
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.progress import on_a_terminal
 from q2_plugins.metric.results import ResponseResult
@@ -60,9 +61,7 @@ def _scorer(scorer: Optional[Q2Scorer], config: Optional[Q2Config]) -> Q2Scorer:
         raise TypeError("Pass either scorer= or config=, not both")
     if scorer is not None:
         return scorer
-    from q2_plugins.integrations.adapters import shared_scorer
-
-    return shared_scorer(config if config is not None else Q2Config(), slot="rerank")
+    return adapters.shared_scorer(config if config is not None else Q2Config(), slot="rerank")
 
 
 def _check_weight(weight: float, has_scores: bool) -> None:

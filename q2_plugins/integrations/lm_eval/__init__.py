@@ -44,6 +44,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the environmen
 
 from q2_plugins.integrations.lm_eval import filter_patch
 from q2_plugins.integrations.lm_eval.filter_patch import CONFIG_ENV, DETAILS_METRIC, Spec, details_row, scorer
+from q2_plugins.integrations.rerank import rerank_batch
 from q2_plugins.metric import names as M
 from q2_plugins.metric.results import ResponseResult, ResponseStatus
 
@@ -154,8 +155,6 @@ class Q2RerankFilter(Filter):
         self.options = options
 
     def apply(self, resps: Any, docs: list) -> list:
-        from q2_plugins.integrations.rerank import rerank_batch
-
         candidates = [[r] if isinstance(r, str) else list(r) for r in resps]
         field = Spec(self.knowledge, None, self.options).field
         knowledge = [field(doc, self.knowledge, "knowledge") for doc in docs]
