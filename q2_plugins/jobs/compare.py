@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from q2_plugins import __version__
 from q2_plugins.io.inputs import InputFormatError, UnknownFormatError
+from q2_plugins.io.outputs import same_file
 from q2_plugins.io.rows import read_sidecar, scan_results
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.results import ResponseStatus
@@ -46,6 +47,7 @@ class CompareConfig:
     score_field: str = "score"
 
     def paired_test(self) -> PairedTest:
+        # (lazy: numpy, which q2 report and the command line do without)
         from q2_plugins.metric.significance import PairedTest
 
         n = self.n_samples if self.n_samples is not None else (1000 if self.test == "bs" else 10000)
@@ -245,6 +247,7 @@ def compare(systems: Sequence[SystemScores], config: CompareConfig) -> Compariso
     have a valid question) on coverage."""
     import numpy as np
 
+    # (lazy: numpy, which q2 report and the command line do without)
     from q2_plugins.metric.significance import paired_test
 
     if len(systems) < 2:
@@ -322,7 +325,6 @@ def format_table(c: Comparison) -> str:
 def run(options: CompareOptions) -> int:
     """``q2 compare``: compare the files, print the table (or JSON); returns the exit code. A file given twice
     (through links or other spellings too) is refused: a system compared with itself says nothing."""
-    from q2_plugins.io.outputs import same_file
 
     for i, later in enumerate(options.files):
         for j, earlier in enumerate(options.files[:i]):

@@ -34,6 +34,8 @@ from pathlib import Path
 from typing import Any, Optional
 
 from q2_plugins import __version__
+from q2_plugins.io.outputs import write_text_atomic
+from q2_plugins.io.rows import read_results
 from q2_plugins.metric import names as M
 from q2_plugins.metric.errors import SettingError
 
@@ -135,6 +137,7 @@ def _slug(text: str) -> str:
 def _uncertainty(values: list[Optional[float]], options: ExportOptions) -> dict[str, Any]:
     """The bootstrap interval (:mod:`q2_plugins.metric.significance`) and the closed-form standard error of the mean of
     ``values`` over the responses that have one."""
+    # (lazy: numpy, which the command line does without)
     from q2_plugins.metric.significance import PairedTest, mean_interval, paired_bootstrap, systems_arrays
 
     kept = [v for v in values if v is not None]
@@ -295,8 +298,6 @@ def write_export(results: str | Path, output_dir: str | Path, options: ExportOpt
     """Read the result file ``results`` and write its records under ``output_dir`` (see the module docstring); with
     ``hub``, also the Hub's evaluation-results files. Every file is written new and renamed into place (a link
     planted where one goes is refused, never written through)."""
-    from q2_plugins.io.outputs import write_text_atomic
-    from q2_plugins.io.rows import read_results
 
     aggregate, instances = export_records(read_results(results), options)
     samples = Path(output_dir) / aggregate["detailed_evaluation_results"]["file_path"]

@@ -22,11 +22,19 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from q2_plugins.datasets.bundled import DATA_DIR
+from q2_plugins.io.inputs import named_errors
+from q2_plugins.io.outputs import check_outputs, check_writable, files_written, html_files
+from q2_plugins.io.rows import result_row, write_meta
+from q2_plugins.jobs.local import write_report
 from q2_plugins.metric import names as M
+from q2_plugins.metric import stages as st
 from q2_plugins.metric.components import Answer, AnswerKind, NLILabel, NLIModel
+from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.results import Q2Result, print_summary
+from q2_plugins.metric.runner import Parts, Row, Slot, StageRunner, ValidQuestion
 from q2_plugins.metric.scoring import NLI_SCORES
+from q2_plugins.metric.signature import replay_signature
 from q2_plugins.metric.spans import locate
 
 __all__ = ["ReplayJob", "run_replay", "RecordedQuestion", "RecordedResponse", "RecordedScores", "load_original_steps",
@@ -64,7 +72,6 @@ class RecordedScores:
 
 def load_recorded_scores(path: str | Path) -> dict[str, RecordedScores]:
     """Read an original ``*_scores.csv`` (columns ``id, response, Q2_no_nli, Q2``) into id -> scores."""
-    from q2_plugins.io.inputs import named_errors
 
     path = Path(path)
     with named_errors(path), path.open(newline="", encoding="utf-8") as f:  # (a bad byte: an error naming the file)
@@ -105,7 +112,6 @@ def decoded_answer(text: str, null_token: str = "[CLS]") -> Answer:
 
 def load_original_steps(path: str | Path, fallback_scores: Optional[dict[str, float]] = None) -> list[RecordedResponse]:
     """Read an original ``*_out.steps.csv``. ``fallback_scores`` maps response ids to recorded fallback values."""
-    from q2_plugins.io.inputs import named_errors
 
     path = Path(path)
     with named_errors(path), path.open(newline="", encoding="utf-8") as f:  # (a bad byte: an error naming the file)
@@ -154,9 +160,6 @@ def replay(
     """
     if use_nli and nli is None:
         raise ValueError("replay(use_nli=True) needs an NLI model (nli=...)")
-    from q2_plugins.metric import stages as st
-    from q2_plugins.metric.config import Q2Config
-    from q2_plugins.metric.runner import Parts, Row, Slot, StageRunner, ValidQuestion
 
     settings = Q2Config(use_nli=use_nli, normalization=normalization, discard_unanswerable=discard_unanswerable)
     parts = Parts(settings, None, None, None, nli=nli if use_nli else None)  # type: ignore[arg-type]
@@ -180,8 +183,6 @@ def replay(
         else:
             res.candidates = res.questions = res.dropped = res.spans = None
     if signature is None:
-        from q2_plugins.metric.signature import replay_signature
-
         nli_id = (getattr(nli, "signature", None) or f"custom:{type(nli).__name__}") if use_nli else None
         signature = replay_signature(normalization, nli_id, discard_unanswerable)
     return Q2Result(results, signature)
@@ -222,8 +223,6 @@ class ReplayJob:
 
 def run_replay(job: ReplayJob) -> int:
     """Check every path the job writes, replay the steps, write the rows, print the summary; returns the exit code."""
-    from q2_plugins.io.outputs import check_outputs, check_writable, files_written, html_files
-    from q2_plugins.jobs.local import write_report
 
     if job.scores and len(job.scores) != len(job.steps):
         raise SettingError("scores", "give one scores file per steps file, in the same order")
@@ -250,8 +249,6 @@ def run_replay(job: ReplayJob) -> int:
     # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
     summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
     if job.output:
-        from q2_plugins.io.rows import write_meta
-
         with open(job.output, "w", encoding="utf-8") as f:
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
@@ -271,7 +268,6 @@ def _replay_row(position: int, rec: Any, res: Any, source: str, signature: Any, 
     """One replay output row (:func:`~q2_plugins.io.rows.result_row`): its position, the response's id, source file and
     texts, its result and the signature. The original run's files are named by gold label (``<system>_consistent``
     / ``<system>_inconsistent``); such a name sets ``gold``."""
-    from q2_plugins.io.rows import result_row
 
     gold = next((g for g in ("inconsistent", "consistent") if source.endswith("_" + g)), None)
     return result_row(position, {"id": rec.id, "source": source, **({"gold": gold} if gold else {}),

@@ -26,7 +26,10 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from q2_plugins.backends.loading import random_weight_models
-from q2_plugins.io.rows import RANDOM_WEIGHTS_FIELD
+from q2_plugins.io.inputs import InputFormatError, named_errors, read_rows
+from q2_plugins.io.outputs import open_new, replace_own
+from q2_plugins.io.rows import RANDOM_WEIGHTS_FIELD, kept_name, read_sidecar, result_row, scan_results
+from q2_plugins.jobs.compare import CompareConfig, compare_files
 from q2_plugins.metric.results import Q2Result, Q2Stats, ResponseResult, ResponseStatus
 
 __all__ = ["ReportInput", "load_results", "MAX_PAGE_ROWS", "attach_texts", "result_rows", "summary_of_rows",
@@ -92,7 +95,6 @@ def _finite(x: Any) -> bool:
 def _with_texts(row: dict[str, Any], columns: dict[str, Optional[str]]) -> dict[str, Any]:
     """A result row with ``response`` / ``knowledge`` / ``history`` taken from the input fields that held them (the
     sidecar's ``columns``: a run with ``--response-column text`` keeps the response in ``text``)."""
-    from q2_plugins.io.rows import kept_name
 
     for what, column in columns.items():
         value = row.get(kept_name(column)) if isinstance(column, str) else None
@@ -117,8 +119,6 @@ def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, se
     score that is no number) becomes an error row naming the file and record, so nothing is dropped.
     """
     import random
-
-    from q2_plugins.io.rows import read_sidecar, scan_results
 
     out = ReportInput()
     metas = []
@@ -238,7 +238,6 @@ def attach_texts(data: ReportInput, inputs: str | Path, columns: Sequence[Option
     """Add the scored texts to result rows that lack them, from the input file ``q2 score`` read: the row whose
     ``row`` field is n gets the input's n-th row (the same numbering as ``q2 score``). ``columns`` are the response,
     knowledge and (optional) history columns. Returns how many rows got texts."""
-    from q2_plugins.io.inputs import read_rows
 
     response_col, knowledge_col, *rest = columns
     history_col = rest[0] if rest else None
@@ -271,7 +270,6 @@ def result_rows(result: Q2Result, responses: Optional[Sequence[str]] = None,
     for name, seq in (("responses", responses), ("knowledge", knowledge), ("ids", ids)):
         if seq is not None and len(seq) != n:
             raise ValueError(f"result_rows: {name} has {len(seq)} items but the result has {n} responses")
-    from q2_plugins.io.rows import result_row
 
     explain = any(r.explained for r in result.responses)
     rows = []
@@ -386,8 +384,6 @@ def write_html(path: str | Path, rows: Sequence[dict[str, Any]], **kwargs: Any) 
     html = render_html(rows, **kwargs)
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    from q2_plugins.io.inputs import named_errors
-    from q2_plugins.io.outputs import open_new, replace_own
 
     fd = open_new(tmp, setting="html")  # (a link or another user's file there is refused, never written through)
     try:
@@ -403,8 +399,6 @@ def write_html(path: str | Path, rows: Sequence[dict[str, Any]], **kwargs: Any) 
 def comparison_of_files(paths: Sequence[str | Path], notes: Optional[list[str]] = None) -> Optional[dict[str, Any]]:
     """``q2 compare``'s paired bootstrap of several results files (the first the baseline) with the responses where
     the systems differ most, for the report; None, with a note saying why, when the files cannot be paired."""
-    from q2_plugins.io.inputs import InputFormatError
-    from q2_plugins.jobs.compare import CompareConfig, compare_files
 
     try:
         comparison = compare_files(paths, CompareConfig())
