@@ -14,7 +14,13 @@ from q2_plugins import __version__
 from q2_plugins.cli import compare, export, hooks, metaeval, models, perturb, precision, replay, report, score, train
 from q2_plugins.cli._common import DefaultsHelp, Q2Parser, add_config_flags
 from q2_plugins.cli.score import Terminated
+from q2_plugins.integrations.hooks import site_dir
+from q2_plugins.io.inputs import InputFormatError
+from q2_plugins.io.outputs import check_writable
+from q2_plugins.jobs.compare import run as run_compare
+from q2_plugins.jobs.partial import stopped_run
 from q2_plugins.metric.config import config_from_args
+from q2_plugins.metric.errors import ModelLoadError, NamesSetting
 
 __all__ = ["main", "build_parser", "config_from_args"]
 
@@ -39,21 +45,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _perturb(args: argparse.Namespace) -> int:
-    from q2_plugins.io.outputs import check_writable
-
     check_writable(args.output, "output")
     return perturb.run(args)
 
 
 def _compare(args: argparse.Namespace) -> int:
-    from q2_plugins.jobs.compare import run
-
-    return run(compare.options_from_args(args))
+    return run_compare(compare.options_from_args(args))
 
 
 def _train(args: argparse.Namespace) -> int:
-    from q2_plugins.io.outputs import check_writable
-
     check_writable(args.output_dir, "output_dir", folder=True)
     try:
         return train.run(train.options_from_args(args), args.format)
@@ -62,9 +62,6 @@ def _train(args: argparse.Namespace) -> int:
 
 
 def _hooks(args: argparse.Namespace) -> int:
-    from q2_plugins.integrations.hooks import site_dir
-    from q2_plugins.io.outputs import check_writable
-
     if args.action != "status":
         check_writable(site_dir(args.target), "target", folder=True)
     return hooks.run(args)
@@ -124,8 +121,6 @@ def _stopped(command: str, e: BaseException, argv: list[str]) -> int:
     import errno
     import shlex
 
-    from q2_plugins.jobs.partial import stopped_run
-
     run = stopped_run(e)
     assert run is not None
     resume = "" if not run.resumable else "; to continue: " + shlex.join(
@@ -140,8 +135,6 @@ def _stopped(command: str, e: BaseException, argv: list[str]) -> int:
         if e.errno == errno.ENOSPC and resume:
             resume = "; free some space, then continue: " + resume.split(": ", 1)[1]
     else:
-        from q2_plugins.metric.errors import ModelLoadError, NamesSetting
-
         known = isinstance(e, (ValueError, ModelLoadError, NamesSetting))  # what main says as one error line
         why, code = (f"error: {e}", 2) if known else (f"the run stopped ({type(e).__name__}: {e})", 1)
     print(f"q2 {command}: {why}: {run.where()}{resume}", file=sys.stderr)
@@ -157,8 +150,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     parser = build_parser()
     args = parser.parse_args(argv)
-    from q2_plugins.io.inputs import InputFormatError
-    from q2_plugins.metric.errors import ModelLoadError, NamesSetting
 
     def fail(line: str, code: int = 2) -> int:
         if os.environ.get(DEBUG_VARIABLE, "").strip() not in ("", "0"):
@@ -171,8 +162,6 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         try:
             return command(args)
         except BaseException as e:
-            from q2_plugins.jobs.partial import stopped_run
-
             if stopped_run(e) is None:
                 raise
             return _stopped(args.command, e, sys.argv[1:] if argv is None else list(argv))

@@ -5,7 +5,8 @@ from __future__ import annotations
 import argparse
 from typing import Any, Optional
 
-from q2_plugins.jobs.export import ExportOptions, HubResults
+from q2_plugins.io.outputs import check_writable
+from q2_plugins.jobs.export import ExportOptions, HubResults, write_export
 
 
 def add_parser(sub: Any) -> Any:
@@ -63,9 +64,6 @@ def hub_from_args(args: argparse.Namespace) -> Optional[HubResults]:
 
 def run(args: argparse.Namespace) -> int:
     """``q2 export``: the records written, one line per file."""
-    from q2_plugins.io.outputs import check_writable
-    from q2_plugins.jobs.export import write_export
-
     check_writable(args.output_dir, "output_dir", folder=True)
     paths = write_export(args.results, args.output_dir, options_from_args(args), hub_from_args(args))
     print(f"aggregate   {paths.aggregate}")

@@ -17,6 +17,16 @@ import dataclasses
 import json
 from typing import Any, Callable
 
+from q2_plugins import __version__
+from q2_plugins.cli._common import add_help_all, common
+from q2_plugins.datasets.bundled import DATA_DIR
+from q2_plugins.datasets.common import read_label_map
+from q2_plugins.datasets.registry import DATASETS, labelled
+from q2_plugins.datasets.table import TableColumns
+from q2_plugins.io.outputs import check_writable
+from q2_plugins.metaeval.variants import variants_markdown
+from q2_plugins.metric.config import config_from_args
+
 __all__ = ["add_parser", "run", "settings_from_args"]
 
 _TABLE_ONLY = {"response_column": "response", "knowledge_column": "knowledge", "label_column": "label",
@@ -38,10 +48,7 @@ def _names(text: str) -> tuple[str, ...]:
 def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], None],
                formatter: Any = argparse.HelpFormatter) -> argparse.ArgumentParser:
     """Add the ``meta-eval`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
-    from q2_plugins.cli._common import add_help_all, common
-    from q2_plugins.datasets.bundled import DATA_DIR
-    from q2_plugins.datasets.registry import DATASETS, labelled
-    from q2_plugins.metaeval.baselines import BASELINE_NAMES
+    from q2_plugins.metaeval.baselines import BASELINE_NAMES  # (lazy: numpy; the CLI imports without it)
 
     m = sub.add_parser(
         "meta-eval", help="agreement with human labels: the paper's experiments and baselines",
@@ -110,8 +117,6 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
 
 
 def _add_score_flags(m: argparse.ArgumentParser, bundled_run: str) -> None:
-    from q2_plugins.cli._common import common
-
     s = m.add_argument_group("scores")
     common(s.add_argument("--scores", action="append", default=[], metavar="[NAME=]FILE",
                    help="a q2 score output (JSONL with id and the result fields), or a CSV/JSONL with id (or row) "
@@ -133,6 +138,7 @@ def _add_score_flags(m: argparse.ArgumentParser, bundled_run: str) -> None:
 
 
 def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
+    # (lazy: numpy; the CLI imports without it)
     from q2_plugins.metaeval.experiments import EXPERIMENTS, OPT_IN_EXPERIMENTS
 
     e = m.add_argument_group("experiments")
@@ -159,7 +165,6 @@ def _add_experiment_flags(m: argparse.ArgumentParser) -> None:
 def _table_columns(args: argparse.Namespace) -> Any:
     """The ``--dataset table`` flags as :class:`~.runner.TableColumns` (None for the other data sets, which refuse
     them)."""
-    from q2_plugins.datasets.table import TableColumns
 
     if args.dataset == "table":
         return TableColumns(
@@ -176,7 +181,7 @@ def _table_columns(args: argparse.Namespace) -> Any:
 
 
 def _baseline_names(text: str) -> tuple[str, ...]:
-    from q2_plugins.metaeval.baselines import BASELINE_NAMES
+    from q2_plugins.metaeval.baselines import BASELINE_NAMES  # (lazy: numpy; the CLI imports without it)
 
     if text.strip() == "all":
         return BASELINE_NAMES
@@ -193,9 +198,7 @@ FLAGS = {"table": "--response-column / --knowledge-column / --label-column / --c
 
 def settings_from_args(args: argparse.Namespace) -> Any:
     """The :class:`~.runner.MetaEvalSettings` of parsed ``q2 meta-eval`` flags."""
-    from q2_plugins.datasets.common import read_label_map
-    from q2_plugins.metaeval.runner import MetaEvalSettings
-    from q2_plugins.metric.config import config_from_args
+    from q2_plugins.metaeval.runner import MetaEvalSettings  # (lazy: numpy; the CLI imports without it)
 
     scores = tuple((name or None, path) for name, _, path in (spec.rpartition("=") for spec in args.scores))
     return MetaEvalSettings(
@@ -216,7 +219,7 @@ def _experiment_options(args: argparse.Namespace) -> Any:
     """The experiment flags as :class:`~.experiments.MetaEvalOptions`; an error names the flag."""
     import dataclasses
 
-    from q2_plugins.metaeval.experiments import MetaEvalOptions
+    from q2_plugins.metaeval.experiments import MetaEvalOptions  # (lazy: numpy; the CLI imports without it)
 
     names = [f.name for f in dataclasses.fields(MetaEvalOptions) if f.name != "experiments"]
     try:
@@ -231,8 +234,7 @@ def _experiment_options(args: argparse.Namespace) -> Any:
 def _variants(args: argparse.Namespace, settings: Any) -> Any:
     """The ``variants`` experiment (the paper's Table 7): the data scored with each cumulative variant, the table
     printed (and saved under --output-dir). Returns the settings of the other experiments asked for."""
-    from q2_plugins.metaeval.runner import save_variants, variants
-    from q2_plugins.metaeval.variants import variants_markdown
+    from q2_plugins.metaeval.runner import save_variants, variants  # (lazy: numpy; the CLI imports without it)
 
     table = variants(settings)
     if settings.output_dir:
@@ -243,7 +245,6 @@ def _variants(args: argparse.Namespace, settings: Any) -> Any:
 
 def check_writable_outputs(settings: Any) -> None:
     """Every path a meta-evaluation writes, checked before any data is read or model loaded."""
-    from q2_plugins.io.outputs import check_writable
 
     for setting in ("export_inputs", "save_scores", "output_dir"):
         path = getattr(settings, setting)
@@ -258,9 +259,8 @@ def run(args: argparse.Namespace) -> int:
     :class:`~q2_plugins.metric.errors.SettingError` names its setting; ``q2``'s main names the flag (:data:`FLAGS`)."""
     import sys
 
-    from q2_plugins import __version__
-    from q2_plugins.metaeval.report import to_markdown
-    from q2_plugins.metaeval.runner import evaluate, export, save_outputs
+    from q2_plugins.metaeval.report import to_markdown  # (lazy: numpy; the CLI imports without it)
+    from q2_plugins.metaeval.runner import evaluate, export, save_outputs  # (lazy: numpy; the CLI imports without it)
 
     settings = settings_from_args(args)
     check_writable_outputs(settings)

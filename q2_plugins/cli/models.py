@@ -7,8 +7,11 @@ import argparse
 from pathlib import Path
 from typing import Any
 
+from q2_plugins import backends
 from q2_plugins.cli._common import DefaultsHelp, add_config_flags
+from q2_plugins.io.outputs import check_writable
 from q2_plugins.metric.config import MODEL_KINDS, config_from_args
+from q2_plugins.metric.signature import model_id
 
 __all__ = ["add_parsers", "prefetch", "make_test_models"]
 
@@ -32,9 +35,6 @@ def add_parsers(sub: Any) -> None:
 
 def prefetch(args: argparse.Namespace) -> int:
     """``q2 prefetch``: each role's model copied by the backend its model string names, then loaded once."""
-    from q2_plugins import backends
-    from q2_plugins.io.outputs import check_writable
-    from q2_plugins.metric.signature import model_id
 
     config = config_from_args(args)
     check_writable(args.output_dir, "output_dir", folder=True)
@@ -49,8 +49,7 @@ def prefetch(args: argparse.Namespace) -> int:
 
 def make_test_models(args: argparse.Namespace) -> int:
     """``q2 make-test-models``: the tiny models built, one line per role."""
-    from q2_plugins.backends.hf.tiny import build_all, build_examples
-    from q2_plugins.io.outputs import check_writable
+    from q2_plugins.backends.hf.tiny import build_all, build_examples  # (lazy: torch)
 
     check_writable(args.examples or args.output_dir, "examples" if args.examples else "output_dir", folder=True)
     paths = build_examples(args.examples) if args.examples else build_all(args.output_dir)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from q2_plugins.training.perturb import DATASETS, METHODS, PerturbOptions, stress_pairs
+from q2_plugins.training.recipes import run_recipe
 
 
 def add_parser(sub: Any) -> Any:
@@ -71,8 +72,6 @@ def run(args: Any) -> int:
 
     options = options_from_args(args)
     if options.recipe is not None:
-        from q2_plugins.training.recipes import run_recipe
-
         summary, lines = run_recipe(options, preview=args.preview, progress=args.progress)
     else:
         summary = stress_pairs(options, progress=args.progress)

@@ -10,6 +10,11 @@ import sys
 import time
 from typing import Any, Callable
 
+from q2_plugins.io.inputs import read_rows
+from q2_plugins.metric.config import config_from_args
+from q2_plugins.metric.errors import SettingError
+from q2_plugins.metric.precision import TOLERANCE, compare, describe, reference_config
+
 __all__ = ["add_parser", "run"]
 
 
@@ -37,11 +42,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
 
 def run(args: argparse.Namespace) -> int:
     """Score, compare and print; 0 when both runs scored, 2 on a setting or input that cannot work."""
-    from q2_plugins.io.inputs import read_rows
-    from q2_plugins.metric.config import config_from_args
-    from q2_plugins.metric.errors import SettingError
-    from q2_plugins.metric.precision import TOLERANCE, compare, describe, reference_config
-    from q2_plugins.scorer import Q2Scorer
+    from q2_plugins.scorer import Q2Scorer  # (lazy: numpy; the CLI imports without it)
 
     if args.rows < 1:
         raise SettingError("rows", f"must be a positive integer, got {args.rows!r}")

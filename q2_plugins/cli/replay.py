@@ -5,12 +5,13 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from q2_plugins.cli._common import DefaultsHelp
+
 __all__ = ["add_parser", "run"]
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
     """Add the ``replay`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
-    from q2_plugins.cli._common import DefaultsHelp
 
     r = sub.add_parser("replay", help="score recorded per-question outputs of the original pipeline",
                        formatter_class=DefaultsHelp)
@@ -29,7 +30,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
 
 def run(args: argparse.Namespace) -> int:
     """``q2 replay``: the flags mapped onto a :class:`~q2_plugins.jobs.replay.ReplayJob`."""
-    from q2_plugins.jobs.replay import ReplayJob, run_replay
+    from q2_plugins.jobs.replay import ReplayJob, run_replay  # (lazy: numpy; the CLI imports without it)
 
     return run_replay(ReplayJob(
         steps=list(args.steps), scores=list(args.scores), output=args.output, html=args.html, explain=args.explain,

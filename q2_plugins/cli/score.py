@@ -9,6 +9,8 @@ import sys
 from typing import Any, Iterator
 
 from q2_plugins.cli._common import DefaultsHelp, add_config_flags, add_help_all, common
+from q2_plugins.io.rows import RowSpec
+from q2_plugins.jobs import RayEngine, ScoreJob, run_score_job
 from q2_plugins.metric.config import config_from_args
 
 __all__ = ["add_parser", "run", "Terminated"]
@@ -78,7 +80,6 @@ def _add_ray_flags(parser: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """``q2 score``: the flags mapped onto a :class:`~q2_plugins.jobs.ScoreJob`, run on the chosen engine."""
-    from q2_plugins.jobs import RayEngine, ScoreJob, run_score_job
 
     job = ScoreJob(
         input=args.input, output=args.output, config=config_from_args(args), rows=_row_spec(args),
@@ -104,7 +105,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _row_spec(args: argparse.Namespace) -> Any:
     """The flags that say which fields are scored and what each result carries (``--html`` implies both extras)."""
-    from q2_plugins.io.rows import RowSpec
 
     return RowSpec(response_column=args.response_column, knowledge_column=args.knowledge_column,
                    history_column=args.history_column, explain=args.explain or bool(args.html),
