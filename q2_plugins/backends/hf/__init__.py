@@ -16,7 +16,6 @@ from typing import Any, Optional, Union
 
 from q2_plugins.backends.accel.device import check_dtype, fitted_batching
 from q2_plugins.backends.hf import transformers_models as tm
-from q2_plugins.backends.hf.labeller import TaxonomyModel
 from q2_plugins.backends.hf.prefetch import prefetch_model
 from q2_plugins.metric.config import MODEL_KINDS, Q2Config
 from q2_plugins.metric.signature import model_id
@@ -49,6 +48,9 @@ class HFBackend:
             tok, model = load_fcoref(name, c.coref_revision, c.device)
             return FCoref(tok, model, batch_size=1 if c.per_item else c.batch_size or 32, sort_by_length=not c.per_item)
         if role == "taxonomy":
+            # (lazy: the labeller, and the taxonomy it reads, load only when labels are asked for)
+            from q2_plugins.backends.hf.labeller import TaxonomyModel
+
             return TaxonomyModel(name, device=c.device)
 
         check_dtype(c.role_dtype(role), c.role_device(role), f"{role}_dtype" if getattr(c, f"{role}_dtype") else "dtype")
