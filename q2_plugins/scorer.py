@@ -5,8 +5,11 @@ from __future__ import annotations
 
 from typing import Any, Iterator, Mapping, Optional, Sequence, Union
 
-from q2_plugins import __version__
+from q2_plugins import __version__, backends
+from q2_plugins.backends.accel.device import check_devices
+from q2_plugins.backends.loading import quiet_loading, random_weight_models
 from q2_plugins.metric import names as M
+from q2_plugins.metric import precision, spacy_worker
 from q2_plugins.metric import stages as st
 from q2_plugins.metric.budgets import check_candidates, check_lengths
 from q2_plugins.metric.cache import Q2Cache
@@ -23,6 +26,7 @@ from q2_plugins.metric.progress import Progress
 from q2_plugins.metric.results import Q2Result, ResponseResult
 from q2_plugins.metric.runner import Parts, Row, StageRunner
 from q2_plugins.metric.signature import Signature, scorer_signature, spacy_id, stage_key
+from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy
 
 __all__ = ["Q2Scorer", "score"]
 
@@ -90,23 +94,17 @@ class Q2Scorer:
 
     # -- components (lazy) ------------------------------------------------------------------------------------
     def _nlp(self) -> Any:
-        from q2_plugins.metric.spacy_parts import load_spacy
-
         return load_spacy(self.config.spacy_model)
 
     @property
     def candidate_extractor(self) -> CandidateExtractor:
         if self._candidates is None:
-            from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor
-
             self._candidates = SpacyCandidateExtractor(self._nlp())
         return self._candidates
 
     @property
     def personal_filter(self) -> PersonalQuestionFilter:
         if self._personal is None:
-            from q2_plugins.metric.spacy_parts import SpacyPersonalFilter
-
             self._personal = SpacyPersonalFilter(self._nlp())
         return self._personal
 
@@ -114,6 +112,7 @@ class Q2Scorer:
     def text_signals(self) -> Any:
         """The text signals of the BEGIN-style labels (:mod:`q2_plugins.metric.taxonomy`), from the spaCy pipeline."""
         if self._signals is None:
+            # (lazy: the taxonomy loads only when labels are asked for)
             from q2_plugins.metric.taxonomy import SpacyTextSignals
 
             self._signals = SpacyTextSignals(self._nlp())
@@ -121,7 +120,6 @@ class Q2Scorer:
 
     def _component(self, role: str) -> Any:
         """The component of ``role``, loaded by the backend its model setting names (:mod:`q2_plugins.backends`)."""
-        from q2_plugins import backends
 
         component = backends.load(role, self.config)
         if self._part_ids.pop(role, None) is not None:  # loading can fill the cache an identity reads: ask again
@@ -158,8 +156,6 @@ class Q2Scorer:
         :class:`~q2_plugins.metric.errors.ModelLoadError` here, once. ``score()`` calls it before its first stage.
         ``quiet`` silences the model library's per-file loading bars while it runs."""
         if quiet:
-            from q2_plugins.backends.loading import quiet_loading
-
             with quiet_loading():
                 return self.load()
         self.parts()
@@ -170,8 +166,6 @@ class Q2Scorer:
         :mod:`q2_plugins.metric.stages` are given."""
         c = self.config
         if not self._devices_checked:  # a device that is not here stops before any model loads
-            from q2_plugins.backends.accel.device import check_devices
-
             check_devices(c, [role for role in ("qg", "qa", "nli") if self._custom[role] is None])
             self._devices_checked = True
         # the models first (the coreference model before the others), spaCy after: a model that cannot load stops
@@ -189,14 +183,10 @@ class Q2Scorer:
         """The personal filter, and whether it runs beside the question answerer: with the project's own spaCy
         filter and models off the CPU, a :class:`~q2_plugins.metric.spacy_worker.PersonalAhead` (a worker process with a
         pipeline of its own)."""
-        from q2_plugins.metric.spacy_worker import off_cpu
-
-        if self._custom["personal"] is not None or not off_cpu(self.config):
+        if self._custom["personal"] is not None or not spacy_worker.off_cpu(self.config):
             return self.personal_filter, False
         if self._personal_background is None:
-            from q2_plugins.metric.spacy_worker import PersonalAhead
-
-            self._personal_background = PersonalAhead(self.personal_filter, self.config.spacy_model)
+            self._personal_background = spacy_worker.PersonalAhead(self.personal_filter, self.config.spacy_model)
             self._personal_background.prepare()  # its pipeline loads while the candidates and questions are made
         return self._personal_background, True
 
@@ -213,7 +203,6 @@ class Q2Scorer:
             return str(getattr(custom, "signature", f"custom:{type(custom).__name__}"))
         if stage in ("candidates", "personal", "signals"):
             return spacy_id(self._nlp())
-        from q2_plugins import backends
 
         return backends.identity(stage, self.config)
 
@@ -233,8 +222,6 @@ class Q2Scorer:
         """The model settings naming a random-weight test model (``q2 make-test-models``): a report of its scores
         says they mean nothing. Read once from the model folders' cards (not in the signature)."""
         if self._random_weights is None:
-            from q2_plugins.backends.loading import random_weight_models
-
             self._random_weights = tuple(random_weight_models(self.config.to_dict()))
         return self._random_weights
 
@@ -277,9 +264,7 @@ class Q2Scorer:
         _check_inputs(responses, knowledge, history)
         _check_progress(progress)
         if len(responses) > AHEAD_ROWS and self._custom["candidates"] is None:
-            from q2_plugins.metric.spacy_worker import off_cpu
-
-            if off_cpu(self.config):
+            if spacy_worker.off_cpu(self.config):
                 return self._score_in_parts(responses, knowledge, history, explain, progress, label)
         return self._score_call(responses, knowledge, history, explain, progress, label)
 
@@ -370,9 +355,7 @@ class Q2Scorer:
         if self._custom["candidates"] is not None:
             return
         if self._ahead is None:
-            from q2_plugins.metric.spacy_worker import CandidatesAhead
-
-            self._ahead = CandidatesAhead(self.candidate_extractor, self.config.spacy_model)
+            self._ahead = spacy_worker.CandidatesAhead(self.candidate_extractor, self.config.spacy_model)
         self._ahead.start([r for r in responses if isinstance(r, str)])
 
     def skip_precision_check(self) -> None:
@@ -389,9 +372,7 @@ class Q2Scorer:
         if any(self._custom[k] is not None for k in ("qg", "qa", "nli")):
             self._precision_pending = False
             return []
-        from q2_plugins.metric.precision import check_due
-
-        if check_due(self.config) is None:
+        if precision.check_due(self.config) is None:
             self._precision_pending = False
             return []
         return [r.index for r in st.usable(rows)][: self.config.precision_check]
@@ -400,18 +381,16 @@ class Q2Scorer:
                          history: Optional[Sequence[Any]], results: list[Any]) -> None:
         """Score the rows ``indices`` again with the float32 reference, keep the agreement in
         :attr:`precision_agreement` and warn below the tolerance; the reference models are let go after."""
-        from q2_plugins.metric.precision import compare, describe, reference_config, warn_if_below
-
         self._precision_pending = False
-        reference = Q2Scorer(reference_config(self.config), candidate_extractor=self._custom["candidates"],
+        reference = Q2Scorer(precision.reference_config(self.config), candidate_extractor=self._custom["candidates"],
                              personal_filter=self._custom["personal"], coreference=self._custom["coref"])
         ref = reference.score(responses=[responses[i] for i in indices], knowledge=[knowledge[i] for i in indices],
                               history=None if history is None else [history[i] for i in indices], explain=True)
-        agreement = compare(ref.responses, [results[i] for i in indices])
-        agreement.reference = describe(reference.config, library_paths=True)
-        agreement.checked = describe(self.config)
+        agreement = precision.compare(ref.responses, [results[i] for i in indices])
+        agreement.reference = precision.describe(reference.config, library_paths=True)
+        agreement.checked = precision.describe(self.config)
         self.precision_agreement = agreement
-        warn_if_below(agreement)
+        precision.warn_if_below(agreement)
 
     def label(self, result: Q2Result, *, responses: Sequence[Any], knowledge: Sequence[Any]) -> Q2Result:
         """Label a result afterwards with the BEGIN-style labels, given the inputs it was scored from: the labels
