@@ -3,9 +3,11 @@
 from __future__ import annotations
 
 import ast
+import io
 import re
 import subprocess
 import sys
+import tokenize
 from pathlib import Path
 from typing import Callable
 
@@ -384,6 +386,58 @@ def test_no_module_imports_another_modules_underscore_name():
              if isinstance(node, ast.ImportFrom) and (node.level or (node.module or "").startswith("q2_plugins"))
              for a in node.names if a.name.startswith("_") and not a.name.startswith("__")]
     assert found == []
+
+
+#: modules whose function-level imports another change is reworking now (the run engines and the file layer); their
+#: lazy imports are left as they are until it lands, and this list shrinks to nothing then
+LAZY_UNREVIEWED = ("jobs/__init__.py", "jobs/partial.py", "jobs/local.py", "jobs/ray/", "io/outputs.py", "io/inputs.py")
+
+
+def _uncommented_lazy_imports(path: str, source: str) -> list[int]:
+    """Lines of the imports of q2_plugins modules made inside functions with no comment saying why: none on the
+    import's lines, on a comment line above it, or above the first import of the run of imports it belongs to."""
+    tree = ast.parse(source)
+    tokens = [t for t in tokenize.generate_tokens(io.StringIO(source).readline) if t.type == tokenize.COMMENT]
+    comments = {t.start[0] for t in tokens}
+    above = {t.start[0] for t in tokens if t.line.lstrip().startswith("#")}  # comment lines, not a statement's tail
+    package = {n for n, _ in _package_imports(path, tree)}
+    found = []
+    for function in ast.walk(tree):
+        if not isinstance(function, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for node in ast.walk(function):
+            for body in (getattr(node, f, None) for f in ("body", "orelse", "finalbody")):
+                if not isinstance(body, list):
+                    continue
+                first = None
+                for statement in body:
+                    if not isinstance(statement, (ast.Import, ast.ImportFrom)):
+                        first = None
+                        continue
+                    first = first or statement
+                    lines = set(range(statement.lineno, statement.end_lineno + 1))  # type: ignore[operator]
+                    if (statement.lineno in package and not comments & lines
+                            and {statement.lineno - 1, first.lineno - 1}.isdisjoint(above)):
+                        found.append(statement.lineno)
+    return sorted(set(found))
+
+
+def test_every_import_made_inside_a_function_says_why():
+    """A package module imported inside a function is a dependency the top of the module does not show: kept only
+    where it keeps a light import light (torch, numpy, the opt-in taxonomy ...), with a comment saying so."""
+    found = {path: lines for path in _modules() if not path.startswith(LAZY_UNREVIEWED)
+             and (lines := _uncommented_lazy_imports(path, (PACKAGE / path).read_text(encoding="utf-8")))}
+    assert found == {}
+
+
+def test_the_lazy_import_check_sees_one_without_a_reason():
+    source = ("import os\n"
+              "def f():\n    from q2_plugins.metric import taxonomy\n"
+              "def g():\n    import json\n    from .spans import Mention\n"
+              "def h():\n    # (lazy: numpy)\n    from .significance import paired_test\n    from . import stages\n"
+              "def k():\n    x = 1  # a comment on another statement\n    from .spans import Mention\n"
+              "def m():\n    import torch\n    from .results import Span  # (lazy: torch)\n")
+    assert _uncommented_lazy_imports("metric/x.py", source) == [3, 6, 13]
 
 
 def test_the_spacy_worker_starts_by_its_module_path():
