@@ -10,7 +10,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator, Optional
 
-from q2_plugins.io.rows import RowSpec
+from q2_plugins.backends.accel.device import check_devices
+from q2_plugins.io.inputs import FORMATS
+from q2_plugins.io.outputs import (
+    check_outputs,
+    check_own_files,
+    check_writable,
+    files_written,
+    html_files,
+    partial_path,
+)
+from q2_plugins.io.rows import RowSpec, dropped_path
+from q2_plugins.jobs.partial import check_free_space, lock_output, ray_stages, resumable_on_ray
+from q2_plugins.metric.cache import check_cache_dir
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError
 
@@ -80,8 +92,6 @@ def check_engine(job: ScoreJob) -> None:
     if job.keep_min_score is not None and not job.output:
         raise SettingError("keep_min_score", "filter mode needs an output for the kept rows")
     if job.resume and job.engine == "ray":
-        from q2_plugins.jobs.partial import resumable_on_ray
-
         why = resumable_on_ray(job)
         if why:
             raise SettingError("resume", f"the ray engine resumes a run from one JSONL / CSV / TSV input file; "
@@ -94,21 +104,15 @@ def check_job_outputs(job: ScoreJob) -> None:
     """Every file the job would write (the output with its ``.partial``, ``.meta.json`` and temporaries, the HTML
     report, the dropped rows) against the input, through links too, and each one's folder for being writable: a
     clash or a folder that cannot be made or written stops the run here."""
-    from q2_plugins.io.inputs import FORMATS
-    from q2_plugins.io.outputs import check_outputs, check_writable, files_written, html_files
-
     written: list[tuple[str, str, list[Path]]] = []  # (setting, path, the files written for it)
     if job.output and job.output != "-":
         written.append(("output", job.output, files_written(job.output)))
     if job.html:
         written.append(("html", job.html, html_files(job.html)))
     if job.keep_min_score is not None and job.output:
-        from q2_plugins.io.rows import dropped_path
-
         dropped = job.dropped_output or str(dropped_path(job.output))
         written.append(("dropped_output", dropped, files_written(dropped)))
     check_outputs([job.input], written)
-    from q2_plugins.io.outputs import check_own_files, partial_path
 
     # (a Ray run's OUTPUT.partial may be its folder of staged blocks: jobs.partial.ray_stages)
     staged = [partial_path(job.output)] if job.engine == "ray" and job.output else []
@@ -119,8 +123,6 @@ def check_job_outputs(job: ScoreJob) -> None:
         # every output file needs its folder (a folder of part files is made), whichever flag and engine
         check_writable(path, setting, folder=folder)
     if job.config.cache_dir:
-        from q2_plugins.metric.cache import check_cache_dir
-
         check_cache_dir(job.config.cache_dir, job.config.cache_trusted)  # (a cache others can write: refused)
         check_writable(job.config.cache_dir, "cache_dir", folder=True)
 
@@ -128,8 +130,6 @@ def check_job_outputs(job: ScoreJob) -> None:
 def run_score_job(job: ScoreJob) -> int:
     """Check the job (its engine, then every path it writes), then run it; returns the exit code (0; 1 when no row
     could be scored, or any row failed with ``fail_on_error``)."""
-    from q2_plugins.backends.accel.device import check_devices
-
     check_engine(job)
     check_job_outputs(job)
     check_devices(job.config)  # a device that is not here: before the input is read or any model loads
@@ -142,8 +142,6 @@ def run_score_job(job: ScoreJob) -> int:
 def output_locks(job: ScoreJob) -> Iterator[None]:
     """The lock of every file the job writes (``--output``, ``--html``, filter mode's dropped rows), held while the
     block runs: a second run writing any of them is refused, naming it."""
-    from q2_plugins.jobs.partial import lock_output
-
     with contextlib.ExitStack() as stack:
         for setting, path in _written_files(job):
             stack.enter_context(lock_output(path, setting=setting))
@@ -156,16 +154,12 @@ def _written_files(job: ScoreJob) -> list[tuple[str, str]]:
     if job.html:
         written.append(("html", job.html))
     if job.keep_min_score is not None and job.output:
-        from q2_plugins.io.rows import dropped_path
-
         written.append(("dropped_output", job.dropped_output or str(dropped_path(job.output))))
     return written
 
 
 def _check_space(job: ScoreJob) -> None:
     """The output's folder has room for the estimated output (a resumed run: less the rows it keeps)."""
-    from q2_plugins.jobs.partial import check_free_space
-
     if not job.output or job.output == "-":
         return
     source = Path(job.input)
@@ -174,7 +168,6 @@ def _check_space(job: ScoreJob) -> None:
             p.stat().st_size for p in source.rglob("*") if p.is_file())
     except OSError:
         return  # (the reader says what is wrong with the input)
-    from q2_plugins.jobs.partial import ray_stages
 
     partial = Path(f"{job.output}.partial")
     staged = job.engine == "ray" and ray_stages(job)  # (its blocks and the results from them, side by side)
@@ -185,9 +178,9 @@ def _check_space(job: ScoreJob) -> None:
 
 def _run(job: ScoreJob) -> int:
     if job.engine == "local":
-        from q2_plugins.jobs.local import score_local
+        from q2_plugins.jobs.local import score_local  # (lazy: the engine imports ScoreJob from this module)
 
         return score_local(job)
-    from q2_plugins.jobs.ray.engine import run_score
+    from q2_plugins.jobs.ray.engine import run_score  # (lazy: ray)
 
     return run_score(job)

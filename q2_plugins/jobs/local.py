@@ -8,13 +8,31 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterator, Optional
 
-from q2_plugins import __version__
+from q2_plugins import __version__, backends
+from q2_plugins import scorer as scorer_module
+from q2_plugins.io.inputs import count_records, read_rows
+from q2_plugins.io.outputs import ResultFile
+from q2_plugins.io.rows import response_result, result_row, score_records, write_meta
+from q2_plugins.jobs import report
+from q2_plugins.jobs.partial import (
+    ResumeError,
+    RunRecord,
+    StoppedRun,
+    check_resume,
+    committed_rows,
+    input_identity,
+    keep_committed,
+    mark_stopped,
+    record_path,
+)
+from q2_plugins.metric import spacy_worker
 from q2_plugins.metric.precision import precision_line
-from q2_plugins.metric.results import print_summary
+from q2_plugins.metric.progress import Progress
+from q2_plugins.metric.results import Q2Stats, RowErrors, cache_line, print_summary
+from q2_plugins.scorer import Q2Scorer
 
 if TYPE_CHECKING:
     from q2_plugins.jobs import ScoreJob
-    from q2_plugins.metric.progress import Progress
 
 __all__ = ["score_local", "write_report", "run_record", "resumable", "KeptRows", "Pace"]
 
@@ -23,12 +41,6 @@ def score_local(job: ScoreJob) -> int:
     """Run ``job`` here (its engine and outputs already checked: :func:`~q2_plugins.jobs.run_score_job`); prints
     the summary and returns the exit code. With ``job.resume`` the rows a stopped run committed to its
     ``.partial`` are kept and the rest scored after them (:mod:`q2_plugins.jobs.partial`)."""
-    from q2_plugins.io.inputs import read_rows
-    from q2_plugins.io.outputs import ResultFile
-    from q2_plugins.io.rows import write_meta
-    from q2_plugins.metric.results import cache_line
-    from q2_plugins.scorer import Q2Scorer
-
     taxonomy = _taxonomy_model(job.taxonomy_model) if job.taxonomy_model else None
     config, spec = job.config, job.rows
     # the file and its columns are checked before anything else
@@ -38,8 +50,6 @@ def score_local(job: ScoreJob) -> int:
     scorer = _loaded(Q2Scorer(config), progress=job.progress)  # a model that cannot load stops here, once
     if run is not None:
         from dataclasses import replace
-
-        from q2_plugins.jobs.partial import RunRecord, check_resume
 
         run = replace(run, signature=str(scorer.signature))
         if resume:
@@ -83,8 +93,6 @@ def score_local(job: ScoreJob) -> int:
         except BaseException as e:
             raise _stopped(e, out, job, out.rows, True)  # noqa: B904 - e itself, with where its rows are
     if run is not None:
-        from q2_plugins.jobs.partial import record_path
-
         record_path(job.output).unlink(missing_ok=True)  # type: ignore[arg-type]  # (the run is complete)
     stream = sys.stderr if out is not None and out.stdout else sys.stdout
     print_summary({**summary, **extra}, signature, job.summary_format, stream)
@@ -101,14 +109,10 @@ def score_local(job: ScoreJob) -> int:
 def run_record(job: ScoreJob) -> Any:
     """What this run's ``.partial`` will hold (its signature filled in once the models load); None when the run
     writes no file, or its input is no regular file (a pipe: it cannot be read again, so it cannot be resumed)."""
-    from q2_plugins.jobs.partial import RunRecord, input_identity
-
     if not job.output or job.output == "-":
         return None
     if not Path(job.input).is_file():
         if job.resume:
-            from q2_plugins.jobs.partial import ResumeError
-
             raise ResumeError("resume", f"{job.input} is not a regular file: a stopped run on it cannot be resumed")
         return None
     spec = job.rows
@@ -120,8 +124,6 @@ def run_record(job: ScoreJob) -> Any:
 def resumable(job: ScoreJob, run: Any) -> bool:
     """Whether there is a ``.partial`` to resume (checked against ``run`` before the models load); without one the
     run starts from its first row, and says so."""
-    from q2_plugins.jobs.partial import RunRecord, check_resume
-
     partial = Path(f"{job.output}.partial")
     if not partial.exists():  # (a file of rows, or the Ray engine's folder of staged blocks)
         print(f"q2 score: --resume: there is no {partial} to continue; scoring from the first row", file=sys.stderr)
@@ -134,16 +136,11 @@ class KeptRows:
     """The rows a resumed run keeps from its ``.partial``: their count, figures and errors (and report rows)."""
 
     def __init__(self, spec: Any, report_rows: Optional[list[dict[str, Any]]]) -> None:
-        from q2_plugins.metric.results import Q2Stats, RowErrors
-
         self.spec, self.report_rows = spec, report_rows
         self.n, self.stats, self.errors = 0, Q2Stats(), RowErrors()
         self._rows: list[dict[str, Any]] = []
 
     def add(self, row: dict[str, Any]) -> None:
-        from q2_plugins.io.rows import response_result
-        from q2_plugins.metric.results import Q2Stats
-
         self.stats = self.stats + Q2Stats.of([response_result(row)])
         if isinstance(row.get("error"), str):
             self.errors.add(row["error"])
@@ -152,8 +149,6 @@ class KeptRows:
 
     def take(self, job: ScoreJob, rows: Iterator[dict[str, Any]]) -> None:
         """Keep the ``.partial``'s complete rows (a torn last line is cut off) and read past their input rows."""
-        from q2_plugins.jobs.partial import ResumeError, keep_committed
-
         self.n = keep_committed(f"{job.output}.partial", self.add)
         for result in self._rows:
             self.report_rows.append(_with_texts(result, next(rows, {}), self.spec))  # type: ignore[union-attr]
@@ -170,9 +165,6 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
     """Score the rows chunk by chunk, streaming result rows out (after the ``kept`` rows of a resumed run); the
     caller commits the output once its sidecar is written. A run that stops (an interrupt, SIGTERM, a full disk)
     raises with a :class:`~q2_plugins.jobs.partial.StoppedRun` attached: how many rows are committed, and where."""
-    from q2_plugins.io.rows import result_row, score_records
-    from q2_plugins.metric.results import Q2Stats, RowErrors
-
     spec = job.rows
     stats, errors = (kept.stats, kept.errors) if kept is not None else (Q2Stats(), RowErrors())
     signature, offset = "", kept.n if kept is not None else 0
@@ -180,11 +172,9 @@ def _score_rows(scorer: Any, rows: Iterator[dict[str, Any]], job: ScoreJob, out:
         progress.rows_done(offset)
     writing = False
     try:
-        from q2_plugins.metric.spacy_worker import off_cpu
-        from q2_plugins.scorer import AHEAD_ROWS
-
         # (a chunk of more rows is scored in parts, each part's candidates extracted ahead by the scorer itself)
-        ahead = getattr(scorer, "ahead", None) if off_cpu(job.config) and job.chunk_size <= AHEAD_ROWS else None
+        overlap = spacy_worker.off_cpu(job.config) and job.chunk_size <= scorer_module.AHEAD_ROWS
+        ahead = getattr(scorer, "ahead", None) if overlap else None
         pace = Pace(job.chunk_size, job.commit_seconds)
         for chunk in _with_next(_chunks(rows, pace), ahead, spec.response_column):
             started = time.monotonic()
@@ -231,8 +221,6 @@ def _with_next(chunks: Iterator[list[dict[str, Any]]], ahead: Any,
 def _stopped(e: BaseException, out: Any, job: ScoreJob, offset: int, writing: bool) -> BaseException:
     """``e`` with the :class:`~q2_plugins.jobs.partial.StoppedRun` of this run attached: one count, the rows in
     the ``.partial`` (after a failed write: those complete on disk, as ``--resume`` will count them)."""
-    from q2_plugins.jobs.partial import StoppedRun, committed_rows, mark_stopped
-
     partial = out.abandon() if out is not None else None
     if out is None or partial is None:
         return mark_stopped(e, StoppedRun(out.rows if out is not None else offset, None, None))
@@ -287,8 +275,6 @@ def _run_progress(job: ScoreJob) -> Optional[Progress]:
     when the input is not a regular file), and, on a terminal, one bar per stage across all chunks."""
     if not job.progress:
         return None
-    from q2_plugins.io.inputs import count_records
-    from q2_plugins.metric.progress import Progress
 
     terminal = getattr(sys.stderr, "isatty", lambda: False)()
     return Progress(total=count_records(job.input, job.input_format), stage_bars=terminal)
@@ -300,8 +286,6 @@ def _close(progress: Optional[Progress]) -> None:
 
 
 def _taxonomy_model(path: str) -> Any:
-    from q2_plugins import backends
-
     return backends.load("taxonomy", model=path)  # TaxonomyModel loads without the libraries' loading bars
 
 
@@ -315,17 +299,13 @@ def _loaded(scorer: Any, progress: bool) -> Any:
 
 def _taxonomy_model_id(path: str) -> str:
     """The identity (content hash) of the five-way model that labelled the rows (``taxonomy_model``)."""
-    from q2_plugins import backends
-
     return backends.identity("taxonomy", model=path)
 
 
 def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[str, Any]:
     """A result row plus the texts it scored (and the input's human label), for the HTML report."""
-    from q2_plugins.jobs.report import HUMAN_LABEL
-
     texts = {"response": row.get(spec.response_column), "knowledge": row.get(spec.knowledge_column),
-             HUMAN_LABEL: row.get(HUMAN_LABEL)}
+             report.HUMAN_LABEL: row.get(report.HUMAN_LABEL)}
     if spec.history_column:
         texts["history"] = row.get(spec.history_column)
     return {**record, **{k: v for k, v in texts.items() if isinstance(v, str)}}
@@ -334,9 +314,7 @@ def _with_texts(record: dict[str, Any], row: dict[str, Any], spec: Any) -> dict[
 def write_report(path: str, rows: list[dict[str, Any]], signature: str, summary: dict[str, Any],
                  sources: list[str], config: Optional[dict[str, Any]] = None) -> None:
     """Write the HTML report of result rows (with their texts) to ``path``, and say so on standard error."""
-    from q2_plugins.jobs.report import write_html
-
-    write_html(path, rows, signatures=[signature], summary=summary,
-               title="Q² report: " + ", ".join(Path(s).name for s in sources), sources=sources, version=__version__,
-               config=config)
+    report.write_html(path, rows, signatures=[signature], summary=summary,
+                      title="Q² report: " + ", ".join(Path(s).name for s in sources), sources=sources,
+                      version=__version__, config=config)
     print(f"HTML report: {path}", file=sys.stderr)

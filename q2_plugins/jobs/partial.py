@@ -28,7 +28,8 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from q2_plugins.io.outputs import lock_path, record_path
+from q2_plugins.io.inputs import FORMATS, suffixes
+from q2_plugins.io.outputs import lock_path, open_own, record_path, write_json_atomic
 from q2_plugins.metric.errors import SettingError
 
 __all__ = ["OutputLockedError", "ResumeError", "OutputLock", "lock_output", "RunRecord", "input_identity",
@@ -97,7 +98,6 @@ def lock_output(output: str | Path, setting: str = "output") -> OutputLock:
         import fcntl
     except ModuleNotFoundError:  # pragma: no cover - no flock on this platform: one writer is not enforced
         return OutputLock(lock_path(output), None)
-    from q2_plugins.io.outputs import open_own
 
     path = lock_path(output)
     for _ in range(50):
@@ -150,8 +150,6 @@ class RunRecord:
     rows: dict[str, Any]
 
     def write(self, output: str | Path) -> Path:
-        from q2_plugins.io.outputs import write_json_atomic
-
         target = record_path(output)
         write_json_atomic(target, {"format": RECORD_FORMAT, **asdict(self)})
         return target
@@ -232,8 +230,6 @@ def resumable_on_ray(job: Any) -> Optional[str]:
     """Why the Ray engine cannot resume ``job`` (None when it can): every output it writes keeps its scored rows as
     it goes (:func:`ray_stages`), but only a JSONL / CSV / TSV input file has records with positions (``row``) to
     continue after."""
-    from q2_plugins.io.inputs import FORMATS
-
     if not job.output:
         return "the run writes no output"
     kind = job.input_format or FORMATS.get(Path(job.input).suffix.lower())
@@ -246,8 +242,6 @@ def ray_stages(job: Any) -> bool:
     """Whether the Ray engine stages ``job``'s scored blocks in the folder ``OUTPUT.partial/`` (one Arrow file per
     block, the result files written from them at the end): every output but one JSONL file without filter mode,
     whose rows go to the file ``OUTPUT.partial`` as the blocks finish."""
-    from q2_plugins.io.inputs import suffixes
-
     if not job.output:
         return False
     return job.keep_min_score is not None or Path(job.output).suffix.lower() not in suffixes("jsonl")

@@ -388,9 +388,6 @@ def test_no_module_imports_another_modules_underscore_name():
     assert found == []
 
 
-#: modules whose function-level imports another change is reworking now (the run engines and the file layer); their
-#: lazy imports are left as they are until it lands, and this list shrinks to nothing then
-LAZY_UNREVIEWED = ("jobs/__init__.py", "jobs/partial.py", "jobs/local.py", "jobs/ray/", "io/outputs.py", "io/inputs.py")
 
 
 def _uncommented_lazy_imports(path: str, source: str) -> list[int]:
@@ -425,8 +422,8 @@ def _uncommented_lazy_imports(path: str, source: str) -> list[int]:
 def test_every_import_made_inside_a_function_says_why():
     """A package module imported inside a function is a dependency the top of the module does not show: kept only
     where it keeps a light import light (torch, numpy, the opt-in taxonomy ...), with a comment saying so."""
-    found = {path: lines for path in _modules() if not path.startswith(LAZY_UNREVIEWED)
-             and (lines := _uncommented_lazy_imports(path, (PACKAGE / path).read_text(encoding="utf-8")))}
+    found = {path: lines for path in _modules()
+             if (lines := _uncommented_lazy_imports(path, (PACKAGE / path).read_text(encoding="utf-8")))}
     assert found == {}
 
 

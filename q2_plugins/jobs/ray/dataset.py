@@ -22,6 +22,12 @@ import warnings
 from pathlib import Path
 from typing import Any, Iterator, Mapping, Optional, Union
 
+from q2_plugins.io.inputs import INTERNAL_FIELDS, named_settings, read_records, read_rows
+from q2_plugins.io.outputs import partial_path
+from q2_plugins.jobs.ray.stderr_filter import plain_cause
+from q2_plugins.metric.errors import ModelLoadError
+from q2_plugins.scorer import Q2Scorer
+
 try:
     import pyarrow as pa
     import ray
@@ -119,8 +125,6 @@ class Q2BatchScorer:
         row_counter: Optional[Any] = None,
         precision_tally: Optional[Any] = None,
     ) -> None:
-        from q2_plugins.scorer import Q2Scorer
-
         self.config = _config(config)
         self.scorer = Q2Scorer(self.config)
         # a run's precision check (q2_plugins.metric.precision) is taken once, by the first actor to score a batch
@@ -167,9 +171,6 @@ class Q2BatchScorer:
         """The row pipeline's results for the records (``q2_plugins.io.rows``, as the local engine scores them). A
         call that raises (not a component: those fail their rows) is tried once more, then every row of the batch
         gets its cause as its error in one plain line (a model that cannot load stops the run)."""
-        from q2_plugins.jobs.ray.stderr_filter import plain_cause
-        from q2_plugins.metric.errors import ModelLoadError
-
         cause: BaseException = RuntimeError("no attempt")
         for _attempt in (1, 2):
             try:
@@ -191,8 +192,6 @@ class Q2BatchScorer:
         columns = [batch.column(c).to_pylist() for c in required]
         results = self._score([dict(zip(required, values)) for values in zip(*columns)])
         # (a column named like an engine's own is kept as input_<name>, as JSONL's)
-        from q2_plugins.io.inputs import INTERNAL_FIELDS
-
         kept = batch.rename_columns([kept_name(c, self.reserved | INTERNAL_FIELDS) for c in batch.column_names])
         return self._laid_out(pa.nulls(batch.num_rows, pa.int64()), kept, results)
 
@@ -286,8 +285,6 @@ def score_dataset(
 
 def check_columns(columns: list[str], spec: RowSpec) -> None:
     """The columns ``spec`` requires are there."""
-    from q2_plugins.io.inputs import named_settings
-
     missing = [c for c in spec.required if c not in columns]
     if missing:
         raise SettingError(named_settings(spec.required, spec.settings, missing),
@@ -436,8 +433,6 @@ class _RecordsDatasource(FileBasedDatasource):
     def _read_stream(self, f: "pa.NativeFile", path: str) -> Iterator[pa.Table]:
         import io
 
-        from q2_plugins.io.inputs import read_records
-
         texts: list[Optional[str]] = []
         errors: list[Optional[str]] = []
         start = 0  # the position in the file of the block's first record
@@ -469,8 +464,6 @@ def _records_block(texts: list[Optional[str]], errors: list[Optional[str]], star
 
 def check_record_columns(path: Path, kind: str, required: tuple[str, ...], settings: tuple[str, ...]) -> None:
     """The required columns occur in the input (its first file, for a directory), checked as ``q2 score`` checks."""
-    from q2_plugins.io.inputs import read_rows
-
     first = path if path.is_file() else min(p for p in path.rglob("*") if p.is_file() and
                                             p.suffix.lower() in suffixes(kind))
     read_rows(first, kind, required, settings)  # raises InputFormatError naming the columns found
@@ -493,7 +486,6 @@ def write_dataset(ds: "ray.data.Dataset", path: Union[str, os.PathLike], fmt: Op
         else:
             {"jsonl": ds.write_json, "parquet": ds.write_parquet}[kind](str(path))
         return ds.count()
-    from q2_plugins.io.outputs import partial_path
 
     kind = FORMATS[path.suffix.lower()]
     path.parent.mkdir(parents=True, exist_ok=True)

@@ -16,9 +16,27 @@ import pyarrow as pa
 import ray
 import ray.data
 
+from q2_plugins.io.inputs import FORMATS, InputFormatError, count_records
+from q2_plugins.io.outputs import ResultFile
+from q2_plugins.io.rows import dropped_path, write_meta
 from q2_plugins.jobs import ScoreJob
+from q2_plugins.jobs.local import KeptRows, resumable, run_record
+from q2_plugins.jobs.partial import (
+    ResumeError,
+    RunRecord,
+    StoppedRun,
+    check_resume,
+    committed_rows,
+    keep_committed,
+    mark_stopped,
+    ray_stages,
+    record_path,
+    resumable_on_ray,
+    stopped_run,
+)
 from q2_plugins.jobs.ray.dataset import (
     Q2BatchScorer,
+    block_stats,
     check_columns,
     check_record_columns,
     format_of,
@@ -27,11 +45,13 @@ from q2_plugins.jobs.ray.dataset import (
     read_dataset,
     start_model_check,
 )
+from q2_plugins.jobs.ray.staging import StagedOutput, Staging, commit_staged, discard, nested_row, write_staged
 from q2_plugins.jobs.ray.stderr_filter import plain_cause, stderr_without
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.precision import Agreement, check_due, precision_line, warn_if_below
-from q2_plugins.metric.results import cache_line
+from q2_plugins.metric.progress import Progress
+from q2_plugins.metric.results import Q2Stats, cache_line, print_summary
 
 __all__ = ["run_score"]
 
@@ -118,8 +138,6 @@ def _scoring(job: ScoreJob, config: Q2Config, counter: Optional[Any], tally: Opt
 
 def _row_total(path: Path, kind: str, ds: "ray.data.Dataset") -> Optional[int]:
     """The input's row count, for the progress lines: counted in the file, or from Parquet's metadata."""
-    from q2_plugins.io.inputs import count_records
-
     if kind == "parquet":
         return ds.count()
     return count_records(path, kind) if path.is_file() else None
@@ -134,8 +152,6 @@ def _row_lines(rows: Optional[Any], total: Optional[int], every: float = 1.0) ->
         yield
         return
     import threading
-
-    from q2_plugins.metric.progress import Progress
 
     stop = threading.Event()
     terminal = sys.stderr.isatty()
@@ -191,13 +207,10 @@ def run_score(job: ScoreJob) -> int:
         with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
             return _run_started(job, resume)
     except (KeyboardInterrupt, OSError) as e:
-        from q2_plugins.jobs.partial import mark_stopped, stopped_run
-
         if stopped_run(e) is None:  # stopped before its first block was written
             mark_stopped(e, _nothing_written(job))
         raise
     except ray.exceptions.RayError as e:  # a task's error behind Ray's wrapper and colour codes: its cause
-        from q2_plugins.jobs.partial import mark_stopped, stopped_run
 
         error = RayRunError(f"the Ray run failed: {plain_cause(e)}")
         stopped = stopped_run(e)  # (the rows it kept, and where)
@@ -219,7 +232,6 @@ def _before_resume(job: ScoreJob) -> Optional[Any]:
     input, row settings and kind of ``.partial``: the signature once the models are checked); None otherwise."""
     if not job.output:
         return None
-    from q2_plugins.jobs.local import resumable, run_record
 
     run = run_record(job)
     if run is not None and job.resume:
@@ -234,8 +246,6 @@ def _before_resume(job: ScoreJob) -> Optional[Any]:
 def _check_partial_kind(job: ScoreJob) -> None:
     """A ``--resume`` finds the ``.partial`` this run writes: the rows of one JSONL output (a file), or staged blocks
     (a folder); the other kind is refused in one line."""
-    from q2_plugins.jobs.partial import ResumeError, ray_stages
-
     partial = Path(f"{job.output}.partial")
     if partial.exists() and partial.is_dir() != ray_stages(job):
         held = "staged blocks (a folder)" if partial.is_dir() else "JSONL rows (a file)"
@@ -249,8 +259,6 @@ def _check_not_empty_parquet(path: Path) -> None:
     if path.is_file() and path.suffix.lower() == ".parquet":
         import pyarrow.parquet as pq
 
-        from q2_plugins.io.inputs import InputFormatError
-
         if pq.read_metadata(path).num_rows == 0:
             raise InputFormatError(f"{path} is an empty Parquet file (no record); there is nothing to score")
 
@@ -260,10 +268,6 @@ def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
     output: to ``OUTPUT.partial``; every other output: staged in the folder ``OUTPUT.partial/``, the result files
     written from it at the end), committed at the end with each output's sidecar; a stopped run keeps them and
     ``--resume`` scores only the rest, with the local engine's checks (input, row settings, signature)."""
-    from q2_plugins.io.rows import write_meta
-    from q2_plugins.jobs.local import KeptRows
-    from q2_plugins.metric.results import print_summary
-
     config = job.config
     counter = ray.remote(num_cpus=0)(_RunTally).remote() if config.cache_dir else None
     # a setting the tests cannot run: one actor checks its decisions on its first rows (as the local engine does)
@@ -291,8 +295,6 @@ def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
     except BaseException as e:
         raise _stopped_streaming(e, sink, job)  # noqa: B904 - e itself, with where its rows are
     if run is not None:
-        from q2_plugins.jobs.partial import record_path
-
         record_path(job.output).unlink(missing_ok=True)  # (the run is complete)
     print_summary({**summary, **extra}, signature, job.summary_format)
     if job.summary_format == "text":
@@ -334,8 +336,6 @@ def _begin(job: ScoreJob, run: Optional[Any], resuming: bool, kept: Any, signatu
     after its complete rows), or the run's record written; the sink opened; returns the kept rows' figures."""
     from dataclasses import replace
 
-    from q2_plugins.jobs.partial import RunRecord, check_resume
-
     if run is not None:
         run = replace(run, signature=str(signature))
         if resuming:
@@ -358,9 +358,6 @@ def _block_summary(batch: "pa.Table", errors: Any) -> Any:
     :func:`dataset_summary` adds them up)."""
     import json
 
-    from q2_plugins.jobs.ray.dataset import block_stats
-    from q2_plugins.metric.results import Q2Stats
-
     row = block_stats(batch, "").to_pylist()[0]
     for message, count in json.loads(row.pop("error_kinds")):
         errors.add(message, count)
@@ -370,8 +367,6 @@ def _block_summary(batch: "pa.Table", errors: Any) -> Any:
 def _stopped_streaming(e: BaseException, sink: Any, job: ScoreJob) -> BaseException:
     """``e`` with where the rows of a stopped run are: committed to the ``.partial`` (resumable when its input is:
     :func:`~q2_plugins.jobs.partial.resumable_on_ray`)."""
-    from q2_plugins.jobs.partial import StoppedRun, mark_stopped, resumable_on_ray, stopped_run
-
     if stopped_run(e) is not None:
         return e
     if sink is None:
@@ -390,8 +385,6 @@ def _stopped_streaming(e: BaseException, sink: Any, job: ScoreJob) -> BaseExcept
 def _nothing_written(job: ScoreJob) -> Any:
     """What a run stopped before its first block was written left: nothing new (a resumed run's ``.partial`` as it
     was, to resume again)."""
-    from q2_plugins.jobs.partial import StoppedRun
-
     if not job.output:
         return StoppedRun(0, None, None, text="no row was scored")
     kept = f"; {job.output}.partial kept as it was" if job.resume and Path(f"{job.output}.partial").exists() else ""
@@ -401,8 +394,6 @@ def _nothing_written(job: ScoreJob) -> Any:
 def _sink(job: ScoreJob) -> Any:
     """Where the run's blocks go: the rows of one JSONL output (:class:`_JsonlRows`), staged blocks
     (:class:`_StagedRows`), or nowhere (no output: the summary alone)."""
-    from q2_plugins.jobs.partial import ray_stages
-
     if not job.output:
         return _NoRows()
     return _StagedRows(job) if ray_stages(job) else _JsonlRows(job)
@@ -440,15 +431,9 @@ class _JsonlRows(_NoRows):
         self.job, self.partial, self.out = job, Path(f"{job.output}.partial"), None
 
     def committed(self) -> int:
-        from q2_plugins.jobs.partial import committed_rows
-
         return committed_rows(self.partial)[0]
 
     def open(self, kept: Any, resuming: bool) -> None:
-        from q2_plugins.io.outputs import ResultFile
-        from q2_plugins.jobs.partial import keep_committed
-        from q2_plugins.jobs.ray.staging import discard
-
         if resuming:
             kept.n = keep_committed(self.partial, kept.add)
         elif self.partial.is_dir():  # (the staged blocks of a run with another output)
@@ -457,8 +442,6 @@ class _JsonlRows(_NoRows):
         self.opened = True
 
     def write(self, batch: "pa.Table") -> None:
-        from q2_plugins.jobs.ray.staging import nested_row
-
         for row in batch.to_pylist():
             self.out.write(nested_row(row))
         self.out.flush()
@@ -470,8 +453,6 @@ class _JsonlRows(_NoRows):
         self.out.commit()
 
     def abandon(self) -> tuple[int, Optional[Path]]:
-        from q2_plugins.jobs.partial import committed_rows
-
         partial, rows = self.out.abandon(), self.out.rows
         try:
             rows = committed_rows(partial)[0]
@@ -486,10 +467,6 @@ class _StagedRows(_NoRows):
     file(s) written from the staged blocks, filter mode split there, each put in place after its sidecar."""
 
     def __init__(self, job: ScoreJob) -> None:
-        from q2_plugins.io.inputs import FORMATS
-        from q2_plugins.io.rows import dropped_path
-        from q2_plugins.jobs.ray.staging import StagedOutput
-
         folder_kind = None
 
         def output(path: str, kept: Optional[bool], setting: str) -> StagedOutput:
@@ -508,8 +485,6 @@ class _StagedRows(_NoRows):
             self.outputs.append(output(self.names[1], False, "dropped_output"))
 
     def committed(self) -> int:
-        from q2_plugins.jobs.ray.staging import Staging
-
         staging = Staging(self.path)
         try:
             return staging.committed()
@@ -517,8 +492,6 @@ class _StagedRows(_NoRows):
             staging.close()
 
     def open(self, kept: Any, resuming: bool) -> None:
-        from q2_plugins.jobs.ray.staging import Staging, discard
-
         if not resuming and self.path.is_file():  # (the rows of a stopped run with one JSONL output)
             discard(self.path)
         self.staging = Staging(self.path)
@@ -536,8 +509,6 @@ class _StagedRows(_NoRows):
         self.staging.add(batch)
 
     def prepare(self, extra: dict[str, Any]) -> dict[str, int]:
-        from q2_plugins.jobs.ray.staging import write_staged
-
         job = self.job
         write_staged(self.staging, self.outputs, job.keep_min_score, job.keep_unscored)
         if job.keep_min_score is not None:
@@ -548,8 +519,6 @@ class _StagedRows(_NoRows):
         return {name: out.rows for name, out in zip(self.names, self.outputs)}
 
     def commit(self) -> None:
-        from q2_plugins.jobs.ray.staging import commit_staged
-
         commit_staged(self.staging, self.outputs)
 
     def abandon(self) -> tuple[int, Optional[Path]]:

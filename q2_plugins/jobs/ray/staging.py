@@ -20,7 +20,7 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from q2_plugins.io.inputs import named_errors
+from q2_plugins.io.inputs import named_errors, suffixes
 from q2_plugins.io.outputs import json_line, open_new, open_own, open_own_folder, partial_path, replace_own
 from q2_plugins.metric.results import EXPLANATION_FIELDS
 
@@ -279,8 +279,6 @@ def _write_parts(staging: Staging, out: StagedOutput, tables: Iterator[pa.Table]
                  schema: pa.Schema) -> tuple[int, tuple[tuple[Path, Path, Optional[int]], ...]]:
     """A folder of part files (``part-00000.parquet``, ... of about :data:`PART_ROWS` rows each, at least one),
     each through a hidden temporary in the folder."""
-    from q2_plugins.io.inputs import suffixes
-
     out.path.mkdir(parents=True, exist_ok=True)
     suffix, pending, rows = suffixes(out.kind)[0], [], 0
     writer: Optional[RowWriter] = None
