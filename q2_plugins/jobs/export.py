@@ -34,12 +34,14 @@ from pathlib import Path
 from typing import Any, Optional
 
 from q2_plugins import __version__
+from q2_plugins.backends.loading import random_weight_models
 from q2_plugins.io.outputs import write_text_atomic
 from q2_plugins.io.rows import read_results
 from q2_plugins.metric import names as M
 from q2_plugins.metric.errors import SettingError
 
-__all__ = ["SCHEMA_VERSION", "SCHEMA_DIR", "LIBRARY", "METRIC_IDS", "HUB_RESULTS_DIR", "ExportOptions", "ExportPaths",
+__all__ = ["SCHEMA_VERSION", "SCHEMA_DIR", "LIBRARY", "METRIC_IDS", "HUB_RESULTS_DIR", "TEST_MODELS_DETAIL",
+           "ExportOptions", "ExportPaths",
            "HubResults", "export_records", "hub_eval_results", "write_export", "load_schema"]
 
 SCHEMA_VERSION = "0.3.0"
@@ -246,7 +248,8 @@ def export_records(rows: Any, options: ExportOptions) -> tuple[dict[str, Any], l
                             "source_organization_name": options.source_organization,
                             "evaluator_relationship": options.evaluator_relationship},
         "eval_library": {"name": LIBRARY, "version": __version__,
-                         "additional_details": {"signature": run.signature, **options.extra_details}},
+                         "additional_details": {"signature": run.signature, **_test_models(rows),
+                                                **options.extra_details}},
         "model_info": {"name": options.model_name or model, "id": options.model_id,
                        **({"developer": developer} if developer else {}),
                        "additional_details": {"deployment_type": "unknown", "model_availability": "unknown"}},
@@ -270,10 +273,30 @@ def _yaml(value: Any, indent: str = "") -> str:
     return "\n".join(lines)
 
 
+#: the aggregate record's library detail naming random-weight test models (their scores mean nothing)
+TEST_MODELS_DETAIL = "random_weight_test_models"
+
+
+def _test_models(rows: Any) -> dict[str, str]:
+    """``{TEST_MODELS_DETAIL: "qa_model, ..."}`` when the run's models were random-weight test models (named by the
+    sidecar's settings, or by the rows of a front end without one), else nothing."""
+    found = random_weight_models((rows.meta or {}).get("config"))
+    found += [n for n in (rows.meta or {}).get("random_weights") or () if isinstance(n, str) and n not in found]
+    for row in rows.rows:
+        found += [n for n in row.get("random_weights") or () if isinstance(n, str) and n not in found]
+    return {TEST_MODELS_DETAIL: ", ".join(found)} if found else {}
+
+
 def hub_eval_results(aggregate: dict[str, Any], hub: HubResults) -> dict[str, str]:
     """The Hub's evaluation-results files of an aggregate record (:func:`export_records`): file name -> YAML text, one
     file per figure, each a list of one result (the data set, the figure in [0, 1], the date of the run, the source,
-    and notes naming the figure, its interval and the signature)."""
+    and notes naming the figure, its interval and the signature). Refused (a :class:`SettingError`) for a run of
+    random-weight test models: a model page would show their meaningless figures."""
+    test_models = aggregate["eval_library"]["additional_details"].get(TEST_MODELS_DETAIL)
+    if test_models:
+        raise SettingError("dataset_id", f"the scores come from random-weight test models ({test_models}; q2 "
+                                         f"make-test-models) and mean nothing; Hub results of them would mislead: "
+                                         f"score with real models")
     date = time.strftime("%Y-%m-%d", time.gmtime(int(aggregate["retrieved_timestamp"])))
     files = {}
     for result in aggregate["evaluation_results"]:
@@ -300,6 +323,7 @@ def write_export(results: str | Path, output_dir: str | Path, options: ExportOpt
     planted where one goes is refused, never written through)."""
 
     aggregate, instances = export_records(read_results(results), options)
+    hub_files = hub_eval_results(aggregate, hub) if hub is not None else {}  # (refused before any file is written)
     samples = Path(output_dir) / aggregate["detailed_evaluation_results"]["file_path"]
     samples.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in instances)
@@ -307,10 +331,10 @@ def write_export(results: str | Path, output_dir: str | Path, options: ExportOpt
     record = samples.with_name(samples.name.removesuffix("_samples.jsonl") + ".json")
     write_text_atomic(record, json.dumps(aggregate, indent=2, ensure_ascii=False) + "\n")
     written = []
-    if hub is not None:
+    if hub_files:
         folder = Path(output_dir) / HUB_RESULTS_DIR
         folder.mkdir(parents=True, exist_ok=True)
-        for name, yaml_text in hub_eval_results(aggregate, hub).items():
+        for name, yaml_text in hub_files.items():
             write_text_atomic(folder / name, yaml_text)
             written.append(folder / name)
     return ExportPaths(record, samples, tuple(written))

@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any, Mapping, Optional, Sequence
 
 from q2_plugins import __version__
+from q2_plugins.backends.loading import random_weight_models
 from q2_plugins.io.outputs import meta_path, write_json_atomic
 from q2_plugins.io.rows.pipeline import RowSpec
 
@@ -33,13 +34,15 @@ def write_meta(output: str | Path, *, engine: str, signature: Any, summary: dict
                **extra: Any) -> Path:
     """Write ``OUTPUT.meta.json`` (atomically) and return its path: the same keys from both engines and ``q2
     replay`` (``engine="replay"``, its ``config`` a dict, ``spec`` None, ``input`` its steps files), ``extra``
-    (cache counts, filter mode, an HTML report's failure) after them."""
-
+    (cache counts, filter mode, an HTML report's failure) after them. When the models were random-weight test models,
+    ``random_weights`` names their settings (read here, where their paths resolve; a reader elsewhere may not)."""
     target = meta_path(output)
+    settings = config if isinstance(config, Mapping) else config.to_dict()
+    test_models = random_weight_models(settings)
     write_json_atomic(target, {
         "format": META_FORMAT, "version": __version__, "engine": engine, "signature": str(signature),
         "signature_short": getattr(signature, "short", str(signature)), "summary": summary,
-        "config": config if isinstance(config, Mapping) else config.to_dict(), "rows": rows,
+        "config": settings, **({"random_weights": test_models} if test_models else {}), "rows": rows,
         "input": [str(i) for i in input] if isinstance(input, (list, tuple)) else str(input), "output": str(output),
         "columns": spec.columns() if spec is not None else None, "exit_code": exit_code,
         "libraries": library_versions(), **extra,

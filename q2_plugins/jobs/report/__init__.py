@@ -165,6 +165,9 @@ def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, se
             out.shorts[sig] = meta["signature_short"]
         if out.config is None and isinstance(meta.get("config"), dict):
             out.config = meta["config"]
+        for name in _names(meta.get(RANDOM_WEIGHTS_FIELD)):  # (named where the models' paths resolved)
+            if name not in out.random_weights:
+                out.random_weights.append(name)
         if out.version is None and meta.get("version") is not None:
             out.version = str(meta["version"])
     if len(metas) == 1 and metas[0][1] is not None and isinstance(metas[0][1].get("summary"), dict):

@@ -342,3 +342,18 @@ def test_a_page_of_random_weight_models_says_its_scores_mean_nothing(tiny_models
     assert random_weight_models({"nli_model": str(real)}) == []
     assert RANDOM_WEIGHTS_MARK not in render_html([], config={"nli_model": str(real)})
     assert model_id(str(real)) == model_id(str(tiny_models["nli"]))
+
+
+def test_a_sidecar_naming_test_models_gives_the_note_where_their_paths_do_not_resolve(tmp_path, capsys):
+    """A report made elsewhere than the run (relative model paths no longer resolve) still says the scores mean
+    nothing: the sidecar names the test models it found when the run wrote it."""
+    res, out = tmp_path / "s.jsonl", tmp_path / "r.html"
+    res.write_text(json.dumps(row(0)) + "\n")
+    meta = {"signature": "q2:test", "config": {"qa_model": "models/qa"}, "random_weights": ["qa_model"]}
+    (tmp_path / "s.jsonl.meta.json").write_text(json.dumps(meta))
+    assert main(["report", str(res), "--output", str(out)]) == 0
+    assert "random-weight test models (qa_model" in out.read_text(encoding="utf-8")
+    del meta["random_weights"]
+    (tmp_path / "s.jsonl.meta.json").write_text(json.dumps(meta))
+    assert main(["report", str(res), "--output", str(out)]) == 0
+    assert "random-weight test models" not in out.read_text(encoding="utf-8")

@@ -187,3 +187,33 @@ def test_a_link_planted_where_an_export_file_goes_is_refused(tmp_path, capsys):
     assert main(["export", str(path), "--output-dir", str(out), "--model-id", "acme/chatter",
                  "--hub-dataset-id", "acme/wow-dev"]) == 2
     assert "is a link" in capsys.readouterr().err and target.read_text() == "keep me"
+
+
+def test_scores_of_random_weight_test_models_are_said_so_and_never_become_hub_results(tmp_path, capsys):
+    """The sidecar names the test models where their paths resolved (write_meta reads their cards); the aggregate
+    record carries them, the command says so, and Hub results of them are refused before any file is written."""
+    from q2_plugins.backends.loading import RANDOM_WEIGHTS_MARK
+    from q2_plugins.io.rows import write_meta
+
+    test_model, real_model = tmp_path / "tiny-qa", tmp_path / "real-qa"
+    for folder, card in ((test_model, RANDOM_WEIGHTS_MARK), (real_model, "# a fine-tuned QA model")):
+        folder.mkdir()
+        (folder / "README.md").write_text(card + "\n")
+    path, _ = _results(tmp_path)
+    meta = json.loads(write_meta(path, engine="local", signature=SIGNATURE, summary={}, exit_code=0, rows=9,
+                                 config={"qa_model": str(test_model)}, input="in.jsonl", spec=None).read_text())
+    assert meta["random_weights"] == ["qa_model"]
+    out = tmp_path / "out"
+    assert main(["export", str(path), "--output-dir", str(out), "--model-id", "a/b", "--hub-dataset-id", "o/d"]) == 2
+    assert "random-weight test models (qa_model;" in capsys.readouterr().err and not out.exists()
+    assert main(["export", str(path), "--output-dir", str(out), "--model-id", "a/b"]) == 0
+    captured = capsys.readouterr()
+    assert "random-weight test models (qa_model;" in captured.err
+    aggregate = json.loads(Path(captured.out.split()[1]).read_text(encoding="utf-8"))
+    assert aggregate["eval_library"]["additional_details"]["random_weight_test_models"] == "qa_model"
+    meta = json.loads(write_meta(path, engine="local", signature=SIGNATURE, summary={}, exit_code=0, rows=9,
+                                 config={"qa_model": str(real_model)}, input="in.jsonl", spec=None).read_text())
+    assert "random_weights" not in meta  # a real model's run: no such key, no word, Hub results written
+    assert main(["export", str(path), "--output-dir", str(tmp_path / "o2"), "--model-id", "a/b",
+                 "--hub-dataset-id", "o/d"]) == 0
+    assert "random-weight" not in capsys.readouterr().err
