@@ -16,8 +16,9 @@ __all__ = ["stderr_without", "plain_cause"]
 # The filter runs in its own small process, so that whatever this process writes just before it dies (a C++ check
 # that aborts, a traceback) still reaches the real standard error: the filter reads until every writer has closed
 # the pipe. It ignores SIGINT and SIGTERM (sent to the whole process group by Ctrl-C or a timeout): it ends when
-# its input does. A line held back without its newline is passed on after 0.1 s of quiet, so progress bars redrawn
-# in place with "\r" still move.
+# its input does. A line held back without its newline is passed on after 0.1 s of quiet; a progress bar redrawn in
+# place with "\r" at once: held, a line another process wrote next (Ray's core worker's, left out) would join it, and
+# the bar's state would go with that line.
 _FILTER = r"""
 import json, os, select, signal, sys
 signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -43,6 +44,9 @@ while True:
         break
     *lines, held = (held + chunk).split(b"\n")
     put(b"".join(line + b"\n" for line in lines if not any(all(n in line for n in rule) for rule in rules)))
+    if b"\r" in held:  # a bar redrawn in place: passed on now, so another process's line is never joined to it
+        put(held)
+        held = b""
 put(held)
 """
 
