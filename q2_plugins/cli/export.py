@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from typing import Any, Optional
 
@@ -68,12 +67,10 @@ def run(args: argparse.Namespace) -> int:
     """``q2 export``: the records written, one line per file."""
     check_writable(args.output_dir, "output_dir", folder=True)
     paths = write_export(args.results, args.output_dir, options_from_args(args), hub_from_args(args))
-    test_models = json.loads(paths.aggregate.read_text(encoding="utf-8"))["eval_library"]["additional_details"].get(
-        TEST_MODELS_DETAIL)
-    if test_models:
-        print(f"q2 export: the scores come from random-weight test models ({test_models}; q2 make-test-models) and "
-              f"mean nothing; the aggregate record says so (eval_library.additional_details.{TEST_MODELS_DETAIL})",
-              file=sys.stderr)
+    if paths.test_models:
+        print(f"q2 export: the scores come from random-weight test models ({paths.test_models}; q2 "
+              f"make-test-models) and mean nothing; the aggregate record says so "
+              f"(eval_library.additional_details.{TEST_MODELS_DETAIL})", file=sys.stderr)
     print(f"aggregate   {paths.aggregate}")
     print(f"instances   {paths.instances}")
     for path in paths.hub:

@@ -121,6 +121,7 @@ class ExportPaths:
     aggregate: Path
     instances: Path
     hub: tuple[Path, ...] = ()
+    test_models: str = ""  # the random-weight test models the aggregate names (their scores mean nothing)
 
 
 def _text(value: Any) -> str:
@@ -337,4 +338,5 @@ def write_export(results: str | Path, output_dir: str | Path, options: ExportOpt
         for name, yaml_text in hub_files.items():
             write_text_atomic(folder / name, yaml_text)
             written.append(folder / name)
-    return ExportPaths(record, samples, tuple(written))
+    return ExportPaths(record, samples, tuple(written),
+                       aggregate["eval_library"]["additional_details"].get(TEST_MODELS_DETAIL, ""))
