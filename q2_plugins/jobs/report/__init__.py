@@ -133,9 +133,7 @@ def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, se
         for n, r in enumerate(scan_results(path), start=1):
             row = _with_texts(_as_result_row(r, f"{path.name} record {n}"), columns)
             sig = row.pop("signature", None)  # per-example files of the adapters may carry it on each row
-            for name in _names(row.pop(RANDOM_WEIGHTS_FIELD, None)):  # ...and the random-weight models, when some
-                if name not in out.random_weights:
-                    out.random_weights.append(name)
+            _add_names(out.random_weights, row.pop(RANDOM_WEIGHTS_FIELD, None))  # ...and its random-weight models
             if isinstance(sig, str) and sig not in out.signatures:
                 out.signatures.append(sig)
             tally.add(row)
@@ -165,9 +163,7 @@ def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, se
             out.shorts[sig] = meta["signature_short"]
         if out.config is None and isinstance(meta.get("config"), dict):
             out.config = meta["config"]
-        for name in _names(meta.get(RANDOM_WEIGHTS_FIELD)):  # (named where the models' paths resolved)
-            if name not in out.random_weights:
-                out.random_weights.append(name)
+        _add_names(out.random_weights, meta.get(RANDOM_WEIGHTS_FIELD))  # (named where the models' paths resolved)
         if out.version is None and meta.get("version") is not None:
             out.version = str(meta["version"])
     if len(metas) == 1 and metas[0][1] is not None and isinstance(metas[0][1].get("summary"), dict):
@@ -304,9 +300,12 @@ def _clean(x: Any) -> Any:
     return x
 
 
-def _names(value: Any) -> list[str]:
-    """The model settings a row's ``random_weights`` field names (nothing when it is absent or not a list of text)."""
-    return [v for v in value if isinstance(v, str)] if isinstance(value, list) else []
+def _add_names(into: list[str], value: Any) -> None:
+    """Add to ``into`` the model settings a ``random_weights`` field names that it lacks (nothing when the field is
+    absent or not a list of text)."""
+    for name in value if isinstance(value, list) else []:
+        if isinstance(name, str) and name not in into:
+            into.append(name)
 
 
 def _script_json(payload: dict[str, Any]) -> str:
@@ -349,10 +348,10 @@ def render_html(
     if page_size < 1:
         raise ValueError(f"page_size must be at least 1, got {page_size}")
     checked = [_as_result_row(r, f"row {i}") for i, r in enumerate(rows)]
-    random = [*random_weight_models(config)]
-    for name in [*random_weights, *(n for r in checked for n in _names(r.pop(RANDOM_WEIGHTS_FIELD, None)))]:
-        if name not in random:
-            random.append(name)
+    random = random_weight_models(config)
+    _add_names(random, list(random_weights))
+    for r in checked:
+        _add_names(random, r.pop(RANDOM_WEIGHTS_FIELD, None))
     if random:
         notes = [f"random-weight test models ({', '.join(random)}: q2 make-test-models): every score and label on "
                  f"this page is meaningless; score with real models for real figures", *notes]
