@@ -94,20 +94,27 @@ def test_a_batch_that_raises_is_retried_once_then_its_rows_are_error_rows(tmp_pa
     assert "\x1b" not in summary and f"{len(failed)} x  its batch of" in summary
 
 
+def stop_at_the_third_block(monkeypatch) -> list[int]:
+    """Make the engine stop (as on Ctrl-C) when its third finished block is to be written; returns the row counts of
+    the blocks it was given (the first two written). ``monkeypatch.undo()`` or a new setattr puts the writer back."""
+    real, calls = engine._write_batch, []
+
+    def stops(sink, batch):
+        calls.append(batch.num_rows)
+        if len(calls) == 3:
+            raise KeyboardInterrupt
+        real(sink, batch)
+
+    monkeypatch.setattr(engine, "_write_batch", stops)
+    return calls
+
+
 def test_a_stopped_ray_run_keeps_its_rows_and_the_resume_scores_only_the_rest(tmp_path, capsys, flags, monkeypatch):
     rows = [dict(GOOD, id=i, response=f"paris is in france {i} .") for i in range(20)]
     src = write(tmp_path / "in.jsonl", rows)
     out, partial = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial"
     argv = ["score", "--input", str(src), "--output", str(out), *flags]
-    real, calls = engine._write_batch, []
-
-    def stops_at_the_third_block(target, batch):
-        calls.append(batch.num_rows)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        real(target, batch)
-
-    monkeypatch.setattr(engine, "_write_batch", stops_at_the_third_block)
+    real, calls = engine._write_batch, stop_at_the_third_block(monkeypatch)
     assert main(argv) == 130
     kept = sum(calls[:2])
     err = capsys.readouterr().err.strip()
@@ -170,15 +177,7 @@ def test_a_stopped_ray_run_of_any_output_keeps_its_blocks_and_the_resume_equals_
     src = write(tmp_path / "in.jsonl", rows)
     out, staged = tmp_path / name, tmp_path / f"{name}.partial"
     argv = ["score", "--input", str(src), "--output", str(out), *extra, *flags]
-    real, calls = engine._write_batch, []
-
-    def stops_at_the_third_block(sink, batch):
-        calls.append(batch.num_rows)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        real(sink, batch)
-
-    monkeypatch.setattr(engine, "_write_batch", stops_at_the_third_block)
+    real, calls = engine._write_batch, stop_at_the_third_block(monkeypatch)
     assert main(argv) == 130
     kept = sum(calls[:2])
     err = capsys.readouterr().err.strip()
@@ -228,15 +227,7 @@ def test_a_stopped_ray_run_from_parquet_files_keeps_its_blocks_and_says_it_canno
     for part in range(4):
         pq.write_table(pa.Table.from_pylist([dict(GOOD, id=part * 4 + i) for i in range(4)]), src / f"{part}.parquet")
     out = tmp_path / "out.parquet"
-    real, calls = engine._write_batch, []
-
-    def stops_at_the_third_block(sink, batch):
-        calls.append(batch.num_rows)
-        if len(calls) == 3:
-            raise KeyboardInterrupt
-        real(sink, batch)
-
-    monkeypatch.setattr(engine, "_write_batch", stops_at_the_third_block)
+    calls = stop_at_the_third_block(monkeypatch)
     assert main(["score", "--input", str(src), "--output", str(out), *flags]) == 130
     err = capsys.readouterr().err.strip()
     assert err == (f"q2 score: interrupted: {sum(calls[:2])} rows committed to {out}.partial, {out} left as it was; "
