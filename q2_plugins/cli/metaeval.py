@@ -71,6 +71,9 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
     d.add_argument("--drop-unknown-labels", action="store_true",
                    help="rows whose label is unknown are left out (and listed) without a warning; without it they "
                         "are left out, listed and warned about")
+    d.add_argument("--ragtruth-quality", choices=("good", "all"), default="good",
+                   help="--dataset ragtruth: keep the responses of quality 'good' (as RAGTruth's own evaluation) or "
+                        "all of them (incorrect_refusal and truncated too)")
     t = m.add_argument_group("--dataset table")
     t.add_argument("--response-column", default="response")
     t.add_argument("--knowledge-column", default="knowledge")
@@ -204,7 +207,8 @@ def settings_from_args(args: argparse.Namespace) -> Any:
     return MetaEvalSettings(
         dataset=args.dataset, data=args.data, table=_table_columns(args),
         label_map=read_label_map(args.label_map) if args.label_map else {},
-        drop_unknown_labels=args.drop_unknown_labels, scores=scores, replay=args.replay, compute=args.compute,
+        drop_unknown_labels=args.drop_unknown_labels, ragtruth_quality=args.ragtruth_quality, scores=scores,
+        replay=args.replay, compute=args.compute,
         save_scores=args.save_scores, export_inputs=args.export_inputs, baselines=_baseline_names(args.baselines),
         bertscore_model=args.bertscore_model, bertscore_num_layers=args.bertscore_num_layers,
         bertscore_rescale=args.bertscore_rescale, bertscore_batch_size=args.bertscore_batch_size,

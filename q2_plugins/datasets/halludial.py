@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Optional
 
@@ -22,7 +24,8 @@ from q2_plugins.datasets.types import Example, MetaEvalData
 BENCHMARK = "HalluDial"
 
 
-def _halludial_example(n: int, obj: dict[str, Any], prefix: str, log: "RowLog") -> Optional[Example]:
+def _halludial_example(n: int, obj: dict[str, Any], prefix: str, quotes: Counter, log: "RowLog"
+                       ) -> Optional[Example]:
     where = f"record {n}"
     target = cell_text(first_field(obj, ("target",), f"{log.path} {where}"))
     first = target.strip().split(maxsplit=1)[0].strip(".,:;!").lower() if target.strip() else ""
@@ -35,6 +38,10 @@ def _halludial_example(n: int, obj: dict[str, Any], prefix: str, log: "RowLog") 
     if not log.texts(where, response, knowledge):
         return None
     history = obj.get("dialogue_history")
+    located = None if verdict else locate_quotes(response, target, knowledge)
+    if located is not None:
+        quotes.update(in_response=located.in_response, in_knowledge=located.in_knowledge, nowhere=located.nowhere,
+                      unlocated=located.spans is None)
     stem = log.path.stem.lower()
     return Example(
         id=f"halludial:{prefix}{n}", response=response, knowledge=knowledge, consistent=verdict,
@@ -42,25 +49,81 @@ def _halludial_example(n: int, obj: dict[str, Any], prefix: str, log: "RowLog") 
         dialogue=f"{prefix}{obj.get('dialogue_id')}" if obj.get("dialogue_id") is not None else None,
         history=history if isinstance(history, str) and history else None,
         split="dev" if "train" in stem or "dev" in stem else "test" if "test" in stem else None,
-        spans=() if verdict else quoted_spans(response, target))
+        spans=() if located is None else located.spans)
 
 
 #: a quoted phrase of a rationale: "..." or “...”
 _QUOTED = re.compile(r'"([^"]+)"|“([^”]+)”')
+#: what a rationale keeps inside its quotes that the response need not have: the sentence's own punctuation
+_TRIM = " \t\n.,;:!?…"
 
 
-def quoted_spans(response: str, target: str) -> Optional[tuple[tuple[int, int], ...]]:
-    """The hallucinated characters of a response that HalluDial's rationale names: each phrase quoted in the target
-    ("The hallucination lies in \"80 metres\"") found in the response (its first occurrence, ignoring case); None
-    when no quoted phrase is in the response (HalluDial locates the hallucination in words, not offsets)."""
-    low = response.lower()
-    out = set()
+def _whole_words(phrase: str) -> re.Pattern:
+    """``phrase`` as whole words (no letter or digit just before or after it), any run of spaces, case aside."""
+    words = [re.escape(w) for w in phrase.split()]
+    return re.compile(r"(?<!\w)" + r"\s+".join(words) + r"(?!\w)", re.IGNORECASE)
+
+
+@dataclass
+class QuotedPhrases:
+    """What a rationale's quoted phrases gave: the response's ``spans`` (None when no phrase was found in it) and
+    the phrases found only in the knowledge (``in_knowledge``, the rationale quoting the facts) or nowhere."""
+
+    spans: Optional[tuple[tuple[int, int], ...]]
+    in_response: int = 0
+    in_knowledge: int = 0
+    nowhere: int = 0
+
+
+def locate_quotes(response: str, target: str, knowledge: str = "") -> QuotedPhrases:
+    """Each phrase quoted in HalluDial's rationale ("The hallucination lies in \"80 metres.\"") located in the
+    response: its closing punctuation trimmed (the rationale's sentence may end inside the quotes), as whole words
+    ("he" is not in "them"), case aside, its first occurrence. A phrase found in the knowledge and not in the
+    response is the rationale quoting the facts: no span of the response, counted apart."""
+    out: set[tuple[int, int]] = set()
+    found = QuotedPhrases(None)
     for m in _QUOTED.finditer(target):
-        phrase = (m.group(1) or m.group(2)).strip()
-        at = low.find(phrase.lower()) if phrase else -1
-        if at >= 0:
-            out.add((at, at + len(phrase)))
-    return tuple(sorted(out)) or None
+        phrase = next(g for g in m.groups() if g is not None).strip(_TRIM)
+        if not phrase:
+            continue
+        hit = _whole_words(phrase).search(response)
+        if hit is not None:
+            out.add(hit.span())
+            found.in_response += 1
+        elif knowledge and _whole_words(phrase).search(knowledge):
+            found.in_knowledge += 1
+        else:
+            found.nowhere += 1
+    found.spans = tuple(sorted(out)) or None
+    return found
+
+
+def quoted_spans(response: str, target: str, knowledge: str = "") -> Optional[tuple[tuple[int, int], ...]]:
+    """The hallucinated characters of a response that HalluDial's rationale names (:func:`locate_quotes`); None
+    when no quoted phrase is in the response (HalluDial locates the hallucination in words, not offsets)."""
+    return locate_quotes(response, target, knowledge).spans
+
+
+#: the released layout's folders, under the folder given (``HalluDial/``, ``HalluDial/data/``)
+_RELEASED = ("data/spontaneous", "data/induced", "spontaneous", "induced")
+
+
+def halludial_files(path: Path) -> list[Path]:
+    """The HalluDial files ``path`` names: the file itself; a folder's ``.json`` / ``.jsonl`` files; or, for a folder
+    holding none, those of the released layout's scenario folders (``HalluDial/`` holding ``data/spontaneous`` and
+    ``data/induced``). A folder holding neither is refused, naming the folder to pass."""
+    if not path.is_dir():
+        return [path]
+    found = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file())
+    if found:
+        return found
+    folders = [path / sub for sub in _RELEASED if (path / sub).is_dir()]
+    found = sorted(p for f in folders for p in f.iterdir() if p.suffix in (".json", ".jsonl") and p.is_file())
+    if not found:
+        raise DataFormatError(f"The halludial loader reads a HalluDial .json / .jsonl file, a folder of them, or the "
+                              f"released folder (HalluDial/ holding data/spontaneous and data/induced); {path} holds "
+                              f"none: pass the HalluDial folder, or HalluDial/data/spontaneous, or one file")
+    return found
 
 
 def load_halludial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -> MetaEvalData:
@@ -69,30 +132,30 @@ def load_halludial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -
     hallucinates (``Yes. ...`` inconsistent, ``No. ...`` consistent; the rest is the rationale).
 
     ``path`` may also be a folder of such files (e.g. HalluDial's train and test files: the train file's records
-    are the dev split the ``spans`` experiment chooses its thresholds on); their ids and dialogues then begin with the
-    file's stem (``halludial:spontaneous_test:3``).
+    are the dev split the ``spans`` experiment chooses its thresholds on), or the released folder (``HalluDial/``,
+    whose ``data/spontaneous`` and ``data/induced`` hold them: :func:`halludial_files`); their ids and dialogues
+    then begin with the file's stem (``halludial:spontaneous_test:3``).
 
     Ids are ``halludial:<position>``; the dialogue is ``dialogue_id``; the subset the file's stem (e.g.
     ``spontaneous_test``), and a stem holding ``train`` or ``dev`` makes the records the dev split (``test``: the
-    test split). A hallucinated response's spans are the phrases its target quotes (:func:`quoted_spans`). Records
+    test split). A hallucinated response's spans are the phrases its target quotes, found in the response
+    (:func:`locate_quotes`; the notes count those found only in the knowledge, or nowhere). Records
     whose target starts with neither (after ``labels.label_map``, applied to the
     first word), records with an empty response or knowledge and records without a field are left out and listed.
     """
     path = Path(path)
-    files = sorted(p for p in path.iterdir() if p.suffix in (".json", ".jsonl")) if path.is_dir() else [path]
-    if not files:
-        raise DataFormatError(f"The halludial loader reads a HalluDial .json / .jsonl file, or a folder of them; "
-                              f"{path} holds none")
+    files = halludial_files(path)
     examples: list[Example] = []
     skipped: list = []
     notes: list[str] = []
     pool: dict[str, list[str]] = {}
+    quotes: Counter = Counter()
     for file in files:
         log = RowLog(file, labels, ["Yes", "No"])
         prefix = f"{file.stem}:" if path.is_dir() else ""  # (files of a folder: ids and dialogues apart)
         found = []
         for n, obj in json_objects(file, "HalluDial", log):
-            ex = log.guarded(f"record {n}", _halludial_example, n, obj, prefix)
+            ex = log.guarded(f"record {n}", _halludial_example, n, obj, prefix, quotes)
             if ex is None:
                 continue
             found.append(ex)
@@ -102,6 +165,11 @@ def load_halludial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -
         examples += found
         skipped += log.skipped
         notes += log.notes()
+    if quotes:
+        notes.insert(0, f"quoted phrases of the rationales: {quotes['in_response']} located in the response, "
+                        f"{quotes['in_knowledge']} found only in the knowledge (no response span), "
+                        f"{quotes['nowhere']} found in neither; {quotes['unlocated']} hallucinated responses have no "
+                        f"located span (example level only)")
     return MetaEvalData(name="halludial", source=str(path), examples=examples, skipped=skipped,
                         notes=notes, benchmark=BENCHMARK,
                         dialogue_knowledge={k: list(dict.fromkeys(v)) for k, v in pool.items()},

@@ -90,8 +90,9 @@ class MetaEvalData:
     a dialogue id to every knowledge text seen in it (the pool of the "same dialogue" random-knowledge control).
     ``pairs`` (may be empty) are stress pairs of two response-level examples each. ``experiments`` names the
     experiments run when none are asked for (None: all the data allows). ``skipped`` are the file's rows that are
-    not examples (blank, unknown label, empty text), each with its reason; ``caveats`` say where the figures on
-    this data are not comparable with published ones.
+    not examples (blank, unknown label, empty text), each with its reason; ``flagged`` are the labels of kept rows
+    that were left out or changed (a RAGTruth span whose offsets are unusable or do not cut its text), each with its
+    reason; ``caveats`` say where the figures on this data are not comparable with published ones.
     """
 
     name: str
@@ -106,6 +107,7 @@ class MetaEvalData:
     experiments: Optional[tuple[str, ...]] = None
     skipped: list[SkippedRow] = field(default_factory=list)
     caveats: list[str] = field(default_factory=list)
+    flagged: list[SkippedRow] = field(default_factory=list)
     benchmark: Optional[str] = None  # the published data set this is ("BEGIN", "Q2", "DialFact", "RAGTruth", ...)
 
     def __post_init__(self) -> None:
@@ -164,6 +166,11 @@ class MetaEvalData:
                                    "by_reason": dict(Counter(r.reason for r in self.skipped)),
                                    "rows": [{"where": r.where, "reason": r.reason, "detail": r.detail}
                                             for r in self.skipped]}
+        if self.flagged:
+            out["flagged_labels"] = {"n": len(self.flagged),
+                                     "by_reason": dict(Counter(r.reason for r in self.flagged)),
+                                     "rows": [{"where": r.where, "reason": r.reason, "detail": r.detail}
+                                              for r in self.flagged]}
         if self.caveats:
             out["caveats"] = list(self.caveats)
         if self.benchmark:

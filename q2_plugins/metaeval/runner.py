@@ -68,6 +68,8 @@ class MetaEvalSettings:
     table: Optional[TableColumns] = None
     label_map: Mapping[str, str] = field(default_factory=dict)
     drop_unknown_labels: bool = False
+    #: dataset ragtruth: the responses kept by their ``quality`` (``good``: as RAGTruth's own evaluation; ``all``)
+    ragtruth_quality: str = "good"
     scores: tuple[tuple[Optional[str], str], ...] = ()
     replay: Optional[str] = None
     compute: bool = False
@@ -101,6 +103,8 @@ class MetaEvalSettings:
             raise SettingError("label_map" if self.label_map else "drop_unknown_labels",
                                f"applies to the data sets with label values {list(labelled())}, not to "
                                f"{self.dataset!r}")
+        if self.ragtruth_quality != "good" and self.dataset != "ragtruth":
+            raise SettingError("ragtruth_quality", f"applies to dataset 'ragtruth', not to {self.dataset!r}")
         if self.save_scores and not self.compute:
             raise SettingError("save_scores", "writes the scores of compute; set compute too")
 
@@ -118,6 +122,8 @@ def load_data(settings: MetaEvalSettings) -> Any:
         options["labels"] = LabelOptions(dict(settings.label_map), settings.drop_unknown_labels)
     if settings.table is not None:
         options["table"] = settings.table
+    if settings.dataset == "ragtruth":
+        options["quality"] = settings.ragtruth_quality
     path = settings.data if settings.data is not None else default_data(settings.dataset)
     return load_dataset(settings.dataset, path, **options)
 
@@ -215,6 +221,21 @@ def _score_sources(settings: MetaEvalSettings, data: Any, options: Any, to_score
     return metrics
 
 
+def _span_budget(settings: MetaEvalSettings, options: Any, to_score: list, notes: list[str]) -> Q2Config:
+    """The Q² settings to compute with: for the spans experiment (RAGTruth's responses run to pages), a response
+    budget left at its default is raised to the longest response, so that no response is left out of the span table
+    for its length; the data's notes say so (the budget is part of the signature)."""
+    config = settings.config
+    default = Q2Config().max_response_chars
+    longest = max((len(ex.response) for ex in to_score), default=0)
+    if (not settings.compute or "spans" not in options.experiments or config.max_response_chars != default
+            or longest <= default):
+        return config
+    notes.append(f"spans experiment: the response budget (max_response_chars) raised from its default {default} to "
+                 f"{longest}, the longest response, so that no response is left out for its length")
+    return replace(config, max_response_chars=longest)
+
+
 def evaluate(settings: MetaEvalSettings) -> Any:
     """Load the data, bring in every score source and baseline, and run the experiments; returns the
     :class:`~q2_plugins.metaeval.experiments.MetaEvalRun` (nothing is written: :func:`save_outputs` does)."""
@@ -222,7 +243,7 @@ def evaluate(settings: MetaEvalSettings) -> Any:
     data = load_data(settings)
     options = _options(settings, data)
     to_score, variants = _inputs(settings, data, options)
-    config = settings.config
+    config = _span_budget(settings, options, to_score, data.notes)
     scorer = None
 
     def get_scorer() -> Any:

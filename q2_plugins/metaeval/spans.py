@@ -8,8 +8,9 @@ predicted hallucinated characters of a response are those of its spans scoring `
 
 - **Character level** (RAGTruth's span-level task): precision, recall and F1 of the predicted hallucinated characters
   against the annotated ones, summed over the responses whose annotation locates them (:attr:`Example.spans`).
-- **Example level**: a response is predicted hallucinated when any of its characters is; precision, recall and F1
-  of the hallucinated class over every labelled response the source scored.
+- **Example level**: a response is predicted hallucinated when any of its characters is (a response Q² scored by
+  its fallback, which has no spans, when its score is at or below the same threshold); precision, recall and F1 of
+  the hallucinated class over every labelled response the source scored.
 
 Each level's threshold is the one of best F1 on the data's dev split (RAGTruth's ``train`` split; a HalluDial file
 named ``*train*`` / ``*dev*``), never on its test examples; without a dev split it is fixed at 0.5. The report
@@ -39,7 +40,10 @@ def predicted_chars(spans: Sequence[tuple[int, int, float]], threshold: float) -
     return _chars([(s, e) for s, e, score in spans if score <= threshold])
 
 
-def _prf(tp: int, predicted: int, gold: int) -> dict[str, Any]:
+def _prf(tp: int, predicted: int, gold: int, n: int) -> dict[str, Any]:
+    """P / R / F1 of ``n`` examples; None for each (an empty cell) when there is no example."""
+    if not n:
+        return {"precision": None, "recall": None, "f1": None, "n_predicted": 0, "n_gold": 0}
     p = tp / predicted if predicted else 0.0
     r = tp / gold if gold else 0.0
     return {"precision": p, "recall": r, "f1": 2 * p * r / (p + r) if p + r else 0.0, "n_predicted": predicted,
@@ -52,14 +56,23 @@ def char_prf(examples: Sequence[Example], metric: MetricScores, threshold: float
     for ex in examples:
         pred, truth = predicted_chars(metric.spans[ex.id], threshold), _chars(ex.spans or ())
         tp, predicted, gold = tp + len(pred & truth), predicted + len(pred), gold + len(truth)
-    return _prf(tp, predicted, gold)
+    return _prf(tp, predicted, gold, len(examples))
+
+
+def example_scores(metric: MetricScores, example_id: str) -> list[float]:
+    """The scores that decide whether a response is hallucinated at the example level: its spans' scores, or, for a
+    response scored by Q²'s fallback (no question, so no span), its score."""
+    stats = metric.questions.get(example_id)
+    if stats is not None and stats.used_fallback and not metric.spans[example_id] and example_id in metric.values:
+        return [metric.values[example_id]]
+    return [score for _, _, score in metric.spans[example_id]]
 
 
 def example_prf(examples: Sequence[Example], metric: MetricScores, threshold: float) -> dict[str, Any]:
-    """Example-level precision, recall and F1 of the hallucinated class."""
-    flagged = [ex for ex in examples if any(score <= threshold for _, _, score in metric.spans[ex.id])]
+    """Example-level precision, recall and F1 of the hallucinated class (:func:`example_scores` decide)."""
+    flagged = [ex for ex in examples if any(score <= threshold for score in example_scores(metric, ex.id))]
     tp = sum(not ex.consistent for ex in flagged)
-    return _prf(tp, len(flagged), sum(not ex.consistent for ex in examples))
+    return _prf(tp, len(flagged), sum(not ex.consistent for ex in examples), len(examples))
 
 
 def choose_threshold(dev: Sequence[Example], metric: MetricScores,
@@ -69,8 +82,8 @@ def choose_threshold(dev: Sequence[Example], metric: MetricScores,
     comes from; :data:`FIXED_THRESHOLD` when there is no dev example."""
     if not dev:
         return FIXED_THRESHOLD, f"fixed at {FIXED_THRESHOLD:g}: the data has no dev split (never tuned on test)"
-    scores = sorted({score for ex in dev for _, _, score in metric.spans[ex.id]} | {FIXED_THRESHOLD})
-    best = max(scores, key=lambda t: (measure(dev, metric, t)["f1"], -t))
+    scores = sorted({score for ex in dev for score in example_scores(metric, ex.id)} | {FIXED_THRESHOLD})
+    best = max(scores, key=lambda t: (measure(dev, metric, t)["f1"] or 0.0, -t))
     return best, f"best F1 on the dev split ({len(dev)} examples)"
 
 
@@ -118,15 +131,18 @@ def _num(x: Optional[float]) -> str:
 def span_section(block: dict[str, Any]) -> list[str]:
     """The experiment's markdown: one row per span source and level, with the threshold and its source."""
     out = ["### Span-level and example-level hallucination detection", "",
-           "| metric | level | n test | precision | recall | F1 | threshold | threshold from |",
-           "|---|---|---|---|---|---|---|---|"]
+           "| metric | level | n test | not scored | precision | recall | F1 | threshold | threshold from |",
+           "|---|---|---|---|---|---|---|---|---|"]
     for r in block["rows"]:
         for level in ("span", "example"):
             x = r[level]
             out.append(f"| {r['metric']} | {'character' if level == 'span' else 'example'} | {x['n_test']} | "
+                       f"{r['n_test_unscored']} | "
                        f"{_num(x['precision'])} | {_num(x['recall'])} | {_num(x['f1'])} | {x['threshold']:.4g} | "
                        f"{x['threshold_source']} |")
     out += ["", f"{block['n_annotated']} of {block['n_examples']} responses are annotated at the character level "
                 f"(their hallucinated characters located, or none); {block['n_dev']} are dev examples. "
-                f"{block['definition'][0].upper()}{block['definition'][1:]}.", ""]
+                f"{block['definition'][0].upper()}{block['definition'][1:]}. 'Not scored': the metric's test "
+                f"examples without spans (an error, e.g. a response over the response budget, or no score), left out "
+                f"of its rows.", ""]
     return out

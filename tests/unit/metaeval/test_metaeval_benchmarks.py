@@ -43,13 +43,19 @@ def test_ragtruth_fixture():
     data = load_dataset("ragtruth", FORMATS / "ragtruth")
     assert [(ex.id, ex.consistent, ex.subset, ex.split) for ex in data.examples] == [
         ("ragtruth:1", True, "QA", "dev"), ("ragtruth:2", False, "QA", "dev"), ("ragtruth:3", True, "Summary", "dev"),
-        ("ragtruth:4", False, "Summary", "test"), ("ragtruth:5", True, "Data2txt", "test"),
-        ("ragtruth:6", False, "Data2txt", "test")]
+        ("ragtruth:4", False, "Summary", "test"), ("ragtruth:5", True, "Data2txt", "test")]
     qa = data.examples[0]
     assert qa.knowledge.startswith("passage 1: The museum closes") and qa.history == "when does the museum close"
     assert json.loads(data.examples[4].knowledge)["city"] == "Springfield"  # a data-to-text record, as JSON
-    assert [r.describe() for r in data.skipped] == ["line 7: malformed labels 'None'", "line 8: unknown source_id 's9'"]
-    assert data.notes[0] == "kept 1 responses with quality issues {'truncated': 1} (RAGTruth's 'quality')"
+    assert [r.describe() for r in data.skipped] == ["line 6: quality not good 'truncated'",
+                                                    "line 7: malformed labels 'None'", "line 8: unknown source_id 's9'"]
+    assert data.notes[0].startswith("quality: only responses of quality 'good', as RAGTruth's own evaluation (1 left")
+    assert data.notes[1] == "labels: all 3 cut exactly their text" and not data.flagged
+    every = load_dataset("ragtruth", FORMATS / "ragtruth", quality="all")
+    six = every.examples[-1]
+    assert six.id == "ragtruth:6" and [six.response[s:e] for s, e in six.spans] == ["Shelbyville"]
+    assert every.notes[0] == ("quality: every response kept (quality 'all'), 1 with quality issues {'truncated': 1}; "
+                              "RAGTruth's own evaluation keeps only 'good' (the default)")
     with pytest.raises(DataFormatError, match="response.jsonl and source_info.jsonl"):
         load_dataset("ragtruth", FORMATS / "llm_aggrefact")
 
@@ -62,7 +68,7 @@ def test_ragtruth_line_that_is_not_json(tmp_path):
     with (folder / "response.jsonl").open("a") as f:
         f.write("{not json\n")
     data = load_dataset("ragtruth", folder)
-    assert len(data.examples) == 6 and data.skipped[-1].where == "line 9" and data.skipped[-1].reason == "invalid JSON"
+    assert len(data.examples) == 5 and data.skipped[-1].where == "line 9" and data.skipped[-1].reason == "invalid JSON"
 
 
 def test_halludial_fixture():

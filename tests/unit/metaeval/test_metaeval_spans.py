@@ -12,7 +12,7 @@ from q2_plugins.datasets.ragtruth import load_ragtruth
 from q2_plugins.datasets.types import Example, MetaEvalData
 from q2_plugins.metaeval.experiments import MetaEvalOptions, run_meta_eval
 from q2_plugins.metaeval.report import to_markdown
-from q2_plugins.metaeval.scores import MetricScores, metrics_from_results
+from q2_plugins.metaeval.scores import MetricScores, QuestionStats, metrics_from_results
 from q2_plugins.metaeval.spans import char_prf, choose_threshold, example_prf, span_level
 from q2_plugins.metric.results import QuestionResult, ResponseResult, Span
 
@@ -98,7 +98,60 @@ def test_the_experiment_runs_and_prints_its_thresholds_source():
     row = run.report["spans"]["rows"][0]
     assert row["span"]["f1"] == 1.0 and row["example"]["f1"] == 1.0
     text = to_markdown(run.report)
-    assert "| Q2 | character | 2 | 100.0 | 100.0 | 100.0 | 0 | best F1 on the dev split (2 examples) |" in text
+    assert "| Q2 | character | 2 | 0 | 100.0 | 100.0 | 100.0 | 0 | best F1 on the dev split (2 examples) |" in text
     plain = run_meta_eval(MetaEvalData(name="x", source="x", label_scheme="spans", examples=[ex("a", None)]), [m],
                           MetaEvalOptions(experiments=("spans",)))
     assert "spans" not in plain.report and "locates no hallucinated span" in plain.report["skipped"]["spans"]
+
+
+def test_unscored_examples_are_counted_in_the_table_and_an_empty_cell_is_a_dash():
+    # t3 has no spans (its row errored, e.g. over the response budget): counted in the table itself
+    exs = [ex("t1", [(0, 5)]), ex("t2", []), ex("t3", [(0, 5)]), ex("u", None)]
+    m = MetricScores("Q2", {"t1": 0.1, "t2": 0.9}, "test", spans={"t1": [(0, 5, 0.0)], "t2": [(0, 5, 1.0)],
+                                                                   "u": [(0, 5, 0.0)]})
+    run = run_meta_eval(MetaEvalData(name="x", source="x", label_scheme="spans", examples=exs), [m],
+                        MetaEvalOptions(experiments=("spans",)))
+    assert run.report["spans"]["rows"][0]["n_test_unscored"] == 1
+    assert "| Q2 | character | 2 | 1 | 100.0 | 100.0 | 100.0 |" in to_markdown(run.report)
+    # no test example at the character level: empty cells, not 0.0
+    only_dev = [ex("d1", [(0, 5)], "dev"), ex("d2", [], "dev"), ex("t", None)]
+    m2 = MetricScores("Q2", {}, "test", spans={"d1": [(0, 5, 0.0)], "d2": [(0, 5, 1.0)], "t": [(0, 5, 0.0)]})
+    run = run_meta_eval(MetaEvalData(name="x", source="x", label_scheme="spans", examples=only_dev), [m2],
+                        MetaEvalOptions(experiments=("spans",)))
+    row = run.report["spans"]["rows"][0]
+    assert row["span"]["n_test"] == 0 and row["span"]["f1"] is None
+    assert "| Q2 | character | 0 | 0 | – | – | – |" in to_markdown(run.report)
+
+
+def test_a_fallback_response_is_decided_by_its_score_at_the_same_threshold():
+    exs = [ex("f1", [(0, 2)]), ex("f2", []), ex("s", [(0, 5)])]
+    m = MetricScores("Q2", {"f1": 0.2, "f2": 0.9, "s": 0.3}, "test",
+                     questions={"f1": QuestionStats(0, None, True), "f2": QuestionStats(0, None, True),
+                                "s": QuestionStats(1, None, False)},
+                     spans={"f1": [], "f2": [], "s": [(0, 5, 0.3)]})
+    # f1 (fallback, 0.2 <= 0.5) is flagged, f2 (0.9) is not, s by its span
+    e = example_prf(exs, m, 0.5)
+    assert (e["n_predicted"], e["n_gold"], e["precision"], e["recall"]) == (2, 2, 1.0, 1.0)
+    # the same threshold as the spans': at 0.25, f1 still flagged, s not
+    assert example_prf(exs, m, 0.25)["n_predicted"] == 1
+    # without the fallback flag an empty span list flags nothing (the overlap baseline's clean responses)
+    plain = MetricScores("Overlap", {"f1": 0.2}, "test", spans={"f1": [], "f2": [], "s": [(0, 5, 0.3)]})
+    assert example_prf(exs, plain, 0.5)["n_predicted"] == 1
+    assert choose_threshold([ex("f1", [(0, 2)], "dev")], m, example_prf)[0] == 0.2
+
+
+def test_the_response_budget_is_raised_for_the_spans_experiment():
+    from q2_plugins.metaeval.runner import MetaEvalSettings, _span_budget
+    from q2_plugins.metric.config import Q2Config
+
+    long = [Example(id="a", response="x" * 2500, knowledge="k", consistent=True, label="?", spans=())]
+    notes: list = []
+    spans = MetaEvalOptions(experiments=("spans",))
+    raised = _span_budget(MetaEvalSettings(dataset="ragtruth", data="x", compute=True), spans, long, notes)
+    assert raised.max_response_chars == 2500 and "raised from its default 2000 to 2500" in notes[0]
+    # a budget the user set, another experiment, or no computing: left as it is
+    mine = MetaEvalSettings(dataset="ragtruth", data="x", compute=True, config=Q2Config(max_response_chars=900))
+    assert _span_budget(mine, spans, long, []).max_response_chars == 900
+    other = MetaEvalOptions(experiments=("response",))
+    assert _span_budget(MetaEvalSettings(dataset="ragtruth", data="x", compute=True), other, long, []
+                        ).max_response_chars == 2000
