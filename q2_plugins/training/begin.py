@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import random
 import re
+from collections import Counter
 from typing import Any, Optional, Sequence, Union
 
 from q2_plugins.datasets.grounded import SourceRow
@@ -100,6 +101,8 @@ def _generic(rng: random.Random, pretokenised: bool) -> str:
 
 _HEDGE_VERBS = frozenset({"know", "think", "believe", "guess", "suppose", "mean", "say", "hear", "read", "learn",
                           "see", "remember", "wonder", "agree", "understand", "assume", "recall", "feel"})
+# hedge verbs that tell an experience when they take a thing ("i have never seen them", "i remember watching it")
+_EXPERIENCE_VERBS = frozenset({"see", "hear", "read", "learn", "remember", "recall", "feel"})
 _HEDGE_STATES = frozenset({"sure", "certain", "aware", "afraid", "positive", "right", "correct", "glad", "happy"})
 # "i do (not)", "i have (not)", "i am (not)", "i can't": a verb standing for the question's, telling nothing itself
 _PRO_VERBS = frozenset({"do", "have", "be", "can", "will", "would", "could", "should"})
@@ -107,6 +110,14 @@ _COMPLEMENTS = frozenset({"dobj", "xcomp", "ccomp", "acomp", "attr", "oprd", "pr
                           "npadvmod"})
 
 
+#: sharing the previous turn's taste, experience or opinion: "me too", "so do i", "i agree", "i think so too"
+_AGREEING = re.compile(r"\b(?:me (?:too|neither|either)|so (?:do|did|am|have) i|neither (?:do|did|am|have) i|"
+                       r"same here|i (?:totally |completely |strongly )?agree|i think so too|i feel the same|"
+                       r"you(?:'re| ' re| are) (?:so |absolutely |totally )?right)\b", re.IGNORECASE)
+#: what a speaker finds a thing ("i think it's interesting that ..."): an opinion, not a hedge
+_EVALUATIVE = frozenset({"interesting", "great", "cool", "amazing", "awesome", "fun", "funny", "sad", "nice", "good",
+                         "bad", "weird", "crazy", "fascinating", "beautiful", "delicious", "boring", "terrible",
+                         "wonderful", "neat", "cute", "scary", "impressive", "incredible", "silly", "strange"})
 _SPLIT_CONTRACTION = re.compile(r"(\w)\s+'\s+(m|re|ve|s|d|ll|t)\b", re.IGNORECASE)
 
 
@@ -117,14 +128,26 @@ def personal_statement(doc: Any, nlp: Any = None) -> Optional[str]:
     "i ' m" as no verb at all)."""
     if nlp is not None and _SPLIT_CONTRACTION.search(doc.text):
         doc = nlp(_SPLIT_CONTRACTION.sub(r"\1'\2", doc.text))
+    agreed = _AGREEING.search(doc.text)
+    if agreed:
+        return agreed.group(0).lower()  # "me too !": the previous turn's taste or experience, the speaker's too
     for tok in doc:
         low = tok.lower_
         if low in ("my", "our") and tok.dep_ == "poss":
             return tok.head.text if tok.head is not None else low
+        if low in ("me", "us") and tok.dep_ in ("dobj", "dative") and tok.head.pos_ == "VERB" \
+                and tok.head.lemma_.lower() not in _HEDGE_VERBS | {"tell", "let", "ask", "give", "show"}:
+            return f"{tok.head.text} {tok.text}"  # "it took me a while": what happened to the speaker
         if low in ("i", "we") and tok.dep_ in ("nsubj", "nsubjpass"):
             head = tok.head
             lemma = head.lemma_.lower()
             if lemma in _HEDGE_VERBS:
+                if lemma in _EXPERIENCE_VERBS and any(c.dep_ in ("dobj", "xcomp") and c.lower_ not in (
+                        "so", "that", "it", "this") for c in head.children):
+                    return f"{tok.text} {head.text}"  # "i have never seen them live", "i did not read them"
+                if any(c.dep_ == "ccomp" and any(g.dep_ == "acomp" and g.lower_ in _EVALUATIVE for g in c.children)
+                       for c in head.children):
+                    return f"{tok.text} {head.text}"  # "i think it's interesting that ...": an opinion
                 continue
             if lemma == "be" and any(c.dep_ == "acomp" and c.lemma_.lower() in _HEDGE_STATES for c in head.children):
                 continue
@@ -139,6 +162,44 @@ def _noun_forms(doc: Any) -> set[str]:
     """Lower-cased forms and lemmas of the nouns, proper nouns, adjectives and numbers of ``doc`` (no stop words)."""
     words = [t for t in doc if t.pos_ in ("NOUN", "PROPN", "ADJ", "NUM") and not t.is_stop]
     return {t.lower_ for t in words} | {t.lemma_.lower() for t in words}
+
+
+def _names(words: set[str], title: set[str]) -> bool:
+    """Whether ``words`` (lower-cased forms and lemmas) name one of the ``title`` words (a plural "s" aside)."""
+    return any(t in words or f"{t}s" in words or (t.endswith("s") and t[:-1] in words) for t in title if len(t) > 2)
+
+
+_DEFINITE = frozenset({"the", "this", "these", "that", "those"})
+
+
+def refers_to_title(kdoc: Any) -> bool:
+    """Whether an evidence sentence speaks of its article's title without naming it: its subject a pronoun ("It was
+    broadcast ..."), owned by one ("Its high latitude ..."), or a definite description with no name in it ("The
+    series takes place ..."), as a Wikipedia article's later sentences speak of their title."""
+    sent = next(iter(kdoc.sents), None)
+    if sent is None:
+        return False
+    subject = next((t for t in sent.root.children if t.dep_ in ("nsubj", "nsubjpass")), None)
+    if subject is None:
+        return False
+    if subject.lower_ in _PRONOUNS or subject.lower_ in ("this", "that"):
+        return True
+    below = list(subject.children)
+    if any(c.dep_ == "poss" and c.lower_ in _PRONOUNS for c in below):
+        return True
+    return (subject.pos_ != "PROPN" and any(c.dep_ == "det" and c.lower_ in _DEFINITE for c in below)
+            and not any(c.pos_ == "PROPN" for c in below))
+
+
+def _common_words(rows: Sequence[SourceRow], knouns: Sequence[set[str]], rnouns: Sequence[set[str]]) -> set[str]:
+    """The nouns, adjectives and numbers that many topics use (in the evidence or responses of at least 3 topics and
+    5% of them): words a response may share with an evidence of another subject."""
+    topics: dict[str, set[str]] = {}
+    for row, k, r in zip(rows, knouns, rnouns):
+        topics.setdefault(row.topic or row.dialogue or row.id, set()).update(k | r)
+    seen: Counter = Counter(w for words in topics.values() for w in words)
+    least = max(3, 0.05 * len(topics))
+    return {w for w, n in seen.items() if n >= least}
 
 
 class _Neighbours:
@@ -159,6 +220,12 @@ class _Neighbours:
         self.named = [not _PRONOUNS & set(re.findall(r"[a-z]+", d.text.lower())) for d in rdocs]
         self.rnouns = [_noun_forms(d) for d in rdocs]
         self.knouns = [_noun_forms(kdocs[r.knowledge]) for r in rows]
+        self.titled = [refers_to_title(kdocs[r.knowledge]) for r in rows]
+        self.rents = [{e.text.lower() for e in d.ents if e.label_ not in ("CARDINAL", "ORDINAL") and len(e.text) > 2}
+                      for d in rdocs]  # (not "one", "first": words any text may have)
+        self.previous = [set(re.findall(r"\w+", (r.previous or "").lower())) if isinstance(r.previous, str) else set()
+                         for r in rows]
+        self.common = _common_words(rows, self.knouns, self.rnouns)
         self.by_topic: dict[str, list[int]] = {}
         for n, r in enumerate(rows):
             key = r.topic or r.dialogue
@@ -171,7 +238,8 @@ class _Neighbours:
 
     def same_topic(self, i: int) -> Union[int, str]:
         """The response of another row of row ``i``'s topic (other evidence) that stays close to row ``i``'s evidence
-        (it shares a noun, adjective or number with it) and adds to it (under 60% of its content words in the
+        (it shares a noun, adjective or number with it that few topics use: a common word alone leaves it off-topic,
+        :meth:`about_subject`) and adds to it (under 60% of its content words in the
         evidence, one at least beyond): the one sharing most with the evidence; else why there is none. Never a
         response of another topic."""
         row = self.rows[i]
@@ -185,8 +253,9 @@ class _Neighbours:
                 continue
             words = self.rwords[j]
             shared = len(words & self.kwords[i])
-            if not self.rnouns[j] & self.knouns[i]:
-                reason = "no response of this topic shares a noun, adjective or number with the evidence"
+            if not (self.rnouns[j] & self.knouns[i]) - self.common:
+                reason = ("no response of this topic shares a noun, adjective or number with the evidence (beyond "
+                          "words many topics use)")
                 continue
             if len(words) < 2 or not words - self.kwords[i] or shared >= 0.6 * len(words):
                 reason = "the same-topic responses add nothing the evidence lacks"
@@ -195,11 +264,33 @@ class _Neighbours:
                 best, best_n = j, shared
         return reason if best is None else best
 
-    def unrelated(self, i: int, rng: random.Random) -> tuple[Optional[int], bool]:
+    def about_subject(self, i: int, j: int) -> Optional[str]:
+        """Why row ``j``'s response is about the subject of row ``i``'s evidence, so that BEGIN's annotators, asked
+        first whether a response is about the document's topic (appendix B), would not call it off-topic; None when it
+        is not. The subject: the title entity (the topic's name: the response names it, or its own evidence speaks of
+        it, :func:`refers_to_title`, the response being grounded in it), a named entity of the response that the
+        evidence or the previous turn names, or a key content word (a noun, adjective or number that few topics use)
+        the response shares with them; a shared common word alone does not make it so."""
+        title = self.topic_words.get(self.rows[i].topic, set())
+        if _names(self.rwords[j], title):
+            return "the response names the title entity"
+        if _names(self.kwords[j], title) or self.titled[j]:
+            return ("the response's own evidence is about the title entity (names it, or speaks of it as 'it', "
+                    "'the ...')")
+        context = self.kwords[i] | self.previous[i]
+        text = f"{self.rows[i].knowledge} {self.rows[i].previous or ''}".lower()
+        if any(re.search(rf"(?<!\w){re.escape(e)}(?!\w)", text) for e in self.rents[j]):
+            return "the response names an entity of the evidence or previous turn"
+        if {w for w in self.rnouns[j] & context if len(w) > 2} - self.common:
+            return "the response shares a key content word with the evidence or previous turn"
+        return None
+
+    def unrelated(self, i: int, rng: random.Random, report: Optional[RecipeReport] = None
+                  ) -> tuple[Optional[int], bool]:
         """A random row of the same topic (another dialogue, other knowledge), as BEGIN samples its off-topic
         responses, whose response is about something (a noun its own evidence or topic names, no third-person
-        pronoun) and shares no noun, adjective or number with row ``i``'s evidence (it speaks of another part of the
-        topic; a verb may be shared; one sharing a noun is a hallucination, :meth:`same_topic`); when there is none
+        pronoun) and not about row ``i``'s evidence's subject (:meth:`about_subject`; the candidates that are are
+        dropped and counted in ``report``); when there is none
         (or no topic), one of another dialogue and topic whose knowledge shares no content word with it and whose
         response shares no noun, adjective or number with it nor names its topic (second value True: the
         fallback)."""
@@ -211,8 +302,15 @@ class _Neighbours:
                 row.dialogue is None or r.dialogue != row.dialogue) and bool(self.about[j]) and self.named[j]
 
         if row.topic:
-            same = [j for j in self.by_topic.get(row.topic, ()) if self.rows[j].topic == row.topic and drawable(j)
-                    and not self.rnouns[j] & self.knouns[i]]
+            same = []
+            for j in self.by_topic.get(row.topic, ()):
+                if self.rows[j].topic != row.topic or not drawable(j):
+                    continue
+                why = self.about_subject(i, j)
+                if why is None:
+                    same.append(j)
+                elif report is not None:
+                    report.drop("unrelated_response", f"a same-topic candidate about the evidence's subject: {why}")
             if same:
                 return rng.choice(same), False
 
@@ -239,9 +337,11 @@ def _perturbed_evidence(kdoc: Any, rwords: set[str], pool: dict[str, list[str]],
 
 
 def _contradiction(src: SourceRow, rdoc: Any, words: set[str], antonyms: Any, seed: int,
-                   report: RecipeReport) -> Optional[TrainingRow]:
+                   report: RecipeReport, nlp: Any = None) -> Optional[TrainingRow]:
     """BEGIN's contradiction of one row: negation or antonym, one drawn at random when both apply. ``antonyms``:
-    the WordNet pairs and the real words an antonym may be."""
+    the WordNet pairs and the real words an antonym may be. A response that tells a personal experience or taste
+    (:func:`personal_statement`) gives none (dropped and counted): BEGIN's annotators answer the personal question
+    before the contradiction one (appendix B), so its edit would be labelled a hallucination."""
     rng = random.Random(f"{seed}|{src.id}|antonym")
     pairs, real = antonyms
     edits = {"negation": negate(rdoc, words), "antonym": antonym(rdoc, words, pairs, rng, real)}
@@ -255,6 +355,11 @@ def _contradiction(src: SourceRow, rdoc: Any, words: set[str], antonyms: Any, se
     for other in usable:
         if other != method:
             report.skip(other, "the row's contradiction was drawn from the other method")
+    personal = personal_statement(rdoc, nlp)
+    if personal is not None:
+        report.drop(method, "the response tells a personal experience or taste: a hallucination by BEGIN's order "
+                            "of questions (personal before contradiction)")
+        return None
     edit = edits[method]
     return training_row(src, "begin", method, "contradiction", "contradiction", src.knowledge, edit.text,  # type: ignore
                         edit.change)  # type: ignore[union-attr]
@@ -319,7 +424,7 @@ def begin_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs: dict[
                 report.short("hallucination")
             else:
                 out.append(row)
-        k, fell_back = near.unrelated(i, random.Random(f"{seed}|{src.id}|unrelated_response"))
+        k, fell_back = near.unrelated(i, random.Random(f"{seed}|{src.id}|unrelated_response"), report)
         if k is None:
             report.skip("unrelated_response", "no response unrelated to this evidence in the data")
         else:
@@ -334,7 +439,7 @@ def begin_examples(rows: Sequence[SourceRow], rdocs: Sequence[Any], kdocs: dict[
             out.append(training_row(src, "begin", "generic_response", "generic", "neutral", src.knowledge,
                                     _generic(random.Random(f"{seed}|{src.id}|generic_response"), style),
                                     "a generic response"))
-        row = _contradiction(src, rdoc, near.kwords[i], antonyms, seed, report)
+        row = _contradiction(src, rdoc, near.kwords[i], antonyms, seed, report, nlp)
         if row is not None:
             out.append(row)
     if generator is not None:

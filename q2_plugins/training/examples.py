@@ -106,12 +106,18 @@ class RecipeReport:
     labels: Counter = field(default_factory=Counter)  # per label, written
     by_method: Counter = field(default_factory=Counter)  # per method, written
     shortfall: Counter = field(default_factory=Counter)  # per label, the usable rows that gave no example of it
+    #: per method, the candidates dropped by reason (BEGIN's same-topic off-topic responses about the evidence's
+    #: subject, its contradictions of responses with a personal clause)
+    dropped: dict[str, Counter] = field(default_factory=dict)
 
     def short(self, label: str) -> None:
         self.shortfall[label] += 1
 
     def skip(self, method: str, reason: str) -> None:
         self.skipped.setdefault(method, Counter())[reason] += 1
+
+    def drop(self, method: str, reason: str) -> None:
+        self.dropped.setdefault(method, Counter())[reason] += 1
 
     def fallback(self, method: str, reason: str) -> None:
         self.fallbacks.setdefault(method, Counter())[reason] += 1
@@ -127,6 +133,8 @@ class RecipeReport:
                                  "reasons": dict(self.skipped.get(m, Counter()).most_common())}
             if m in self.fallbacks:
                 out["methods"][m]["fallbacks"] = dict(self.fallbacks[m].most_common())
+            if m in self.dropped:
+                out["methods"][m]["dropped"] = dict(self.dropped[m].most_common())
         return out
 
 

@@ -276,6 +276,10 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
         fell = "; ".join(f"fallback, {reason}: {count}" for reason, count in m.get("fallbacks", {}).items())
         why = "; ".join(filter(None, (why, fell)))
         lines.append(f"| {method} | {m['made']} | {m['written']} | {m['skipped']} | {why} |")
+    for method, m in summary["methods"].items():
+        if m.get("dropped"):
+            lines.append(f"dropped ({method}): {sum(m['dropped'].values())}: "
+                         + "; ".join(f"{reason}: {count}" for reason, count in m["dropped"].items()))
     for label, n in report.shortfall.items():
         lines.append(f"shortfall: {n} of {len(sources)} grounded rows gave no {label} example (none qualified; "
                      f"nothing is filled from another topic)")
@@ -286,7 +290,7 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
     if "off_topic" in summary:
         o = summary["off_topic"]
         lines.append(f"off-topic: {o['same_topic']} of {o['written']} written of the same topic (BEGIN's draw), "
-                     f"{o['other_topic']} of another topic (the fallback: the input has no same-topic response "
-                     f"for them)")
+                     f"{o['other_topic']} of another topic (the fallback: no same-topic response of the input "
+                     f"qualifies for them, off the evidence's subject)")
     lines.append(f"wrote {len(made)} examples to {options.output} (summary in {meta_path(options.output)})")
     return summary, lines + preview_lines(made, sources, preview, options.seed)

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import random
 from collections import Counter
+from typing import Optional
 
 import pytest
 
@@ -410,11 +411,76 @@ def test_off_topic_names_what_it_speaks_of_and_comes_from_the_same_topic_as_begi
                       "Arches logo in 1953.", None, "e2", topic="McDonald's"),
             SourceRow("p", "it originated in india .", "Yoga originated in India.", None, "e3", topic="Yoga"),
             SourceRow("w", "wine is made from grapes .", "Wine is made from grapes.", None, "e4", topic="Wine")]
-    made, _ = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
+    made, report = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
     off = {t.source_id: t.response for t in made if t.label == "off-topic"}
-    # b is of a's topic (another conversation, other evidence) and shares no noun with a's evidence: BEGIN's draw
-    assert off["a"] == rows[1].response
+    # b is of a's topic, but grounded in evidence about McDonald's: on a's subject (a hallucination to BEGIN's
+    # annotators, who ask first whether a response is about the document's topic), so dropped, counted
+    assert off["a"] != rows[1].response and "fallback" in {t.source_id: t for t in made
+                                                            if t.label == "off-topic"}["a"].change
+    assert report.dropped["unrelated_response"] == {
+        "a same-topic candidate about the evidence's subject: the response's own evidence is about the title entity "
+        "(names it, or speaks of it as 'it', 'the ...')": 1,
+        "a same-topic candidate about the evidence's subject: the response names the title entity": 1}
     assert rows[2].response not in off.values()  # "it originated in india" could be about anything
+
+
+def _topic_rows(response_m: str, previous: Optional[str] = None) -> list:
+    """Row a (Yoga) and m (Yoga, other evidence), with rows of three other topics that all use "people"."""
+    rows = [SourceRow("a", "yoga is practised by many people in temples .",
+                      "Yoga is practised by many people in temples.", previous, "e1", topic="Yoga"),
+            SourceRow("m", response_m, "Meditation is a practice that calms the mind of people.", None, "e2",
+                      topic="Yoga")]
+    for n, (topic, thing) in enumerate((("Wine", "wine"), ("Tea", "tea"), ("Chess", "chess"))):
+        rows.append(SourceRow(f"x{n}", f"{thing} is enjoyed by people .", f"{thing.title()} is enjoyed by people.",
+                              None, f"x{n}", topic=topic))
+    return rows
+
+
+def test_a_same_topic_off_topic_response_may_share_a_common_word_but_not_the_subject(nlp):
+    made, report = make_training_set(_topic_rows("meditation helps people calm the mind ."), recipe="begin",
+                                     balance=False, nlp=nlp)
+    off = {t.source_id: t for t in made if t.label == "off-topic"}
+    # "people" is in the texts of four topics: a common word, shared alone, leaves m's response off-topic for a
+    assert off["a"].response == "meditation helps people calm the mind ." and "same topic" in off["a"].change
+    # a key word of the evidence ("temples", one topic's) makes it about the evidence's subject: dropped, counted
+    made, report = make_training_set(_topic_rows("meditation is taught in temples ."), recipe="begin",
+                                     balance=False, nlp=nlp)
+    off = {t.source_id: t for t in made if t.label == "off-topic"}
+    assert "a" not in off  # (and no other topic's response qualifies: each shares "people" with it)
+    assert report.dropped["unrelated_response"][
+        "a same-topic candidate about the evidence's subject: the response shares a key content word with the "
+        "evidence or previous turn"] == 1
+    # and so does a key word of the previous turn
+    made, report = make_training_set(_topic_rows("meditation calms the mind .", "I tried meditation once."),
+                                     recipe="begin", balance=False, nlp=nlp)
+    assert "a" not in {t.source_id for t in made if t.label == "off-topic"}
+    assert report.dropped["unrelated_response"][
+        "a same-topic candidate about the evidence's subject: the response shares a key content word with the "
+        "evidence or previous turn"] == 1
+
+
+def test_contradictions_of_personal_responses_are_not_written(nlp, tmp_path, capsys):
+    from q2_plugins.training.begin import personal_statement
+
+    for personal in ("i ' ve never seen them live but i know they were formed in 1983 .",
+                     "i did not read them but i do know that it was published in 1978 .",
+                     "it took me a while to get used to it . it is popular at resorts .",
+                     "me too ! it is a means of communication .", "i think you ' re right ! it is old .",
+                     "i think it ' s interesting that it was promoted by monks ."):
+        assert personal_statement(nlp(personal), nlp) is not None, personal
+    knowledge = "The band was formed in 1983 in Los Angeles."
+    rows = [SourceRow("p", "yes , i love their music , they were formed in 1983 .", knowledge, None, "d1"),
+            SourceRow("h", "i ' m not sure , but they were formed in 1983 .", knowledge + " ", None, "d2")]
+    made, report = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
+    contradictions = {t.source_id: t.response for t in made if t.label == "contradiction"}
+    assert list(contradictions) == ["h"] and "not formed" in contradictions["h"]  # a hedge tells nothing personal
+    assert report.dropped["negation"] == {"the response tells a personal experience or taste: a hallucination by "
+                                          "BEGIN's order of questions (personal before contradiction)": 1}
+    table = tmp_path / "t.jsonl"
+    table.write_text("".join(json.dumps({"response": r.response, "knowledge": r.knowledge}) + "\n" for r in rows))
+    assert main(["perturb", "--recipe", "begin", "--input", str(table), "--output", str(tmp_path / "o.jsonl"),
+                 "--no-balance"]) == 0
+    assert "dropped (negation): 1: the response tells a personal experience" in capsys.readouterr().out
 
 
 def test_an_unreadable_record_or_a_missing_field_is_skipped_and_counted_not_fatal(nlp, tmp_path, capsys):
