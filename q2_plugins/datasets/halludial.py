@@ -67,7 +67,7 @@ def _whole_words(phrase: str) -> re.Pattern:
 @dataclass
 class QuotedPhrases:
     """What a rationale's quoted phrases gave: the response's ``spans`` (None when no phrase was found in it) and
-    the phrases found only in the knowledge (``in_knowledge``, the rationale quoting the facts) or nowhere."""
+    the phrases quoting the knowledge (``in_knowledge``: the facts, no span) or found nowhere."""
 
     spans: Optional[tuple[tuple[int, int], ...]]
     in_response: int = 0
@@ -79,7 +79,8 @@ def locate_quotes(response: str, target: str, knowledge: str = "") -> QuotedPhra
     """Each phrase quoted in HalluDial's rationale ("The hallucination lies in \"80 metres.\"") located in the
     response: its closing punctuation trimmed (the rationale's sentence may end inside the quotes), as whole words
     ("he" is not in "them"), case aside, its first occurrence. A phrase found in the knowledge and not in the
-    response is the rationale quoting the facts: no span of the response, counted apart."""
+    response, or in both where the rationale introduces it as the knowledge's ("the knowledge states \"...\""), is
+    the rationale quoting the facts: no span of the response, counted apart."""
     out: set[tuple[int, int]] = set()
     found = QuotedPhrases(None)
     for m in _QUOTED.finditer(target):
@@ -87,7 +88,10 @@ def locate_quotes(response: str, target: str, knowledge: str = "") -> QuotedPhra
         if not phrase:
             continue
         hit = _whole_words(phrase).search(response)
-        if hit is not None:
+        quoting_knowledge = "knowledge" in target[max(0, m.start() - 60):m.start()].lower()
+        if hit is not None and quoting_knowledge and knowledge and _whole_words(phrase).search(knowledge):
+            found.in_knowledge += 1  # "the knowledge states \"built in 1871\"": the facts, though the response has them
+        elif hit is not None:
             out.add(hit.span())
             found.in_response += 1
         elif knowledge and _whole_words(phrase).search(knowledge):
@@ -167,7 +171,7 @@ def load_halludial(path: str | Path, *, labels: LabelOptions = LabelOptions()) -
         notes += log.notes()
     if quotes:
         notes.insert(0, f"quoted phrases of the rationales: {quotes['in_response']} located in the response, "
-                        f"{quotes['in_knowledge']} found only in the knowledge (no response span), "
+                        f"{quotes['in_knowledge']} quoting the knowledge (no response span), "
                         f"{quotes['nowhere']} found in neither; {quotes['unlocated']} hallucinated responses have no "
                         f"located span (example level only)")
     return MetaEvalData(name="halludial", source=str(path), examples=examples, skipped=skipped,

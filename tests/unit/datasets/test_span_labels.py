@@ -104,6 +104,11 @@ def test_halludial_quotes_trimmed_whole_words_and_in_the_response_only():
     got = locate_quotes("It was built in 1890.", 'Yes. "built in 1890", while the knowledge says "built in 1871".',
                         "The lighthouse was built in 1871.")
     assert got.spans == ((7, 20),) and (got.in_response, got.in_knowledge) == (1, 1)
+    # and so is one the response repeats, where the rationale quotes it as the knowledge's
+    response = "It was built in 1871 and stands 80 metres tall."
+    got = locate_quotes(response, 'Yes. As the knowledge states, it was "built in 1871", but "80 metres" is wrong.',
+                        "The lighthouse was built in 1871 and stands 40 metres tall.")
+    assert [response[s:e] for s, e in got.spans] == ["80 metres"] and got.in_knowledge == 1
     # case and spacing aside
     assert locate_quotes("It is about 80  Metres tall.", "Yes. “80 metres.”").spans == ((12, 22),)
 
@@ -116,9 +121,10 @@ def test_halludial_released_layout(tmp_path, capsys):
     assert spans["halludial:spontaneous_test:1"] is None  # "he": not inside "them"
     assert spans["halludial:spontaneous_test:2"] == ["15th century"]  # the knowledge's phrases are no spans
     assert spans["halludial:spontaneous_train:1"] == ["built in 1890"]
-    assert data.notes[0] == ("quoted phrases of the rationales: 4 located in the response, 3 found only in the "
-                             "knowledge (no response span), 1 found in neither; 1 hallucinated responses have no "
-                             "located span (example level only)")
+    assert spans["halludial:induced_test:2"] == ["80 metres"]  # not "built in 1871", quoted as the knowledge's
+    assert data.notes[0] == ("quoted phrases of the rationales: 5 located in the response, 5 quoting the knowledge "
+                             "(no response span), 1 found in neither; 1 hallucinated responses have no located span "
+                             "(example level only)")
     assert [ex.id for ex in load_halludial(FORMATS / "HalluDial" / "data").examples] == [ex.id for ex in data.examples]
     assert sum(ex.split == "dev" for ex in data.examples) == 2
     # the command as docs/spans.md prints it
@@ -131,4 +137,4 @@ def test_halludial_released_layout(tmp_path, capsys):
     with pytest.raises(DataFormatError, match="pass the HalluDial folder, or HalluDial/data/spontaneous"):
         load_halludial(tmp_path / "HalluDial")
     shutil.copytree(FORMATS / "HalluDial" / "data" / "induced", tmp_path / "induced")
-    assert len(load_halludial(tmp_path / "induced").examples) == 2
+    assert len(load_halludial(tmp_path / "induced").examples) == 3
