@@ -221,6 +221,10 @@ class _Neighbours:
         self.rnouns = [_noun_forms(d) for d in rdocs]
         self.knouns = [_noun_forms(kdocs[r.knowledge]) for r in rows]
         self.titled = [refers_to_title(kdocs[r.knowledge]) for r in rows]
+        # a topic is a title entity (a WoW topic: "McDonald's") when some of its rows name it, not a source's name
+        # (a BEGIN file's "Wizard of Wikipedia")
+        self.titles = {r.topic for n, r in enumerate(rows)
+                       if r.topic and _names(self.kwords[n] | self.rwords[n], self.topic_words[r.topic])}
         self.rents = [{e.text.lower() for e in d.ents if e.label_ not in ("CARDINAL", "ORDINAL") and len(e.text) > 2}
                       for d in rdocs]  # (not "one", "first": words any text may have)
         self.previous = [set(re.findall(r"\w+", (r.previous or "").lower())) if isinstance(r.previous, str) else set()
@@ -271,10 +275,10 @@ class _Neighbours:
         it, :func:`refers_to_title`, the response being grounded in it), a named entity of the response that the
         evidence or the previous turn names, or a key content word (a noun, adjective or number that few topics use)
         the response shares with them; a shared common word alone does not make it so."""
-        title = self.topic_words.get(self.rows[i].topic, set())
+        title = self.topic_words.get(self.rows[i].topic, set()) if self.rows[i].topic in self.titles else set()
         if _names(self.rwords[j], title):
             return "the response names the title entity"
-        if _names(self.kwords[j], title) or self.titled[j]:
+        if title and (_names(self.kwords[j], title) or self.titled[j]):
             return ("the response's own evidence is about the title entity (names it, or speaks of it as 'it', "
                     "'the ...')")
         context = self.kwords[i] | self.previous[i]

@@ -459,6 +459,18 @@ def test_a_same_topic_off_topic_response_may_share_a_common_word_but_not_the_sub
         "evidence or previous turn"] == 1
 
 
+def test_a_topic_no_row_names_is_no_title_entity(nlp):
+    # a BEGIN file's topic is its knowledge source: evidence speaking of "it" is not about "Wizard of Wikipedia"
+    rows = [SourceRow("a", "skiing began in scandinavia .", "Skiing began in Scandinavia.", None, "e1", topic="WoW"),
+            SourceRow("b", "he was a singer .", "He was an American singer and actor.", None, "e2", topic="WoW"),
+            SourceRow("c", "archers hunted with bows .", "It was used by archers for hunting.", None, "e3",
+                      topic="WoW")]
+    made, report = make_training_set(rows, recipe="begin", balance=False, nlp=nlp)
+    off = {t.source_id: t for t in made if t.label == "off-topic"}
+    assert off["a"].response == rows[2].response and "same topic" in off["a"].change
+    assert "unrelated_response" not in report.dropped
+
+
 def test_contradictions_of_personal_responses_are_not_written(nlp, tmp_path, capsys):
     from q2_plugins.training.begin import personal_statement
 
