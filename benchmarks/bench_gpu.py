@@ -13,7 +13,8 @@ spaCy (on a GPU the personal filter works beside the question answerer, so only 
 stage was given. Decisions: how many QA spans, filter
 outcomes, NLI labels and QG beams of the real models differ from the batched fp32 run's.
 
-    python benchmarks/bench_gpu.py --device cuda --sizes paper --n 256 --json benchmarks/results/bench_gpu_h200_<commit>.json
+    python benchmarks/bench_gpu.py --device cuda --sizes paper --n 256 \
+        --json benchmarks/results/bench_gpu_h200_<commit>.json
     python benchmarks/bench_gpu.py --device cpu --sizes tiny --n 8 --int8
 
 Prints a table and writes JSON. Measures and prints; asserts nothing about speed.
