@@ -46,7 +46,7 @@ class Q2Parser(argparse.ArgumentParser):
 
     def format_help(self, everything: bool = False) -> str:
         shown = [a for a in self._actions if getattr(a, "common", False)]
-        if everything or not shown:
+        if everything or not shown or "--help-all" not in self._option_string_actions:  # one tier
             return super().format_help()
         shown += [a for a in self._actions if isinstance(a, argparse._HelpAction)]
         formatter = self._get_formatter()

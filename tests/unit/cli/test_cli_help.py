@@ -95,3 +95,15 @@ def test_a_command_without_common_flags_has_one_help():
     parser = _sub("report")
     assert parser.format_help() == parser.format_help(everything=True)
     assert "--help-all" not in parser.format_help()
+
+
+def _commands() -> list[str]:
+    action = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sorted(action.choices)
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_a_help_that_names_help_all_is_one_the_command_accepts(command, capsys, monkeypatch):
+    text = _help(command, "--help", capsys, monkeypatch)
+    if "--help-all" in text:
+        assert len(_help(command, "--help-all", capsys, monkeypatch)) > len(text)
