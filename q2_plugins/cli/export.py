@@ -9,6 +9,9 @@ from typing import Any, Optional
 from q2_plugins.io.outputs import check_writable
 from q2_plugins.jobs.export import TEST_MODELS_DETAIL, ExportOptions, HubResults, write_export
 
+#: setting -> flag, where the flag is not the setting's name with dashes
+FLAGS = {"dataset_id": "--hub-dataset-id"}
+
 
 def add_parser(sub: Any) -> Any:
     """Add the ``export`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""

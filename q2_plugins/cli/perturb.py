@@ -5,8 +5,12 @@ from __future__ import annotations
 from typing import Any
 
 from q2_plugins.cli._common import add_column_flags
+from q2_plugins.io.outputs import check_writable
 from q2_plugins.training.perturb import DATASETS, METHODS, PerturbOptions, stress_pairs
 from q2_plugins.training.recipes import run_recipe
+
+#: setting -> flag, where the flag is not the setting's name with dashes
+FLAGS = {"inputs": "--input"}
 
 
 def add_parser(sub: Any) -> Any:
@@ -70,6 +74,7 @@ def run(args: Any) -> int:
     summary."""
     import json
 
+    check_writable(args.output, "output")
     options = options_from_args(args)
     if options.recipe is not None:
         summary, lines = run_recipe(options, preview=args.preview, progress=args.progress)

@@ -13,7 +13,11 @@ from q2_plugins.io.rows import RowSpec
 from q2_plugins.jobs import RayEngine, ScoreJob, run_score_job
 from q2_plugins.metric.config import config_from_args
 
-__all__ = ["add_parser", "run", "Terminated"]
+__all__ = ["add_parser", "run", "Terminated", "FLAGS"]
+
+
+#: setting -> flag, where the flag is not the setting's name with dashes
+FLAGS = {"batch_size": "--ray-batch-size"}
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:

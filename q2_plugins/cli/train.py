@@ -7,6 +7,7 @@ import json
 from typing import Any
 
 from q2_plugins.cli._common import add_column_flags
+from q2_plugins.io.outputs import check_writable
 from q2_plugins.training.train import TrainOptions, train, trained_summary
 
 
@@ -49,8 +50,17 @@ def options_from_args(args: Any) -> TrainOptions:
     return TrainOptions(**{name: getattr(args, name) for name in names})
 
 
-def run(options: TrainOptions, output_format: str = "text") -> int:
-    """``q2 train``: train, print the summary (``"text"`` or ``"json"``) on standard output; returns the exit code."""
+def run(args: Any) -> int:
+    """``q2 train``: its output folder checked before anything loads, then :func:`train_and_report`."""
+    check_writable(args.output_dir, "output_dir", folder=True)
+    try:
+        return train_and_report(options_from_args(args), args.format)
+    except ModuleNotFoundError as e:
+        raise SystemExit(f"q2 train: error: {e}") from None
+
+
+def train_and_report(options: TrainOptions, output_format: str = "text") -> int:
+    """Train, print the summary (``"text"`` or ``"json"``) on standard output; returns the exit code."""
     import contextlib
     import sys
 
