@@ -22,7 +22,7 @@ def add_parser(sub: Any) -> Any:
                                    "layout of the Every Eval Ever repository: DIR/data/EVAL/DEVELOPER/MODEL/UUID.json "
                                    "and UUID_samples.jsonl; with --hub-dataset-id also the Hugging Face Hub's "
                                    "evaluation results of the model repository, DIR/.eval_results/q2.yaml and "
-                                   "q2_no_nli.yaml. docs/lighteval.md")
+                                   "q2_no_nli.yaml. docs/export.md")
     p.add_argument("results", metavar="FILE", help="a result file of q2 score (JSONL, Parquet, CSV or a folder)")
     p.add_argument("--output-dir", required=True, help="where the data/... folders go")
     p.add_argument("--model-id", required=True,
