@@ -48,10 +48,10 @@ from benchmarks.bench_pipeline import (  # noqa: E402
     load_workload,
 )
 from benchmarks.machine import cpu_name  # noqa: E402
-from benchmarks.render_docs import render_gpu as render  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer, backends  # noqa: E402
 from q2_plugins.backends.accel import device as devices  # noqa: E402
 from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor, load_spacy  # noqa: E402
+from scripts.render_docs import render_gpu as render  # noqa: E402
 
 ROLES = ("qg", "qa", "nli")
 
