@@ -3,7 +3,8 @@
 ``q2 hooks install`` writes ``q2_plugins_hook.pth`` into site-packages (the wheel ships the same file). Python's
 ``site`` runs its one line at start-up; the line calls :func:`install`, which imports nothing and puts one finder
 first on ``sys.meta_path``. The finder ignores every import except the modules of :data:`TARGETS` (and
-:data:`QUIET_LOADS`); when a program imports one of them, the finder lets the module load as usual, then runs the target's patch on it:
+:data:`QUIET_LOADS`); when a program imports one of them, the finder lets the module load as usual, then runs the
+target's patch on it:
 
 ==========================  ======================================================  ============================
 module                      patch (run right after the module has loaded)            switched off by
@@ -29,7 +30,8 @@ turns its targets off.
 import os  # (already loaded by site at start-up, as is sys)
 import sys
 
-__all__ = ["TARGETS", "QUIET_LOADS", "PTH_NAME", "PTH_LINE", "FRAMEWORKS", "install", "enable", "switched_off", "patched"]
+__all__ = ["TARGETS", "QUIET_LOADS", "PTH_NAME", "PTH_LINE", "FRAMEWORKS", "install", "enable", "switched_off",
+           "patched"]
 
 PTH_NAME = "q2_plugins_hook.pth"
 # The .pth line: site executes lines that start with "import"; the try keeps start-up silent if this module is gone.

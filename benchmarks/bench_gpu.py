@@ -13,7 +13,8 @@ spaCy (on a GPU the personal filter works beside the question answerer, so only 
 stage was given. Decisions: how many QA spans, filter
 outcomes, NLI labels and QG beams of the real models differ from the batched fp32 run's.
 
-    python benchmarks/bench_gpu.py --device cuda --sizes paper --n 256 --json benchmarks/results/bench_gpu_h200_<commit>.json
+    python benchmarks/bench_gpu.py --device cuda --sizes paper --n 256 \
+        --json benchmarks/results/bench_gpu_h200_<commit>.json
     python benchmarks/bench_gpu.py --device cpu --sizes tiny --n 8 --int8
 
 Prints a table and writes JSON. Measures and prints; asserts nothing about speed.
@@ -47,10 +48,10 @@ from benchmarks.bench_pipeline import (  # noqa: E402
     load_workload,
 )
 from benchmarks.machine import cpu_name  # noqa: E402
-from benchmarks.render_docs import render_gpu as render  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer, backends  # noqa: E402
 from q2_plugins.backends.accel import device as devices  # noqa: E402
 from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor, load_spacy  # noqa: E402
+from scripts.render_docs import render_gpu as render  # noqa: E402
 
 ROLES = ("qg", "qa", "nli")
 

@@ -38,10 +38,15 @@ import torch  # noqa: E402
 from benchmarks.bench_derive import derive, efficiency  # noqa: E402
 from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
-from q2_plugins.backends import accel
+from q2_plugins.backends import accel  # noqa: E402
 from q2_plugins.backends.accel.onednn import PackedLinear, available, bf16_supported, flop_formulas  # noqa: E402
 from q2_plugins.backends.hf.tiny import build_albert_qa, build_roberta_nli, build_t5_qg  # noqa: E402
-from q2_plugins.backends.hf.transformers_models import HFNLI, HFQuestionAnswerer, HFQuestionGenerator, load_model  # noqa: E402
+from q2_plugins.backends.hf.transformers_models import (  # noqa: E402
+    HFNLI,
+    HFQuestionAnswerer,
+    HFQuestionGenerator,
+    load_model,
+)
 from q2_plugins.jobs.replay import RecordedResponse, load_original_steps  # noqa: E402
 from q2_plugins.metric.components import Answer  # noqa: E402
 from q2_plugins.metric.normalize import answers_match  # noqa: E402

@@ -10,16 +10,14 @@ each of two ParlAI modules loads:
   (ParlAI's ``TeacherMetrics`` plus a buffer of responses to score) and ``FixedDialogTeacher.observe`` hands each
   response to that buffer.
 
-``Q2_PARLAI_HOOK=0`` (or ``false`` / ``no`` / ``off``) turns it off. ``python -m parlai_ext.hook install|status|
-uninstall`` is ``q2 hooks ...``, kept for existing set-ups.
+``Q2_PARLAI_HOOK=0`` (or ``false`` / ``no`` / ``off``) turns it off; ``q2 hooks`` installs, checks and removes it.
 """
 
 from __future__ import annotations
 
-import sys
-from typing import Any, Optional
+from typing import Any
 
-__all__ = ["ENV_SWITCH", "enable", "patch_params", "patch_teachers", "main"]
+__all__ = ["ENV_SWITCH", "enable", "patch_params", "patch_teachers"]
 
 ENV_SWITCH = "Q2_PARLAI_HOOK"
 
@@ -44,14 +42,3 @@ def enable() -> None:
     from q2_plugins.integrations.hooks import mechanism
 
     mechanism().enable(("parlai",))
-
-
-def main(argv: Optional[list[str]] = None) -> int:
-    """``python -m parlai_ext.hook ACTION [--target DIR]``: the same as ``q2 hooks ACTION``."""
-    from q2_plugins.cli import main as q2_main
-
-    return q2_main(["hooks", *(sys.argv[1:] if argv is None else argv)])
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

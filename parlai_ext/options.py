@@ -187,5 +187,5 @@ def scorer_for(config: Q2Config, load: bool = True) -> Any:
                 for part in parts:
                     getattr(scorer, part, None)
     except NamesSetting as e:
-        raise e.named(parlai_option)
+        raise e.named(parlai_option) from None
     return scorer

@@ -28,7 +28,7 @@ import numpy as np
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from q2_plugins.datasets.begin import load_begin
+from q2_plugins.datasets.begin import load_begin  # noqa: E402
 from q2_plugins.metaeval.stats import classification_metrics  # noqa: E402
 from q2_plugins.metric.spacy_parts import load_spacy  # noqa: E402
 from q2_plugins.metric.taxonomy import (  # noqa: E402

@@ -25,9 +25,11 @@ KNOWLEDGE = [
 ]
 ODD_TEXT = [
     "", " ", "\t\n  ", "\u200b", "\u200b\u200c\u200d\ufeff", "\x00", "\x00\x00\x00", "\x01\x02\x1f", "\u202e\u200f",
-    "שלום עולם זה משפט", "مرحبا بالعالم", "東京は日本の首都です。", "我喜欢在海里游泳。", "😀🔥👍🏽 🇫🇷", "<b>paris</b> <script>x</script>",
+    "שלום עולם זה משפט", "مرحبا بالعالم", "東京は日本の首都です。", "我喜欢在海里游泳。", "😀🔥👍🏽 🇫🇷",
+    "<b>paris</b> <script>x</script>",
     "&amp; &lt;tag&gt;", "1234567890", "3.14159", "NaN", "null", "a\x00b paris is nice", "paris\r\nis\rnice",
-    "e\u0301\u0301\u0301 combining", "ｐａｒｉｓ　ｉｓ　ｆｕｌｌ　ｗｉｄｔｈ", "\\u0000 \\n literal escapes", "' OR 1=1; --",
+    "e\u0301\u0301\u0301 combining", "ｐａｒｉｓ　ｉｓ　ｆｕｌｌ　ｗｉｄｔｈ", "\\u0000 \\n literal escapes",
+    "' OR 1=1; --",
     "lone \ud800 surrogate", "\udfff", "x" * 300, "paris " * 3,
 ]
 LONG_RESPONSE = " ".join(SENTENCES * 40)  # far over the QG input limit

@@ -209,7 +209,8 @@ def _roberta_mnli() -> dict[str, bytes]:
               "max_position_embeddings": 514, "model_type": "roberta", "num_attention_heads": 2,
               "num_hidden_layers": 2, "pad_token_id": 1, "type_vocab_size": 1, "vocab_size": cfg["vocab_size"]}
     return {
-        ".gitattributes": b"*.bin filter=lfs diff=lfs merge=lfs -text\n*.safetensors filter=lfs diff=lfs merge=lfs -text\n",
+        ".gitattributes": b"*.bin filter=lfs diff=lfs merge=lfs -text\n"
+                          b"*.safetensors filter=lfs diff=lfs merge=lfs -text\n",
         "README.md": b"# roberta-large-mnli (test fixture, random weights)\n",
         "config.json": _json(config),
         "flax_model.msgpack": b"placeholder: Flax weights, never read by the PyTorch path",

@@ -7,11 +7,13 @@ import argparse
 import copy
 import difflib
 import sys
-from typing import Any, Optional, Sequence
+from dataclasses import fields
+from typing import Any, Mapping, Optional, Sequence
 
+from q2_plugins.io.columns import TextColumns
 from q2_plugins.metric.config import config_options
 
-__all__ = ["Q2Parser", "DefaultsHelp", "common", "add_help_all", "add_config_flags", "count"]
+__all__ = ["Q2Parser", "DefaultsHelp", "common", "add_help_all", "add_config_flags", "add_column_flags", "count"]
 
 
 class Q2Parser(argparse.ArgumentParser):
@@ -46,7 +48,7 @@ class Q2Parser(argparse.ArgumentParser):
 
     def format_help(self, everything: bool = False) -> str:
         shown = [a for a in self._actions if getattr(a, "common", False)]
-        if everything or not shown:
+        if everything or not shown or "--help-all" not in self._option_string_actions:  # one tier
             return super().format_help()
         shown += [a for a in self._actions if isinstance(a, argparse._HelpAction)]
         formatter = self._get_formatter()
@@ -173,6 +175,18 @@ def add_config_flags(parser: argparse.ArgumentParser, names: Optional[Sequence[s
             action = groups[opt.group].add_argument(flag, dest=opt.name, type=opt.type, default=opt.default,
                                                     choices=opt.choices, metavar=metavar, help=opt.help + shown)
         action.common = opt.common  # type: ignore[attr-defined]
+
+
+def add_column_flags(parser: Any, *, brief: bool = False, notes: Mapping[str, str] = {}) -> None:
+    """One flag per :class:`~q2_plugins.io.columns.TextColumns` field (``--response-column``, ``--knowledge-column``)
+    on ``parser`` (or an argument group), its default and text the field's; ``brief`` marks them common (shown by a
+    short ``--help``), ``notes`` adds a command's words to a field's text."""
+    for f in fields(TextColumns):
+        action = parser.add_argument("--" + f.name.replace("_", "-"), dest=f.name, default=f.default,
+                                     metavar="COLUMN",
+                                     help=f.metadata["help"] + notes.get(f.name, "") + " (default: %(default)s)")
+        if brief:
+            common(action)
 
 
 def count(n: int, noun: str) -> str:

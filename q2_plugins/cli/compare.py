@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from q2_plugins.jobs.compare import CompareConfig, CompareOptions
+from q2_plugins.jobs.compare import run as run_compare
 
 
 def add_parser(sub: Any) -> Any:
@@ -37,3 +38,8 @@ def options_from_args(args: Any) -> CompareOptions:
                            score_field=args.score_field)
     return CompareOptions(tuple(args.files), config, tuple(args.names.split(",")) if args.names else None,
                           args.format)
+
+
+def run(args: Any) -> int:
+    """``q2 compare``: the tests run and their table printed; returns the exit code."""
+    return run_compare(options_from_args(args))

@@ -9,6 +9,9 @@ from typing import Any, Optional
 from q2_plugins.io.outputs import check_writable
 from q2_plugins.jobs.export import TEST_MODELS_DETAIL, ExportOptions, HubResults, write_export
 
+#: setting -> flag, where the flag is not the setting's name with dashes
+FLAGS = {"dataset_id": "--hub-dataset-id"}
+
 
 def add_parser(sub: Any) -> Any:
     """Add the ``export`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
@@ -19,7 +22,7 @@ def add_parser(sub: Any) -> Any:
                                    "layout of the Every Eval Ever repository: DIR/data/EVAL/DEVELOPER/MODEL/UUID.json "
                                    "and UUID_samples.jsonl; with --hub-dataset-id also the Hugging Face Hub's "
                                    "evaluation results of the model repository, DIR/.eval_results/q2.yaml and "
-                                   "q2_no_nli.yaml. docs/lighteval.md")
+                                   "q2_no_nli.yaml. docs/export.md")
     p.add_argument("results", metavar="FILE", help="a result file of q2 score (JSONL, Parquet, CSV or a folder)")
     p.add_argument("--output-dir", required=True, help="where the data/... folders go")
     p.add_argument("--model-id", required=True,

@@ -7,7 +7,8 @@ import importlib.util
 import os
 from typing import Optional
 
-from q2_plugins.integrations.hooks import armed, hook_module, install, installed, live, uninstall
+from q2_plugins.integrations.hooks import armed, hook_module, install, installed, live, site_dir, uninstall
+from q2_plugins.io.outputs import check_writable
 
 
 def add_parser(sub: argparse._SubParsersAction) -> None:
@@ -26,6 +27,9 @@ def add_parser(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    """``q2 hooks ACTION``: install, check or remove the start-up file; returns the exit code."""
+    if args.action != "status":
+        check_writable(site_dir(args.target), "target", folder=True)
     if args.action == "install":
         print(f"installed {install(args.target)}")
     elif args.action == "uninstall":

@@ -18,7 +18,7 @@ import json
 from typing import Any, Callable
 
 from q2_plugins import __version__
-from q2_plugins.cli._common import add_help_all, common
+from q2_plugins.cli._common import add_column_flags, add_help_all, common
 from q2_plugins.datasets.bundled import DATA_DIR
 from q2_plugins.datasets.common import read_label_map
 from q2_plugins.datasets.registry import DATASETS, labelled
@@ -28,11 +28,6 @@ from q2_plugins.metaeval.variants import variants_markdown
 from q2_plugins.metric.config import config_from_args
 
 __all__ = ["add_parser", "run", "settings_from_args"]
-
-_TABLE_ONLY = {"response_column": "response", "knowledge_column": "knowledge", "label_column": "label",
-               "consistent_labels": None, "id_column": None, "subset_column": None, "split_column": None,
-               "dialogue_column": None, "history_column": None, "score_column": [], "input_format": None}
-
 
 def _floats(text: str) -> tuple[float, ...]:
     try:
@@ -75,8 +70,7 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
                    help="--dataset ragtruth: keep the responses of quality 'good' (as RAGTruth's own evaluation) or "
                         "all of them (incorrect_refusal and truncated too)")
     t = m.add_argument_group("--dataset table")
-    t.add_argument("--response-column", default="response")
-    t.add_argument("--knowledge-column", default="knowledge")
+    add_column_flags(t)
     t.add_argument("--label-column", default="label")
     t.add_argument("--consistent-labels", type=_names, help="label values meaning consistent, comma-separated "
                                                             "(required for table; the others are inconsistent)")
@@ -169,16 +163,17 @@ def _table_columns(args: argparse.Namespace) -> Any:
     """The ``--dataset table`` flags as :class:`~.runner.TableColumns` (None for the other data sets, which refuse
     them)."""
 
+    table = TableColumns(
+        consistent_labels=tuple(args.consistent_labels or ()), response_column=args.response_column,
+        knowledge_column=args.knowledge_column, label_column=args.label_column, id_column=args.id_column,
+        subset_column=args.subset_column, split_column=args.split_column, dialogue_column=args.dialogue_column,
+        history_column=args.history_column, score_columns=tuple(args.score_column), input_format=args.input_format)
     if args.dataset == "table":
-        return TableColumns(
-            consistent_labels=tuple(args.consistent_labels or ()), response_column=args.response_column,
-            knowledge_column=args.knowledge_column, label_column=args.label_column, id_column=args.id_column,
-            subset_column=args.subset_column, split_column=args.split_column, dialogue_column=args.dialogue_column,
-            history_column=args.history_column, score_columns=tuple(args.score_column),
-            input_format=args.input_format)
-    given = [k for k, default in _TABLE_ONLY.items() if getattr(args, k) != default]
+        return table
+    default = TableColumns()
+    given = [f.name for f in dataclasses.fields(table) if getattr(table, f.name) != getattr(default, f.name)]
     if given:
-        flags = ", ".join("--" + k.replace("_", "-") for k in given)
+        flags = ", ".join(FLAGS.get(k, "--" + k.replace("_", "-")) for k in given)
         raise ValueError(f"{flags} only apply to --dataset table; --dataset {args.dataset} has a fixed format")
     return None
 

@@ -4,8 +4,13 @@ from __future__ import annotations
 
 from typing import Any
 
+from q2_plugins.cli._common import add_column_flags
+from q2_plugins.io.outputs import check_writable
 from q2_plugins.training.perturb import DATASETS, METHODS, PerturbOptions, stress_pairs
 from q2_plugins.training.recipes import run_recipe
+
+#: setting -> flag, where the flag is not the setting's name with dashes
+FLAGS = {"inputs": "--input"}
 
 
 def add_parser(sub: Any) -> Any:
@@ -33,8 +38,7 @@ def add_parser(sub: Any) -> Any:
                    help="--recipe: an evaluation file (or folder) the set will be scored against: rows sharing an "
                         "evidence passage or a response with it (case and spacing aside) are dropped and counted")
     p.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
-    p.add_argument("--response-column", default="response")
-    p.add_argument("--knowledge-column", default="knowledge")
+    add_column_flags(p)
     p.add_argument("--previous-column", help="previous turn, for recipes (default: 'previous turn', "
                                              "'previous_turn' or 'message' when the file has one)")
     p.add_argument("--id-column", help="row ids (default: 'id' when the file has it, else the row number)")
@@ -70,6 +74,7 @@ def run(args: Any) -> int:
     summary."""
     import json
 
+    check_writable(args.output, "output")
     options = options_from_args(args)
     if options.recipe is not None:
         summary, lines = run_recipe(options, preview=args.preview, progress=args.progress)

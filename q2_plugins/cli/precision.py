@@ -10,6 +10,7 @@ import sys
 import time
 from typing import Any, Callable
 
+from q2_plugins.cli._common import add_column_flags, add_help_all, common
 from q2_plugins.io.inputs import read_rows
 from q2_plugins.metric.config import config_from_args
 from q2_plugins.metric.errors import SettingError
@@ -30,13 +31,13 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
                     "share of responses whose score moves by more than 0.05, and the shares of filter decisions and "
                     "NLI labels that flip. docs/performance.md")
     g = p.add_argument_group("input")
-    g.add_argument("--input", required=True, metavar="FILE", help="JSONL or CSV/TSV file, one response per row")
+    common(g.add_argument("--input", required=True, metavar="FILE", help="JSONL or CSV/TSV file, one response per row"))
     g.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
-    g.add_argument("--response-column", default="response", metavar="COLUMN")
-    g.add_argument("--knowledge-column", default="knowledge", metavar="COLUMN")
-    g.add_argument("--rows", type=int, default=64, metavar="N", help="rows compared (default: %(default)s)")
+    add_column_flags(g)
+    common(g.add_argument("--rows", type=int, default=64, metavar="N", help="rows compared (default: %(default)s)"))
     g.add_argument("--format", choices=("text", "json"), default="text")
     add_config_flags(p)
+    add_help_all(p, "columns, revisions, decoding, budgets, batching, per-role")
     return p
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
-from q2_plugins.cli._common import DefaultsHelp, count
+from q2_plugins.cli._common import DefaultsHelp, add_column_flags, count
 from q2_plugins.io.outputs import check_outputs, check_writable, html_files, meta_path
 from q2_plugins.jobs.report import MAX_PAGE_ROWS, report_from_files
 
@@ -22,8 +22,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     h.add_argument("--title", help="page title (default: the input file names)")
     h.add_argument("--texts", metavar="INPUT",
                    help="the file q2 score read: adds each row's response and knowledge (q2 score output has none)")
-    h.add_argument("--response-column", default="response")
-    h.add_argument("--knowledge-column", default="knowledge")
+    add_column_flags(h, notes={"response_column": " in --texts", "knowledge_column": " in --texts"})
     h.add_argument("--history-column", default=None)
     h.add_argument("--max-rows", type=int, default=None, metavar="N",
                    help="rows in the page's table: a stated random sample when the files hold more (the summary and "

@@ -8,12 +8,16 @@ import contextlib
 import sys
 from typing import Any, Iterator
 
-from q2_plugins.cli._common import DefaultsHelp, add_config_flags, add_help_all, common
+from q2_plugins.cli._common import DefaultsHelp, add_column_flags, add_config_flags, add_help_all, common
 from q2_plugins.io.rows import RowSpec
 from q2_plugins.jobs import RayEngine, ScoreJob, run_score_job
 from q2_plugins.metric.config import config_from_args
 
-__all__ = ["add_parser", "run", "Terminated"]
+__all__ = ["add_parser", "run", "Terminated", "FLAGS"]
+
+
+#: setting -> flag, where the flag is not the setting's name with dashes
+FLAGS = {"batch_size": "--ray-batch-size"}
 
 
 def add_parser(sub: Any) -> argparse.ArgumentParser:
@@ -30,8 +34,7 @@ def _add_score_io_flags(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("input and output")
     common(g.add_argument("--input", required=True, metavar="FILE", help="JSONL or CSV/TSV file, one response per row"))
     g.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
-    common(g.add_argument("--response-column", default="response", metavar="COLUMN", help="column of the responses"))
-    common(g.add_argument("--knowledge-column", default="knowledge", metavar="COLUMN", help="column of the knowledge"))
+    add_column_flags(g, brief=True)
     common(g.add_argument("--history-column", default=None, metavar="COLUMN",
                           help="optional column with the dialogue history"))
     common(g.add_argument("--output", metavar="FILE", help="JSONL results, one row per input row in order ('-': "

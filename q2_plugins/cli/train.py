@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 from typing import Any
 
+from q2_plugins.cli._common import add_column_flags
+from q2_plugins.io.outputs import check_writable
 from q2_plugins.training.train import TrainOptions, train, trained_summary
 
 
@@ -24,9 +27,10 @@ def add_parser(sub: Any, formatter: Any = None) -> Any:
     p.add_argument("--base", default=d.base, help="any AutoModelForSequenceClassification checkpoint")
     p.add_argument("--init-from", metavar="DIR", help="second stage: start from this model's weights")
     p.add_argument("--eval-file", help="evaluated at each epoch's end and at the end (accuracy, macro-F1)")
-    for name in ("evidence_column", "previous_column", "label_column"):
+    add_column_flags(p, notes={"knowledge_column": " (the evidence; at the default, 'evidence' when the file has "
+                                                   "no 'knowledge')"})
+    for name in ("previous_column", "label_column"):
         p.add_argument("--" + name.replace("_", "-"), help="default: found by its usual names")
-    p.add_argument("--response-column", default=d.response_column)
     p.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")
     for name in ("max_length", "learning_rate", "num_train_epochs", "max_steps", "per_device_train_batch_size",
                  "per_device_eval_batch_size", "gradient_accumulation_steps", "warmup_ratio", "weight_decay", "seed",
@@ -42,12 +46,21 @@ def add_parser(sub: Any, formatter: Any = None) -> Any:
 
 def options_from_args(args: Any) -> TrainOptions:
     """The typed settings of a parsed ``q2 train`` command line."""
-    names = [f for f in TrainOptions.__dataclass_fields__]
+    names = [f.name for f in dataclasses.fields(TrainOptions)]
     return TrainOptions(**{name: getattr(args, name) for name in names})
 
 
-def run(options: TrainOptions, output_format: str = "text") -> int:
-    """``q2 train``: train, print the summary (``"text"`` or ``"json"``) on standard output; returns the exit code."""
+def run(args: Any) -> int:
+    """``q2 train``: its output folder checked before anything loads, then :func:`train_and_report`."""
+    check_writable(args.output_dir, "output_dir", folder=True)
+    try:
+        return train_and_report(options_from_args(args), args.format)
+    except ModuleNotFoundError as e:
+        raise SystemExit(f"q2 train: error: {e}") from None
+
+
+def train_and_report(options: TrainOptions, output_format: str = "text") -> int:
+    """Train, print the summary (``"text"`` or ``"json"``) on standard output; returns the exit code."""
     import contextlib
     import sys
 

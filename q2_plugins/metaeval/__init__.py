@@ -2,10 +2,10 @@
 
 The paper's experiments (Honovich et al. 2021, Sections 4 and 5) as a library and as ``q2 meta-eval``:
 
-* :mod:`q2_plugins.datasets` (re-exported by :mod:`.loaders`) reads annotated data (the paper's WoW sets, BEGIN,
-  DialFact-, Dialogue-NLI-style files, FaithDial's audits, LLM-AggreFact, RAGTruth, HalluDial and any table with
-  response / knowledge / label columns) into
-  :class:`.data.MetaEvalData`; a row that cannot be an example is listed with its line and reason.
+* :mod:`q2_plugins.datasets` reads annotated data (the paper's WoW sets, BEGIN, DialFact-, Dialogue-NLI-style files,
+  FaithDial's audits, LLM-AggreFact, RAGTruth, HalluDial and any table with response / knowledge / label columns)
+  into :class:`q2_plugins.datasets.types.MetaEvalData`; a row that cannot be an example is listed with its line and
+  reason.
 * :mod:`.runner` is the library entry point: :class:`.runner.MetaEvalSettings` (typed) to a run.
 * :mod:`.scores` brings metric scores in: a ``q2 score`` output file, a replay of recorded per-question outputs, or
   scoring on the fly with a :class:`~q2_plugins.Q2Scorer`.
@@ -22,5 +22,5 @@ experiment first needs them.
 
 from __future__ import annotations
 
-__all__ = ["data", "loaders", "scores", "baselines", "stats", "experiments", "plots", "report", "runner", "benchmark",
+__all__ = ["scores", "baselines", "stats", "experiments", "plots", "report", "runner", "benchmark",
            "caveats"]

@@ -114,7 +114,7 @@ def locate(text: str, candidates: Sequence[str]) -> list[Optional[tuple[int, int
 
 
 def to_original(start: int, end: int, replacements: Sequence[Any]) -> tuple[int, int]:
-    """Characters ``[start, end)`` of a response rewritten by coreference (:class:`~q2_plugins.components.Resolution`)
+    """Characters ``[start, end)`` of a response rewritten by coreference (:class:`.components.Resolution`)
     in the response as given: an end inside an inserted mention goes to the end of the pronoun it replaced, a start
     inside one to that pronoun's start; other characters shift by what the insertions before them added."""
     new_start = new_end = None

@@ -25,6 +25,7 @@ from q2_plugins import __version__
 from q2_plugins.backends.hf.labeller import load_for_training
 from q2_plugins.backends.loading import quiet_loading
 from q2_plugins.datasets.textcheck import text_problem
+from q2_plugins.io.columns import TextColumns
 from q2_plugins.io.inputs import InputFormatError, read_checked_rows
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.progress import CountLines
@@ -41,7 +42,8 @@ __all__ = [
     "evaluate_labels",
 ]
 
-_EVIDENCE = ("evidence", "knowledge")
+#: where a file keeps the knowledge when the knowledge column is left at its default: the first of these it has
+_KNOWLEDGE = (TextColumns.knowledge_column, "evidence")
 _PREVIOUS = ("previous_turn", "previous turn", "message", "history")
 _LABEL = ("label", "gold label")
 _TO3 = {**COARSE, "neutral": "neutral", "consistent": "entailment", "inconsistent": "contradiction",
@@ -64,8 +66,11 @@ def label_names(n_labels: int) -> tuple[str, ...]:
 
 
 @dataclass(frozen=True)
-class TrainOptions:
+class TrainOptions(TextColumns):
     """What ``q2 train`` does; the names and meanings of the training settings are the ``TrainingArguments`` ones.
+
+    The premise is the knowledge column (:class:`~q2_plugins.io.columns.TextColumns`; at its default, a file without
+    it may hold the evidence in ``evidence``, as ``q2 perturb --recipe`` writes it) with the previous turn.
 
     ``max_steps`` > 0 overrides ``num_train_epochs``; ``save_steps`` 0 saves a checkpoint at each epoch's end.
     ``init_from`` (a folder ``q2 train`` wrote, or any classifier) starts a second stage from its weights instead of
@@ -78,9 +83,7 @@ class TrainOptions:
     base: str = "bert-base-uncased"
     init_from: Optional[str] = None
     eval_file: Optional[str] = None
-    evidence_column: Optional[str] = None
     previous_column: Optional[str] = None
-    response_column: str = "response"
     label_column: Optional[str] = None
     input_format: Optional[str] = None
     max_length: int = 256
@@ -176,7 +179,8 @@ def read_pairs(path: str, options: TrainOptions) -> list[LabelledPair]:
     if not rows:
         raise TrainDataError(f"{path} holds no rows")
     first = rows[0][1]
-    evidence = _column(first, options.evidence_column, _EVIDENCE, "evidence", "evidence_column", path)
+    named = None if options.knowledge_column == TextColumns.knowledge_column else options.knowledge_column
+    evidence = _column(first, named, _KNOWLEDGE, "knowledge", "knowledge_column", path)
     previous = _column(first, options.previous_column, _PREVIOUS, "previous-turn", "previous_column", path,
                        required=False)
     response = _column(first, options.response_column, (), "response", "response_column", path)

@@ -192,6 +192,17 @@ def test_argparse_lives_only_under_the_cli_package():
     assert _argparse_uses(_modules()["cli/__init__.py"])  # the check sees argparse where it is
 
 
+def test_each_command_module_owns_its_command():
+    """cli/__init__.py builds the parser and dispatches; every command runs from its own module."""
+    from q2_plugins import cli
+
+    tree = _modules()["cli/__init__.py"]
+    assert {n.name for n in tree.body if isinstance(n, ast.FunctionDef)} == {"build_parser", "flag_of", "main"}
+    assert {f.__module__ for f in cli.COMMANDS.values()} == {
+        f"q2_plugins.cli.{name}" for name in ("score", "replay", "report", "models", "metaeval", "perturb", "train",
+                                              "hooks", "compare", "export", "precision")}
+
+
 def test_imports_made_inside_functions_count_and_type_checking_ones_do_not():
     tree = ast.parse("from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from ..metric.config import Q2Config\n"
                      "else:\n    from ..io.outputs import meta_path\n"

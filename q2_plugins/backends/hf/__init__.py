@@ -53,7 +53,8 @@ class HFBackend:
 
             return TaxonomyModel(name, device=c.device)
 
-        check_dtype(c.role_dtype(role), c.role_device(role), f"{role}_dtype" if getattr(c, f"{role}_dtype") else "dtype")
+        dtype_setting = f"{role}_dtype" if getattr(c, f"{role}_dtype") else "dtype"
+        check_dtype(c.role_dtype(role), c.role_device(role), dtype_setting)
         tok, model = tm.load_model(role, name, _revision(role, c), c.role_device(role), c.role_dtype(role),
                                    MODEL_KINDS[role], c.cpu_kernels)
         rt = c.role_runtime(role)

@@ -101,7 +101,8 @@ def make_process_results(knowledge: str = "knowledge", history: Optional[str] = 
         if not _warned_per_document:
             _warned_per_document = True
             warnings.warn("q2: scoring lm-eval documents one at a time (the task was not prepared by "
-                          "q2_plugins.integrations.lm_eval.filter_patch); expect it to be slow", RuntimeWarning, stacklevel=2)
+                          "q2_plugins.integrations.lm_eval.filter_patch); expect it to be slow", RuntimeWarning,
+                          stacklevel=2)
         res = scorer(**options).score(responses=[response], knowledge=[know],
                                       history=None if hist is None else [hist])
         return result_metrics(res.responses[0])

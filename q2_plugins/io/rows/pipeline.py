@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any, Optional, Sequence
 
-from q2_plugins.io.columns import TextColumns
+from q2_plugins.io.columns import TextColumns, recorded_columns
 from q2_plugins.io.inputs import as_value, missing_fields
 
 __all__ = ["RowSpec", "problems_of", "score_records"]
@@ -35,7 +35,7 @@ class RowSpec(TextColumns):
 
     def columns(self) -> dict[str, Optional[str]]:
         """The column names used, as the sidecar records them."""
-        return {"response": self.response_column, "knowledge": self.knowledge_column, "history": self.history_column}
+        return recorded_columns(self, self.history_column)
 
 
 def problems_of(records: Sequence[dict[str, Any]], spec: RowSpec) -> list[Optional[str]]:

@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping, Optional
 
+from q2_plugins.io.columns import recorded_columns
 from q2_plugins.io.inputs import FORMATS, InputFormatError, ReadError, read_records
 from q2_plugins.io.outputs import meta_path
 from q2_plugins.io.rows.layout import ROW_FIELD
@@ -43,8 +44,7 @@ class ResultRows:
     def columns(self) -> dict[str, Optional[str]]:
         """The input columns that held the response, knowledge and history (the sidecar's; else the defaults)."""
         saved = (self.meta or {}).get("columns")
-        return dict(saved) if isinstance(saved, dict) else {"response": "response", "knowledge": "knowledge",
-                                                              "history": None}
+        return dict(saved) if isinstance(saved, dict) else recorded_columns()
 
     def results(self) -> list[ResponseResult]:
         """The result rows as :class:`~q2_plugins.metric.results.ResponseResult` (every row must be one)."""

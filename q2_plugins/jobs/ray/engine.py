@@ -354,7 +354,7 @@ def _write_batch(sink: Any, batch: "pa.Table") -> None:
 
 
 def _block_summary(batch: "pa.Table", errors: Any) -> Any:
-    """A block's :class:`~q2_plugins.results.Q2Stats`, its row errors added to ``errors`` (as
+    """A block's :class:`~q2_plugins.metric.results.Q2Stats`, its row errors added to ``errors`` (as
     :func:`dataset_summary` adds them up)."""
     import json
 

@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any, Optional, Sequence
 
 from q2_plugins.backends.loading import random_weight_models
+from q2_plugins.io.columns import TextColumns, recorded_columns
 from q2_plugins.io.inputs import InputFormatError, named_errors, read_rows
 from q2_plugins.io.outputs import open_new, replace_own
 from q2_plugins.io.rows import RANDOM_WEIGHTS_FIELD, kept_name, read_sidecar, result_row, scan_results
@@ -37,6 +38,8 @@ __all__ = ["ReportInput", "load_results", "MAX_PAGE_ROWS", "attach_texts", "resu
 
 _STATUSES = (ResponseStatus.SCORED, ResponseStatus.FALLBACK, ResponseStatus.NO_VALID_QUESTION, ResponseStatus.ERROR)
 _PLACEHOLDER = "__Q2_REPORT_DATA__"
+#: where the texts are in a scored input file unless named otherwise
+_TEXT_COLUMNS = (TextColumns.response_column, TextColumns.knowledge_column)
 _HASH_PLACEHOLDER = "__Q2_SCRIPT_HASH__"
 _JS_ESCAPES = {"<": "\\u003c", ">": "\\u003e", "&": "\\u0026", "\u2028": "\\u2028", "\u2029": "\\u2029"}
 
@@ -180,8 +183,7 @@ def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, se
 
 def _columns(meta: Optional[dict[str, Any]]) -> dict[str, Optional[str]]:
     saved = (meta or {}).get("columns")
-    return dict(saved) if isinstance(saved, dict) else {"response": "response", "knowledge": "knowledge",
-                                                          "history": None}
+    return dict(saved) if isinstance(saved, dict) else recorded_columns()
 
 
 def _human_class(r: dict[str, Any]) -> Optional[str]:
@@ -232,7 +234,7 @@ class _Tally:
         return {"bins": bins, "n": sum(sum(b.values()) for b in bins), "class_source": source}
 
 
-def attach_texts(data: ReportInput, inputs: str | Path, columns: Sequence[Optional[str]] = ("response", "knowledge"),
+def attach_texts(data: ReportInput, inputs: str | Path, columns: Sequence[Optional[str]] = _TEXT_COLUMNS,
                  fmt: Optional[str] = None) -> int:
     """Add the scored texts to result rows that lack them, from the input file ``q2 score`` read: the row whose
     ``row`` field is n gets the input's n-th row (the same numbering as ``q2 score``). ``columns`` are the response,
@@ -413,7 +415,7 @@ def comparison_of_files(paths: Sequence[str | Path], notes: Optional[list[str]] 
 
 def report_from_files(inputs: Sequence[str | Path], output: str | Path, title: Optional[str] = None,
                       texts: Optional[str | Path] = None,
-                      columns: Sequence[Optional[str]] = ("response", "knowledge"),
+                      columns: Sequence[Optional[str]] = _TEXT_COLUMNS,
                       max_rows: Optional[int] = MAX_PAGE_ROWS) -> ReportInput:
     """``q2 report``: read results files one row at a time (and the scored texts from ``texts``, the input of ``q2
     score``) and write one HTML report, its table a stated sample of ``max_rows`` rows when the files hold more

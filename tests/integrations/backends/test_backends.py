@@ -55,7 +55,8 @@ def out_rows(tmp_path: Path) -> list[dict]:
 def python_result():
     """The rows scored in this process with the scripted parts handed to the constructor (no registry)."""
     parts = scripted_backend.parts("x")
-    scorer = Q2Scorer(scripted_config(), question_generator=parts["qg"], question_answerer=parts["qa"], nli=parts["nli"])
+    scorer = Q2Scorer(scripted_config(), question_generator=parts["qg"], question_answerer=parts["qa"],
+                      nli=parts["nli"])
     return scorer.score(responses=[r["response"] for r in ROWS], knowledge=[r["knowledge"] for r in ROWS])
 
 
@@ -115,7 +116,8 @@ def test_cli_reaches_a_backend_of_an_installed_package_entry_point(tmp_path):
     dist = site / "q2_scripted_backend-1.0.dist-info"
     dist.mkdir(parents=True)
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: q2-scripted-backend\nVersion: 1.0\n")
-    (dist / "entry_points.txt").write_text(f"[{backends.ENTRY_POINT_GROUP}]\nscripted = tests.scripted_backend:BACKEND\n")
+    entry = f"[{backends.ENTRY_POINT_GROUP}]\nscripted = tests.scripted_backend:BACKEND\n"
+    (dist / "entry_points.txt").write_text(entry)
     proc = q2(score_args(tmp_path), tmp_path, PYTHONPATH=os.pathsep.join([str(site), str(REPO)]))
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [r["score"] for r in out_rows(tmp_path)] == [1.0, 0.0]

@@ -227,7 +227,8 @@ def test_bundled_task_data_prompt_and_discovery(tmp_path):
         ext.load_q2_wow(q2_wow_data=str(own))
     tm = ext.task_manager(include_defaults=False)
     assert {"q2_wow", "q2_wow_rerank"} <= set(tm.all_tasks)
-    out = subprocess.run([sys.executable, "-m", "q2_plugins.integrations.lm_eval"], capture_output=True, text=True, check=True)
+    out = subprocess.run([sys.executable, "-m", "q2_plugins.integrations.lm_eval"], capture_output=True, text=True,
+                         check=True)
     assert Path(out.stdout.strip()) == ext.TASKS_DIR
 
 

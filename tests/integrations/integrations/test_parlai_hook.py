@@ -23,7 +23,7 @@ optional_import("parlai", "parlai")
 import _q2_plugins_hook  # noqa: E402
 from parlai_ext import hook  # noqa: E402
 from q2_plugins.cli import main as q2_main  # noqa: E402
-from q2_plugins.integrations import hooks
+from q2_plugins.integrations import hooks  # noqa: E402
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -136,7 +136,7 @@ def test_install_is_idempotent_replaces_the_old_parlai_file_and_uninstall_remove
     hooks.install(str(tmp_path))
     hooks.install(str(tmp_path))
     assert [p.name for p in tmp_path.iterdir()] == [_q2_plugins_hook.PTH_NAME]
-    assert hook.main(["uninstall", "--target", str(tmp_path)]) == 0  # the old command is the same command
+    assert q2_main(["hooks", "uninstall", "--target", str(tmp_path)]) == 0
     assert hooks.installed(str(tmp_path)) is None
     assert q2_main(["hooks", "uninstall", "--target", str(tmp_path)]) == 0
     assert "not installed" in capsys.readouterr().out

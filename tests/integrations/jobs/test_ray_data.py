@@ -31,12 +31,7 @@ SAMPLE = Path(__file__).resolve().parents[3] / "q2_plugins" / "data" / "sample.j
 Q2_FIELDS = ("score", "score_no_nli", "status", "num_questions", "error")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the scorer subclasses below, in the workers
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # conftest.py: one local Ray instance for the module
 
 
 @pytest.fixture(scope="module")

@@ -7,7 +7,6 @@ rest, with the local engine's checks, and writes what an uninterrupted run write
 from __future__ import annotations
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,21 +15,13 @@ from tests.conftest import optional_import
 
 optional_import("ray", "ray")
 
-import ray  # noqa: E402
-
 from q2_plugins.cli import main  # noqa: E402
 from q2_plugins.jobs.ray import engine  # noqa: E402
 from q2_plugins.jobs.ray.dataset import Q2BatchScorer  # noqa: E402
 
 GOOD = {"response": "paris is in france .", "knowledge": "Paris is the capital of France."}
 
-
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the scorer subclasses below, in the workers
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # conftest.py: one local Ray instance for the module
 
 
 @pytest.fixture(scope="module")

@@ -29,12 +29,8 @@ SAMPLE = Path(__file__).resolve().parents[3] / "q2_plugins" / "data" / "sample.j
 Q2_FIELDS = ("score", "score_no_nli", "status", "num_questions", "error")
 
 
-@pytest.fixture(scope="module", autouse=True)
-def local_ray():
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=True, logging_level="ERROR")
-    ray.cloudpickle.register_pickle_by_value(sys.modules[__name__])  # the scorer subclass below, in the workers
-    yield
-    ray.shutdown()
+pytestmark = pytest.mark.usefixtures("local_ray")  # conftest.py: one local Ray instance for the module
+RAY_LOG_TO_DRIVER = True
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from q2_plugins.backends.hf.tiny import build_roberta_nli
 from q2_plugins.cli import main
 from q2_plugins.metric.taxonomy import LABELS
 from q2_plugins.training.train import (
+    TrainDataError,
     TrainOptions,
     evaluate_labels,
     read_pairs,
@@ -219,6 +220,15 @@ def test_three_way_folding_and_conv_fever_labels(tmp_path):
     pairs = read_pairs(str(path), TrainOptions(str(path), "o", labels=3))
     assert [p.label for p in pairs] == ["neutral", "entailment", "contradiction", "contradiction", "neutral"]
     assert evaluate_labels(["entailment", "generic"], ["entailment", "off-topic"])["3way"]["accuracy"] == 1.0
+
+
+def test_the_knowledge_column_is_text_columns_with_evidence_at_its_default(tmp_path):
+    path = tmp_path / "t.jsonl"
+    path.write_text(json.dumps({"evidence": "e", "facts": "f", "response": "r", "label": "neutral"}) + "\n")
+    assert read_pairs(str(path), TrainOptions(str(path), "o"))[0].premise == "e"  # q2 perturb --recipe's column
+    assert read_pairs(str(path), TrainOptions(str(path), "o", knowledge_column="facts"))[0].premise == "f"
+    with pytest.raises(TrainDataError, match="knowledge_column: .* has no knowledge column 'know'"):
+        read_pairs(str(path), TrainOptions(str(path), "o", knowledge_column="know"))
 
 
 def test_q2_train_counts_its_steps_as_a_bar_on_a_terminal_in_plain_lines_in_a_log_and_not_with_no_progress(

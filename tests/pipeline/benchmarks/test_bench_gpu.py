@@ -30,6 +30,6 @@ def test_bench_gpu_runs_on_the_cpu(tmp_path, shared_data, capsys):
     assert all(v > 0 for v in batched["peak_share"].values()) and report["peak_tflops"]["float32"] > 0
     printed = capsys.readouterr().out
     assert "| batched float32 |" in printed
-    from benchmarks.render_docs import render_gpu
+    from scripts.render_docs import render_gpu
 
     assert render_gpu(report).splitlines()[0] in printed

@@ -60,8 +60,8 @@ def test_fuzz_cli_and_api(tmp_path, flags, capsys):
     jl, cv = tmp_path / "hostile.jsonl", tmp_path / "hostile.csv"
     expected = {"jsonl": write_jsonl(rows, jl, seed=15), "csv": write_csv(rows, cv, seed=15)}
     # the cached JSONL run fills the cache the CSV and API runs then read; the last run computes everything again
-    for name, path, kind, extra in (("CLI JSONL --cache-dir", jl, "jsonl", cache), ("CLI CSV --cache-dir", cv, "csv", cache),
-                                    ("CLI JSONL", jl, "jsonl", [])):
+    for name, path, kind, extra in (("CLI JSONL --cache-dir", jl, "jsonl", cache),
+                                    ("CLI CSV --cache-dir", cv, "csv", cache), ("CLI JSONL", jl, "jsonl", [])):
         out = tmp_path / f"{len(outputs)}.jsonl"
         code = run_cli(["score", "--input", str(path), "--output", str(out), *flags, *extra])
         outputs[name] = [json.loads(x) for x in out.read_text(encoding="utf-8").splitlines()] if code >= 0 else []

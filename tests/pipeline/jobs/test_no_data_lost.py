@@ -188,7 +188,8 @@ def test_the_sidecar_has_the_documented_keys(tmp_path, model_flags):
     assert meta["signature_short"] != meta["signature"] and meta["columns"]["response"] == "response"
     from importlib.metadata import version
 
-    assert meta["libraries"]["transformers"] == version("transformers") and meta["libraries"]["torch"] == version("torch")
+    assert meta["libraries"]["transformers"] == version("transformers")
+    assert meta["libraries"]["torch"] == version("torch")
 
 
 # -- a cache that cannot be poisoned ---------------------------------------------------------------------------

@@ -46,7 +46,8 @@ def test_a_model_that_cannot_load_raises_from_score_once(monkeypatch):
 
     monkeypatch.setattr(transformers_models, "load_model", counting)
     scorer = Q2Scorer(Q2Config(qg_model="/nonexistent/qg"))
-    with pytest.raises(ModelLoadError, match=r"QG model '/nonexistent/qg' \(setting qg_model\): the folder /nonexistent/qg does not exist"):
+    with pytest.raises(ModelLoadError, match=r"QG model '/nonexistent/qg' \(setting qg_model\): "
+                                             r"the folder /nonexistent/qg does not exist"):
         scorer.score(responses=[RESP] * 5, knowledge=[KNOW] * 5)
     assert loads == ["qg"]  # once, up front: not once per item
     assert "\n" not in str(pytest.raises(ModelLoadError, scorer.load).value)  # one line

@@ -95,3 +95,33 @@ def test_a_command_without_common_flags_has_one_help():
     parser = _sub("report")
     assert parser.format_help() == parser.format_help(everything=True)
     assert "--help-all" not in parser.format_help()
+
+
+def _commands() -> list[str]:
+    action = next(a for a in build_parser()._actions if isinstance(a, argparse._SubParsersAction))
+    return sorted(action.choices)
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_a_help_that_names_help_all_is_one_the_command_accepts(command, capsys, monkeypatch):
+    text = _help(command, "--help", capsys, monkeypatch)
+    if "--help-all" in text:
+        assert len(_help(command, "--help-all", capsys, monkeypatch)) > len(text)
+
+
+def test_every_column_flag_comes_from_text_columns(monkeypatch):
+    """The commands' ``--response-column`` / ``--knowledge-column`` are generated from ``TextColumns``: a new default
+    there reaches every command's flag (none spells it by hand)."""
+    import dataclasses
+
+    from q2_plugins.io.columns import TextColumns
+
+    for f in dataclasses.fields(TextColumns):
+        monkeypatch.setattr(f, "default", "moved_" + f.name)
+    found = {}
+    for command in _commands():
+        for action in _sub(command)._actions:
+            if action.dest in ("response_column", "knowledge_column"):
+                found[command, action.dest] = action.default
+    assert {c for c, _ in found} == {"score", "report", "check-precision", "perturb", "meta-eval", "train"}
+    assert all(default == "moved_" + dest for (_, dest), default in found.items()), found

@@ -6,7 +6,9 @@ from __future__ import annotations
 
 import dataclasses
 import inspect
+import typing
 from itertools import combinations
+from typing import Any, Optional
 
 import pytest
 
@@ -28,24 +30,56 @@ def keys(config: Q2Config) -> dict[str, str]:
     return {stage: stage_key(config, stage, IDS[stage]) for stage in STAGES}
 
 
-def other_value(config: Q2Config, name: str):
-    """Another valid value of setting ``name`` under ``config``."""
-    f = {f.name: f for f in dataclasses.fields(Q2Config)}[name]
+def _kind(annotation: Any) -> type:
+    """The value type of a field's annotation: ``Optional[int]`` -> int."""
+    args = [a for a in typing.get_args(annotation) if a is not type(None)]
+    return args[0] if typing.get_origin(annotation) is typing.Union and len(args) == 1 else annotation
+
+
+def other_value(config: Any, name: str):
+    """Another valid value of setting ``name`` under ``config`` (a frozen dataclass such as :class:`Q2Config`),
+    whatever its type: a choice, a switch, a number, a text, or unset."""
+    f = {f.name: f for f in dataclasses.fields(config)}[name]
+    kind = _kind(typing.get_type_hints(type(config))[name])
     value = getattr(config, name)
-    if f.metadata["choices"]:
+    if f.metadata.get("choices"):
         candidates = [c for c in f.metadata["choices"] if c != value]
-    elif isinstance(value, bool):
+    elif kind is bool:
         candidates = [not value]
-    elif isinstance(value, int):
-        candidates = [value + 1, value - 1]
+    elif kind in (int, float):
+        candidates = [kind(1), kind(2)] if value is None else [value + 1, value - 1, kind(value * 2), kind(value / 2)]
+    elif kind is str:
+        candidates = ["other"] if value is None else [value + " ."]
     else:
-        candidates = [value + " ."]
+        raise AssertionError(f"{name}: no rule for a setting of type {kind}; add one here")
     for candidate in candidates:
+        if candidate == value:
+            continue
         try:
-            return config.replace(**{name: candidate})
+            return dataclasses.replace(config, **{name: candidate})
         except ValueError:
             continue
     raise AssertionError(f"no other valid value of {name} to try")
+
+
+@pytest.mark.parametrize("name", [f.name for f in dataclasses.fields(Q2Config)])
+def test_the_helper_finds_another_value_of_every_setting(name):
+    assert getattr(other_value(Q2Config(), name), name) != getattr(Q2Config(), name)
+
+
+def test_the_helper_changes_every_type_a_setting_can_have():
+    @dataclasses.dataclass(frozen=True)
+    class Settings:
+        ratio: float = 0.5
+        limit: Optional[float] = None
+        count: Optional[int] = None
+        mode: str = dataclasses.field(default="a", metadata={"choices": ("a", "b")})
+        name: Optional[str] = None
+        on: bool = False
+
+    for f in dataclasses.fields(Settings):
+        changed = getattr(other_value(Settings(), f.name), f.name)
+        assert changed != getattr(Settings(), f.name) and changed is not None, f.name
 
 
 def where_it_acts(name: str) -> Q2Config:

@@ -6,11 +6,13 @@ Every figure of a benchmark run that the docs show comes from one results file: 
 ``bench_pipeline.py --from-json`` prints them), ``bench_linear.txt``, the Ray, lm-eval, significance, report and
 training benchmarks' files. The page is generated whole (the user pages link to it, quote no figure and say what
 the figures mean); each section is one line saying what was measured, the command that reproduces it and the results
-files with the CPU / GPU they ran on and the commit they measured, then tables of the figures. ``--check`` rewrites
-nothing and exits 1 with a diff when the page is not what the results render, or when a results file is rendered
-nowhere (and not listed in ``NOT_RENDERED`` with the reason).
+files with the CPU / GPU they ran on, the commit they measured and how many commits old that is (counted by git up
+to the commit checked out when the page was rendered), then tables of the figures. ``--check`` rewrites nothing and
+exits 1 with a diff when the page is not what the results render (the ages aside, which grow with every commit:
+rendering again refreshes them), or when a results file is rendered nowhere (and not listed in ``NOT_RENDERED`` with
+the reason).
 
-    python benchmarks/render_docs.py [--check]
+    python scripts/render_docs.py [--check]
 """
 
 from __future__ import annotations
@@ -19,8 +21,10 @@ import argparse
 import difflib
 import json
 import re
+import subprocess
 import sys
 import textwrap
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
@@ -32,7 +36,7 @@ from benchmarks.bench_derive import derive  # noqa: E402
 
 RESULTS = REPO / "benchmarks" / "results"
 DOC = REPO / "docs" / "results.md"
-COMMAND = "python benchmarks/render_docs.py"
+COMMAND = "python scripts/render_docs.py"
 # The run whose table the page shows, and the repeat of the same command it is compared with.
 MAIN_RUN = "bench_n16_6f96214.json"
 SECOND_RUN = "bench_n16_6806de3.json"
@@ -63,6 +67,13 @@ CPU_STATED: dict[str, str] = {
     "bench_ray_startup_tiny.json": "2-core Intel(R) Xeon(R) Processor",
 }
 NOT_RECORDED = "not recorded"
+AGE_NOT_KNOWN = "age not known"
+# what --check leaves aside: the ages, which grow with every commit (and the line breaks their digits move)
+_AGE = re.compile(r"\b\d+\s+commits?\s+old\b|\bage\s+not\s+known\b")
+
+
+def _ageless(page: str) -> list[str]:
+    return _AGE.sub("AGE", page).split()
 
 
 class Results:
@@ -129,13 +140,27 @@ def commit_of(name: str, data: Any = None) -> str:
     return ", ".join(keyed) if keyed else NOT_RECORDED
 
 
+@lru_cache(maxsize=None)
+def commits_since(commit: str) -> Optional[int]:
+    """How many commits the checkout's HEAD is past ``commit`` (None: git does not know the commit here)."""
+    done = subprocess.run(["git", "rev-list", "--count", f"{commit}..HEAD"], cwd=REPO, capture_output=True, text=True)
+    return int(done.stdout) if done.returncode == 0 and done.stdout.strip().isdigit() else None
+
+
+def age_of(name: str, data: Any = None) -> str:
+    """``12 commits old``: how far the checkout is past the (newest) commit a results file measured."""
+    ages = [a for c in re.findall(r"\b[0-9a-f]{7,40}\b", commit_of(name, data)) if (a := commits_since(c)) is not None]
+    return f"{min(ages)} commit{'' if min(ages) == 1 else 's'} old" if ages else AGE_NOT_KNOWN
+
+
 def source(res: Results, name: str) -> str:
-    """One line naming a results file, its CPU / GPU and its commit."""
+    """One line naming a results file, its CPU / GPU, its commit and how many commits old that is."""
     path = res.root / name
     data = json.loads(path.read_text()) if name.endswith(".json") else None
     text = "" if data is not None else path.read_text()
     res.read.add(name)
-    return f"`benchmarks/results/{name}`: {cpu_of(name, data, text)}; commit {commit_of(name, data)}."
+    return (f"`benchmarks/results/{name}`: {cpu_of(name, data, text)}; commit {commit_of(name, data)}, "
+            f"{age_of(name, data)}.")
 
 
 # ---- number formats: one place, so the same figure reads the same everywhere
@@ -810,13 +835,14 @@ def text_tables(res: Results, name: str, measured: str, command: str) -> str:
 
 
 def index(res: Results) -> str:
-    rows = ["| results file | CPU / GPU | commit |", "|---|---|---|"]
+    rows = ["| results file | CPU / GPU | commit | age |", "|---|---|---|---|"]
     for path in sorted(res.root.iterdir()):
         if path.suffix == ".md":
             continue
         data = json.loads(path.read_text()) if path.suffix == ".json" else None
         text = "" if data is not None else path.read_text()
-        rows.append(f"| `{path.name}` | {cpu_of(path.name, data, text)} | {commit_of(path.name, data)} |")
+        rows.append(f"| `{path.name}` | {cpu_of(path.name, data, text)} | {commit_of(path.name, data)} | "
+                    f"{age_of(path.name, data)} |")
     return "\n".join(rows) + "\n"
 
 
@@ -827,7 +853,8 @@ def page(res: Results) -> str:
         wrap(f"Generated by `{COMMAND}` from the files in `benchmarks/results/`; do not edit by hand "
              f"(`{COMMAND} --check`, run by the test suite, fails when this page is not what those files render). "
              "Each section gives what was measured, the command that reproduces it, the results file with the CPU / "
-             "GPU it ran on and the commit it measured, and the figures; timings compare only within one file, or "
+             "GPU it ran on, the commit it measured and its age (commits up to the one this page was rendered at), "
+             "and the figures; timings compare only within one file, or "
              "between files of one machine. What the figures mean: [performance.md](performance.md#benchmarks), "
              "[ray.md](ray.md#measuring-rays-overhead), [integrations.md](integrations.md#lm-eval), "
              "[compare.md](compare.md#calibration-of-the-tests), [report.md](report.md#scale), "
@@ -914,11 +941,11 @@ def main(argv: Optional[Sequence[str]] = None, doc: Path = DOC, results: Path = 
     new = page(res)
     left = unrendered(res)
     if left:
-        print(f"{results}/{left[0]} is not rendered in {doc.name}: add it to a section of benchmarks/render_docs.py "
+        print(f"{results}/{left[0]} is not rendered in {doc.name}: add it to a section of scripts/render_docs.py "
               f"(or to NOT_RENDERED, with the reason)", file=sys.stderr)
         return 1
     old = doc.read_text() if doc.exists() else ""
-    if new == old:
+    if new == old or (args.check and _ageless(new) == _ageless(old)):
         return 0
     if args.check:
         sys.stdout.writelines(difflib.unified_diff(old.splitlines(True), new.splitlines(True), str(doc),
