@@ -1,8 +1,9 @@
 """LightEval integration: Q² as sample-level LightEval metrics computed in batches, and the ``q2_wow`` custom task.
 
-:func:`q2_metrics` gives four :class:`~lighteval.metrics.utils.metric_utils.SampleLevelMetric` objects, ``q2``,
-``q2_no_nli``, ``q2_coverage`` and ``q2_fallback_rate`` (as :mod:`q2_plugins.metric.names` declares them), with
-``batched_compute=True``: LightEval hands each of them all the samples of a task at once, and they share one
+:func:`q2_metrics` gives six :class:`~lighteval.metrics.utils.metric_utils.SampleLevelMetric` objects, ``q2``,
+``q2_no_nli``, ``q2_coverage``, ``q2_fallback_rate`` and the bounds of ``q2``'s 95% interval, ``q2_ci_low`` and
+``q2_ci_high`` (the interval ``q2 score`` prints: :func:`q2_ci_low`), as :mod:`q2_plugins.metric.names` declares
+them, with ``batched_compute=True``: LightEval hands each of them all the samples of a task at once, and they share one
 :class:`Q2Batch`, so a task's samples are scored in **one** :meth:`Q2Scorer.score` call whichever metric asks first.
 Per sample, a metric's value is the response's figure; a response without one (an error, or no valid question with
 the fallback off) gets NaN and the task's figure is the mean over the others (:func:`scored_mean`), as in the core.
@@ -44,8 +45,10 @@ from q2_plugins import Q2Config, ResponseResult
 from q2_plugins.integrations import adapters
 from q2_plugins.metric import names as M
 from q2_plugins.metric.results import ResponseStatus
+from q2_plugins.metric.significance import mean_interval_of
 
-__all__ = ["Q2Batch", "Q2Value", "q2_metrics", "scored_mean", "wow_prompt", "q2_task", "RecordedResponses",
+__all__ = ["Q2Batch", "Q2Value", "q2_metrics", "scored_mean", "q2_ci_low", "q2_ci_high", "wow_prompt", "q2_task",
+           "RecordedResponses",
            "SAMPLE_DATA", "custom_tasks_only", "main"]
 
 #: the bundled Wizard-of-Wikipedia sample (8 records) of the lm-eval task, which the ``q2_wow`` task reads
@@ -134,16 +137,35 @@ def scored_mean(values: Sequence[float]) -> float:
     return sum(kept) / len(kept) if kept else math.nan
 
 
+def _bound(values: Sequence[float], which: str) -> float:
+    """The ``which`` bound of the 95% interval of the samples' mean (NaN with fewer than two values): the one ``q2
+    score`` prints (:func:`q2_plugins.metric.significance.mean_interval_of`, inside [0, 1])."""
+    interval = mean_interval_of(values, M.INTERVAL_CONFIDENCE)[1]
+    return math.nan if interval is None else getattr(interval, which)
+
+
+def q2_ci_low(values: Sequence[float]) -> float:
+    """The lower bound of ``q2``'s 95% interval from the samples' values (see :func:`_bound`)."""
+    return _bound(values, "low")
+
+
+def q2_ci_high(values: Sequence[float]) -> float:
+    """The upper bound of ``q2``'s 95% interval from the samples' values (see :func:`_bound`)."""
+    return _bound(values, "high")
+
+
 def q2_metrics(knowledge: str = "knowledge", history: Optional[str] = None, config: Optional[Q2Config] = None,
                **options: Any) -> list[SampleLevelMetric]:
     """The Q² metrics of a task whose samples carry the knowledge in ``doc.specific[knowledge]`` (and the dialogue
     before the response in ``doc.specific[history]``, read with ``coref``). The settings: ``config`` (default
     ``Q2Config()``) with ``options`` (``Q2Config`` fields) on top."""
     batch = Q2Batch(knowledge, history, config, **options)
+    figures = [(m, m.framework_key, scored_mean) for m in M.PER_RESPONSE]
+    figures += [(M.Q2_CI_LOW, M.Q2.framework_key, q2_ci_low), (M.Q2_CI_HIGH, M.Q2.framework_key, q2_ci_high)]
     return [SampleLevelMetric(metric_name=m.framework_key, higher_is_better=m.higher_is_better,
-                              category=SamplingMethod.GENERATIVE, sample_level_fn=Q2Value(batch, m.framework_key),
-                              corpus_level_fn=scored_mean, batched_compute=True)
-            for m in M.PER_RESPONSE]
+                              category=SamplingMethod.GENERATIVE, sample_level_fn=Q2Value(batch, key),
+                              corpus_level_fn=corpus, batched_compute=True)
+            for m, key, corpus in figures]
 
 
 def wow_prompt(line: dict, task_name: str = "") -> Doc:

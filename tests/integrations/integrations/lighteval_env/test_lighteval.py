@@ -23,7 +23,9 @@ from lighteval.models.model_output import ModelResponse  # noqa: E402
 import q2_plugins.integrations.adapters as adapters  # noqa: E402
 from q2_plugins import Q2Scorer  # noqa: E402
 from q2_plugins.integrations import lighteval as q2_lighteval  # noqa: E402
+from q2_plugins.metric import names as M  # noqa: E402
 from q2_plugins.metric.names import PER_RESPONSE  # noqa: E402
+from q2_plugins.metric.significance import mean_interval_of  # noqa: E402
 from tests.fakes import ScriptedScorer  # noqa: E402
 
 RECORDS = [{"id": "a", "history": ["do you watch tv?"], "knowledge": "The show aired on PBS.", "response": "pbs"},
@@ -41,8 +43,10 @@ def scripted(monkeypatch):
 def test_the_metrics_are_the_declared_ones_and_computed_in_batches():
     metrics = q2_lighteval.q2_metrics()
     assert [(m.metric_name, m.higher_is_better) for m in metrics] == [
-        (m.framework_key, m.higher_is_better) for m in PER_RESPONSE]
-    assert all(m.batched_compute and m.corpus_level_fn is q2_lighteval.scored_mean for m in metrics)
+        (m.framework_key, m.higher_is_better) for m in (*PER_RESPONSE, M.Q2_CI_LOW, M.Q2_CI_HIGH)]
+    assert all(m.batched_compute for m in metrics)
+    assert [m.corpus_level_fn for m in metrics] == [q2_lighteval.scored_mean] * len(PER_RESPONSE) + [
+        q2_lighteval.q2_ci_low, q2_lighteval.q2_ci_high]
     assert len({id(m.sample_level_fn.batch) for m in metrics}) == 1  # one shared batch
     with pytest.raises(TypeError):
         q2_lighteval.q2_metrics(no_such_setting=1)  # a bad setting fails when the task is made, not per sample
@@ -56,7 +60,8 @@ def test_a_tasks_samples_are_scored_in_one_core_call(scripted):
     assert len(scripted.calls) == 1
     assert scripted.calls[0]["responses"] == ["pbs", "no idea", "broken"]
     assert scripted.calls[0]["knowledge"] == [r["knowledge"] for r in RECORDS]
-    assert outputs[0] == {"q2": 0.5, "q2_no_nli": 0.5, "q2_coverage": 1.0, "q2_fallback_rate": 0.0}
+    assert outputs[0] == {"q2": 0.5, "q2_no_nli": 0.5, "q2_coverage": 1.0, "q2_fallback_rate": 0.0,
+                          "q2_ci_low": 0.5, "q2_ci_high": 0.5}
     assert math.isnan(outputs[1]["q2"]) and outputs[1]["q2_coverage"] == 0.0  # no valid question: no score
     assert all(math.isnan(v) for v in outputs[2].values())  # an error counts nowhere
     assert q2_lighteval.scored_mean([o["q2"] for o in outputs]) == 0.5
@@ -115,3 +120,13 @@ def test_docs_example_runs_offline(model_workdir, doc_blocks):
     (task,) = namespace["TASKS_TABLE"]
     assert task.name == "my_dialogues" and Path(task.hf_repo) == (model_workdir / "my_dialogues").resolve()
     assert task.metrics[0].sample_level_fn.batch.config.qg_model == "q2-models/qg"
+
+
+def test_the_interval_is_the_one_q2_score_prints_inside_0_1():
+    """Seven samples at 1 and one at 0 (a normal interval would pass 1), one unscored (NaN): the task's
+    q2_ci_low / q2_ci_high are the bounds of the interval q2 score prints."""
+    values = [1.0] * 7 + [0.0, math.nan]
+    expected = mean_interval_of([1.0] * 7 + [0.0])[1]
+    assert (q2_lighteval.q2_ci_low(values), q2_lighteval.q2_ci_high(values)) == pytest.approx(
+        (expected.low, expected.high))
+    assert 0 <= expected.low < expected.high <= 1 and math.isnan(q2_lighteval.q2_ci_low([0.5, math.nan]))
