@@ -17,11 +17,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     h = sub.add_parser("report", help="write a self-contained HTML report of results files",
                        formatter_class=DefaultsHelp)
     h.add_argument("inputs", nargs="+", metavar="RESULTS",
-                   help="q2 score / q2 replay output (JSONL), or a per-example file of the framework adapters")
+                   help="q2 score / q2 replay output (JSONL, Parquet, CSV / TSV or a folder of parts), or a "
+                        "per-example file of the framework adapters")
     h.add_argument("--output", required=True, help="the HTML file to write")
     h.add_argument("--title", help="page title (default: the input file names)")
     h.add_argument("--texts", metavar="INPUT",
-                   help="the file q2 score read: adds each row's response and knowledge (q2 score output has none)")
+                   help="the input file the results were scored from: adds each row's response and knowledge to "
+                        "results that lack them (a framework adapter's per-example file; q2 score and q2 replay "
+                        "output already hold both)")
     h.add_argument("--response-column", default="response")
     h.add_argument("--knowledge-column", default="knowledge")
     h.add_argument("--history-column", default=None)
