@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from q2_plugins.cli._common import DefaultsHelp, count
-from q2_plugins.io.outputs import check_outputs, check_writable, html_files, meta_path
+from q2_plugins.io.outputs import check_outputs, check_writable, html_files, meta_path, say_replaced
 from q2_plugins.jobs.report import MAX_PAGE_ROWS, report_from_files
 
 __all__ = ["add_parser", "run"]
@@ -41,6 +41,7 @@ def run(args: argparse.Namespace) -> int:
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
     check_outputs(read, [("output", args.output, html_files(args.output))])
     check_writable(args.output, "output")  # an output file's folder must exist (as for every output flag)
+    say_replaced("q2 report", [("output", args.output)])
 
     if args.max_rows is not None and args.max_rows < 1:
         raise ValueError(f"--max-rows must be at least 1, got {args.max_rows}")
