@@ -46,7 +46,8 @@ try:
     from inspect_ai.solver import Generate, Solver, TaskState, solver
 except ModuleNotFoundError as e:  # pragma: no cover - depends on the environment
     raise ModuleNotFoundError(
-        f"q2_plugins.integrations.inspect needs inspect-ai: pip install 'q2-plugins[inspect]' ({e.name} is missing)"
+        f"q2_plugins.integrations.inspect needs inspect-ai: pip install 'q2-plugins[inspect]' ({e.name} is missing; "
+        f"from a checkout, bash scripts/setup_lighteval.sh makes .venv-lighteval, where it runs)"
     ) from e
 
 from q2_plugins import Q2Config, Q2Scorer, ResponseResult

@@ -90,7 +90,7 @@ def test_the_task_list_holds_the_custom_tasks_alone():
         with pytest.raises(ValueError, match="built-in tasks are not loaded here: name a custom tasks module"):
             Registry.load_all_task_configs(None)
     assert list(configs) == ["q2_wow"] and Registry.load_all_task_configs == original
-    with pytest.raises(NotADirectoryError, match="folder of JSON-lines"):
+    with pytest.raises(q2_lighteval.TaskDataError, match="folder of JSON-lines"):
         q2_lighteval.q2_task("x", data=q2_lighteval.SAMPLE_DATA)
 
 
@@ -130,3 +130,28 @@ def test_the_interval_is_the_one_q2_score_prints_inside_0_1():
     assert (q2_lighteval.q2_ci_low(values), q2_lighteval.q2_ci_high(values)) == pytest.approx(
         (expected.low, expected.high))
     assert 0 <= expected.low < expected.high <= 1 and math.isnan(q2_lighteval.q2_ci_low([0.5, math.nan]))
+
+
+def test_a_folder_of_ones_own_gives_its_split_and_a_missing_split_is_one_line(tmp_path):
+    """A folder holding test.jsonl: its one split, test, is read (the default was 'train': LightEval's 108-line
+    KeyError); a split the folder lacks is one line naming the files, also through the command line."""
+    folder = tmp_path / "mine"
+    folder.mkdir()
+    (folder / "test.jsonl").write_text(json.dumps(RECORDS[0]) + "\n", encoding="utf-8")
+    assert q2_lighteval.data_splits(folder) == {"test": ["test.jsonl"]}
+    assert list(q2_lighteval.q2_task("mine", data=folder).evaluation_splits) == ["test"]
+    with pytest.raises(q2_lighteval.TaskDataError) as refused:
+        q2_lighteval.q2_task("mine", data=folder, split="train")
+    assert str(refused.value) == (
+        f"q2: the LightEval task 'mine' reads the split 'train', but {folder} holds test.jsonl: the split(s) test (a "
+        f"file's name says its split: test.jsonl is 'test', train.jsonl 'train', others 'train' when no name says "
+        f"one); name one with q2_task(..., split=...)")
+    tasks = tmp_path / "my_tasks.py"
+    tasks.write_text("from q2_plugins.integrations.lighteval import q2_task\n"
+                     f"TASKS_TABLE = [q2_task('mine', data={str(folder)!r}, split='train')]\n", encoding="utf-8")
+    model_file = str(Path(q2_lighteval.__file__).resolve())
+    proc = subprocess.run([sys.executable, "-m", "q2_plugins.integrations.lighteval", "custom", "recorded", model_file,
+                           "mine|0", "--custom-tasks", str(tasks), "--output-dir", str(tmp_path / "out")],
+                          capture_output=True, text=True, timeout=600, env={**os.environ, "HF_HUB_OFFLINE": "1"})
+    assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1] == str(refused.value), proc.stderr[-3000:]
+    assert "Traceback" not in proc.stderr and "KeyError" not in proc.stderr, proc.stderr[-3000:]
