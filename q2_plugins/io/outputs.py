@@ -174,13 +174,13 @@ def check_outputs(inputs: Sequence[str | Path], outputs: Sequence[tuple[str, str
 
 def say_replaced(command: str, outputs: Sequence[tuple[str, str | Path]]) -> None:
     """Say on standard error, once per output, which existing file (or folder) a run of ``command`` will replace:
-    ``outputs`` gives each output's setting and path. An existing output is replaced without a flag, as ``sort -o``
-    does (``q2 score`` renames the new one into place once it is complete); this line keeps that from happening
-    without a word."""
-    for setting, path in outputs:
+    ``outputs`` gives each output's setting and path (the path is what the line names). An existing output is
+    replaced without a flag, as ``sort -o`` does (``q2 score`` renames the new one into place once it is complete);
+    this line keeps that from happening without a word."""
+    for _setting, path in outputs:
         if str(path) != "-" and (Path(path).is_file() or Path(path).is_dir()):
-            print(f"{command}: replacing {path} (--{setting.replace('_', '-')}), which exists; name another path to "
-                  f"keep it", file=sys.stderr, flush=True)
+            print(f"{command}: replacing {path}, which exists; name another path to keep it", file=sys.stderr,
+                  flush=True)
 
 
 def _relation(src: Path, path: Path) -> str:

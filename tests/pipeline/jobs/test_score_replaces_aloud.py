@@ -19,6 +19,6 @@ def test_q2_score_says_which_existing_outputs_it_replaces(tmp_path, capsys, mode
     out.write_text("an earlier run's rows\n", encoding="utf-8")
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert f"q2 score: replacing {out} (--output), which exists; name another path to keep it" in err
-    assert f"q2 score: replacing {page} (--html), which exists" in err and err.count("replacing") == 2
+    assert f"q2 score: replacing {out}, which exists; name another path to keep it" in err
+    assert f"q2 score: replacing {page}, which exists" in err and err.count("replacing") == 2
     assert "an earlier run" not in out.read_text(encoding="utf-8")
