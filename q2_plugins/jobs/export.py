@@ -338,7 +338,7 @@ def hub_eval_results(aggregate: dict[str, Any], hub: HubResults) -> dict[str, st
 
 
 _REPEATED_IDS = ("export it with q2 export --sample-ids position (each row's position in the file becomes its id), or "
-                 "score the subsets into files of their own")
+                 "write each subset to a file of its own")
 
 
 def write_export(results: str | Path, output_dir: str | Path, options: ExportOptions,
