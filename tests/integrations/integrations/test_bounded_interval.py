@@ -1,7 +1,9 @@
 """The interval of a mean score: one function (``mean_interval``), inside [0, 1], named as what it is, in every front
 end that prints or exports one: ``q2 score``'s summary (and ParlAI / ``evaluate``, which read the same summary), the
-HTML report, lm-eval's metrics, the Every Eval Ever and Hub exports. LightEval and Inspect, which run in
-.venv-lighteval, have the same check in ``lighteval_env/test_front_ends_agree.py``.
+HTML report (also in Chromium: ``tests/integrations/jobs/test_report_browser.py``), lm-eval's metrics, the Every
+Eval Ever and Hub exports. LightEval and Inspect, which run in .venv-lighteval, have the same check there:
+``lighteval_env/test_lighteval.py::test_the_interval_is_the_one_q2_score_prints_inside_0_1`` and
+``lighteval_env/test_inspect.py::test_an_eval_scores_its_samples_in_one_core_call``.
 
 The scores are the ones that gave ``Q2  0.8750  [0.6300, 1.1200]`` before: seven responses at 1, one at 0."""
 
