@@ -102,6 +102,7 @@ class Progress:
         self.rows_seen = 0  # rows scored so far (by earlier calls of the run)
         self._seconds: dict[str, float] = {}  # stage -> seconds its batches took in the run
         self._measured: dict[str, float] = {}  # the same, as of the end of the last call
+        self._stage_text = ""  # the row bar's stage part: the stage running and its items
         self._began: dict[str, float] = {}  # stage -> when its current batch began
         self._call = _Call(0, [])
 
@@ -150,7 +151,8 @@ class Progress:
         rows = self._call.rows_done(self._weights())
         left = "" if isinstance(self._rows, CountLines) or self.time_left.total is None else \
             f"{self._time_left(rows)}, "
-        self._rows.set_postfix_str(f"{left}stage: {stage}" + (f" {done}/{total}" if total else ""), refresh=False)
+        self._stage_text = f"stage: {stage}" + (f" {done}/{total}" if total else "")
+        self._rows.set_postfix_str(left + self._stage_text, refresh=False)
         if rows > self._call.shown:
             self._rows.update(rows - self._call.shown)
             self._call.shown = rows
@@ -188,7 +190,8 @@ class Progress:
         self._measured = dict(self._seconds)
         if self._rows is not None:
             if not isinstance(self._rows, CountLines) and self.time_left.total is not None:
-                self._rows.set_postfix_str(self._time_left(), refresh=False)
+                self._rows.set_postfix_str(", ".join(filter(None, (self._time_left(), self._stage_text))),
+                                           refresh=False)
             self._rows.update(max(0, rows - self._call.shown))
         self._call = _Call(0, [])
 
