@@ -14,6 +14,7 @@ import pytest
 
 from q2_plugins.cli import main
 from q2_plugins.io.inputs import count_records, input_columns, read_rows
+from tests.conftest import optional_import
 from tests.pipeline.cli import test_cli_failures as base
 from tests.pipeline.cli.test_cli_failures import GOOD
 from tests.pipeline.jobs.test_long_runs import dies_on_second_chunk
@@ -79,3 +80,13 @@ def test_a_damaged_gzip_input_is_one_line_naming_gzip(tmp_path, capsys, model_fl
                  *model_flags]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "damaged gzip file" in err and f"gzip -t {cut}" in err, err
+
+
+def test_the_ray_engine_names_gzip_and_the_command_that_decompresses(tmp_path):
+    optional_import("ray", "ray")
+    from q2_plugins.jobs.ray.dataset import format_of
+    from q2_plugins.metric.errors import SettingError
+
+    _, gz = _plain_and_gzipped(tmp_path, "jsonl")
+    with pytest.raises(SettingError, match=rf"gzipped, which the ray engine does not read: gunzip -k {gz} "):
+        format_of(gz, None, "input_format")
