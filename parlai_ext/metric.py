@@ -12,7 +12,7 @@ results add up exactly to the full-data figures:
 ``q2_no_nli``       the same without NLI ("Q2 w/o NLI"); only when ``--q2-use-nli true``
 ``q2_coverage``     share of responses with at least one valid question (errors excluded)
 ``q2_fallback_rate`` share scored by the end-to-end NLI fallback (errors excluded)
-``q2_stderr``       standard error of ``q2``; ``q2_ci_low`` / ``q2_ci_high``: its 95% interval (normal approximation)
+``q2_stderr``       standard error of ``q2``; ``q2_ci_low`` / ``q2_ci_high``: its 95% interval (in [0, 1])
 ``q2_coverage_ci_*`` ``_low`` / ``_high``: coverage's 95% Wilson interval (all four from the additive sums, as in
                     ``q2 score``'s summary; blank with fewer than two scored responses)
 ``q2_errors``       responses that could not be scored (SumMetric)

@@ -7,7 +7,7 @@ import sys
 from typing import Any, Optional
 
 from q2_plugins.io.outputs import check_writable
-from q2_plugins.jobs.export import TEST_MODELS_DETAIL, ExportOptions, HubResults, write_export
+from q2_plugins.jobs.export import NO_NLI_DETAIL, TEST_MODELS_DETAIL, ExportOptions, HubResults, write_export
 
 #: setting -> flag, where the flag is not the setting's name with dashes
 FLAGS = {"dataset_id": "--hub-dataset-id"}
@@ -16,8 +16,9 @@ FLAGS = {"dataset_id": "--hub-dataset-id"}
 def add_parser(sub: Any) -> Any:
     """Add the ``export`` sub-command to ``sub`` (the ``q2`` sub-parsers)."""
     p = sub.add_parser("export", help="write a q2 score result file as Every Eval Ever records (schema 0.3.0)",
-                       description="Write the aggregate record (q2.score and q2.score_no_nli with their bootstrap "
-                                   "intervals and the signature) and one instance-level record per response (its "
+                       description="Write the aggregate record (q2.score and q2.score_no_nli with their 95% "
+                                   "intervals and the signature; q2.score_no_nli alone for a run without NLI such as "
+                                   "q2 replay) and one instance-level record per response (its "
                                    "questions and answers with --explain output) of a q2 score result file, in the "
                                    "layout of the Every Eval Ever repository: DIR/data/EVAL/DEVELOPER/MODEL/UUID.json "
                                    "and UUID_samples.jsonl; with --hub-dataset-id also the Hugging Face Hub's "
@@ -36,8 +37,9 @@ def add_parser(sub: Any) -> Any:
                    help="the evaluator's relation to the model (default: %(default)s)")
     p.add_argument("--threshold", type=float, default=0.5,
                    help="a response is_correct when its score is above this (default: %(default)s)")
-    p.add_argument("--paired-bs-n", type=int, default=1000, help="bootstrap resamples (default: %(default)s)")
-    p.add_argument("--seed", type=int, default=12345, help="bootstrap seed (default: %(default)s)")
+    p.add_argument("--sample-ids", choices=("id", "position"), default="id",
+                   help="each instance record's sample_id: the row's id (which must not repeat) or its position in "
+                        "the file, for a file whose ids repeat (default: %(default)s)")
     p.add_argument("--confidence", type=float, default=0.95, help="interval level (default: %(default)s)")
     hub = p.add_argument_group("Hugging Face Hub evaluation results (.eval_results/*.yaml of the model repository)")
     hub.add_argument("--hub-dataset-id", metavar="ORG/NAME",
@@ -53,7 +55,7 @@ def options_from_args(args: argparse.Namespace) -> ExportOptions:
     return ExportOptions(model_id=args.model_id, evaluation_name=args.evaluation_name, model_name=args.model_name,
                          dataset_name=args.dataset_name, source_organization=args.source_organization,
                          evaluator_relationship=args.evaluator_relationship, threshold=args.threshold,
-                         n_samples=args.paired_bs_n, seed=args.seed, confidence=args.confidence)
+                         sample_ids=args.sample_ids, confidence=args.confidence)
 
 
 def hub_from_args(args: argparse.Namespace) -> Optional[HubResults]:
@@ -74,6 +76,9 @@ def run(args: argparse.Namespace) -> int:
         print(f"q2 export: the scores come from random-weight test models ({paths.test_models}; q2 "
               f"make-test-models) and mean nothing; the aggregate record says so "
               f"(eval_library.additional_details.{TEST_MODELS_DETAIL})", file=sys.stderr)
+    if paths.no_nli:
+        print(f"q2 export: {paths.no_nli}; q2.score is not exported, and the record says why "
+              f"(eval_library.additional_details.{NO_NLI_DETAIL})", file=sys.stderr)
     print(f"aggregate   {paths.aggregate}")
     print(f"instances   {paths.instances}")
     for path in paths.hub:

@@ -6,7 +6,7 @@ import argparse
 from typing import Any
 
 from q2_plugins.cli._common import DefaultsHelp, add_column_flags, count
-from q2_plugins.io.outputs import check_outputs, check_writable, html_files, meta_path
+from q2_plugins.io.outputs import check_outputs, check_writable, html_files, meta_path, say_replaced
 from q2_plugins.jobs.report import MAX_PAGE_ROWS, report_from_files
 
 __all__ = ["add_parser", "run"]
@@ -17,11 +17,14 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
     h = sub.add_parser("report", help="write a self-contained HTML report of results files",
                        formatter_class=DefaultsHelp)
     h.add_argument("inputs", nargs="+", metavar="RESULTS",
-                   help="q2 score / q2 replay output (JSONL), or a per-example file of the framework adapters")
+                   help="q2 score / q2 replay output (JSONL, Parquet, CSV / TSV or a folder of parts), or a "
+                        "per-example file of the framework adapters")
     h.add_argument("--output", required=True, help="the HTML file to write")
     h.add_argument("--title", help="page title (default: the input file names)")
     h.add_argument("--texts", metavar="INPUT",
-                   help="the file q2 score read: adds each row's response and knowledge (q2 score output has none)")
+                   help="the input file the results were scored from: adds each row's response and knowledge to "
+                        "results that lack them (a framework adapter's per-example file; q2 score and q2 replay "
+                        "output already hold both)")
     add_column_flags(h, notes={"response_column": " in --texts", "knowledge_column": " in --texts"})
     h.add_argument("--history-column", default=None)
     h.add_argument("--max-rows", type=int, default=None, metavar="N",
@@ -37,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     read = [*args.inputs, *map(meta_path, args.inputs), *([args.texts] if args.texts else [])]
     check_outputs(read, [("output", args.output, html_files(args.output))])
     check_writable(args.output, "output")  # an output file's folder must exist (as for every output flag)
+    say_replaced("q2 report", [("output", args.output)])
 
     if args.max_rows is not None and args.max_rows < 1:
         raise ValueError(f"--max-rows must be at least 1, got {args.max_rows}")

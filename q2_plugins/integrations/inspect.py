@@ -8,8 +8,10 @@ scores them all and hands every call its result. One batch runs at a time; calls
 
 Per sample, the :class:`~inspect_ai.scorer.Score` has
 
-- ``value``: ``{"q2": score, "q2_no_nli": score_no_nli}`` (the scorer's metrics are the mean and standard error of
-  each); a response with no score (an error, or no valid question with the fallback off) is *unscored*, so it leaves
+- ``value``: ``{"q2": score, "q2_no_nli": score_no_nli}`` (the scorer's metrics are the mean, the standard error
+  and the bounds of the 95% interval ``q2 score`` prints, ``ci_low`` / ``ci_high`` (in Inspect's log
+  ``q2_plugins/ci_low``, ...), of each); a response with no score (an error, or no valid question with the fallback
+  off) is *unscored*, so it leaves
   the means as in the core instead of counting as 0;
 - ``answer``: the response; ``explanation``: the status, then one line per question with its two answers;
 - ``metadata``: ``status``, the result row of ``q2 score --explain`` (``q2``) and the signature (``q2_signature``).
@@ -29,19 +31,33 @@ from typing import Any, Callable, Generic, Optional, Sequence, TypeVar
 try:
     import anyio
     from inspect_ai.model import ModelOutput
-    from inspect_ai.scorer import Score, Scorer, Target, mean, scorer, stderr
+    from inspect_ai.scorer import (
+        Metric,
+        SampleScore,
+        Score,
+        Scorer,
+        Target,
+        mean,
+        metric,
+        scorer,
+        stderr,
+        value_to_float,
+    )
     from inspect_ai.solver import Generate, Solver, TaskState, solver
 except ModuleNotFoundError as e:  # pragma: no cover - depends on the environment
     raise ModuleNotFoundError(
-        f"q2_plugins.integrations.inspect needs inspect-ai: pip install 'q2-plugins[inspect]' ({e.name} is missing)"
+        f"q2_plugins.integrations.inspect needs inspect-ai: pip install 'q2-plugins[inspect]' ({e.name} is missing; "
+        f"from a checkout, bash scripts/setup_lighteval.sh makes .venv-lighteval, where it runs)"
     ) from e
 
 from q2_plugins import Q2Config, Q2Scorer, ResponseResult
 from q2_plugins.integrations import adapters
 from q2_plugins.io.rows import result_row
+from q2_plugins.metric import names as M
+from q2_plugins.metric.significance import mean_interval_of
 
-__all__ = ["q2_scorer", "recorded_response", "MicroBatcher", "score_of", "explanation_of", "DEFAULT_WINDOW",
-           "DEFAULT_MAX_BATCH"]
+__all__ = ["q2_scorer", "recorded_response", "ci_low", "ci_high", "MicroBatcher", "score_of", "explanation_of",
+           "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH"]
 
 #: seconds the first call of a batch waits for others
 DEFAULT_WINDOW = 0.05
@@ -158,7 +174,35 @@ def _field(state: TaskState, key: str, what: str) -> Any:
     return metadata[key]
 
 
-@scorer(metrics={"q2": [mean(), stderr()], "q2_no_nli": [mean(), stderr()]})
+def _bound(scores: list[SampleScore], which: str) -> float:
+    """The ``which`` bound of the 95% interval of the mean of ``scores`` (NaN with fewer than two)."""
+    to_float = value_to_float()
+    interval = mean_interval_of([to_float(s.score.value) for s in scores], M.INTERVAL_CONFIDENCE)[1]
+    return math.nan if interval is None else getattr(interval, which)
+
+
+@metric
+def ci_low() -> Metric:
+    """The lower bound of the mean's 95% interval, the one ``q2 score`` prints (inside [0, 1]:
+    :data:`q2_plugins.metric.names.MEAN_INTERVAL_METHOD`)."""
+
+    def low(scores: list[SampleScore]) -> float:
+        return _bound(scores, "low")
+
+    return low
+
+
+@metric
+def ci_high() -> Metric:
+    """The upper bound of the mean's 95% interval (see :func:`ci_low`)."""
+
+    def high(scores: list[SampleScore]) -> float:
+        return _bound(scores, "high")
+
+    return high
+
+
+@scorer(metrics={"q2": [mean(), stderr(), ci_low(), ci_high()], "q2_no_nli": [mean(), stderr(), ci_low(), ci_high()]})
 def q2_scorer(knowledge: Optional[str] = "knowledge", history: Optional[str] = None, *,
               max_batch: int = DEFAULT_MAX_BATCH, window: float = DEFAULT_WINDOW, **options: Any) -> Scorer:
     """Q² of the model's response (``state.output.completion``) against the sample's knowledge: its metadata field

@@ -1,8 +1,9 @@
 """LightEval integration: Q² as sample-level LightEval metrics computed in batches, and the ``q2_wow`` custom task.
 
-:func:`q2_metrics` gives four :class:`~lighteval.metrics.utils.metric_utils.SampleLevelMetric` objects, ``q2``,
-``q2_no_nli``, ``q2_coverage`` and ``q2_fallback_rate`` (as :mod:`q2_plugins.metric.names` declares them), with
-``batched_compute=True``: LightEval hands each of them all the samples of a task at once, and they share one
+:func:`q2_metrics` gives six :class:`~lighteval.metrics.utils.metric_utils.SampleLevelMetric` objects, ``q2``,
+``q2_no_nli``, ``q2_coverage``, ``q2_fallback_rate`` and the bounds of ``q2``'s 95% interval, ``q2_ci_low`` and
+``q2_ci_high`` (the interval ``q2 score`` prints: :func:`q2_ci_low`), as :mod:`q2_plugins.metric.names` declares
+them, with ``batched_compute=True``: LightEval hands each of them all the samples of a task at once, and they share one
 :class:`Q2Batch`, so a task's samples are scored in **one** :meth:`Q2Scorer.score` call whichever metric asks first.
 Per sample, a metric's value is the response's figure; a response without one (an error, or no valid question with
 the fallback off) gets NaN and the task's figure is the mean over the others (:func:`scored_mean`), as in the core.
@@ -37,15 +38,18 @@ try:
     from lighteval.tasks.requests import Doc, SamplingMethod
 except ModuleNotFoundError as e:  # pragma: no cover - depends on the environment
     raise ModuleNotFoundError(
-        f"q2_plugins.integrations.lighteval needs lighteval: pip install 'q2-plugins[lighteval]' ({e.name} is missing)"
+        f"q2_plugins.integrations.lighteval needs lighteval: pip install 'q2-plugins[lighteval]' ({e.name} is missing; "
+        f"from a checkout, bash scripts/setup_lighteval.sh makes .venv-lighteval, where it runs)"
     ) from e
 
 from q2_plugins import Q2Config, ResponseResult
 from q2_plugins.integrations import adapters
 from q2_plugins.metric import names as M
 from q2_plugins.metric.results import ResponseStatus
+from q2_plugins.metric.significance import mean_interval_of
 
-__all__ = ["Q2Batch", "Q2Value", "q2_metrics", "scored_mean", "wow_prompt", "q2_task", "RecordedResponses",
+__all__ = ["Q2Batch", "Q2Value", "q2_metrics", "scored_mean", "q2_ci_low", "q2_ci_high", "wow_prompt", "q2_task",
+           "TaskDataError", "data_splits", "RecordedResponses",
            "SAMPLE_DATA", "custom_tasks_only", "main"]
 
 #: the bundled Wizard-of-Wikipedia sample (8 records) of the lm-eval task, which the ``q2_wow`` task reads
@@ -134,16 +138,35 @@ def scored_mean(values: Sequence[float]) -> float:
     return sum(kept) / len(kept) if kept else math.nan
 
 
+def _bound(values: Sequence[float], which: str) -> float:
+    """The ``which`` bound of the 95% interval of the samples' mean (NaN with fewer than two values): the one ``q2
+    score`` prints (:func:`q2_plugins.metric.significance.mean_interval_of`, inside [0, 1])."""
+    interval = mean_interval_of(values, M.INTERVAL_CONFIDENCE)[1]
+    return math.nan if interval is None else getattr(interval, which)
+
+
+def q2_ci_low(values: Sequence[float]) -> float:
+    """The lower bound of ``q2``'s 95% interval from the samples' values (see :func:`_bound`)."""
+    return _bound(values, "low")
+
+
+def q2_ci_high(values: Sequence[float]) -> float:
+    """The upper bound of ``q2``'s 95% interval from the samples' values (see :func:`_bound`)."""
+    return _bound(values, "high")
+
+
 def q2_metrics(knowledge: str = "knowledge", history: Optional[str] = None, config: Optional[Q2Config] = None,
                **options: Any) -> list[SampleLevelMetric]:
     """The Q² metrics of a task whose samples carry the knowledge in ``doc.specific[knowledge]`` (and the dialogue
     before the response in ``doc.specific[history]``, read with ``coref``). The settings: ``config`` (default
     ``Q2Config()``) with ``options`` (``Q2Config`` fields) on top."""
     batch = Q2Batch(knowledge, history, config, **options)
+    figures = [(m, m.framework_key, scored_mean) for m in M.PER_RESPONSE]
+    figures += [(M.Q2_CI_LOW, M.Q2.framework_key, q2_ci_low), (M.Q2_CI_HIGH, M.Q2.framework_key, q2_ci_high)]
     return [SampleLevelMetric(metric_name=m.framework_key, higher_is_better=m.higher_is_better,
-                              category=SamplingMethod.GENERATIVE, sample_level_fn=Q2Value(batch, m.framework_key),
-                              corpus_level_fn=scored_mean, batched_compute=True)
-            for m in M.PER_RESPONSE]
+                              category=SamplingMethod.GENERATIVE, sample_level_fn=Q2Value(batch, key),
+                              corpus_level_fn=corpus, batched_compute=True)
+            for m, key, corpus in figures]
 
 
 def wow_prompt(line: dict, task_name: str = "") -> Doc:
@@ -162,17 +185,51 @@ def wow_prompt(line: dict, task_name: str = "") -> Doc:
                          "id": line.get("id")})
 
 
-def q2_task(name: str = "q2_wow", data: Union[str, Path, None] = None, *, split: str = "train",
+class TaskDataError(ValueError):
+    """A task's data folder does not hold what the task reads (no such folder, no data file, not the split named)."""
+
+
+def data_splits(folder: Union[str, Path]) -> dict[str, list[str]]:
+    """The splits ``datasets`` reads from the data files of ``folder``, each with its files (relative names), by
+    ``datasets``' own rules: a file whose name has ``train`` in it is the split ``train``, ``test`` / ``eval`` the
+    split ``test``, ``validation`` / ``valid`` / ``dev`` the split ``validation``, ...; only when no name says a
+    split, every file is ``train`` (a file that names none beside ones that do is not read)."""
+    from datasets.data_files import DataFilesDict, EmptyDatasetError, get_data_patterns
+
+    folder = Path(folder)
+    try:
+        files = DataFilesDict.from_patterns(get_data_patterns(str(folder)), base_path=str(folder))
+    except EmptyDatasetError:
+        return {}
+    return {str(split): sorted(Path(f).relative_to(folder.resolve()).as_posix() for f in found)
+            for split, found in files.items()}
+
+
+def _split(name: str, folder: Path, split: Optional[str]) -> str:
+    """The split the task reads: ``split``, or the folder's one split when it is None; else one line naming the
+    files found (:class:`TaskDataError`)."""
+    splits = data_splits(folder)
+    if split in splits or (split is None and len(splits) == 1):
+        return split or next(iter(splits))
+    files = sorted(p.name for p in folder.iterdir() if p.is_file() and not p.name.startswith(".")) or ["no file"]
+    seen = f"the split(s) {', '.join(splits)}" if splits else "no split"
+    what = f"reads the split {split!r}" if split else "reads one split (split=None)"
+    raise TaskDataError(f"q2: the LightEval task {name!r} {what}, but {folder} holds {', '.join(files)}: "
+                        f"{seen} (a file's name says its split: test.jsonl is 'test', train.jsonl 'train', others "
+                        f"'train' when no name says one); name one with q2_task(..., split=...)")
+
+
+def q2_task(name: str = "q2_wow", data: Union[str, Path, None] = None, *, split: Optional[str] = None,
             knowledge: str = "knowledge", history: Optional[str] = None, generation_size: int = 40,
             config: Optional[Q2Config] = None, **options: Any) -> LightevalTaskConfig:
     """A LightEval task on the JSON-lines files of the folder ``data`` (default: the folder of :data:`SAMPLE_DATA`),
-    read from disk by ``datasets`` (no hub; a file named ``test.jsonl`` is the split ``test``, any other name
-    ``train``): every record a sample (:func:`wow_prompt`), scored by :func:`q2_metrics` with ``config`` and
-    ``options``."""
+    read from disk by ``datasets`` (no hub): the split ``split`` (default: the folder's one split; the file names say
+    the splits, :func:`data_splits`), every record a sample (:func:`wow_prompt`), scored by :func:`q2_metrics` with
+    ``config`` and ``options``. A folder without that split raises :class:`TaskDataError` naming the files found."""
     folder = Path(data) if data is not None else SAMPLE_DATA.parent
     if not folder.is_dir():
-        raise NotADirectoryError(f"q2: the LightEval task {name!r} reads a folder of JSON-lines files; {folder} is "
-                                 f"not one")
+        raise TaskDataError(f"q2: the LightEval task {name!r} reads a folder of JSON-lines files; {folder} is not one")
+    split = _split(name, folder, split)
     return LightevalTaskConfig(
         name=name, prompt_function=wow_prompt, hf_repo=str(folder.resolve()), hf_subset="default",
         metrics=q2_metrics(knowledge, history, config, **options), hf_avail_splits=[split], evaluation_splits=[split],
@@ -252,8 +309,14 @@ def main(argv: Optional[list[str]] = None) -> Any:
         print(Path(__file__).resolve())
         return 0
     with custom_tasks_only():
-        return app(args=args)
+        try:
+            return app(args=args)
+        except TaskDataError as e:  # (the user's data folder: one line, not LightEval's traceback around it)
+            print(e, file=sys.stderr)
+            raise SystemExit(2) from None
 
 
-if __name__ == "__main__":
-    main()
+if __name__ == "__main__":  # (the module's own main: a task file imports it by name, and raises its TaskDataError)
+    from q2_plugins.integrations.lighteval import main as _main
+
+    _main()

@@ -9,9 +9,11 @@ from __future__ import annotations
 import codecs
 import contextlib
 import csv
+import gzip
 import itertools
 import json
 import sys
+import zlib
 from pathlib import Path
 from typing import IO, Any, Iterator, Optional, Sequence
 
@@ -19,8 +21,8 @@ from q2_plugins.metric.errors import SettingError
 
 __all__ = ["read_rows", "read_records", "read_checked_rows", "missing_fields", "input_columns", "count_records",
            "blank_lines", "named_settings", "InputFormatError", "MissingColumnsError", "UnknownFormatError",
-           "MAX_RECORD_BYTES", "FORMATS", "suffixes", "INTERNAL_FIELDS", "own_names", "named_errors", "ReadError",
-           "JsonConstant", "as_value"]
+           "MAX_RECORD_BYTES", "FORMATS", "suffixes", "format_suffix", "open_input", "INTERNAL_FIELDS", "own_names",
+           "named_errors", "ReadError", "JsonConstant", "as_value"]
 
 #: a JSONL record longer than this is an error row (it is not parsed)
 MAX_RECORD_BYTES = 64 * 1024 * 1024
@@ -58,17 +60,48 @@ def suffixes(fmt: str) -> list[str]:
     return [suffix for suffix, kind in FORMATS.items() if kind == fmt]
 
 
+def format_suffix(path: str | Path) -> str:
+    """The suffix that names a file's format, lower case: ``.jsonl`` of ``rows.jsonl`` and of ``rows.jsonl.gz`` (a
+    gzip-compressed file is read as the format it holds, :func:`open_input`)."""
+    path = Path(path)
+    suffix = path.suffix.lower()
+    return Path(path.stem).suffix.lower() if suffix == ".gz" else suffix
+
+
+_GZIP_MAGIC = b"\x1f\x8b"
+
+
+def open_input(path: str | Path) -> IO[bytes]:
+    """``path`` opened to read its bytes; a gzip-compressed file (told by its first two bytes, whatever its name)
+    reads as the bytes it holds, so its rows, their positions and a resumed run are those of the plain file."""
+    f = Path(path).open("rb")
+    if f.peek(2)[:2] != _GZIP_MAGIC:
+        return f
+    unzipped = gzip.GzipFile(fileobj=f, mode="rb")
+    unzipped.myfileobj = f  # (closed with it, as when GzipFile opens the file itself)
+    return unzipped
+
+
+def _check_gzip(path: Path) -> None:
+    """Stop on a gzip file that cannot be read to its end (truncated or damaged), naming gzip, before any row."""
+    with named_errors(path), open_input(path) as f:
+        if isinstance(f, gzip.GzipFile):
+            while f.read(1 << 20):
+                pass
+
+
 def _format_of(path: Path, fmt: Optional[str]) -> str:
     if fmt:
         return fmt
-    kind = FORMATS.get(path.suffix.lower())
+    kind = FORMATS.get(format_suffix(path))
     if kind in ("jsonl", "csv", "tsv"):
         return kind
     if kind == "parquet":
         raise UnknownFormatError("engine", f"{path} is a Parquet file, which the local engine does not read; set it "
                                            f"to ray (the ray extra), or convert the file to JSONL")
-    raise UnknownFormatError("input_format", f"Cannot tell the format of {path} from its extension; set it to jsonl, "
-                                             f"csv or tsv")
+    raise UnknownFormatError("input_format", f"Cannot tell the format of {path} from its extension (.jsonl, .csv, "
+                                             f".tsv, each also gzipped as .jsonl.gz, ...); set it to jsonl, csv or "
+                                             f"tsv")
 
 
 def _checked_path(path: str | Path) -> Path:
@@ -90,7 +123,7 @@ def _check_encoding(path: Path, kind: str) -> None:
     """Stop on a file in another encoding than UTF-8, naming it: UTF-16 / UTF-32 (by its byte-order mark or its
     zero bytes), or bytes that are not UTF-8 in every one of the first records (Windows-1252 / Latin-1 when they read
     as such). One record with a bad byte among good ones is that row's error, not the file's."""
-    with path.open("rb") as f:
+    with open_input(path) as f:
         head = f.read(1 << 16)
         for bom, name in _BOMS:
             if head.startswith(bom):
@@ -275,12 +308,12 @@ def input_columns(path: str | Path, fmt: Optional[str] = None) -> list[str]:
     kind = _format_of(path, fmt)
     if kind == "jsonl":
         found: dict[str, None] = {}
-        with path.open("rb") as raw:
+        with open_input(path) as raw:
             for _, obj, _ in _jsonl_records(raw):
                 if isinstance(obj, dict):
                     found.update(dict.fromkeys(own_names(obj)))
         return list(found)
-    with _csv_text(path.open("rb")) as f:
+    with _csv_text(open_input(path)) as f:
         try:
             names = next(_csv_reader(f, kind))
         except (StopIteration, csv.Error):
@@ -300,6 +333,7 @@ def read_rows(path: str | Path, fmt: Optional[str] = None, required: tuple[str, 
     file that has columns, but not these, raises :class:`MissingColumnsError` naming the settings to change."""
     path = _checked_path(path)
     kind = _format_of(path, fmt)
+    _check_gzip(path)
     _check_encoding(path, kind)
     if required:
         empty = _no_record(path, kind)
@@ -328,24 +362,24 @@ def named_settings(required: Sequence[str], settings: Sequence[str], missing: Se
 def _no_record(path: Path, kind: str) -> Optional[str]:
     """What a file without a single record holds ("is empty", "holds only a header"), or None when it has one (a
     record that cannot be read is one: it becomes that row's error)."""
-    with path.open("rb") as f:
+    with open_input(path) as f:
         if next(read_records(f, kind), None) is not None:
             return None
-    with path.open("rb") as f:
+    with open_input(path) as f:
         header = kind != "jsonl" and bool(f.read(1 << 16).strip(b"\xef\xbb\xbf \t\r\n"))
     return f"holds only a {kind.upper()} header, no record" if header else "is empty (no record)"
 
 
 def _why_no_columns(path: Path, kind: str) -> str:
     """Why a file shows no column: it holds no record, or none of its records could be read (the first one's error)."""
-    with path.open("rb") as f:
+    with open_input(path) as f:
         first = next((row["__error__"] for _, row in read_records(f, kind) if "__error__" in row), None)
     return ("It holds no record to score." if first is None
             else f"None of its records could be read; the first: {first}.")
 
 
 def _rows(path: Path, kind: str) -> Iterator[dict[str, Any]]:
-    with path.open("rb") as f:
+    with open_input(path) as f:
         for _, row in read_records(f, kind):
             yield row
 
@@ -383,7 +417,7 @@ def count_records(path: str | Path, fmt: Optional[str] = None) -> Optional[int]:
     if kind == "jsonl":
         return _count_jsonl(path)
     n, header = 0, False
-    with _csv_text(path.open("rb")) as f:
+    with _csv_text(open_input(path)) as f:
         reader = _csv_reader(f, kind)
         while True:
             try:
@@ -400,7 +434,7 @@ def count_records(path: str | Path, fmt: Optional[str] = None) -> Optional[int]:
 def _count_jsonl(path: Path) -> int:
     """The lines of a JSONL file that are not blank (each is one row, read or not), in 1 MiB blocks."""
     n, content, first = 0, False, True
-    with path.open("rb") as f:
+    with open_input(path) as f:
         while block := f.read(1 << 20):
             if first and block.startswith(_BOM):
                 block = block[len(_BOM):]
@@ -429,7 +463,7 @@ def blank_lines(path: str | Path, fmt: Optional[str] = None) -> list[int]:
     if kind == "jsonl":
         return []
     found: list[int] = []
-    with _csv_text(path.open("rb")) as f:
+    with _csv_text(open_input(path)) as f:
         reader = _csv_reader(f, kind)
         header = False
         while True:
@@ -476,7 +510,7 @@ def _first_bad_line(path: Path) -> Optional[str]:
     0x.. at byte offset K of the file"); None when it cannot be read again or every line decodes (a line ends at
     ``\\n``, which no UTF-8 sequence holds, so lines decode one at a time)."""
     try:
-        with path.open("rb") as f:
+        with open_input(path) as f:
             offset = 0
             for n, raw in enumerate(f, start=1):
                 try:
@@ -500,6 +534,8 @@ def named_errors(path: str | Path) -> Iterator[None]:
         raise InputFormatError(f"{path} {_first_bad_line(Path(path)) or e}") from None
     except UnicodeError as e:
         raise InputFormatError(f"{path}: {e}") from None
+    except (gzip.BadGzipFile, EOFError, zlib.error) as e:  # (a truncated or damaged .gz)
+        raise InputFormatError(f"{path} is a damaged gzip file ({e}); gzip -t {path} checks it") from None
     except OSError as e:
         if not e.filename:
             e.filename = str(path)

@@ -18,7 +18,7 @@ from q2_plugins.metric.errors import SETTING, NamesSetting, SettingError
 __all__ = ["OutputClashError", "json_line", "ResultFile", "write_json_atomic", "write_text_atomic", "meta_path",
            "same_file", "partial_path", "files_written", "check_outputs", "check_writable", "html_files",
            "UnwritablePathError", "lock_path", "record_path", "UnsafePathError", "open_own", "open_new", "replace_own",
-           "check_own_files", "open_own_folder"]
+           "check_own_files", "open_own_folder", "say_replaced"]
 
 
 def _json_safe(value: Any) -> Any:
@@ -170,6 +170,17 @@ def check_outputs(inputs: Sequence[str | Path], outputs: Sequence[tuple[str, str
                     what = "" if path == Path(str(written[0])) else f" would write {path}, which"
                     raise OutputClashError(f"{SETTING} {named}{what} {relation} {given}; name another path, so "
                                            f"that the input is never overwritten", setting)
+
+
+def say_replaced(command: str, outputs: Sequence[tuple[str, str | Path]]) -> None:
+    """Say on standard error, once per output, which existing file (or folder) a run of ``command`` will replace:
+    ``outputs`` gives each output's setting and path (the path is what the line names). An existing output is
+    replaced without a flag, as ``sort -o`` does (``q2 score`` renames the new one into place once it is complete);
+    this line keeps that from happening without a word."""
+    for _setting, path in outputs:
+        if str(path) != "-" and (Path(path).is_file() or Path(path).is_dir()):
+            print(f"{command}: replacing {path}, which exists; name another path to keep it", file=sys.stderr,
+                  flush=True)
 
 
 def _relation(src: Path, path: Path) -> str:

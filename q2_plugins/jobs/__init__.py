@@ -19,6 +19,7 @@ from q2_plugins.io.outputs import (
     files_written,
     html_files,
     partial_path,
+    say_replaced,
 )
 from q2_plugins.io.rows import RowSpec, dropped_path
 from q2_plugins.jobs.partial import check_free_space, lock_output, ray_stages, resumable_on_ray
@@ -134,6 +135,8 @@ def run_score_job(job: ScoreJob) -> int:
     check_job_outputs(job)
     check_devices(job.config)  # a device that is not here: before the input is read or any model loads
     with output_locks(job):  # one writer per output, to the end of the run (a killed run's lock is free again)
+        say_replaced("q2 score", [(setting, path) for setting, path in (
+            ("output", job.output), ("html", job.html), ("dropped_output", job.dropped_output)) if path])
         _check_space(job)
         return _run(job)
 

@@ -7,14 +7,17 @@ run and a JSON-lines file of instance-level records. From a result file of ``q2 
 
 - the aggregate record: the evaluation library (``q2-plugins`` and its version), the dialogue model that wrote the
   responses, and two results, ``q2.score`` and ``q2.score_no_nli`` (continuous in [0, 1], ``lower_is_better:
-  false``), each with the percentile bootstrap interval of :mod:`q2_plugins.metric.significance` (the one ``q2 compare``
-  draws) and the closed-form standard error as its uncertainty, the counts and the signature in its details;
+  false``), each with the interval of a mean score that ``q2 score`` prints
+  (:func:`q2_plugins.metric.significance.mean_interval_of`, inside [0, 1]) and the closed-form standard error as its
+  uncertainty, the counts and the signature in its details. A run without NLI (``cmp:f1`` in its signature: a
+  ``q2 replay``, or ``q2 score --no-use-nli``) measured only Q2 w/o NLI: its record holds ``q2.score_no_nli`` alone
+  and says why ``q2.score`` is absent (:data:`NO_NLI_DETAIL`);
 - one instance-level record per response: the dialogue before it as the input, the knowledge as the reference, the
-  response as the output, its Q² score as the evaluation, and (from ``q2 score --explain``) its questions and
-  answers in the metadata. ``is_correct`` says whether the score is above ``threshold`` (0.5: the threshold of the
-  paper's accuracy figures). A response without a score (a row error, or no valid question with the fallback off)
-  is outside Q²'s mean: its record has score 0, ``is_correct: false`` and ``error`` saying why, and the aggregate
-  counts it apart (``n_scored``), so read ``error`` before averaging instance scores.
+  response as the output, its Q² score (Q2 w/o NLI for a run without NLI) as the evaluation, and (from ``q2 score
+  --explain``) its questions and answers in the metadata. ``is_correct`` says whether the score is above ``threshold``
+  (0.5: the threshold of the paper's accuracy figures). A response without a score (a row error, or no valid question
+  with the fallback off) is outside Q²'s mean: its record has score 0, ``is_correct: false`` and ``error`` saying why,
+  and the aggregate counts it apart (``n_scored``), so read ``error`` before averaging instance scores.
 
 :func:`write_export` writes both in the layout of the Every Eval Ever repository,
 ``DIR/data/<evaluation>/<developer>/<model>/<uuid>.json`` and ``<uuid>_samples.jsonl``; with a benchmark data set
@@ -27,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import re
 import time
 import uuid
 from dataclasses import dataclass, field
@@ -41,6 +45,7 @@ from q2_plugins.metric import names as M
 from q2_plugins.metric.errors import SettingError
 
 __all__ = ["SCHEMA_VERSION", "SCHEMA_DIR", "LIBRARY", "METRIC_IDS", "HUB_RESULTS_DIR", "TEST_MODELS_DETAIL",
+           "NO_NLI_DETAIL", "measured",
            "ExportOptions", "ExportPaths",
            "HubResults", "export_records", "hub_eval_results", "write_export", "load_schema"]
 
@@ -51,6 +56,11 @@ LIBRARY = "q2-plugins"
 #: Every Eval Ever metric id -> (the declared figure, the result field of a response)
 METRIC_IDS: dict[str, tuple[M.MetricName, str]] = {"q2.score": (M.Q2, "score"),
                                                    "q2.score_no_nli": (M.Q2_NO_NLI, "score_no_nli")}
+#: the aggregate record's library detail saying why ``q2.score`` is absent (a run without NLI measured Q2 w/o NLI)
+NO_NLI_DETAIL = "q2_score_absent"
+_NO_NLI_REASON = ("the run compared answers by token F1 alone (signature cmp:f1: no NLI, e.g. q2 replay of recorded "
+                  "steps, which keep no NLI labels, or q2 score --no-use-nli), so it measured Q2 w/o NLI "
+                  "(q2.score_no_nli) and not Q2 (q2.score)")
 _RELATIONSHIPS = ("first_party", "third_party", "collaborative", "other")
 #: the folder of a Hugging Face model repository that holds its evaluation results, one YAML file per benchmark
 HUB_RESULTS_DIR = ".eval_results"
@@ -69,8 +79,8 @@ def load_schema(kind: str) -> dict[str, Any]:
 @dataclass(frozen=True)
 class ExportOptions:
     """What ``q2 export`` writes: ``model_id`` is the dialogue model that wrote the responses (Hugging Face form,
-    ``developer/name``); ``evaluation_name`` defaults to the result file's name; the bootstrap draws ``n_samples``
-    resamples from ``seed`` (the defaults of ``q2 compare``)."""
+    ``developer/name``); ``evaluation_name`` defaults to the result file's name; ``sample_ids``: ``"id"`` (each row's
+    ``id``, which must not repeat) or ``"position"`` (its position in the file, for files whose ids repeat)."""
 
     model_id: str
     evaluation_name: Optional[str] = None
@@ -79,8 +89,7 @@ class ExportOptions:
     source_organization: str = "unknown"
     evaluator_relationship: str = "third_party"
     threshold: float = 0.5
-    n_samples: int = 1000
-    seed: int = 12345
+    sample_ids: str = "id"
     confidence: float = M.INTERVAL_CONFIDENCE
     #: Unix time of the export (default: now) and the run's id (default: a random UUID4); fixed in tests
     timestamp: Optional[int] = None
@@ -95,6 +104,8 @@ class ExportOptions:
                              f"{self.evaluator_relationship!r}")
         if not 0 <= self.threshold <= 1:
             raise ValueError(f"Expected a threshold in [0, 1], but got {self.threshold}")
+        if self.sample_ids not in ("id", "position"):
+            raise ValueError(f"Expected sample_ids 'id' or 'position', but got {self.sample_ids!r}")
         if self.run_uuid is not None and uuid.UUID(self.run_uuid).version != 4:
             raise ValueError(f"Expected a UUID4 as run_uuid, but got {self.run_uuid!r}")
 
@@ -122,6 +133,7 @@ class ExportPaths:
     instances: Path
     hub: tuple[Path, ...] = ()
     test_models: str = ""  # the random-weight test models the aggregate names (their scores mean nothing)
+    no_nli: str = ""  # why q2.score is absent (a run without NLI), else empty
 
 
 def _text(value: Any) -> str:
@@ -138,24 +150,19 @@ def _slug(text: str) -> str:
 
 
 def _uncertainty(values: list[Optional[float]], options: ExportOptions) -> dict[str, Any]:
-    """The bootstrap interval (:mod:`q2_plugins.metric.significance`) and the closed-form standard error of the mean of
-    ``values`` over the responses that have one."""
+    """The standard error and the interval of the mean of ``values`` over the responses that have one: the one
+    interval of a mean score (:func:`q2_plugins.metric.significance.mean_interval_of`, inside [0, 1]) that ``q2 score``
+    prints."""
     # (lazy: numpy, which the command line does without)
-    from q2_plugins.metric.significance import PairedTest, mean_interval, paired_bootstrap, systems_arrays
+    from q2_plugins.metric.significance import mean_interval_of
 
-    kept = [v for v in values if v is not None]
-    out: dict[str, Any] = {"num_samples": len(kept)}
-    stderr, _ = mean_interval(len(kept), sum(kept), sum(v * v for v in kept), options.confidence)
+    out: dict[str, Any] = {"num_samples": sum(v is not None for v in values)}
+    stderr, interval = mean_interval_of(values, options.confidence)
     if stderr is not None:
         out["standard_error"] = {"value": stderr, "method": "analytic"}
-    if kept:
-        num, den = systems_arrays([values])
-        figure = paired_bootstrap(num, den, PairedTest("bs", options.n_samples, options.seed, options.confidence))[0]
-        if figure.interval is not None and figure.interval.low is not None and figure.interval.high is not None:
-            out["confidence_interval"] = {"lower": figure.interval.low, "upper": figure.interval.high,
-                                          "confidence_level": options.confidence,
-                                          "method": f"percentile bootstrap over responses (seed {options.seed})"}
-            out["num_bootstrap_samples"] = options.n_samples
+    if interval is not None and interval.low is not None and interval.high is not None:
+        out["confidence_interval"] = {"lower": interval.low, "upper": interval.high,
+                                      "confidence_level": options.confidence, "method": M.MEAN_INTERVAL_METHOD}
     return out
 
 
@@ -169,8 +176,10 @@ class _Run:
     options: ExportOptions
 
 
-def _instance(run: _Run, row: dict[str, Any], res: Any, position: int, columns: dict[str, Any]) -> dict[str, Any]:
-    """The instance-level record of one response (see the module docstring)."""
+def _instance(run: _Run, metric_id: str, row: dict[str, Any], res: Any, position: int, columns: dict[str, Any]
+              ) -> dict[str, Any]:
+    """The instance-level record of one response for the figure ``metric_id`` (see the module docstring)."""
+    score = getattr(res, METRIC_IDS[metric_id][1])
     history = _text(row.get(columns.get("history") or "history"))
     knowledge, response = _text(row.get(columns["knowledge"])), _text(row.get(columns["response"]))
     metadata = {"status": res.status, "signature": run.signature, "score_no_nli": json.dumps(res.score_no_nli),
@@ -180,8 +189,9 @@ def _instance(run: _Run, row: dict[str, Any], res: Any, position: int, columns: 
         metadata["dropped"] = json.dumps([vars(d) for d in res.dropped or []], ensure_ascii=False)
     return {
         "schema_version": SCHEMA_VERSION, "evaluation_id": run.evaluation_id, "model_id": run.options.model_id,
-        "evaluation_name": run.name, "evaluation_result_id": f"{run.name}/q2.score",
-        "sample_id": str(row.get("id", row.get("row", position))),
+        "evaluation_name": run.name, "evaluation_result_id": f"{run.name}/{metric_id}",
+        "sample_id": str(position if run.options.sample_ids == "position"
+                         else row.get("id", row.get("row", position))),
         "sample_hash": hashlib.sha256((history + "\n" + knowledge).encode("utf-8")).hexdigest(),
         "interaction_type": "single_turn",
         "input": {"raw": history, "reference": [knowledge]},
@@ -189,9 +199,9 @@ def _instance(run: _Run, row: dict[str, Any], res: Any, position: int, columns: 
         "messages": None,
         "answer_attribution": [{"turn_idx": 0, "source": "output.raw", "extracted_value": response,
                                 "extraction_method": "q2", "is_terminal": True}],
-        "evaluation": {"score": 0.0 if res.score is None else res.score,
-                       "is_correct": res.score is not None and res.score > run.options.threshold},
-        "error": None if res.score is not None else (f"{res.status}: {res.error}" if res.error else res.status),
+        "evaluation": {"score": 0.0 if score is None else score,
+                       "is_correct": score is not None and score > run.options.threshold},
+        "error": None if score is not None else (f"{res.status}: {res.error}" if res.error else res.status),
         "metadata": metadata,
     }
 
@@ -223,6 +233,13 @@ def _result(run: _Run, metric_id: str, results: list[Any], source: dict[str, Any
     }
 
 
+def measured(signature: str) -> tuple[str, ...]:
+    """The metric ids (:data:`METRIC_IDS`) a run of ``signature`` measured: both, or only ``q2.score_no_nli`` for a
+    run without NLI (``cmp:f1``), whose ``score`` is Q2 w/o NLI."""
+    no_nli = re.search(r"(?:^|\|)cmp:f1(?:\||$)", signature) is not None
+    return ("q2.score_no_nli",) if no_nli else tuple(METRIC_IDS)
+
+
 def export_records(rows: Any, options: ExportOptions) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     """The aggregate record and the instance-level records of ``rows`` (a :class:`~q2_plugins.io.rows.ResultRows`:
     one run, one signature)."""
@@ -235,7 +252,9 @@ def export_records(rows: Any, options: ExportOptions) -> tuple[dict[str, Any], l
     name = options.evaluation_name or rows.path.name.split(".")[0]
     developer, _, model = options.model_id.rpartition("/")
     run = _Run(name, f"{name}/{options.model_id}/{timestamp}", signatures[0], options)
-    instances = [_instance(run, row, res, i, rows.columns) for i, (row, res) in enumerate(zip(rows.rows, results))]
+    metric_ids = measured(run.signature)
+    instances = [_instance(run, metric_ids[0], row, res, i, rows.columns)
+                 for i, (row, res) in enumerate(zip(rows.rows, results))]
     source = {"dataset_name": options.dataset_name or name, "source_type": "other",
               "additional_details": {"results_file": rows.path.name}}
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in instances)
@@ -250,11 +269,12 @@ def export_records(rows: Any, options: ExportOptions) -> tuple[dict[str, Any], l
                             "evaluator_relationship": options.evaluator_relationship},
         "eval_library": {"name": LIBRARY, "version": __version__,
                          "additional_details": {"signature": run.signature, **_test_models(rows),
+                                                **({} if "q2.score" in metric_ids else {NO_NLI_DETAIL: _NO_NLI_REASON}),
                                                 **options.extra_details}},
         "model_info": {"name": options.model_name or model, "id": options.model_id,
                        **({"developer": developer} if developer else {}),
                        "additional_details": {"deployment_type": "unknown", "model_availability": "unknown"}},
-        "evaluation_results": [_result(run, metric_id, results, source) for metric_id in METRIC_IDS],
+        "evaluation_results": [_result(run, metric_id, results, source) for metric_id in metric_ids],
         "detailed_evaluation_results": {"format": "jsonl", "file_path": samples_path, "hash_algorithm": "sha256",
                                         "checksum": hashlib.sha256(text.encode("utf-8")).hexdigest(),
                                         "total_rows": len(instances)},
@@ -305,7 +325,7 @@ def hub_eval_results(aggregate: dict[str, Any], hub: HubResults) -> dict[str, st
         details = result["score_details"]
         interval = details["uncertainty"].get("confidence_interval")
         span = "" if interval is None else (f"; {interval['confidence_level']:.0%} interval [{interval['lower']:.4f}, "
-                                            f"{interval['upper']:.4f}]")
+                                            f"{interval['upper']:.4f}] ({interval['method']})")
         notes = (f"{label} (Honovich et al., 2021), in [0, 1], higher is better, over "
                  f"{details['details']['n_scored']} of {details['details']['n']} responses{span}; {LIBRARY} "
                  f"{__version__}, signature {details['details']['signature']}")
@@ -317,13 +337,18 @@ def hub_eval_results(aggregate: dict[str, Any], hub: HubResults) -> dict[str, st
     return files
 
 
+_REPEATED_IDS = ("export it with q2 export --sample-ids position (each row's position in the file becomes its id), or "
+                 "write each subset to a file of its own")
+
+
 def write_export(results: str | Path, output_dir: str | Path, options: ExportOptions,
                  hub: Optional[HubResults] = None) -> ExportPaths:
     """Read the result file ``results`` and write its records under ``output_dir`` (see the module docstring); with
     ``hub``, also the Hub's evaluation-results files. Every file is written new and renamed into place (a link
     planted where one goes is refused, never written through)."""
 
-    aggregate, instances = export_records(read_results(results), options)
+    aggregate, instances = export_records(read_results(results, id_field=None if options.sample_ids == "position"
+                                                       else "id", repeated_ids=_REPEATED_IDS), options)
     hub_files = hub_eval_results(aggregate, hub) if hub is not None else {}  # (refused before any file is written)
     samples = Path(output_dir) / aggregate["detailed_evaluation_results"]["file_path"]
     samples.parent.mkdir(parents=True, exist_ok=True)
@@ -338,5 +363,6 @@ def write_export(results: str | Path, output_dir: str | Path, options: ExportOpt
         for name, yaml_text in hub_files.items():
             write_text_atomic(folder / name, yaml_text)
             written.append(folder / name)
-    return ExportPaths(record, samples, tuple(written),
-                       aggregate["eval_library"]["additional_details"].get(TEST_MODELS_DETAIL, ""))
+    details = aggregate["eval_library"]["additional_details"]
+    return ExportPaths(record, samples, tuple(written), details.get(TEST_MODELS_DETAIL, ""),
+                       details.get(NO_NLI_DETAIL, ""))

@@ -27,7 +27,7 @@ from q2_plugins.jobs.partial import (
 )
 from q2_plugins.metric import spacy_worker
 from q2_plugins.metric.precision import precision_line
-from q2_plugins.metric.progress import Progress
+from q2_plugins.metric.progress import Progress, loading_line
 from q2_plugins.metric.results import Q2Stats, RowErrors, cache_line, print_summary
 from q2_plugins.scorer import Q2Scorer
 
@@ -293,7 +293,7 @@ def _loaded(scorer: Any, progress: bool) -> Any:
     """``scorer.load()`` with one "loading models" line on standard error (none without progress) in place of the
     model libraries' own per-file loading bars."""
     if progress:
-        print("q2: loading models", file=sys.stderr, flush=True)
+        print(loading_line(scorer.config), file=sys.stderr, flush=True)
     return scorer.load(quiet=True)
 
 

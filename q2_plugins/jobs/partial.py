@@ -28,7 +28,7 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional
 
-from q2_plugins.io.inputs import FORMATS, suffixes
+from q2_plugins.io.inputs import FORMATS, format_suffix, suffixes
 from q2_plugins.io.outputs import lock_path, open_own, record_path, write_json_atomic
 from q2_plugins.metric.errors import SettingError
 
@@ -232,7 +232,7 @@ def resumable_on_ray(job: Any) -> Optional[str]:
     continue after."""
     if not job.output:
         return "the run writes no output"
-    kind = job.input_format or FORMATS.get(Path(job.input).suffix.lower())
+    kind = job.input_format or FORMATS.get(format_suffix(job.input))
     if kind not in ("jsonl", "csv", "tsv") or Path(job.input).is_dir():
         return f"{job.input} is no JSONL / CSV / TSV file: score again"
     return None

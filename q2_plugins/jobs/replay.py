@@ -23,7 +23,7 @@ from typing import Any, Optional, Sequence
 
 from q2_plugins.datasets.bundled import DATA_DIR
 from q2_plugins.io.inputs import named_errors
-from q2_plugins.io.outputs import check_outputs, check_writable, files_written, html_files
+from q2_plugins.io.outputs import check_outputs, check_writable, files_written, html_files, say_replaced
 from q2_plugins.io.rows import result_row, write_meta
 from q2_plugins.jobs.local import write_report
 from q2_plugins.metric import names as M
@@ -231,6 +231,7 @@ def run_replay(job: ReplayJob) -> int:
                                                                     html_files)(path)) for setting, path in written])
     for setting, path in written:
         check_writable(path, setting)  # an output file's folder must exist (as for every output flag)
+    say_replaced("q2 replay", written)
     records = []
     sources: list[str] = []
     for i, steps in enumerate(job.steps):

@@ -16,9 +16,12 @@ from typing import Optional
 
 __all__ = ["MetricName", "Q2", "Q2_NO_NLI", "COVERAGE", "FALLBACK_RATE", "Q2_STDERR", "Q2_CI_LOW", "Q2_CI_HIGH",
            "COVERAGE_CI_LOW", "COVERAGE_CI_HIGH", "METRICS", "PER_RESPONSE", "METRIC_INFO", "INTERVAL_CONFIDENCE",
-           "by_key"]
+           "MEAN_INTERVAL_METHOD", "by_key"]
 
 INTERVAL_CONFIDENCE = 0.95  # the level of every interval in a summary
+#: what the interval of a mean score is (:func:`q2_plugins.metric.significance.mean_interval`), as every printed or
+#: exported interval names it
+MEAN_INTERVAL_METHOD = "Wilson score interval scaled by the scores' variance"
 
 
 @dataclass(frozen=True)
@@ -49,8 +52,10 @@ FALLBACK_RATE = MetricName("fallback_rate", "q2_fallback_rate", False,
                            per_response=True)
 Q2_STDERR = MetricName("q2_stderr", "q2_stderr", None, "standard error of q2 (sample standard deviation / sqrt(n))",
                        bounds=None)
-Q2_CI_LOW = MetricName("q2_ci_low", "q2_ci_low", True, "lower bound of q2's 95% interval (normal approximation)")
-Q2_CI_HIGH = MetricName("q2_ci_high", "q2_ci_high", True, "upper bound of q2's 95% interval (normal approximation)")
+Q2_CI_LOW = MetricName("q2_ci_low", "q2_ci_low", True,
+                       f"lower bound of q2's 95% interval ({MEAN_INTERVAL_METHOD})")
+Q2_CI_HIGH = MetricName("q2_ci_high", "q2_ci_high", True,
+                        f"upper bound of q2's 95% interval ({MEAN_INTERVAL_METHOD})")
 COVERAGE_CI_LOW = MetricName("coverage_ci_low", "q2_coverage_ci_low", True,
                              "lower bound of coverage's 95% interval (Wilson)")
 COVERAGE_CI_HIGH = MetricName("coverage_ci_high", "q2_coverage_ci_high", True,

@@ -7,9 +7,37 @@ import contextlib
 import os
 import sys
 import time
-from typing import IO, Any, Iterator, Optional, Sequence, Union
+from typing import IO, Any, Callable, Iterator, Optional, Sequence, Union
 
-__all__ = ["CountLines", "Progress", "scoring_progress", "on_a_terminal", "MANY_ROWS"]
+__all__ = ["CountLines", "Progress", "TimeLeft", "scoring_progress", "loading_line", "on_a_terminal", "MANY_ROWS"]
+
+
+class TimeLeft:
+    """The time left of a run of ``total`` rows from its measured row rate: the rows done over the seconds since the
+    count began (the run's mean rate, so a new stage, a slow batch or a fast one moves it little and nothing resets
+    it); ``"estimating"`` until a row is done. ``clock``: seconds, ``time.monotonic`` by default. (:class:`Progress`
+    counts a call's rows as done by its work, each stage weighted by its measured time per row, once a first call has
+    ended; before, it says "estimating".)"""
+
+    def __init__(self, total: Optional[int], clock: Callable[[], float] = time.monotonic) -> None:
+        self.total, self._clock = total, clock
+        self._start = clock()
+
+    def seconds(self, done: float) -> Optional[float]:
+        """Seconds left with ``done`` rows done (None while there is no rate to go by, or no total)."""
+        elapsed = self._clock() - self._start
+        if not self.total or done <= 0 or elapsed <= 0:
+            return None
+        return max(0.0, (self.total - done) * elapsed / done)
+
+    def text(self, done: float) -> str:
+        """``"03:20 left"`` (``h:mm:ss`` past an hour), or ``"estimating"`` (the time left) before a rate."""
+        left = self.seconds(done)
+        if left is None:
+            return "estimating"
+        m, sec = divmod(int(round(left)), 60)
+        h, m = divmod(m, 60)
+        return f"{h}:{m:02d}:{sec:02d} left" if h else f"{m:02d}:{sec:02d} left"
 
 
 class Progress:
@@ -33,6 +61,9 @@ class Progress:
     on ``file`` as whole lines, one at most every ``every`` seconds and one when the run ends, with no ``\r``
     redraws or cursor codes for a log file to keep; there are no stage bars.
 
+    The row bar's time left is :class:`TimeLeft`'s (the run's measured row rate, ``clock`` its time), not tqdm's
+    (whose rate follows the last updates, so it swings as stages of different speed take turns).
+
     >>> with Progress(total=len(responses)) as progress:  # doctest: +SKIP
     ...     for start in range(0, len(responses), 1000):
     ...         scorer.score(responses=responses[start : start + 1000],
@@ -41,7 +72,7 @@ class Progress:
 
     def __init__(self, total: Optional[int] = None, *, rows: bool = True, stage_bars: bool = True,
                  file: Optional[IO[str]] = None, slow_seconds: Optional[float] = 60.0, plain: Optional[bool] = None,
-                 every: float = 30.0) -> None:
+                 every: float = 30.0, clock: Callable[[], float] = time.monotonic) -> None:
         if total is not None and (not isinstance(total, int) or total < 0):
             raise ValueError(f"Expected total to be a row count (an int >= 0) or None, but got {total!r}")
         from tqdm.auto import tqdm
@@ -49,7 +80,7 @@ class Progress:
         if plain is None:
             plain = file is None and not tqdm.__module__.startswith("tqdm.notebook") and not getattr(
                 sys.stderr, "isatty", lambda: False)()
-        self._tqdm, self._file = tqdm, file
+        self._tqdm, self._file, self._clock = tqdm, file, clock
         self._stages: dict[str, Any] = {}
         self._stage_bars = stage_bars and not plain
         if not rows:
@@ -57,7 +88,11 @@ class Progress:
         elif plain:
             self._rows = CountLines("q2 rows", total, "row", file, every)
         else:
-            self._rows = self._bar("q2 rows", total, "row", position=0, leave=True)
+            self._rows = self._bar("q2 rows", total, "row", position=0, leave=True,
+                                   bar_format=_ROW_BAR if total is not None else None)
+        self.time_left = TimeLeft(total, clock)
+        if self._rows is not None and not plain and total is not None:
+            self._rows.set_postfix_str(self.time_left.text(0))
         self.closed = False
         #: a batch that takes longer than this names its largest row on ``file`` (None: never)
         self.slow_seconds = slow_seconds
@@ -66,12 +101,16 @@ class Progress:
         self._named: set[str] = set()
         self.rows_seen = 0  # rows scored so far (by earlier calls of the run)
         self._seconds: dict[str, float] = {}  # stage -> seconds its batches took in the run
+        self._measured: dict[str, float] = {}  # the same, as of the end of the last call
+        self._stage_text = ""  # the row bar's stage part: the stage running and its items
         self._began: dict[str, float] = {}  # stage -> when its current batch began
         self._call = _Call(0, [])
 
-    def _bar(self, desc: str, total: Optional[int], unit: str, position: int, leave: bool) -> Any:
+    def _bar(self, desc: str, total: Optional[int], unit: str, position: int, leave: bool,
+             bar_format: Optional[str] = None) -> Any:
+        # (smoothing 0: the rate shown is the mean since the bar began, as the time left's)
         return self._tqdm(total=total, desc=desc, unit=unit, position=position, leave=leave, file=self._file,
-                          **_size_if_unknown(self._file))
+                          bar_format=bar_format, smoothing=0, **_size_if_unknown(self._file))
 
     def start(self, rows: int, stages: Sequence[str]) -> None:
         """A ``score()`` call of ``rows`` rows begins; it runs ``stages`` in this order (a stage may come back in
@@ -92,7 +131,7 @@ class Progress:
     def advance(self, stage: str, items: int) -> None:
         """``items`` items of ``stage`` are computed."""
         if stage in self._began:
-            self._seconds[stage] = self._seconds.get(stage, 0.0) + time.monotonic() - self._began.pop(stage)
+            self._seconds[stage] = self._seconds.get(stage, 0.0) + self._clock() - self._began.pop(stage)
         self._call.items.setdefault(stage, [0, 0])[0] += items
         if self._stage_bars:
             self._stages[stage].update(items)
@@ -100,7 +139,7 @@ class Progress:
 
     def stage(self, stage: str) -> None:
         """``stage`` is running now (a batch of it begins): the row bar says so."""
-        self._began[stage] = time.monotonic()
+        self._began[stage] = self._clock()
         self._call.reached(stage)
         self._show(stage)
 
@@ -109,19 +148,28 @@ class Progress:
         if self._rows is None:
             return
         done, total = self._call.items.get(stage, (0, 0))
-        self._rows.set_postfix_str(f"stage: {stage}" + (f" {done}/{total}" if total else ""), refresh=False)
         rows = self._call.rows_done(self._weights())
+        left = "" if isinstance(self._rows, CountLines) or self.time_left.total is None else \
+            f"{self._time_left(rows)}, "
+        self._stage_text = f"stage: {stage}" + (f" {done}/{total}" if total else "")
+        self._rows.set_postfix_str(left + self._stage_text, refresh=False)
         if rows > self._call.shown:
             self._rows.update(rows - self._call.shown)
             self._call.shown = rows
         else:
             self._rows.refresh()
 
+    def _time_left(self, rows: int = 0) -> str:
+        """The row bar's time left with ``rows`` rows of the current call done by its work: "estimating" until a
+        call has ended (its rows scored, and each stage's time per row measured), then :class:`TimeLeft`'s."""
+        return self.time_left.text(self.rows_seen + rows if self.rows_seen else 0)
+
     def _weights(self) -> dict[str, float]:
-        """Each stage of the call by its seconds per row in the run so far (all 1 before a call has ended)."""
-        if not self.rows_seen or not any(self._seconds.get(s) for s in self._call.stages):
+        """Each stage of the call by its seconds per row in the calls that have ended (all 1 before one has; the
+        running call's seconds wait for its rows, so a stage's time is never set against the rows before it)."""
+        if not self.rows_seen or not any(self._measured.get(s) for s in self._call.stages):
             return {s: 1.0 for s in self._call.stages}
-        return {s: self._seconds.get(s, 0.0) / self.rows_seen for s in self._call.stages}
+        return {s: self._measured.get(s, 0.0) / self.rows_seen for s in self._call.stages}
 
     def slow(self, stage: str, seconds: float, index: int, size: str) -> None:
         """A batch of ``stage`` took ``seconds``: name its largest row (row ``index`` of the current call, of
@@ -139,7 +187,11 @@ class Progress:
     def rows_done(self, rows: int) -> None:
         """``rows`` more rows are scored (the row bar, if any, moves on)."""
         self.rows_seen += rows
+        self._measured = dict(self._seconds)
         if self._rows is not None:
+            if not isinstance(self._rows, CountLines) and self.time_left.total is not None:
+                self._rows.set_postfix_str(", ".join(filter(None, (self._time_left(), self._stage_text))),
+                                           refresh=False)
             self._rows.update(max(0, rows - self._call.shown))
         self._call = _Call(0, [])
 
@@ -158,6 +210,9 @@ class Progress:
     def __exit__(self, *exc: Any) -> None:
         self.close()
 
+
+#: the row bar with a total: tqdm's own, its time left (tqdm's) replaced by :class:`TimeLeft`'s in the postfix
+_ROW_BAR = "{l_bar}{bar}| {n_fmt}/{total_fmt} [{elapsed}, {rate_fmt}{postfix}]"
 
 #: a front end scoring at least this many rows in one call shows its progress on a terminal
 MANY_ROWS = 32
@@ -178,10 +233,19 @@ def scoring_progress(scorer: Any, rows: int, enabled: bool) -> Iterator[Union[bo
     if not enabled:
         yield False
         return
-    print("q2: loading models", file=sys.stderr, flush=True)
+    print(loading_line(scorer.config), file=sys.stderr, flush=True)
     scorer.load(quiet=True)
     with Progress(total=rows) as progress:
         yield progress
+
+
+def loading_line(config: Any) -> str:
+    """The one line a command prints while its models load: what it loads (the models a scorer of ``config``, a
+    :class:`~q2_plugins.metric.config.Q2Config`, uses)."""
+    models = [("coreference", config.coref_model if config.coref else None), ("QG", config.qg_model),
+              ("QA", config.qa_model), ("NLI", config.nli_model if config.uses_nli else None),
+              ("spaCy", config.spacy_model)]
+    return "q2: loading models: " + ", ".join(f"{role} {name}" for role, name in models if name)
 
 
 def _size_if_unknown(file: Optional[IO[str]]) -> dict[str, int]:

@@ -254,8 +254,9 @@ class Q2Stats:
         return self.n_fallback / valid if valid else math.nan
 
     def intervals(self) -> dict[str, Optional[float]]:
-        """Q²'s standard error and 95% interval (normal approximation, from the additive sums) and coverage's 95%
-        Wilson interval, under their declared names (None where undefined: fewer than two scored responses)."""
+        """Q²'s standard error and 95% interval (:func:`~q2_plugins.metric.significance.mean_interval`, inside [0, 1],
+        from the additive sums) and coverage's 95% Wilson interval, under their declared names (None where undefined:
+        fewer than two scored responses)."""
         # (lazy: numpy, which results and the report do without)
         from q2_plugins.metric.significance import mean_interval, proportion_interval
 
@@ -371,8 +372,8 @@ def print_summary(summary: dict[str, Any], signature: str, fmt: str, out: Any = 
     q2 = summary["q2"]
     q2_ci = interval(summary.get(M.Q2_CI_LOW.key), summary.get(M.Q2_CI_HIGH.key), lambda x: f"{x:.4f}")
     print(f"Q2            {'n/a' if q2 is None else f'{q2:.4f}'}"
-          + (f"{q2_ci}  (95% interval, normal approximation; q2 compare for paired tests)" if q2 is not None and q2_ci
-             else ""), file=out)
+          + (f"{q2_ci}  (95% interval: {M.MEAN_INTERVAL_METHOD}; q2 compare for paired tests)"
+             if q2 is not None and q2_ci else ""), file=out)
     nn = summary["q2_no_nli"]
     print(f"Q2 w/o NLI    {'n/a' if nn is None else f'{nn:.4f}'}", file=out)
     cov_ci = interval(summary.get(M.COVERAGE_CI_LOW.key), summary.get(M.COVERAGE_CI_HIGH.key), pct)

@@ -13,8 +13,9 @@ responses resamples both sums together, so every test below sees the figure exac
 - :func:`paired_ar`: approximate randomisation as sacrebleu's ``--paired-ar``: each trial swaps every response's
   pair of outputs with probability 1/2 (one swap pattern per trial, shared by all systems); the two-sided p-value is
   ``(#{|a* - b*| >= |a - b|} + 1) / (T + 1)`` (sacrebleu counts ``>`` only, which calls tied systems different).
-- :func:`mean_interval` / :func:`proportion_interval`: closed-form intervals from additive sums (the summary of a
-  run, which combines across batches and workers by adding).
+- :func:`mean_interval` / :func:`proportion_interval`: closed-form intervals inside [0, 1] from additive sums (the
+  summary of a run, which combines across batches and workers by adding; every front end and export of a mean score
+  uses :func:`mean_interval`).
 
 Resampling is vectorised: the bootstrap draws each block of resamples as counts per response and reduces them with
 one matrix product; approximate randomisation does the same with its swap patterns.
@@ -40,6 +41,7 @@ __all__ = [
     "paired_ar",
     "paired_test",
     "mean_interval",
+    "mean_interval_of",
     "proportion_interval",
     "normal_quantile",
     "systems_arrays",
@@ -254,16 +256,40 @@ def normal_quantile(confidence: float) -> float:
 
 def mean_interval(n: int, total: float, total_sq: float, confidence: float = 0.95
                   ) -> tuple[Optional[float], Optional[Interval]]:
-    """Standard error and normal interval of a mean from its additive sums (``n`` values, their sum and sum of
-    squares): ``mean +- z * s / sqrt(n)`` with the sample standard deviation ``s``, the standard error lm-eval
-    reports for a ``mean``. None for fewer than two values."""
+    """Standard error and interval of a mean of scores in [0, 1] from its additive sums (``n`` scores, their sum and
+    sum of squares): the one interval of a mean score that every front end prints or exports. None for fewer than
+    two scores.
+
+    The standard error is ``s / sqrt(n)`` with the sample standard deviation ``s`` (the one lm-eval reports for a
+    ``mean``). The interval (:data:`q2_plugins.metric.names.MEAN_INTERVAL_METHOD`) is Wilson's score interval with
+    the binomial variance ``p (1 - p)`` scaled by the dispersion the scores show, ``phi = s^2 / (mean (1 - mean))``
+    (a quasi-binomial model: ``n / phi`` scores' worth of information): it lies inside [0, 1], is Wilson's own
+    interval for 0/1 scores (up to the ``n - 1`` of ``s``), and nears the normal interval ``mean +- z s / sqrt(n)``
+    away from the bounds. All scores equal to 0 or to 1 take ``phi = 1`` (the binomial case)."""
     if n < 2:
         return None, None
     mean = total / n
+    if not -1e-9 <= mean <= 1 + 1e-9:
+        raise ValueError(f"Expected scores in [0, 1], but their mean is {mean}")
+    mean = min(1.0, max(0.0, mean))
     var = max(0.0, (total_sq - n * mean * mean) / (n - 1))
     stderr = math.sqrt(var / n)
+    spread = mean * (1 - mean)
+    phi = var / spread if spread > 0 else 1.0
     z = normal_quantile(confidence)
-    return stderr, Interval(mean - z * stderr, mean + z * stderr, confidence)
+    a = z * z * phi / n  # z^2 / n_eff
+    centre = (mean + a / 2) / (1 + a)
+    half = z * math.sqrt(stderr * stderr + a * a / (4 * z * z)) / (1 + a) if a else 0.0
+    return stderr, Interval(max(0.0, centre - half), min(1.0, centre + half), confidence)
+
+
+def mean_interval_of(values: Sequence[Optional[float]], confidence: float = 0.95
+                     ) -> tuple[Optional[float], Optional[Interval]]:
+    """:func:`mean_interval` of the scores among ``values`` (a None or NaN, a response without a score, is left out,
+    as the mean leaves it): what a front end that holds one value per response (lm-eval, LightEval, Inspect, the
+    exports) gives."""
+    kept = [float(v) for v in values if v is not None and not math.isnan(v)]
+    return mean_interval(len(kept), sum(kept), sum(v * v for v in kept), confidence)
 
 
 def proportion_interval(k: int, n: int, confidence: float = 0.95) -> Optional[Interval]:

@@ -9,6 +9,8 @@ Importing this module registers, in lm-eval's registries:
   response has no score (an error, or no valid question with the fallback off) reports no ``q2`` value, so ``q2``
   is the mean over scored responses, as in the core; it still counts in ``q2_coverage`` / ``q2_fallback_rate``
   unless it is an error.
+- ``q2_ci_low``, ``q2_ci_high``: the bounds of ``q2``'s 95% interval, the one ``q2 score`` prints (inside [0, 1]:
+  :data:`q2_plugins.metric.names.MEAN_INTERVAL_METHOD`), aggregated from the documents' ``q2`` values.
 - ``q2_details``: per document (in ``--log_samples`` output) the full Q² result, the row of ``q2 score --explain``
   plus the signature; in the results, the number of documents that carry one.
 - filter ``q2_rerank``: keeps, per document, the candidate with the highest Q² against the document's knowledge.
@@ -27,6 +29,7 @@ from __future__ import annotations
 
 import json
 import logging
+import math
 import warnings
 from pathlib import Path
 from typing import Any, Callable, Optional
@@ -36,7 +39,14 @@ try:
     # looks the aggregation up at once, so this import must come first.
     import lm_eval.api.metrics  # noqa: F401
     from lm_eval.api.filter import Filter
-    from lm_eval.api.registry import filter_registry, metric_registry, register_filter, register_metric
+    from lm_eval.api.registry import (
+        AGGREGATION_REGISTRY,
+        filter_registry,
+        metric_registry,
+        register_aggregation,
+        register_filter,
+        register_metric,
+    )
 except ModuleNotFoundError as e:  # pragma: no cover - depends on the environment
     raise ModuleNotFoundError(
         "q2_plugins.integrations.lm_eval needs lm-eval: pip install 'q2-plugins[lm-eval]' (lm-eval>=0.4.5)"
@@ -47,6 +57,7 @@ from q2_plugins.integrations.lm_eval.filter_patch import CONFIG_ENV, DETAILS_MET
 from q2_plugins.integrations.rerank import rerank_batch
 from q2_plugins.metric import names as M
 from q2_plugins.metric.results import ResponseResult, ResponseStatus
+from q2_plugins.metric.significance import mean_interval_of
 
 __all__ = [
     "CONFIG_ENV",
@@ -76,7 +87,21 @@ def result_metrics(result: ResponseResult) -> dict[str, float]:
     if result.score is not None:
         out[M.Q2.framework_key] = result.score
         out[M.Q2_NO_NLI.framework_key] = result.score_no_nli  # type: ignore[assignment]
+        for bound in (M.Q2_CI_LOW, M.Q2_CI_HIGH):  # (aggregated into the bounds of q2's interval)
+            out[bound.framework_key] = result.score
     return out
+
+
+def _interval_bound(which: str) -> Callable[[list], float]:
+    """The aggregation of ``q2``'s per-document values into the ``which`` (``"low"`` / ``"high"``) bound of its 95%
+    interval, the one ``q2 score`` prints (:func:`q2_plugins.metric.significance.mean_interval_of`)."""
+
+    def aggregate(values: list) -> float:
+        interval = mean_interval_of(values, M.INTERVAL_CONFIDENCE)[1]
+        return math.nan if interval is None else getattr(interval, which)
+
+    aggregate.__name__ = f"q2_ci_{which}"
+    return aggregate
 
 
 _warned_per_document = False
@@ -136,6 +161,12 @@ def _register() -> None:
     for m in M.PER_RESPONSE:  # lm-eval aggregates per-document values; it computes their standard error itself
         if m.framework_key not in metric_registry:
             register_metric(metric=m.framework_key, higher_is_better=m.higher_is_better, aggregation="mean")(q2)
+    for m, which in ((M.Q2_CI_LOW, "low"), (M.Q2_CI_HIGH, "high")):  # q2's interval, its bounds as metrics
+        if m.framework_key not in AGGREGATION_REGISTRY:
+            register_aggregation(m.framework_key)(_interval_bound(which))
+        if m.framework_key not in metric_registry:
+            register_metric(metric=m.framework_key, higher_is_better=m.higher_is_better,
+                            aggregation=m.framework_key)(q2)
     if "q2_rerank" not in filter_registry:
         register_filter("q2_rerank")(Q2RerankFilter)
     filter_patch.install()

@@ -22,6 +22,9 @@ __all__ = ["ResultRows", "read_results", "scan_results", "read_sidecar", "respon
 _LEGACY_PREFIX, _LEGACY_EXPLANATION = "q2_", "q2_explanation"
 
 
+_REMOVE_REPEATED = "each response must come once: remove the repeated rows"
+
+
 @dataclass
 class ResultRows:
     """A result file as :func:`read_results` reads it: its rows, its sidecar (None without one) and notes on what
@@ -51,7 +54,8 @@ class ResultRows:
         return [response_result(r, i) for i, r in enumerate(self.rows)]
 
 
-def read_results(path: str | Path, *, score_field: str = "score") -> ResultRows:
+def read_results(path: str | Path, *, score_field: str = "score", id_field: Optional[str] = "id",
+                 repeated_ids: str = _REMOVE_REPEATED) -> ResultRows:
     """Read a result file of ``q2 score`` (either engine) or ``q2 replay``: JSONL, Parquet, CSV / TSV, or a directory
     of such part files (read in name order), with its sidecar ``PATH.meta.json``. Also read: a JSON
     ``Q2Result.to_dict()``, lm-eval's logged samples (the result row nested one level down, in ``q2_details``), result
@@ -60,14 +64,17 @@ def read_results(path: str | Path, *, score_field: str = "score") -> ResultRows:
 
     The one verdict of ``q2 report``, ``q2 compare`` and ``q2 meta-eval --scores``: a file that is not one of these
     (a ``.partial``, no rows, a record that cannot be read, a row that is neither a result nor a score) raises
-    :class:`~q2_plugins.io.inputs.InputFormatError` in one line naming the file and the line."""
+    :class:`~q2_plugins.io.inputs.InputFormatError` in one line naming the file and the line (an ``id_field`` value
+    that comes twice: the line ends with ``repeated_ids``, what to do; ``id_field=None`` lets ids repeat)."""
     path = Path(path)
-    out = ResultRows(path, list(scan_results(path, score_field=score_field)))
+    out = ResultRows(path, list(scan_results(path, score_field=score_field, id_field=id_field,
+                                             repeated_ids=repeated_ids)))
     out.meta, out.notes = read_sidecar(path)
     return out
 
 
-def scan_results(path: str | Path, *, score_field: str = "score", id_field: str = "id") -> Iterator[dict[str, Any]]:
+def scan_results(path: str | Path, *, score_field: str = "score", id_field: Optional[str] = "id",
+                 repeated_ids: str = _REMOVE_REPEATED) -> Iterator[dict[str, Any]]:
     """The rows :func:`read_results` reads, one at a time (memory bounded by one row and the ids seen), checked as
     it checks them: each a result row whose result fields have their types, or a row whose ``score_field`` is a
     number (or empty), and no ``id_field`` value twice."""
@@ -82,12 +89,12 @@ def scan_results(path: str | Path, *, score_field: str = "score", id_field: str 
             row = _typed(raw)
             _check_row(f, where, row, score_field)
             _check_types(f, where, row, score_field)
-            ident = row.get(id_field)
+            ident = row.get(id_field) if id_field else None
             if ident is not None and ident != "" and not isinstance(ident, (dict, list)):
                 first = seen.setdefault(str(ident), f"{f.name} {where}")
                 if first != f"{f.name} {where}":
-                    raise InputFormatError(f"{f} {where}: {id_field} {ident!r} comes twice (first at {first}); each "
-                                           f"response must come once: remove the repeated rows")
+                    raise InputFormatError(f"{f} {where}: {id_field} {ident!r} comes twice (first at {first}); "
+                                           f"{repeated_ids}")
             n += 1
             yield row
     if not n:

@@ -363,6 +363,9 @@ def split_by_score(scored: "ray.data.Dataset", min_score: float, *, keep_unscore
 def format_of(path: Path, fmt: Optional[str], setting: str) -> str:
     """``fmt``, else the format of ``path``'s extension (of its files', for a directory); a :class:`SettingError`
     naming ``setting`` when it cannot tell."""
+    if path.suffix.lower() == ".gz" and path.is_file():  # (the local engine reads it as the plain file)
+        raise SettingError("engine", f"{path} is gzipped, which the ray engine does not read: gunzip -k {path} "
+                                     f"and score the plain file, or set it to local")
     if fmt:
         return fmt
     if path.suffix.lower() in FORMATS:

@@ -50,7 +50,7 @@ from q2_plugins.jobs.ray.stderr_filter import plain_cause, stderr_without
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.precision import Agreement, check_due, precision_line, warn_if_below
-from q2_plugins.metric.progress import Progress
+from q2_plugins.metric.progress import Progress, loading_line
 from q2_plugins.metric.results import Q2Stats, cache_line, print_summary
 
 __all__ = ["run_score"]
@@ -122,7 +122,7 @@ def _scoring(job: ScoreJob, config: Q2Config, counter: Optional[Any], tally: Opt
     else:
         check_record_columns(path, kind, spec.required, spec.settings)
     if job.progress:  # the actors load quietly: one line for the run
-        print(f"q2: loading models (once to check them, then in each of {job.ray.concurrency} Ray actor(s))",
+        print(f"{loading_line(config)} (once to check them, then in each of {job.ray.concurrency} Ray actor(s))",
               file=sys.stderr, flush=True)
     # the models are checked in a task while the actors start and load them (the actors wait for its result)
     check = start_model_check(config, num_cpus=0, num_gpus=job.ray.num_gpus_per_worker)

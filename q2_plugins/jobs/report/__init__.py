@@ -31,6 +31,7 @@ from q2_plugins.io.inputs import InputFormatError, named_errors, read_rows
 from q2_plugins.io.outputs import open_new, replace_own
 from q2_plugins.io.rows import RANDOM_WEIGHTS_FIELD, kept_name, read_sidecar, result_row, scan_results
 from q2_plugins.jobs.compare import CompareConfig, compare_files
+from q2_plugins.metric import names as M
 from q2_plugins.metric.results import Q2Result, Q2Stats, ResponseResult, ResponseStatus
 
 __all__ = ["ReportInput", "load_results", "MAX_PAGE_ROWS", "attach_texts", "result_rows", "summary_of_rows",
@@ -172,7 +173,9 @@ def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, se
     if len(metas) == 1 and metas[0][1] is not None and isinstance(metas[0][1].get("summary"), dict):
         path, meta, n = metas[0]
         if meta["summary"].get("n") == n:
-            out.summary = meta["summary"]
+            # (the intervals from the rows: a sidecar written before the bounded interval may hold another)
+            out.summary = {**meta["summary"], **(tally.stats.intervals() if meta["summary"].get("q2") is not None
+                                                 else {})}
         else:
             out.notes.append(f"{path.name}.meta.json summarises {meta['summary'].get('n')} responses but the file "
                              f"holds {n}; the summary is computed from the rows")
@@ -362,6 +365,7 @@ def render_html(
         "signatures_short": [getattr(sig, "short", None) or shorts.get(sig) for sig in signatures],
         "summary": summary if summary is not None else summary_of_rows(checked),
         "config": config, "version": version, "notes": list(notes), "page_size": page_size, "comparison": comparison,
+        "interval_method": M.MEAN_INTERVAL_METHOD,
         "histogram": histogram,
         "rows": [{k: v for k, v in r.items() if v is not None} for r in checked],
     }

@@ -50,9 +50,11 @@ def test_metrics_and_filter_are_registered():
 
 @pytest.mark.parametrize("result, expected", [
     (ResponseResult(0, ResponseStatus.SCORED, score=0.5, score_no_nli=0.25),
-     {"q2": 0.5, "q2_no_nli": 0.25, "q2_coverage": 1.0, "q2_fallback_rate": 0.0}),
+     {"q2": 0.5, "q2_no_nli": 0.25, "q2_coverage": 1.0, "q2_fallback_rate": 0.0, "q2_ci_low": 0.5,
+      "q2_ci_high": 0.5}),
     (ResponseResult(0, ResponseStatus.FALLBACK, score=1.0, score_no_nli=1.0, used_fallback=True),
-     {"q2": 1.0, "q2_no_nli": 1.0, "q2_coverage": 0.0, "q2_fallback_rate": 1.0}),
+     {"q2": 1.0, "q2_no_nli": 1.0, "q2_coverage": 0.0, "q2_fallback_rate": 1.0, "q2_ci_low": 1.0,
+      "q2_ci_high": 1.0}),
     (ResponseResult(0, ResponseStatus.NO_VALID_QUESTION), {"q2_coverage": 0.0, "q2_fallback_rate": 0.0}),
     (ResponseResult(0, ResponseStatus.ERROR, error="empty"), {}),
 ])
@@ -72,7 +74,8 @@ def test_process_results_reads_knowledge_and_history_from_the_doc(monkeypatch):
                                 "history": None}
     custom = ext.make_process_results(knowledge="passage", history="turns", use_nli=False)
     assert custom(doc, [["it aired on pbs .", "other"]]) == {"q2": 0.75, "q2_no_nli": 0.75, "q2_coverage": 1.0,
-                                                             "q2_fallback_rate": 0.0}
+                                                             "q2_fallback_rate": 0.0, "q2_ci_low": 0.75,
+                                                             "q2_ci_high": 0.75}
     assert scorer.calls[-1]["knowledge"] == ["P"] and scorer.calls[-1]["history"] == [["where?"]]
     assert seen[-1] == {"use_nli": False}
     with pytest.raises(KeyError, match="make_process_results"):
@@ -297,6 +300,10 @@ def test_docs_examples_run_offline(model_workdir, doc_blocks, monkeypatch, capsy
     stderr = mean_interval(len(values), sum(values), sum(v * v for v in values))[0]
     reported = json.loads(results_file.read_text())["results"]["q2_wow"]["q2_stderr,none"]
     assert reported == pytest.approx(stderr) if stderr is not None else reported in ("N/A", None)
+    # ...and the bounds of its interval are those q2 score prints, inside [0, 1]
+    interval = mean_interval(len(values), sum(values), sum(v * v for v in values))[1]
+    got = (results["q2_ci_low,none"], results["q2_ci_high,none"])
+    assert got == pytest.approx((interval.low, interval.high)) and 0 <= got[0] <= results["q2,none"] <= got[1] <= 1
     for sample in samples:
         details = sample["q2_details"]
         assert details["response"] == sample["filtered_resps"][0] and details["knowledge"] == sample["doc"]["knowledge"]

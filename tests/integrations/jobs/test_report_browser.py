@@ -15,6 +15,7 @@ import pytest
 from q2_plugins.cli import main
 from q2_plugins.jobs.compare import CompareConfig, compare_files
 from q2_plugins.jobs.report import write_html
+from q2_plugins.metric import names as M
 from q2_plugins.metric.components import NLILabel
 from tests.browser import REPO, close_to, open_report, rgb, score_rgb, screenshot, start_chromium
 from tests.fakes import FakeQA, scripted_scorer
@@ -114,6 +115,8 @@ def test_overview_shows_the_system_figures_and_every_response(driver, scripted):
     assert cis == {"q2": f"95% CI [{summary['q2_ci_low']:.4f}, {summary['q2_ci_high']:.4f}]",
                    "coverage": f"95% CI [{100 * summary['coverage_ci_low']:.2f}%, "
                                f"{100 * summary['coverage_ci_high']:.2f}%]"}
+    method = driver.find_element("css selector", "#summary [data-ci-method]").text  # what the intervals are
+    assert M.MEAN_INTERVAL_METHOD in method and "coverage — Wilson score interval" in method
     assert not driver.find_element("css selector", "#compare").is_displayed()  # one file: nothing to compare
     assert table_ids(driver) == [r["id"] for r in rows]
     statuses = js(driver, "return [...document.querySelectorAll('#rows tr.resp')].map(t => t.dataset.status)")
@@ -134,12 +137,19 @@ def test_an_opened_response_highlights_its_candidates_and_answers(driver, script
     result, rows, path = scripted
     open_report(driver, path)
     detail = open_row(driver, 0)
-    # response: each candidate coloured by its question's score (LA entailed -> 1, a great city unanswered -> 0)
+    # response: each candidate coloured by its question's score (LA entailed -> 1), except an unanswerable one (a
+    # great city: no answer in the knowledge, score 0), which has a colour of its own, not the red of unsupported
     got = marks(detail, "data-cand")
     assert [(t, c, s, u) for t, c, s, _, u in got] == [("LA", "LA", "1", False), ("a great city", "a great city", "0",
                                                                                       False)]
-    assert close_to(got[0][3], score_rgb(1.0)) and close_to(got[1][3], score_rgb(0.0))
-    assert got[0][3][1] > got[0][3][0] and got[1][3][0] > got[1][3][1]  # green, red
+    labels = [m.get_attribute("data-label") for m in detail.find_elements("css selector", "mark.hl[data-cand]")]
+    assert labels == ["supported", "unanswerable"]
+    assert close_to(got[0][3], score_rgb(1.0)) and got[0][3][1] > got[0][3][0]  # green
+    assert not close_to(got[1][3], score_rgb(0.0)) and got[1][3][2] > got[1][3][1]  # not red: violet
+    legend = detail.find_element("css selector", ".legend")
+    assert "0 unsupported" in legend.text and "unanswerable" in legend.text
+    swatch = legend.find_element("css selector", "mark.hl.unanswerable")
+    assert close_to(rgb(swatch.value_of_css_property("background-color")), got[1][3])  # the legend shows the colour
     # knowledge: the answer found there, coloured by its question's score
     kmarks = marks(detail, "data-q")
     assert [(t, q, s) for t, q, s, _, _ in kmarks] == [("Los Angeles", "Q1", "1")]

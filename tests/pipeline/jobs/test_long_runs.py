@@ -128,20 +128,26 @@ def test_kill_9_at_random_points_then_resume_loses_and_repeats_nothing(tmp_path,
     assert read(once) == got
 
 
-def test_a_resume_with_another_input_or_other_settings_is_refused(tmp_path, capsys, model_flags, monkeypatch):
-    from q2_plugins.scorer import Q2Scorer
+def dies_on_second_chunk(real):
+    """``Q2Scorer.score`` (``real``) that stops the run, as Ctrl-C does, when its second chunk begins."""
+    calls = []
 
-    src = jsonl(tmp_path / "in.jsonl", [dict(GOOD, id=i) for i in range(6)])
-    out = tmp_path / "out.jsonl"
-    real, calls = Q2Scorer.score, []
-
-    def dies_on_second_chunk(self, **kw):
+    def score(self, **kw):
         calls.append(1)
         if len(calls) == 2:
             raise KeyboardInterrupt
         return real(self, **kw)
 
-    monkeypatch.setattr(Q2Scorer, "score", dies_on_second_chunk)
+    return score
+
+
+def test_a_resume_with_another_input_or_other_settings_is_refused(tmp_path, capsys, model_flags, monkeypatch):
+    from q2_plugins.scorer import Q2Scorer
+
+    src = jsonl(tmp_path / "in.jsonl", [dict(GOOD, id=i) for i in range(6)])
+    out = tmp_path / "out.jsonl"
+    real = Q2Scorer.score
+    monkeypatch.setattr(Q2Scorer, "score", dies_on_second_chunk(real))
     argv = ["score", "--input", str(src), "--output", str(out), "--chunk-size", "3", *model_flags]
     assert main(argv) == 130
     err = capsys.readouterr().err

@@ -1,5 +1,6 @@
-"""``q2 export``: Every Eval Ever records that pass the bundled 0.3.0 schemas, with the metric ids, the bootstrap
-interval of the significance module, the signature, one instance record per response and honest unscored rows."""
+"""``q2 export``: Every Eval Ever records that pass the bundled 0.3.0 schemas, with the metric ids, the interval of a
+mean score that ``q2 score`` prints, the signature, one instance record per response and honest unscored rows; a run
+without NLI exported as what it measured, a file whose ids repeat exported by position."""
 
 from __future__ import annotations
 
@@ -14,8 +15,9 @@ import pytest
 from q2_plugins.cli import main
 from q2_plugins.io.rows import result_row
 from q2_plugins.jobs.export import SCHEMA_DIR, ExportOptions, load_schema, write_export
+from q2_plugins.metric import names as M
 from q2_plugins.metric.results import QuestionResult, ResponseResult, ResponseStatus
-from q2_plugins.metric.significance import PairedTest, paired_bootstrap, systems_arrays
+from q2_plugins.metric.significance import mean_interval
 from tests.conftest import optional_import
 
 jsonschema = optional_import("jsonschema", "dev")
@@ -81,10 +83,10 @@ def test_records_pass_the_published_schemas(tmp_path):
     assert detail["total_rows"] == len(instances) == 9
 
 
-def test_the_aggregate_names_the_library_the_metrics_and_the_bootstrap_interval(tmp_path):
+def test_the_aggregate_names_the_library_the_metrics_and_the_interval_q2_score_prints(tmp_path):
     from q2_plugins import __version__
 
-    _, aggregate, _, rows = _export(tmp_path, n_samples=500, seed=7)
+    _, aggregate, _, rows = _export(tmp_path)
     assert aggregate["eval_library"] == {"name": "q2-plugins", "version": __version__,
                                          "additional_details": {"signature": SIGNATURE}}
     assert aggregate["evaluation_id"] == "scored/acme/chatter/1700000000"
@@ -99,11 +101,10 @@ def test_the_aggregate_names_the_library_the_metrics_and_the_bootstrap_interval(
         assert result["score_details"]["score"] == pytest.approx(sum(kept) / len(kept))  # the error row left out
         assert result["score_details"]["details"] == {"signature": SIGNATURE, "n": "9", "n_scored": "8",
                                                       "n_errors": "1"}
-        num, den = systems_arrays([values])
-        figure = paired_bootstrap(num, den, PairedTest("bs", 500, 7))[0]
+        expected = mean_interval(len(kept), sum(kept), sum(v * v for v in kept))[1]
         interval = result["score_details"]["uncertainty"]["confidence_interval"]
-        assert (interval["lower"], interval["upper"]) == (figure.interval.low, figure.interval.high)
-        assert result["score_details"]["uncertainty"]["num_bootstrap_samples"] == 500
+        assert (interval["lower"], interval["upper"]) == (expected.low, expected.high)
+        assert interval["method"] == M.MEAN_INTERVAL_METHOD and 0 <= interval["lower"] <= interval["upper"] <= 1
         assert result["score_details"]["uncertainty"]["standard_error"]["value"] == pytest.approx(
             np.std(kept, ddof=1) / np.sqrt(len(kept)))
 
@@ -217,3 +218,37 @@ def test_scores_of_random_weight_test_models_are_said_so_and_never_become_hub_re
     assert main(["export", str(path), "--output-dir", str(tmp_path / "o2"), "--model-id", "a/b",
                  "--hub-dataset-id", "o/d"]) == 0
     assert "random-weight" not in capsys.readouterr().err
+
+
+def test_a_replay_exports_q2_without_nli_under_its_own_id_and_says_why_q2_is_absent(tmp_path, capsys):
+    """A replay of recorded steps has no NLI (its Q2 is n/a): the export holds q2.score_no_nli alone, with the figure
+    the replay printed as Q2 w/o NLI, its instance records score Q2 w/o NLI, and the command says why; the bundled
+    slice's subsets repeat ids, so the export says how to export it (by position), and does."""
+    yaml = optional_import("yaml", "dev")
+    from q2_plugins.jobs.replay import bundled_original_run
+
+    steps, scores = bundled_original_run()
+    replayed = tmp_path / "replay.jsonl"
+    assert main(["replay", "--steps", *map(str, steps), "--scores", *map(str, scores), "--output", str(replayed),
+                 "--format", "json"]) == 0
+    summary = json.loads(capsys.readouterr().out)
+    out = tmp_path / "out"
+    argv = ["export", str(replayed), "--output-dir", str(out), "--model-id", "acme/chatter"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "comes twice" in err and "--sample-ids position" in err
+    assert main([*argv, "--sample-ids", "position", "--hub-dataset-id", "acme/wow"]) == 0
+    captured = capsys.readouterr()
+    assert "q2.score is not exported" in captured.err and "no NLI" in captured.err
+    aggregate = json.loads(Path(captured.out.split()[1]).read_text(encoding="utf-8"))
+    (result,) = aggregate["evaluation_results"]
+    assert result["metric_config"]["metric_id"] == "q2.score_no_nli" and result["metric_config"]["metric_name"] == \
+        "q2_no_nli"
+    assert result["score_details"]["score"] == pytest.approx(summary["q2_no_nli"])
+    assert "no NLI" in aggregate["eval_library"]["additional_details"]["q2_score_absent"]
+    instances = [json.loads(line) for line in Path(captured.out.split()[3]).read_text(encoding="utf-8").splitlines()]
+    assert [r["sample_id"] for r in instances] == [str(i) for i in range(len(instances))]
+    assert {r["evaluation_result_id"].rsplit("/", 1)[1] for r in instances} == {"q2.score_no_nli"}
+    assert sorted(p.name for p in (out / ".eval_results").iterdir()) == ["q2_no_nli.yaml"]
+    (entry,) = yaml.safe_load((out / ".eval_results" / "q2_no_nli.yaml").read_text(encoding="utf-8"))
+    assert entry["notes"].startswith("Mean Q2 without NLI")

@@ -14,6 +14,7 @@ from scipy import stats as scipy_stats
 from q2_plugins.cli import main
 from q2_plugins.metric import names as M
 from q2_plugins.metric.results import Q2Stats, ResponseResult, ResponseStatus, print_summary
+from q2_plugins.metric.significance import mean_interval
 
 REPO = Path(__file__).resolve().parents[3]
 
@@ -39,8 +40,8 @@ def test_intervals_add_across_parts_and_match_scipy():
     scored = np.array([s for s in scores if s is not None])
     got = whole.summary()
     assert got["q2_stderr"] == pytest.approx(scipy_stats.sem(scored))
-    low, high = scipy_stats.norm.interval(0.95, loc=scored.mean(), scale=scipy_stats.sem(scored))
-    assert (got["q2_ci_low"], got["q2_ci_high"]) == pytest.approx((low, high))
+    interval = mean_interval(len(scored), float(scored.sum()), float((scored * scored).sum()))[1]
+    assert (got["q2_ci_low"], got["q2_ci_high"]) == pytest.approx((interval.low, interval.high))
     wilson = scipy_stats.binomtest(whole.n_with_questions, whole.n).proportion_ci(0.95, method="wilson")
     assert (got["coverage_ci_low"], got["coverage_ci_high"]) == pytest.approx((wilson.low, wilson.high))
 
@@ -62,6 +63,7 @@ def test_too_few_scores_give_no_interval_and_the_text_shows_one_when_there_is():
     print_summary(Q2Stats.of(_responses([0.2, 0.4, 0.9, 1.0])).summary(), "sig", "text", out)
     q2_line, _, cov_line = out.getvalue().splitlines()[:3]
     assert q2_line.startswith("Q2            0.6250  [0.") and "95% interval" in q2_line
+    assert M.MEAN_INTERVAL_METHOD in q2_line and "normal" not in q2_line
     assert "Wilson" in cov_line and "[" in cov_line
 
 

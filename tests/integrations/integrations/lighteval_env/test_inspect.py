@@ -24,6 +24,7 @@ from inspect_ai.dataset import Sample  # noqa: E402
 import q2_plugins.integrations.adapters as adapters  # noqa: E402
 from q2_plugins.integrations.inspect import MicroBatcher, q2_scorer, recorded_response, score_of  # noqa: E402
 from q2_plugins.metric.results import QuestionResult, ResponseResult, ResponseStatus  # noqa: E402
+from q2_plugins.metric.significance import mean_interval_of  # noqa: E402
 from tests.fakes import ScriptedScorer  # noqa: E402
 
 
@@ -97,6 +98,11 @@ def test_an_eval_scores_its_samples_in_one_core_call(monkeypatch, tmp_path):
     assert len(scorer.calls) == 1 and sorted(scorer.calls[0]["knowledge"]) == [f"k{i}" for i in range(8)]
     values = {s.id: s.scores["q2_scorer"].value["q2"] for s in log.samples}
     assert values == {i: pytest.approx(i / 10) for i in range(8)}
+    # the eval's metrics: the mean, its standard error and the interval q2 score prints (inside [0, 1])
+    metrics = {s.name: {k: m.value for k, m in s.metrics.items()} for s in log.results.scores}
+    expected = mean_interval_of([i / 10 for i in range(8)])[1]
+    got = (metrics["q2"]["q2_plugins/ci_low"], metrics["q2"]["q2_plugins/ci_high"])  # (Inspect names them by package)
+    assert got == pytest.approx((expected.low, expected.high))
     # a sample without the knowledge field: the eval reports the one line that says what to name
     (log,) = inspect_eval(Task(dataset=samples[:1], solver=recorded_response(), scorer=q2_scorer()),
                           model="mockllm/model", log_dir=str(tmp_path), display="none")

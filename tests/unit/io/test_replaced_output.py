@@ -1,0 +1,28 @@
+"""An existing output is replaced (the ``sort -o`` rule, kept), and the command says so on standard error, once per
+file it replaces; a new output gets no such line."""
+
+from __future__ import annotations
+
+import json
+
+from q2_plugins.cli import main
+
+
+def test_report_and_replay_say_which_existing_output_they_replace(tmp_path, capsys):
+    from q2_plugins.jobs.replay import bundled_original_run
+
+    steps, _ = bundled_original_run()
+    out = tmp_path / "replay.jsonl"
+    argv = ["replay", "--steps", str(steps[0]), "--output", str(out), "--format", "json"]
+    assert main(argv) == 0
+    assert "replacing" not in capsys.readouterr().err  # a new file: nothing to say
+    assert main(argv) == 0
+    err = capsys.readouterr().err
+    assert err.count("replacing") == 1 and f"q2 replay: replacing {out}, which exists; name another path to " \
+                                          f"keep it" in err
+    assert json.loads(out.read_text(encoding="utf-8").splitlines()[0])["row"] == 0  # replaced, as before
+    page = tmp_path / "r.html"
+    for attempt in range(2):
+        assert main(["report", str(out), "--output", str(page)]) == 0
+        err = capsys.readouterr().err
+        assert (f"q2 report: replacing {page}, which exists" in err) == (attempt == 1), err
