@@ -5,7 +5,8 @@ A response's final score is the mean of its question scores (each in [0, 1]), el
 1), else none (it ranks after every scored response). Between the filter's rounds, and once more before NLI, each
 response still in play gets the lowest and highest score it can still end with (:func:`score_bounds`): a question
 whose score is known counts as it is; a valid question whose knowledge answer or NLI label is still to come counts
-anywhere in [0, 1]; questions the filter may still admit (up to one per open candidate in ``single`` mode, every
+anywhere in [0, 1] (so the steps ask the knowledge answers of a round's valid questions in that round, and NLI
+labels each question and fallback as soon as they are known, :func:`~q2_plugins.metric.stages.stop_losers`); questions the filter may still admit (up to one per open candidate in ``single`` mode, every
 untried one in ``all`` mode, within ``max_questions``) may or may not come, each in [0, 1]; with no question at all
 the fallback (or no score) decides. Q²*'s questions without a knowledge answer may or may not count. The key a
 group ranks by is ``scale * score + offset`` per response (``scale`` >= 0). A response whose highest key is below
@@ -21,10 +22,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Callable, Optional, Sequence
 
-from q2_plugins.metric.components import Answer, AnswerKind
+from q2_plugins.metric.components import Answer, AnswerKind, NLILabel
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.runner import Row, Slot, ValidQuestion
-from q2_plugins.metric.scoring import answer_f1, needs_nli
+from q2_plugins.metric.scoring import NLI_SCORES, answer_f1, needs_nli, question_score
 
 __all__ = ["MARGIN", "Contest", "Bounds", "score_bounds"]
 
@@ -54,15 +55,18 @@ def _mean_bound(fixed: Sequence[float], optional: Sequence[float], lowest: bool)
     return total / n
 
 
-def _question_range(c: Q2Config, valid: ValidQuestion, answer: Optional[Answer]) -> tuple[float, float, bool]:
-    """``(low, high, optional)`` of one valid question's score: known once its knowledge answer is (NLI, where it
-    decides, comes last: [0, 1] until then); optional when Q²* may leave it out."""
+def _question_range(c: Q2Config, valid: ValidQuestion, answer: Optional[Answer],
+                    label: Optional[NLILabel]) -> tuple[float, float, bool]:
+    """``(low, high, optional)`` of one valid question's score: known once its knowledge answer is, and its NLI
+    label where NLI decides it ([0, 1] until then); optional when Q²* may leave it out."""
     if answer is None:
         return 0.0, 1.0, c.discard_unanswerable
     f1 = answer_f1(valid.slot.candidate, answer, c.normalization)
     optional = c.discard_unanswerable and answer.kind is AnswerKind.NO_ANSWER
     if c.use_nli and needs_nli(answer, f1):
-        return 0.0, 1.0, optional
+        if label is None:
+            return 0.0, 1.0, optional
+        f1 = question_score(f1, label)
     return f1, f1, optional
 
 
@@ -84,21 +88,28 @@ def _to_come(c: Q2Config, row: Row, slots: Sequence[Slot], count: int) -> tuple[
 
 
 def score_bounds(c: Q2Config, row: Row, slots: Sequence[Slot], valid: Sequence[ValidQuestion],
-                 answer_of: Callable[[ValidQuestion], Optional[Answer]]) -> Bounds:
-    """The :class:`Bounds` of ``row``'s final score, given its ``slots``, its ``valid`` questions so far and the
-    knowledge answers known of them (``answer_of``: None while to come)."""
+                 answer_of: Callable[[ValidQuestion], Optional[Answer]],
+                 label_of: Callable[[ValidQuestion, Answer], Optional[NLILabel]] = lambda v, a: None,
+                 fallback: Optional[NLILabel] = None) -> Bounds:
+    """The :class:`Bounds` of ``row``'s final score, given its ``slots``, its ``valid`` questions so far and what is
+    known of them: their knowledge answers (``answer_of``) and NLI labels (``label_of``; None while to come), and
+    the row's fallback label."""
     if row.error is not None:
         return Bounds(_UNSCORED, _UNSCORED)
     fixed_lo, fixed_hi, opt_lo, opt_hi = [], [], [], []
     for v in valid:
-        lo, hi, optional = _question_range(c, v, answer_of(v))
+        answer = answer_of(v)
+        lo, hi, optional = _question_range(c, v, answer, None if answer is None else label_of(v, answer))
         (opt_lo if optional else fixed_lo).append(lo)
         (opt_hi if optional else fixed_hi).append(hi)
     more, may_fail = _to_come(c, row, slots, len(valid))
     opt_lo += [0.0] * more
     opt_hi += [1.0] * more
-    # no question at all: the fallback's 0 / 0.5 / 1, or no score
-    empty = (0.0, 1.0) if c.fallback else (_UNSCORED, _UNSCORED)
+    # no question at all: the fallback's 0 / 0.5 / 1 (its label's, once known), or no score
+    if not c.fallback:
+        empty = (_UNSCORED, _UNSCORED)
+    else:
+        empty = (0.0, 1.0) if fallback is None else (NLI_SCORES[fallback],) * 2
     if fixed_lo:
         low, high = _mean_bound(fixed_lo, opt_lo, lowest=True), _mean_bound(fixed_hi, opt_hi, lowest=False)
     else:  # any subset of the optional ones, the empty one too

@@ -40,6 +40,7 @@ from q2_plugins.metric.scoring import (
     answer_f1,
     counted_questions,
     needs_nli,
+    nli_premise_hypothesis,
     question_score,
     response_result,
 )
@@ -175,8 +176,9 @@ def select_questions(run: StageRunner, parts: Parts, slots: list[Slot],
                      contest: Optional[Contest] = None) -> list[ValidQuestion]:
     """The valid questions, in candidate order then beam rank. ``single`` mode tries one more rank per round until
     a candidate has a valid question; ``all`` tries every rank in one round. The knowledge answers of a round's
-    valid questions (step 4) ride in the next round's QA batch. With a ``contest`` (ranking with early stop), the
-    rows that cannot rank first stop before each round."""
+    valid questions (step 4) ride in the next round's QA batch. With a ``contest`` (ranking with early stop), they
+    come in a second QA call of the same round instead, and the rows that cannot rank first stop before each
+    round."""
     c = parts.settings
     valid: list[ValidQuestion] = []
     counts: dict[int, int] = {}  # valid questions per row (id), for the max_questions budget
@@ -199,6 +201,8 @@ def select_questions(run: StageRunner, parts: Parts, slots: list[Slot],
                 counts[id(s.row)] = counts.get(id(s.row), 0) + 1
                 valid.append(ValidQuestion(s, rank, q, ans.text))
                 s.done = s.done or c.question_mode == "single"
+        if contest is not None:  # the round's knowledge answers at once: the next round's stops know them
+            _answer(run, parts, [(v.question, v.row.knowledge) for v in valid if v.row.error is None])
     order = {id(s): i for i, s in enumerate(slots)}
     valid.sort(key=lambda v: (order[id(v.slot)], v.rank))  # candidate order, then beam rank, as the original
     return [v for v in valid if v.row.error is None and not v.row.stopped]
@@ -220,8 +224,38 @@ def stop_losers(run: StageRunner, parts: Parts, contest: Optional[Contest], slot
     def answer_of(v: ValidQuestion) -> Optional[Answer]:
         return run.known("qa", (v.question, v.row.knowledge))
 
+    def label_of(v: ValidQuestion, answer: Answer) -> Optional[NLILabel]:
+        return run.known("nli", nli_premise_hypothesis(v.question, v.slot.candidate, answer))
+
+    def fallback_of(r: Row) -> Optional[NLILabel]:
+        return run.known("nli", fallback_pair(parts, r)) if parts.settings.fallback else None
+
+    _label_early(run, parts, contest.rows, slots_of, valid_of, answer_of)
     contest.prune(lambda r: score_bounds(parts.settings, r, slots_of.get(id(r), []), valid_of.get(id(r), []),
-                                         answer_of))
+                                         answer_of, label_of, fallback_of(r)))
+
+
+def _label_early(run: StageRunner, parts: Parts, rows: Sequence[Row], slots_of: dict[int, list[Slot]],
+                 valid_of: dict[int, list[ValidQuestion]], answer_of: Any) -> None:
+    """NLI, ahead of step 5, for what is known already of the rows in play: the valid questions whose knowledge
+    answer NLI decides, and the fallback of rows with no valid question and none to come. The labels are those of
+    the one NLI call later (which finds them in the memo); known now, they pin the rows' scores early."""
+    c = parts.settings
+    if parts.nli is None:
+        return
+    pairs = []
+    for r in rows:
+        if r.error is not None or r.stopped:
+            continue
+        for v in valid_of.get(id(r), []):
+            answer = answer_of(v)
+            if answer is not None and c.use_nli and needs_nli(answer, answer_f1(v.slot.candidate, answer,
+                                                                                 c.normalization)):
+                pairs.append(nli_premise_hypothesis(v.question, v.slot.candidate, answer))
+        if c.fallback and id(r) not in valid_of and all(s.done for s in slots_of.get(id(r), [])):
+            pairs.append(fallback_pair(parts, r))
+    if pairs:
+        run_nli(run, parts, pairs)
 
 
 def _next_round(run: StageRunner, parts: Parts, slots: list[Slot],

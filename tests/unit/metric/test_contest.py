@@ -180,3 +180,21 @@ def test_contest_checks_its_groups():
     with pytest.raises(ValueError, match="scale >= 0"):
         Contest([[0, 1]], scale=[1.0, -1.0])
     assert Answer.none().has_answer is False
+
+
+def test_a_candidate_behind_stops_before_its_next_beams_are_asked():
+    """After round 1 "good" scores 1 for sure and "behind" at most 0.5 (one question scoring 0, one candidate still
+    open): "behind" stops there, and its open candidate's later beams are never asked."""
+    cands = {"good": ["paris"], "behind": ["old", "river"]}
+    qg = {("paris", "good"): ["g1?"], ("old", "behind"): ["b1?"],
+          ("river", "behind"): ["r1?", "r2?", "r3?", "r4?"]}
+    qa = {("g1?", "good"): "paris", ("g1?", "K"): "paris", ("b1?", "behind"): "old", ("r4?", "behind"): "river"}
+    early = FakeQA(qa)
+    r = rerank_batch([["behind", "good"]], ["K"], scorer=scripted_scorer(cands, qg, early))[0]
+    asked = {q for call in early.calls for q, _ in call}
+    assert r.best == 1 and r.stopped == [True, False]
+    assert {"r2?", "r3?", "r4?"}.isdisjoint(asked) and "r1?" in asked
+    full = FakeQA(qa)
+    assert rerank_batch([["behind", "good"]], ["K"], scorer=scripted_scorer(cands, qg, full),
+                        early_stop=False)[0].best == 1
+    assert {"r2?", "r3?", "r4?"} <= {q for call in full.calls for q, _ in call}
