@@ -6,8 +6,11 @@ a tokenizer trained on the WoW / BEGIN text (``bench_pipeline.py``'s models). Th
 recorded question of ``q2_original_run`` asked of its response (the filter's QA) and of its knowledge. Both rows
 answer the same pairs with one thread; the figures are CPU time (``time.process_time``), best of ``--trials``.
 Also prints how many answers the two agree on (random weights: a check of the export, not of accuracy).
+``--nli`` also times the paper-size RoBERTa-large NLI model on each response's (knowledge, response) pair and as many
+answer-comparison pairs: fp32, the ``ct2:`` int8 backend, and the same ONNX export and int8 quantisation as QA's
+(whether the onnx backend should take NLI too).
 
-    python benchmarks/bench_onnx_qa.py --n 24 --json out/onnx_qa.json [--sizes tiny]
+    python benchmarks/bench_onnx_qa.py --n 24 --json out/onnx_qa.json [--sizes tiny] [--nli]
 
 Measures and prints; asserts nothing about speed.
 """
@@ -53,6 +56,63 @@ def cpu_seconds(qa: Any, pairs: Sequence[tuple[str, str]], trials: int) -> tuple
     return best, answers
 
 
+def nli_pairs(n: int) -> list[tuple[str, str]]:
+    """Each response's fallback pair, then answer-comparison pairs built from its recorded questions."""
+    recs = load_workload(REPO / "q2_plugins" / "data", n)
+    compare = [(f"{q.question} {r.knowledge[:60]}.", f"{q.question} {r.response[:40]}.") for r in recs
+               for q in r.questions]
+    return [(r.knowledge, r.response) for r in recs] + compare[:n]
+
+
+def onnx_classifier(nli_dir: Path, out: Path) -> Any:
+    """An ONNX Runtime session of the NLI model, exported and quantised as the onnx backend does QA models."""
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+    from transformers import AutoModelForSequenceClassification, AutoTokenizer
+
+    from q2_plugins.backends import onnx
+
+    if not (out / "model.onnx").exists():
+        out.mkdir(parents=True, exist_ok=True)
+        model = AutoModelForSequenceClassification.from_pretrained(nli_dir).eval()
+
+        class Logits(torch.nn.Module):
+            def forward(self, input_ids: Any, attention_mask: Any) -> Any:
+                return model(input_ids=input_ids, attention_mask=attention_mask).logits
+
+        ex = AutoTokenizer.from_pretrained(nli_dir)(["a b"], ["c d"], return_tensors="pt")
+        dims = {"input_ids": {0: torch.export.Dim("batch"), 1: torch.export.Dim("tokens")}}
+        dims["attention_mask"] = dims["input_ids"]
+        with onnx._quiet():
+            torch.onnx.export(Logits(), (ex["input_ids"], ex["attention_mask"]), str(out / "f.onnx"), dynamo=True,
+                              input_names=list(dims), dynamic_shapes=dims, external_data=False)
+            onnx._fold_weight_transposes(out / "f.onnx")
+            quantize_dynamic(str(out / "f.onnx"), str(out / "model.onnx"), weight_type=QuantType.QInt8)
+    return onnx._session(out / "model.onnx")
+
+
+def nli_rows(nli_dir: Path, n: int, models: Path) -> dict[str, float]:
+    """CPU seconds of the NLI pairs of ``n`` responses: fp32 default, ct2 int8, onnx int8 (one window at a time)."""
+    import numpy as np
+
+    pairs = nli_pairs(n)
+    fp32 = backends.load("nli", Q2Config(nli_model=str(nli_dir)))
+    ct2 = backends.load("nli", Q2Config(nli_model=f"ct2:{nli_dir}"))
+    session = onnx_classifier(nli_dir, models / "nli_onnx")
+    windows = fp32._windows(pairs).features
+
+    def by_onnx() -> None:
+        for f in windows:
+            session.run(None, {k: np.asarray([f[k]], dtype=np.int64) for k in ("input_ids", "attention_mask")})
+
+    out = {"nli_pairs": len(pairs), "nli_tokens": sum(len(f["input_ids"]) for f in windows)}
+    for name, fn in (("fp32", lambda: fp32.predict(pairs)), ("ct2_int8", lambda: ct2.predict(pairs)),
+                     ("onnx_int8", by_onnx)):
+        t0 = time.process_time()
+        fn()
+        out[f"nli_{name}_cpu_s"] = time.process_time() - t0
+    return out
+
+
 def main(argv: Optional[Sequence[str]] = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--n", type=int, default=24, help="responses of the recorded run (default 24)")
@@ -61,9 +121,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--models", default=os.path.join(tempfile.gettempdir(), "q2_bench_models"),
                     help="where the random-weight models are built once")
     ap.add_argument("--json", help="write the figures here too")
+    ap.add_argument("--nli", action="store_true", help="also time NLI: fp32, ct2 int8, onnx int8")
     args = ap.parse_args(argv)
     torch.set_num_threads(1)
-    qa_dir = build_models(Path(args.models), REPO / "q2_plugins" / "data", args.sizes)["qa"]
+    paths = build_models(Path(args.models), REPO / "q2_plugins" / "data", args.sizes)
+    qa_dir = paths["qa"]
     pairs = pairs_of(args.n)
     t0 = time.perf_counter()
     onnx = backends.load("qa", Q2Config(qa_model=f"onnx:{qa_dir}"))
@@ -88,6 +150,10 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     print(f"  onnx int8    : {new['cpu_s']:8.2f} s CPU   ({report['speedup']:.2f}x; export + load "
           f"{export_s:.0f} s, once per machine)")
     print(f"  same answers : {same}/{len(pairs)}")
+    if args.nli:
+        report.update(nli_rows(paths["nli"], args.n, Path(args.models) / args.sizes))
+        print(f"NLI, {report['nli_pairs']} pairs ({report['nli_tokens']} tokens): fp32 {report['nli_fp32_cpu_s']:.2f} "
+              f"s, ct2 int8 {report['nli_ct2_int8_cpu_s']:.2f} s, onnx int8 {report['nli_onnx_int8_cpu_s']:.2f} s CPU")
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=2) + "\n")
