@@ -102,6 +102,7 @@ class Q2RerankMixin:
                 history=history if self.q2_use_history else None,
                 sequence_scores=[[score for _, score in beams[i]] for i in rows],
                 weight=self.q2_rerank_weight, scorer=self.q2_scorer,
+                early_stop=False,  # (q2_rerank reports every candidate's score)
             )
             for i, r in zip(rows, ranked):
                 beams[i] = [beams[i][j] for j in r.order]

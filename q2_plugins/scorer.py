@@ -22,6 +22,7 @@ from q2_plugins.metric.components import (
     QuestionGenerator,
 )
 from q2_plugins.metric.config import STAGES, Q2Config
+from q2_plugins.metric.contest import Contest
 from q2_plugins.metric.progress import Progress
 from q2_plugins.metric.results import Q2Result, ResponseResult
 from q2_plugins.metric.runner import Parts, Row, StageRunner
@@ -247,6 +248,7 @@ class Q2Scorer:
         explain: bool = False,
         progress: Union[bool, Progress] = False,
         label: bool = False,
+        contest: Optional[Contest] = None,
     ) -> Q2Result:
         """Score ``responses[i]`` against ``knowledge[i]``; the steps are those of :mod:`q2_plugins.metric.stages`.
 
@@ -260,13 +262,16 @@ class Q2Scorer:
         With models off the CPU, a call of more than :data:`AHEAD_ROWS` rows is scored in parts of that many, each
         part's answer candidates extracted while the models score the part before (:meth:`ahead`); the results are
         those of one call.
+
+        ``contest`` (:class:`~q2_plugins.metric.contest.Contest`, what reranking with early stop passes): rows that
+        compete in groups; those that cannot rank first in theirs stop early and get the status ``stopped``.
         """
         _check_inputs(responses, knowledge, history)
         _check_progress(progress)
-        if len(responses) > AHEAD_ROWS and self._custom["candidates"] is None:
+        if len(responses) > AHEAD_ROWS and self._custom["candidates"] is None and contest is None:
             if spacy_worker.off_cpu(self.config):
                 return self._score_in_parts(responses, knowledge, history, explain, progress, label)
-        return self._score_call(responses, knowledge, history, explain, progress, label)
+        return self._score_call(responses, knowledge, history, explain, progress, label, contest)
 
     def _score_in_parts(self, responses: Sequence[Any], knowledge: Sequence[Any], history: Optional[Sequence[Any]],
                         explain: bool, progress: Union[bool, Progress], label: bool) -> Q2Result:
@@ -297,9 +302,12 @@ class Q2Scorer:
         return Q2Result(results, self.signature, self.random_weights)
 
     def _score_call(self, responses: Sequence[Any], knowledge: Sequence[Any], history: Optional[Sequence[Any]],
-                    explain: bool, progress: Union[bool, Progress], label: bool) -> Q2Result:
+                    explain: bool, progress: Union[bool, Progress], label: bool,
+                    contest: Optional[Contest] = None) -> Q2Result:
         c = self.config
         rows = st.check_cells(responses, knowledge, history if c.coref else None)
+        if contest is not None:
+            contest.rows = rows
         check_lengths(c, rows)                                                            # 0. budgets, up front
         checked = self._rows_to_check(rows)
         run = StageRunner(c, self.cache, progress=progress)
@@ -320,8 +328,11 @@ class Q2Scorer:
                 check_candidates(c, active)
                 active = st.usable(active)
                 slots = st.generate_questions(run, p, active)                             # 2. question generation
-                valid = st.select_questions(run, p, slots)                                # 3. filters
+                valid = st.select_questions(run, p, slots, contest)                       # 3. filters
                 compared = st.answer_from_knowledge(run, p, valid)                        # 4. QA on the knowledge
+                if contest is not None:  # ranking with early stop: the losers known before NLI stop here
+                    st.stop_losers(run, p, contest, slots, valid)
+                    compared = [cq for cq in compared if not cq.valid.row.stopped]
                 fallback_rows = st.needing_fallback(p, active, compared)
                 nli_out = st.run_nli(run, p, st.nli_pairs(p, compared)                    # 5 and 6: one NLI call
                                      + [st.fallback_pair(p, r) for r in fallback_rows])
@@ -340,6 +351,7 @@ class Q2Scorer:
             run.close()
             self.timings = run.timings
             self.stage_items = run.computed
+        checked = [i for i in checked if not rows[i].stopped]
         if checked:  # a setting the tests cannot run: its decisions against float32 on its first rows
             self._check_decisions(checked, responses, knowledge, history, results)
         if not explain:

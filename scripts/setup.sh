@@ -21,7 +21,7 @@ INSTALL=(install)
 "${PIP[@]}" "${INSTALL[@]}" -c "$PINS" --upgrade pip
 "${PIP[@]}" "${INSTALL[@]}" -c "$PINS" torch==2.13.0
 # Q2_EXTRAS: the extras to install (default: all the tests use; empty: scoring only, as scripts/score_sample.sh does)
-EXTRAS=${Q2_EXTRAS-dev,evaluate,lm-eval,metaeval,bertscore,train,report-tests,ray,ct2}
+EXTRAS=${Q2_EXTRAS-dev,evaluate,lm-eval,metaeval,bertscore,train,report-tests,ray,ct2,onnx}
 "${PIP[@]}" "${INSTALL[@]}" -c "$PINS" -e ".${EXTRAS:+[$EXTRAS]}"
 # the start-up hook for evaluate.load("q2") and ParlAI's --metrics q2 (editable installs do not get it from pip)
 "$VENV/bin/q2" hooks install

@@ -61,7 +61,8 @@ class BackendError(SettingError, ModelLoadError):
 
 # scheme -> a backend, or "module:attribute" of one, imported when first used
 _REGISTRY: dict[str, Union[Backend, str]] = {DEFAULT: "q2_plugins.backends.hf:BACKEND",
-                                              "ct2": "q2_plugins.backends.ct2:BACKEND"}
+                                              "ct2": "q2_plugins.backends.ct2:BACKEND",
+                                              "onnx": "q2_plugins.backends.onnx:BACKEND"}
 _discovered = False
 
 

@@ -19,14 +19,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import shutil
-import tempfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 from q2_plugins.backends.accel.batching import length_batches
 from q2_plugins.backends.hf import transformers_models
-from q2_plugins.backends.loading import fetch
+from q2_plugins.backends.loading import cpu_only, made_once, model_files
 from q2_plugins.metric.errors import ModelLoadError, SettingError
 from q2_plugins.metric.signature import model_id
 
@@ -79,35 +77,13 @@ def converted(role: str, name: str, revision: Optional[str]) -> Path:
 
     model, compute = _split(name)
     key = hashlib.sha256(f"{model_id(model, revision)}|{compute}|{_version()}".encode()).hexdigest()[:24]
-    target = _cache_root() / f"{role}-{key}"
-    if (target / "model.bin").exists():
-        return target
-    source = _local_files(role, model, revision)
-    target.parent.mkdir(parents=True, exist_ok=True)
-    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
-    try:
-        _convert(role, source, tmp, compute)
-        try:
-            os.replace(tmp, target)
-        except OSError:  # another process converted it meanwhile
-            if not (target / "model.bin").exists():
-                raise
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    return target
+    return made_once(_cache_root() / f"{role}-{key}", "model.bin",
+                     lambda tmp: _convert(role, _local_files(role, model, revision), tmp, compute))
 
 
 def _local_files(role: str, model: str, revision: Optional[str]) -> str:
     """A local directory holding the model's files, under the one load policy."""
-
-    def where(path: str, local: dict[str, Any]) -> str:
-        if os.path.isdir(path):
-            return path
-        from huggingface_hub import snapshot_download
-
-        return snapshot_download(path, revision=revision, **local)
-
-    return fetch(role, os.path.expanduser(model) if model.startswith("~") else model, where)
+    return model_files(role, model, revision)
 
 
 def _convert(role: str, source: str, out: Path, compute: str) -> None:
@@ -215,9 +191,7 @@ class CT2Backend:
 
         _check_role(role)
         model, compute = _split(name)
-        if config.role_device(role) != "cpu":
-            raise SettingError(f"{role}_device", "the ct2 backend runs on the CPU here; use device cpu for it, or the "
-                                                 "transformers model (no ct2: prefix) on the GPU")
+        cpu_only("ct2", role, config)
         path = converted(role, name, _revision(role, config))
         tokenizer = AutoTokenizer.from_pretrained(_local_files(role, model, _revision(role, config)))
         rt = config.role_runtime(role)

@@ -14,12 +14,15 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
+import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator, Optional, TypeVar
 
-from q2_plugins.metric.errors import SETTING, ModelLoadError, model_load_error
+from q2_plugins.metric.errors import SETTING, ModelLoadError, SettingError, model_load_error
 
-__all__ = ["fetch", "hub_unreachable", "quiet_loading", "RANDOM_WEIGHTS_MARK", "random_weight_models"]
+__all__ = ["fetch", "hub_unreachable", "quiet_loading", "RANDOM_WEIGHTS_MARK", "random_weight_models", "model_files",
+           "made_once", "cpu_only"]
 
 T = TypeVar("T")
 
@@ -70,6 +73,46 @@ def fetch(role: str, name: str, load: Callable[[str, dict[str, Any]], T]) -> T:
                 f"you trust to safetensors. ({_refusal_reason(e)})", setting=f"{role}_model"
             ) from e
         raise model_load_error(role, name, e) from e
+
+
+def model_files(role: str, name: str, revision: Optional[str]) -> str:
+    """A local directory holding the model's files (a hub model: its snapshot), under the load policy."""
+
+    def where(path: str, local: dict[str, Any]) -> str:
+        if os.path.isdir(path):
+            return path
+        from huggingface_hub import snapshot_download
+
+        return snapshot_download(path, revision=revision, **local)
+
+    return fetch(role, os.path.expanduser(name) if name.startswith("~") else name, where)
+
+
+def cpu_only(scheme: str, role: str, config: Any) -> None:
+    """A backend that runs on the CPU only: any other device of ``role`` is a setting error, said up front."""
+    if config.role_device(role) != "cpu":
+        raise SettingError(f"{role}_device", f"the {scheme} backend runs on the CPU here; use device cpu for it, "
+                                             f"or the transformers model (no {scheme}: prefix) on the GPU")
+
+
+def made_once(target: Path, marker: str, make: Callable[[Path], None]) -> Path:
+    """``target``, a directory a backend makes from a model (a conversion, an export), made by ``make(tmp)`` into a
+    temporary directory beside it and moved into place whole, unless ``target / marker`` is there already (another
+    process making it meanwhile is no error)."""
+    if (target / marker).exists():
+        return target
+    target.parent.mkdir(parents=True, exist_ok=True)
+    tmp = Path(tempfile.mkdtemp(prefix=f".{target.name}-", dir=target.parent))
+    try:
+        make(tmp)
+        try:
+            os.replace(tmp, target)
+        except OSError:  # another process made it meanwhile
+            if not (target / marker).exists():
+                raise
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    return target
 
 
 _HUB_PROBE: dict[str, Optional[str]] = {}  # endpoint -> why it cannot be reached (None: reachable), once a process

@@ -27,9 +27,10 @@ def add_parser(sub: Any, add_config_flags: Callable[[argparse.ArgumentParser], N
         help="score N rows in float32 and in the chosen precision / backend: speed, score and decision changes",
         description="Scores the first --rows rows of --input twice: in float32 (transformers models, this package's "
                     "fast paths) and with the settings given (--dtype bfloat16, --dtype tf32 --device cuda, "
-                    "--qg-model ct2:MODEL, ...), then prints the speed ratio, the score MAE and correlation, the "
-                    "share of responses whose score moves by more than 0.05, and the shares of filter decisions and "
-                    "NLI labels that flip. docs/performance.md")
+                    "--qg-model ct2:MODEL, --qa-model onnx:MODEL, ...), then prints the speed ratio, the score MAE "
+                    "and correlation, the share of responses whose score moves by more than 0.05, the shares of "
+                    "filter decisions and NLI labels that flip, and the knowledge answers and F1s that change. "
+                    "docs/performance.md")
     g = p.add_argument_group("input")
     common(g.add_argument("--input", required=True, metavar="FILE", help="JSONL or CSV/TSV file, one response per row"))
     g.add_argument("--input-format", choices=("jsonl", "csv", "tsv"), help="default: from the file extension")

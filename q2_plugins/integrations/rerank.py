@@ -5,18 +5,25 @@ Selection rule (:func:`rerank`): candidates are ordered by their key, highest fi
 transformers' length-normalised beam log-probability, so both terms lie in [0, 1]). A candidate without a score
 (``status`` error or no valid question) ranks after every scored one. Ties keep the input order, i.e. the
 generator's own ranking. Scoring is one :meth:`Q2Scorer.score` call over every candidate of every input.
+
+Early stop (``early_stop=True``, the default, with a :class:`Q2Scorer`): a candidate stops getting QA and NLI once
+its highest possible key is below another candidate's lowest possible one (:mod:`q2_plugins.metric.contest`); the
+best candidate is the one full scoring picks, the stopped ones are marked in :attr:`Reranked.stopped`, with no
+score, and rank after the others. ``explain=True`` or ``early_stop=False`` scores every candidate to the end. When
+a candidate still in play fails (a row error), its input is scored again in full.
 """
 
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Optional, Sequence
 
 from q2_plugins.integrations import adapters
 from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.contest import Contest
 from q2_plugins.metric.progress import on_a_terminal
-from q2_plugins.metric.results import ResponseResult
+from q2_plugins.metric.results import Q2Result, ResponseResult, ResponseStatus
 from q2_plugins.scorer import Q2Scorer
 
 __all__ = ["Reranked", "Generated", "rerank", "rerank_batch", "generate_best"]
@@ -28,11 +35,13 @@ class Reranked:
 
     candidates: list[str]
     order: list[int]  # candidate indices, best first
-    keys: list[Optional[float]]  # the ranking key per candidate (None: unscored)
+    keys: list[Optional[float]]  # the ranking key per candidate (None: unscored or stopped)
     q2: list[Optional[float]]  # the Q² score per candidate
-    results: list[ResponseResult]  # per candidate; questions and answers when explain=True
+    results: list[ResponseResult]  # per candidate; questions and answers when explain=True; status "stopped": see
     signature: str
     sequence_scores: Optional[list[float]] = None
+    #: per candidate: stopped early, it could not rank first (not scored to the end; it ranks after the others)
+    stopped: list[bool] = field(default_factory=list)
 
     @property
     def best(self) -> int:
@@ -44,7 +53,7 @@ class Reranked:
 
     def to_dict(self) -> dict[str, Any]:
         return {"candidates": self.candidates, "order": self.order, "keys": self.keys, "q2": self.q2,
-                "sequence_scores": self.sequence_scores, "signature": self.signature,
+                "sequence_scores": self.sequence_scores, "signature": self.signature, "stopped": self.stopped,
                 "results": [r.to_dict() for r in self.results]}
 
 
@@ -81,8 +90,10 @@ def rerank_batch(
     explain: bool = False,
     scorer: Optional[Q2Scorer] = None,
     config: Optional[Q2Config] = None,
+    early_stop: bool = True,
 ) -> list[Reranked]:
-    """Rerank ``candidates[i]`` (a list of responses) against ``knowledge[i]``, for every input ``i`` at once."""
+    """Rerank ``candidates[i]`` (a list of responses) against ``knowledge[i]``, for every input ``i`` at once
+    (``early_stop``: see the module docstring)."""
     for name, value in (("candidates", candidates), ("knowledge", knowledge)):
         if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
             raise TypeError(f"Expected {name} to be a list, but got {type(value).__name__}")
@@ -99,28 +110,78 @@ def rerank_batch(
     if history is not None and len(history) != len(candidates):
         raise ValueError(f"Expected one history per input, but got {len(history)} for {len(candidates)} inputs")
 
-    flat = [(i, text) for i, group in enumerate(candidates) for text in group]
     scoring = _scorer(scorer, config)
-    # (bars on a terminal for a long call; a scorer of the caller's own is called as before)
-    shown = {"progress": True} if isinstance(scoring, Q2Scorer) and on_a_terminal(len(flat)) else {}
-    result = scoring.score(
-        responses=[text for _, text in flat],
-        knowledge=[knowledge[i] for i, _ in flat],
-        history=None if history is None else [history[i] for i, _ in flat],
-        explain=explain, **shown,
-    )
-    out, pos = [], 0
+    seq = None if sequence_scores is None else [[float(x) for x in s] for s in sequence_scores]
+    stop = early_stop and not explain and isinstance(scoring, Q2Scorer)
+    results = _score(scoring, candidates, knowledge, history, seq, weight, explain, stop)
+    if stop:  # a candidate in play that failed: the bounds did not foresee it, so its input is scored in full
+        again = [i for i, rs in enumerate(results) if any(r.status == ResponseStatus.STOPPED for r in rs)
+                 and any(r.index in results.unforeseen for r in rs)]
+        if again:
+            full = _score(scoring, [candidates[i] for i in again], [knowledge[i] for i in again],
+                          None if history is None else [history[i] for i in again],
+                          None if seq is None else [seq[i] for i in again], weight, explain, False)
+            for i, rs in zip(again, full):
+                results[i] = rs
+    out = []
     for i, group in enumerate(candidates):
-        results = result.responses[pos : pos + len(group)]
+        rs = list(results[i])
+        stopped = [r.status == ResponseStatus.STOPPED for r in rs]
+        q2 = [r.score for r in rs]
+        s = None if seq is None else seq[i]
+        keys = [_key(q, None if s is None else s[j], weight) for j, q in enumerate(q2)]
+        order = sorted(range(len(group)), key=lambda j: (stopped[j], keys[j] is None, -(keys[j] or 0.0), j))
+        out.append(Reranked(list(group), order, keys, q2, rs, results.signature, s, stopped))
+    return out
+
+
+class _Results(list):
+    """Per input, its candidates' results; ``signature``: the scorer's; ``unforeseen``: the call's rows whose
+    error the early stop's bounds had ruled out (:meth:`Contest.unforeseen`)."""
+
+    signature = ""
+    unforeseen: frozenset[int] = frozenset()
+
+
+def _key(q2: Optional[float], sequence_score: Optional[float], weight: float) -> Optional[float]:
+    """The ranking key of a candidate (see the module docstring)."""
+    if q2 is None or sequence_score is None or weight == 0:
+        return q2
+    return (1 - weight) * q2 + weight * math.exp(sequence_score)
+
+
+def _score(scoring: Any, candidates: Sequence[Sequence[str]], knowledge: Sequence[Any],
+           history: Optional[Sequence[Any]], seq: Optional[list[list[float]]], weight: float, explain: bool,
+           stop: bool) -> "_Results":
+    """One score() call over every candidate of every input; with ``stop``, a :class:`Contest` of each input's
+    candidates (its key: the Q² score, or the mix with the sequence score)."""
+    flat = [(i, j, text) for i, group in enumerate(candidates) for j, text in enumerate(group)]
+    extra: dict[str, Any] = {}
+    if stop:
+        groups, pos = [], 0
+        for group in candidates:
+            groups.append(list(range(pos, pos + len(group))))
+            pos += len(group)
+        mixed = seq is not None and weight > 0
+        extra["contest"] = Contest(groups, scale=[1 - weight if mixed else 1.0 for _ in flat],
+                                   offset=[weight * math.exp(seq[i][j]) if mixed else 0.0  # type: ignore[index]
+                                           for i, j, _ in flat])
+    # (bars on a terminal for a long call; a scorer of the caller's own is called as before)
+    if isinstance(scoring, Q2Scorer) and on_a_terminal(len(flat)):
+        extra["progress"] = True
+    result: Q2Result = scoring.score(
+        responses=[text for _, _, text in flat],
+        knowledge=[knowledge[i] for i, _, _ in flat],
+        history=None if history is None else [history[i] for i, _, _ in flat],
+        explain=explain, **extra,
+    )
+    out, pos = _Results(), 0
+    for group in candidates:
+        out.append(list(result.responses[pos : pos + len(group)]))
         pos += len(group)
-        q2 = [r.score for r in results]
-        seq = None if sequence_scores is None else [float(s) for s in sequence_scores[i]]
-        if seq is None or weight == 0:
-            keys = list(q2)
-        else:
-            keys = [None if q is None else (1 - weight) * q + weight * math.exp(s) for q, s in zip(q2, seq)]
-        order = sorted(range(len(group)), key=lambda j: (keys[j] is None, -(keys[j] or 0.0), j))
-        out.append(Reranked(list(group), order, keys, q2, list(results), result.signature, seq))
+    out.signature = result.signature
+    if "contest" in extra:
+        out.unforeseen = frozenset(extra["contest"].unforeseen())
     return out
 
 
@@ -134,6 +195,7 @@ def rerank(
     explain: bool = False,
     scorer: Optional[Q2Scorer] = None,
     config: Optional[Q2Config] = None,
+    early_stop: bool = True,
 ) -> Reranked:
     """Rerank candidate responses for one knowledge (a string or a list of sentences) by Q², best first.
 
@@ -144,7 +206,7 @@ def rerank(
     return rerank_batch(
         [candidates], [knowledge], history=None if history is None else [history],
         sequence_scores=None if sequence_scores is None else [sequence_scores], weight=weight, explain=explain,
-        scorer=scorer, config=config,
+        scorer=scorer, config=config, early_stop=early_stop,
     )[0]
 
 
@@ -177,6 +239,7 @@ def generate_best(
     explain: bool = False,
     scorer: Optional[Q2Scorer] = None,
     config: Optional[Q2Config] = None,
+    early_stop: bool = True,
     **generate_kwargs: Any,
 ) -> list[Generated]:
     """Generate ``num_candidates`` beams per prompt and return the Q²-best text for each.
@@ -184,7 +247,7 @@ def generate_best(
     Works for encoder-decoder and decoder-only models (prompts are left-padded for the latter and the prompt is cut
     from the output). Calls ``model.generate(num_beams=k, num_return_sequences=k)`` in batches of ``batch_size``
     prompts, then reranks every candidate of every prompt in one Q² call. ``weight`` mixes in the beam score (see
-    the module docstring). Extra keyword arguments go to ``generate``.
+    the module docstring; so is ``early_stop``). Extra keyword arguments go to ``generate``.
     """
     import torch
 
@@ -223,5 +286,5 @@ def generate_best(
             texts.append([t.strip() for t in decoded[j * k : (j + 1) * k]])
             seq_scores.append(scores[j * k : (j + 1) * k])
     ranked = rerank_batch(texts, knowledge, sequence_scores=seq_scores, weight=weight, explain=explain,
-                          scorer=scorer, config=config)
+                          scorer=scorer, config=config, early_stop=early_stop)
     return [Generated(r.best_text, r) for r in ranked]

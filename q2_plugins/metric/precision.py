@@ -53,8 +53,9 @@ class Agreement:
     than :data:`MOVED` or that only one run scored. ``filter_decisions``: questions both runs generated and tried,
     ``filter_flips``: those whose outcome (valid, or the reason it was dropped) differs; ``questions_one_side``:
     questions only one run generated or tried (its beam search went another way). ``nli_labels`` / ``nli_flips``:
-    the same for the NLI labels of shared valid questions and of the fallback. ``seconds``: each run's time, where
-    measured."""
+    the same for the NLI labels of shared valid questions and of the fallback. ``answers``: valid questions of both
+    runs, ``answers_changed`` / ``f1_changed``: those whose knowledge answer / token F1 differs. ``seconds``: each
+    run's time, where measured."""
 
     rows: int = 0
     scores: int = 0
@@ -66,6 +67,9 @@ class Agreement:
     questions_one_side: int = 0
     nli_labels: int = 0
     nli_flips: int = 0
+    answers: int = 0
+    answers_changed: int = 0
+    f1_changed: int = 0
     reference: str = ""
     checked: str = ""
     seconds: dict[str, float] = field(default_factory=dict)
@@ -85,6 +89,10 @@ class Agreement:
     @property
     def nli_flip_share(self) -> float:
         return self._share(self.nli_flips, self.nli_labels)
+
+    @property
+    def answer_change_share(self) -> float:
+        return self._share(self.answers_changed, self.answers)
 
     @property
     def speed_ratio(self) -> Optional[float]:
@@ -108,7 +116,8 @@ class Agreement:
     def to_dict(self, tolerance: Tolerance = TOLERANCE) -> dict[str, Any]:
         """The figures as one JSON-ready dict (the ``precision_check`` entry of a run's ``.meta.json``)."""
         return {**asdict(self), "moved_share": self.moved_share, "filter_flip_share": self.filter_flip_share,
-                "nli_flip_share": self.nli_flip_share, "speed_ratio": self.speed_ratio, "moved_by": MOVED,
+                "nli_flip_share": self.nli_flip_share, "answer_change_share": self.answer_change_share,
+                "speed_ratio": self.speed_ratio, "moved_by": MOVED,
                 "tolerance": asdict(tolerance), "within_tolerance": not self.below(tolerance)}
 
     @classmethod
@@ -134,7 +143,9 @@ class Agreement:
                 f"filter        {self.filter_flips}/{self.filter_decisions} decisions flipped "
                 f"({self.filter_flip_share:.1%}); {self.questions_one_side} questions generated or tried by one "
                 f"run only",
-                f"NLI           {self.nli_flips}/{self.nli_labels} labels flipped ({self.nli_flip_share:.1%})"]
+                f"NLI           {self.nli_flips}/{self.nli_labels} labels flipped ({self.nli_flip_share:.1%})",
+                f"answers       {self.answers_changed}/{self.answers} knowledge answers of shared valid questions "
+                f"changed ({self.answer_change_share:.1%}); {self.f1_changed} F1 changed"]
         return out
 
 
@@ -157,6 +168,11 @@ def _labels(result: Any) -> dict[tuple[str, str], Optional[str]]:
     if result.fallback_label is not None:
         out[("", "<fallback>")] = result.fallback_label
     return out
+
+
+def _answers(result: Any) -> dict[tuple[str, str], tuple[Optional[str], float]]:
+    """Each counted valid question of a response and its knowledge answer and F1."""
+    return {(q.candidate, q.question): (q.knowledge_answer, q.f1) for q in result.questions or ()}
 
 
 def compare(reference: Sequence[Any], checked: Sequence[Any]) -> Agreement:
@@ -184,6 +200,11 @@ def compare(reference: Sequence[Any], checked: Sequence[Any]) -> Agreement:
         if ("", "<fallback>") in rl.keys() ^ cl.keys():  # a fallback in one run only: its decision flipped
             a.nli_labels += 1
             a.nli_flips += 1
+        ra, ca = _answers(ref), _answers(chk)
+        valid = ra.keys() & ca.keys()
+        a.answers += len(valid)
+        a.answers_changed += sum(ra[k][0] != ca[k][0] for k in valid)
+        a.f1_changed += sum(ra[k][1] != ca[k][1] for k in valid)
     a.scores = len(pairs)
     if pairs:
         a.score_mae = sum(abs(x - y) for x, y in pairs) / len(pairs)
@@ -206,13 +227,13 @@ def _roles(config: Q2Config) -> tuple[str, ...]:
 
 
 def reference_model(model: str) -> Optional[str]:
-    """The model string whose float32 transformers model a backend's model string stands for (``ct2:NAME`` ->
-    ``NAME``), or None when it is a transformers model already."""
+    """The model string whose float32 transformers model a backend's model string stands for (``ct2:NAME`` or
+    ``onnx:NAME`` -> ``NAME``), or None when it is a transformers model already."""
 
     scheme, name = split_model(model)
     if scheme == DEFAULT_BACKEND:
         return None
-    if scheme == "ct2":  # (q2_plugins.backends.ct2.source_model, without importing the backend)
+    if scheme in ("ct2", "onnx"):  # (the backends' source_model, without importing them)
         return name.partition("#")[0]
     return None
 
@@ -252,8 +273,11 @@ def describe(config: Q2Config, library_paths: bool = False) -> str:
     parts = []
     for role in _roles(config):
         model = getattr(config, f"{role}_model")
-        backend = model.split(":", 1)[0] + " " if reference_model(model) is not None else ""
-        parts.append(f"{role} {backend}{config.role_dtype(role)}")
+        if reference_model(model) is not None:  # a backend's compute type (int8 unless named after '#')
+            scheme, name = split_model(model)
+            parts.append(f"{role} {scheme} {name.partition('#')[2] or 'int8'}")
+        else:
+            parts.append(f"{role} {config.role_dtype(role)}")
     devices = sorted({config.role_device(r) for r in _roles(config)})
     paths = ", library paths" if library_paths else ""
     return f"{', '.join(parts)} on {'/'.join(devices)}{paths}"

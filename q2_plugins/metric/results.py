@@ -22,6 +22,7 @@ class ResponseStatus:
     FALLBACK = "fallback"  # no valid question; scored by end-to-end NLI
     NO_VALID_QUESTION = "no_valid_question"  # no valid question and the fallback is off: no score
     ERROR = "error"  # the row could not be scored; see ``error``
+    STOPPED = "stopped"  # ranking with early stop only: not scored to the end, it cannot rank first
 
 
 @dataclass
@@ -207,6 +208,8 @@ class Q2Stats:
     def of(cls, responses: Iterable[ResponseResult]) -> "Q2Stats":
         s = cls()
         for r in responses:
+            if r.status == ResponseStatus.STOPPED:  # (a ranking's, never a run's: not a scored row)
+                continue
             s.n += 1
             if r.status == ResponseStatus.ERROR:
                 s.n_errors += 1

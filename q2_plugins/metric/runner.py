@@ -59,6 +59,7 @@ class Row:
     original_response: Optional[str] = None
     warnings: list[str] = field(default_factory=list)  # how the row was truncated to its budgets
     full: bool = False  # truncating: the row has its budget of valid questions and takes no more
+    stopped: bool = False  # ranking with early stop: it cannot rank first and takes no more (metric.contest)
     signals: Union[TextSignals, Failure, None] = None  # for the labels: its text signals, or why there are none
 
 
@@ -217,6 +218,11 @@ class StageRunner:
         memo.update(results)
         self.timings[name] = self.timings.get(name, 0.0) + time.perf_counter() - t0
         return StageOutputs(results)
+
+    def known(self, name: str, item: Hashable) -> Any:
+        """The output of ``item`` that stage ``name`` already computed in this call (None: not yet, or failed)."""
+        out = self._memo.get(name, {}).get(item)
+        return None if isinstance(out, Failure) else out
 
     def _read_cache(self, namespace: str, asked: list, decode: Callable[[Any], Any], results: dict) -> None:
         try:

@@ -298,7 +298,7 @@ class Part:
     ``stage``: the settings of this part are those of that stage's component (the settings naming the stage, and
     no other), so the part is also that stage's cache key. ``backend``: written only when that stage's model string
     names this backend, or one of these (settings that only their components read, such as the ``hf`` QA model's
-    windows; the ``ct2`` NLI model reads the same windows as the ``hf`` one)."""
+    windows; the ``ct2`` NLI model and the ``onnx`` QA model read the same windows as the ``hf`` ones)."""
 
     key: str
     component: Optional[str] = None
@@ -322,7 +322,8 @@ class Part:
 #: The parts of a scorer's signature, in order (``q2`` is the package version).
 SCORER_PARTS = (
     Part("q2"), Part("cand", "candidates"), Part("qg", "qg"), Part("qg-dec", stage="qg"),
-    Part("questions", joiner="+"), Part("qa", "qa"), Part("qa-dec", stage="qa", backend="hf"), Part("personal"),
+    Part("questions", joiner="+"), Part("qa", "qa"), Part("qa-dec", stage="qa", backend=("hf", "onnx")),
+    Part("personal"),
     Part("norm"), Part("cmp"), Part("fallback"), Part("nli", "nli", needs="uses_nli"),
     Part("nli-dec", needs="uses_nli", stage="nli", backend=("hf", "ct2")),
     Part("coref", "coref", needs="coref"), Part("coref-dec", needs="coref", stage="coref"), Part("budget"),

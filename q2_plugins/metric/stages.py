@@ -21,6 +21,7 @@ from q2_plugins.metric.components import (
     Resolution,
 )
 from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.contest import Contest, score_bounds
 from q2_plugins.metric.normalize import answers_match
 from q2_plugins.metric.results import DroppedQuestion, QuestionResult, ResponseResult, ResponseStatus
 from q2_plugins.metric.runner import (
@@ -39,6 +40,7 @@ from q2_plugins.metric.scoring import (
     answer_f1,
     counted_questions,
     needs_nli,
+    nli_premise_hypothesis,
     question_score,
     response_result,
 )
@@ -170,15 +172,19 @@ def generate_questions(run: StageRunner, parts: Parts, rows: list[Row]) -> list[
 
 
 # -- 3. filters: personal questions, then the response's own answer, in rounds over beam ranks -----------------------
-def select_questions(run: StageRunner, parts: Parts, slots: list[Slot]) -> list[ValidQuestion]:
+def select_questions(run: StageRunner, parts: Parts, slots: list[Slot],
+                     contest: Optional[Contest] = None) -> list[ValidQuestion]:
     """The valid questions, in candidate order then beam rank. ``single`` mode tries one more rank per round until
     a candidate has a valid question; ``all`` tries every rank in one round. The knowledge answers of a round's
-    valid questions (step 4) ride in the next round's QA batch."""
+    valid questions (step 4) ride in the next round's QA batch. With a ``contest`` (ranking with early stop), they
+    come in a second QA call of the same round instead, and the rows that cannot rank first stop before each
+    round."""
     c = parts.settings
     valid: list[ValidQuestion] = []
     counts: dict[int, int] = {}  # valid questions per row (id), for the max_questions budget
     while True:
-        ahead = [(v.question, v.row.knowledge) for v in valid if v.row.error is None]
+        stop_losers(run, parts, contest, slots, valid)
+        ahead = [(v.question, v.row.knowledge) for v in valid if v.row.error is None and not v.row.stopped]
         batch = _next_round(run, parts, slots, ahead)
         if not batch:
             break
@@ -195,9 +201,61 @@ def select_questions(run: StageRunner, parts: Parts, slots: list[Slot]) -> list[
                 counts[id(s.row)] = counts.get(id(s.row), 0) + 1
                 valid.append(ValidQuestion(s, rank, q, ans.text))
                 s.done = s.done or c.question_mode == "single"
+        if contest is not None:  # the round's knowledge answers at once: the next round's stops know them
+            _answer(run, parts, [(v.question, v.row.knowledge) for v in valid if v.row.error is None])
     order = {id(s): i for i, s in enumerate(slots)}
     valid.sort(key=lambda v: (order[id(v.slot)], v.rank))  # candidate order, then beam rank, as the original
-    return [v for v in valid if v.row.error is None]
+    return [v for v in valid if v.row.error is None and not v.row.stopped]
+
+
+def stop_losers(run: StageRunner, parts: Parts, contest: Optional[Contest], slots: Sequence[Slot],
+                valid: Sequence[ValidQuestion]) -> None:
+    """With a ``contest``: stop the rows that can no longer rank first in their group, from the bounds of their
+    scores (:func:`~q2_plugins.metric.contest.score_bounds`) given what this call has computed so far."""
+    if contest is None:
+        return
+    slots_of: dict[int, list[Slot]] = {}
+    valid_of: dict[int, list[ValidQuestion]] = {}
+    for s in slots:
+        slots_of.setdefault(id(s.row), []).append(s)
+    for v in valid:
+        valid_of.setdefault(id(v.row), []).append(v)
+
+    def answer_of(v: ValidQuestion) -> Optional[Answer]:
+        return run.known("qa", (v.question, v.row.knowledge))
+
+    def label_of(v: ValidQuestion, answer: Answer) -> Optional[NLILabel]:
+        return run.known("nli", nli_premise_hypothesis(v.question, v.slot.candidate, answer))
+
+    def fallback_of(r: Row) -> Optional[NLILabel]:
+        return run.known("nli", fallback_pair(parts, r)) if parts.settings.fallback else None
+
+    _label_early(run, parts, contest.rows, slots_of, valid_of, answer_of)
+    contest.prune(lambda r: score_bounds(parts.settings, r, slots_of.get(id(r), []), valid_of.get(id(r), []),
+                                         answer_of, label_of, fallback_of(r)))
+
+
+def _label_early(run: StageRunner, parts: Parts, rows: Sequence[Row], slots_of: dict[int, list[Slot]],
+                 valid_of: dict[int, list[ValidQuestion]], answer_of: Any) -> None:
+    """NLI, ahead of step 5, for what is known already of the rows in play: the valid questions whose knowledge
+    answer NLI decides, and the fallback of rows with no valid question and none to come. The labels are those of
+    the one NLI call later (which finds them in the memo); known now, they pin the rows' scores early."""
+    c = parts.settings
+    if parts.nli is None:
+        return
+    pairs = []
+    for r in rows:
+        if r.error is not None or r.stopped:
+            continue
+        for v in valid_of.get(id(r), []):
+            answer = answer_of(v)
+            if answer is not None and c.use_nli and needs_nli(answer, answer_f1(v.slot.candidate, answer,
+                                                                                 c.normalization)):
+                pairs.append(nli_premise_hypothesis(v.question, v.slot.candidate, answer))
+        if c.fallback and id(r) not in valid_of and all(s.done for s in slots_of.get(id(r), [])):
+            pairs.append(fallback_pair(parts, r))
+    if pairs:
+        run_nli(run, parts, pairs)
 
 
 def _next_round(run: StageRunner, parts: Parts, slots: list[Slot],
@@ -240,7 +298,7 @@ def _next_round(run: StageRunner, parts: Parts, slots: list[Slot],
 def _take(c: Q2Config, s: Slot, *, first: bool) -> list[tuple[Slot, int, str]]:
     """The slot's next question (``single``) or all its remaining ones (``all``), moving its next rank on; none for a
     slot that is done, whose row has an error or is full (``first``: at the round's start)."""
-    if first and (s.done or s.row.error is not None or s.row.full):
+    if first and (s.done or s.row.error is not None or s.row.full or s.row.stopped):
         s.done = True
         return []
     end = len(s.questions) if c.question_mode == "all" else min(s.next + 1, len(s.questions))
@@ -313,7 +371,7 @@ def needing_fallback(parts: Parts, rows: list[Row], compared: list[ComparedQuest
     if not parts.settings.fallback:
         return []
     with_questions = {id(cq.valid.row) for cq in compared}
-    return [r for r in rows if r.error is None and id(r) not in with_questions]
+    return [r for r in rows if r.error is None and not r.stopped and id(r) not in with_questions]
 
 
 def fallback_pair(parts: Parts, row: Row) -> tuple[str, str]:
@@ -341,6 +399,8 @@ def discard_unanswerable(row: Row) -> None:
 # -- 7. aggregation -------------------------------------------------------------------------------------------------
 def aggregate(r: Row) -> ResponseResult:
     """A row's result (:func:`~q2_plugins.metric.scoring.response_result`), its explanations attached."""
+    if r.stopped and r.error is None:
+        return ResponseResult(index=r.index, status=ResponseStatus.STOPPED, num_candidates=len(r.candidates))
     if r.error is not None:
         return ResponseResult(index=r.index, status=ResponseStatus.ERROR, num_candidates=len(r.candidates),
                               error=r.error, warning="; ".join(r.warnings) or None)

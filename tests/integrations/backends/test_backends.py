@@ -130,7 +130,7 @@ def test_cli_names_the_flag_of_an_unknown_backend_and_scores_nothing(tmp_path):
     assert proc.returncode == 2
     (line,) = [x for x in proc.stderr.splitlines() if x.startswith("q2 score: error")]
     assert line.startswith("q2 score: error: --nli-model: 'nosuch:m' names the backend 'nosuch', which is not "
-                           "registered (known: ct2, hf, scripted)")
+                           "registered (known: ct2, hf, onnx, scripted)")
     assert not (tmp_path / "out.jsonl").exists()
 
 
