@@ -186,6 +186,8 @@ def test_every_hub_results_file_is_read_back_by_the_hub_client(tmp_path, flags):
     none is named), the figure, and a source only where a URL was given (the Hub refuses one without)."""
     yaml = optional_import("yaml", "dev")
     hub_client = optional_import("huggingface_hub", "dev")
+    assert hasattr(hub_client, "parse_eval_result_entries"), (
+        f"huggingface_hub {hub_client.__version__} has no parse_eval_result_entries: install requirements.lock's")
     path, _ = _results(tmp_path)
     out = tmp_path / "out"
     assert main(["export", str(path), "--output-dir", str(out), "--model-id", "acme/chatter", "--hub-dataset-id",
