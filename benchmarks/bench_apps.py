@@ -5,14 +5,15 @@
     python benchmarks/bench_apps.py --workdir DIR --qg-model Q2/qg --qa-model Q2/qa --nli-model Q2/nli
 
 Runs in .venv-apps (scripts/setup_apps.sh). The samples are the first ``--n`` recorded Wizard of Wikipedia responses
-of the Q² paper (as ``bench_lm_eval.py`` takes them). Each framework scores them as its users call it:
-``deepeval.evaluate`` on ``LLMTestCase`` objects with ``Q2Metric`` (``max_concurrent`` = ``--n``),
-``ragas.evaluate`` on an ``EvaluationDataset`` with ``Q2`` (``max_workers`` = ``--n``), and ``dspy.BestOfN`` (N=1)
-with ``Q2Reward`` once per sample on DSPy's DummyLM (one reward, so one core call, per sample: BestOfN asks for one
-at a time). The time is the runner call's wall time, the framework's own work included. The other side is one
-``Q2Scorer.score`` call on the same (response, knowledge) pairs (``explain=True``, as the front ends) on the same
-loaded scorer. ``--repeat`` times each, in turn; ``ratio`` compares the fastest of each. The run fails unless
-every side gives the core's scores. Prints the CPU: timings compare only on one machine.
+of the Q² paper (as ``bench_lm_eval.py`` takes them). Each framework scores them as its users call it, each front end
+built with its defaults and the model settings: ``deepeval.evaluate`` on ``LLMTestCase`` objects with ``Q2Metric``
+(``max_concurrent`` = ``--n``), ``ragas.evaluate`` on an ``EvaluationDataset`` with ``Q2`` (``max_workers`` =
+``--n``), and ``dspy.BestOfN`` (N=1) with ``Q2Reward`` once per sample on DSPy's DummyLM (one reward, so one core
+call, per sample: BestOfN asks for one at a time). The time is the runner call's wall time, the framework's own work
+included; models are loaded before any timing. The other side is one ``Q2Scorer.score`` call on the same (response,
+knowledge) pairs (``explain=True``, as the front ends). ``--repeat`` times each, in turn; ``ratio`` compares the
+fastest of each. The run fails unless every side gives the core's scores. Prints the CPU: timings compare only on
+one machine.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Callable, Optional, Sequence
+from typing import Any, Callable, Optional, Sequence
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -36,7 +37,7 @@ os.environ.setdefault("RAGAS_DO_NOT_TRACK", "true")
 FRAMEWORKS = ("deepeval", "ragas", "dspy")
 
 
-def _deepeval(rows: list[dict], chat) -> Callable[[], list]:
+def _deepeval(rows: list[dict], settings: dict) -> tuple[Callable[[], list], Any]:
     from deepeval import evaluate
     from deepeval.evaluate.configs import AsyncConfig, DisplayConfig
     from deepeval.test_case import LLMTestCase
@@ -46,17 +47,18 @@ def _deepeval(rows: list[dict], chat) -> Callable[[], list]:
     cases = [LLMTestCase(name=r["id"], input=r["history"][-1], actual_output=r["response"],
                          retrieval_context=[r["knowledge"]]) for r in rows]
     quiet = DisplayConfig(show_indicator=False, print_results=False, inspect_after_run=False)
+    metric = Q2Metric(**settings)
 
     def run() -> list:
-        out = evaluate(test_cases=cases, metrics=[Q2Metric(scorer=chat)], display_config=quiet,
+        out = evaluate(test_cases=cases, metrics=[metric], display_config=quiet,
                        async_config=AsyncConfig(max_concurrent=len(cases)))
         by_id = {t.name: t.metrics_data[0].score for t in out.test_results}
         return [by_id[r["id"]] for r in rows]
 
-    return run
+    return run, metric.scorer
 
 
-def _ragas(rows: list[dict], chat) -> Callable[[], list]:
+def _ragas(rows: list[dict], settings: dict) -> tuple[Callable[[], list], Any]:
     from ragas import EvaluationDataset, evaluate
     from ragas.dataset_schema import SingleTurnSample
     from ragas.run_config import RunConfig
@@ -66,29 +68,32 @@ def _ragas(rows: list[dict], chat) -> Callable[[], list]:
     data = EvaluationDataset(samples=[SingleTurnSample(user_input=r["history"][-1], response=r["response"],
                                                        retrieved_contexts=[r["knowledge"]]) for r in rows])
 
+    metric = Q2(options=settings)
+
     def run() -> list:
-        out = evaluate(data, metrics=[Q2(scorer=chat)], show_progress=False,
-                       run_config=RunConfig(max_workers=len(rows)))
+        out = evaluate(data, metrics=[metric], show_progress=False, run_config=RunConfig(max_workers=len(rows)))
         return [None if math.isnan(s["q2"]) else s["q2"] for s in out.scores]
 
-    return run
+    return run, metric.scorer
 
 
-def _dspy(rows: list[dict], chat) -> Callable[[], list]:
+def _dspy(rows: list[dict], settings: dict) -> tuple[Callable[[], list], Any]:
     import dspy
     from dspy.utils import DummyLM
 
     from q2_plugins.integrations.dspy import Q2Reward
 
+    reward = Q2Reward(answer="response", knowledge="knowledge", **settings)
+    best = dspy.BestOfN(dspy.Predict("knowledge -> response"), N=1, reward_fn=reward, threshold=0.0)
+
     def run() -> list:
-        reward = Q2Reward(answer="response", knowledge="knowledge", scorer=chat)
-        best = dspy.BestOfN(dspy.Predict("knowledge -> response"), N=1, reward_fn=reward, threshold=0.0)
+        reward.results.clear()
         with dspy.context(lm=DummyLM([{"response": r["response"]} for r in rows])):
             for r in rows:
                 best(knowledge=r["knowledge"])
         return [s.score for s in reward.results]
 
-    return run
+    return run, reward.scorer
 
 
 def _documents(args: argparse.Namespace) -> tuple[list[dict], Path]:
@@ -127,8 +132,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     rows, work = _documents(args)
     n = len(rows)
     os.chdir(work)  # the frameworks' run folders go here
-    chat = ChatScorer(slot="bench", max_batch=n, **model_settings(args, work))
-    core = chat.scorer
+    settings = model_settings(args, work)
+    core = ChatScorer(**settings).scorer  # the scorer every front end's settings share (one per slot)
     for part in ("candidate_extractor", "question_generator", "question_answerer", "personal_filter", "nli"):
         getattr(core, part)  # models loaded now: loading is not what is measured
 
@@ -138,7 +143,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return [x.score for x in res.responses]
 
     makers = {"deepeval": _deepeval, "ragas": _ragas, "dspy": _dspy}
-    sides = {"offline": offline, **{f: makers[f](rows, chat) for f in args.frameworks.split(",")}}
+    made = {f: makers[f](rows, settings) for f in args.frameworks.split(",")}
+    sides = {"offline": offline, **{f: run for f, (run, _) in made.items()}}
+    chats = {f: chat for f, (_, chat) in made.items()}
     expected = offline()
     for name, side in sides.items():  # warm-up: each framework's imports and first run; and the scores agree
         got = side()
@@ -148,14 +155,15 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     timings: dict[str, list[float]] = {name: [] for name in sides}
     for i in range(args.repeat):
         for name in (list(sides) if i % 2 == 0 else list(reversed(sides))):
-            calls = chat.calls
+            calls = chats[name].calls if name in chats else 0
             start = time.perf_counter()
             sides[name]()
             timings[name].append(time.perf_counter() - start)
-            timings.setdefault(f"{name} calls", []).append(chat.calls - calls)
+            timings.setdefault(f"{name} calls", []).append((chats[name].calls if name in chats else 0) - calls)
     best = {name: min(timings[name]) for name in sides}
     print(f"cpu          {cpu_name()}")
-    print(f"samples      {n}  ({'given' if args.qg_model else 'tiny random-weight'} models)")
+    print(f"samples      {n}  ({'given' if args.qg_model else 'tiny random-weight'} models; each front end with "
+          f"its default window)")
     for name in sides:
         calls = "" if name == "offline" else f"  {timings[f'{name} calls'][-1]} core calls"
         print(f"{name:<12} {best[name]:.3f}s  {best[name] / best['offline']:.2f}x  (fastest of {args.repeat}: "

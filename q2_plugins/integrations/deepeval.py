@@ -41,7 +41,11 @@ from q2_plugins.integrations.chat import (
 )
 from q2_plugins.metric.config import Q2Config
 
-__all__ = ["Q2Metric", "Q2ConversationalMetric", "answer_of"]
+__all__ = ["Q2Metric", "Q2ConversationalMetric", "answer_of", "DEEPEVAL_WINDOW"]
+
+#: seconds the first ``a_measure`` call of a batch waits for others: ``deepeval.evaluate`` starts its concurrent
+#: calls over a few tenths of a second (with 0.05 s, the Inspect default, 64 cases made about a dozen core calls)
+DEEPEVAL_WINDOW = 0.25
 
 
 def answer_of(test_case: LLMTestCase) -> Answer:
@@ -66,6 +70,8 @@ class _Q2Base:
         if not 0 <= threshold <= 1:
             raise ValueError(f"Expected a threshold in [0, 1], but got {threshold}")
         self.threshold = threshold  # DeepEval copies a metric per test case from these attributes
+        if scorer is None:
+            options.setdefault("window", DEEPEVAL_WINDOW)
         self.scorer = chat_scorer(scorer, config, options, slot="deepeval")
         self.async_mode = True
         self.include_reason = True

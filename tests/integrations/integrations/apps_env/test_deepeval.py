@@ -17,7 +17,7 @@ from deepeval.evaluate.configs import AsyncConfig, DisplayConfig  # noqa: E402
 from deepeval.test_case import ConversationalTestCase, LLMTestCase, Turn  # noqa: E402
 
 from q2_plugins.integrations.chat import ChatScorer  # noqa: E402
-from q2_plugins.integrations.deepeval import Q2ConversationalMetric, Q2Metric  # noqa: E402
+from q2_plugins.integrations.deepeval import DEEPEVAL_WINDOW, Q2ConversationalMetric, Q2Metric  # noqa: E402
 
 QUIET = DisplayConfig(show_indicator=False, print_results=False, inspect_after_run=False)
 
@@ -96,6 +96,9 @@ def test_measure_scores_its_case_and_bad_input_fails_loud():
         Q2Metric(scorer=ChatScorer(core=core), qg_model="x")
     with pytest.raises(TypeError):
         Q2Metric(no_such_setting=1)  # a bad option fails at once, before any case
+    # deepeval.evaluate starts its concurrent calls over a few tenths of a second: the batches wait longer by default
+    assert Q2Metric().scorer.batcher.window == DEEPEVAL_WINDOW == 0.25
+    assert Q2Metric(window=0.1).scorer.batcher.window == 0.1
 
 
 def test_docs_example_runs_offline(run_example):
