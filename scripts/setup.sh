@@ -32,4 +32,6 @@ bash scripts/install_chromium.sh
 # LightEval and Inspect in an environment of their own, .venv-lighteval (their pins conflict with this one's);
 # Q2_LIGHTEVAL=0 skips it (then, in CI, the test that runs their suite there fails)
 [ "${Q2_LIGHTEVAL:-1}" = 0 ] || bash scripts/setup_lighteval.sh
+# DeepEval, Ragas and DSPy in .venv-apps, for the same reason (Q2_APPS=0 skips it)
+[ "${Q2_APPS:-1}" = 0 ] || bash scripts/setup_apps.sh
 echo "q2-plugins installed in $VENV ($("$VENV/bin/python" -c 'import q2_plugins; print(q2_plugins.__version__)'))"

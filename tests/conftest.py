@@ -11,16 +11,17 @@ REPO = Path(__file__).resolve().parent.parent
 
 #: Suites that run in an environment of their own: the folder, and the value of ``Q2_SEPARATE_ENV`` under which it is
 #: collected. LightEval and Inspect cannot share .venv (setup.cfg, extra ``lighteval``): scripts/setup_lighteval.sh
-#: makes .venv-lighteval, and tests/integrations/integrations/test_lighteval_env.py runs the folder there.
+#: makes .venv-lighteval, and tests/integrations/integrations/test_lighteval_env.py runs the folder there; the same for
+#: DeepEval, Ragas and DSPy (scripts/setup_apps.sh, .venv-apps, test_apps_env.py).
 SEPARATE_ENV_VARIABLE = "Q2_SEPARATE_ENV"
-SEPARATE_SUITES = {"lighteval": "integrations/integrations/lighteval_env"}
+SEPARATE_SUITES = {"lighteval": "integrations/integrations/lighteval_env", "apps": "integrations/integrations/apps_env"}
 collect_ignore_glob = [f"{folder}/*" for env, folder in SEPARATE_SUITES.items()
                        if os.environ.get(SEPARATE_ENV_VARIABLE, "").strip() != env]
 
 #: cost markers by test module: the folders say what a test checks (tier / room), these say what it costs to run
 #: (`-m "not ray and not browser and not parlai"` leaves out the suites that start a Ray cluster, a browser or ParlAI)
 COST_MARKERS = {"ray": ("test_ray_",), "browser": ("test_report_browser",), "parlai": ("test_parlai_",),
-                "lighteval": ("test_lighteval_env",)}
+                "lighteval": ("test_lighteval_env",), "apps": ("test_apps_env",)}
 
 
 def pytest_collection_modifyitems(config: Any, items: list[Any]) -> None:

@@ -1,6 +1,6 @@
 """The test doubles of the suite, in one place: scripted Q² components (every output looked up in a table the test
 writes), a Q2Scorer built on them, a scripted stand-in for the whole scorer, a stand-in for bert_score's scorer and
-a component that fails the test if it is used."""
+a component that fails the test if it is used, and an lm-eval model that answers with the recorded responses."""
 
 from __future__ import annotations
 
@@ -202,3 +202,21 @@ def record_padding(runner: Any) -> tuple[list[int], list[int]]:
 
     runner.stats.padded = padded
     return widths, longest
+
+
+def recorded_lm() -> Any:
+    """An lm-eval model (made when called, with lm-eval imported then) that answers each generation request with its
+    document's recorded ``response``."""
+    from lm_eval.api.model import LM
+
+    class Recorded(LM):
+        def generate_until(self, requests: list) -> list[str]:
+            return [req.doc["response"] for req in requests]
+
+        def loglikelihood(self, requests: list) -> list:
+            raise NotImplementedError
+
+        def loglikelihood_rolling(self, requests: list) -> list:
+            raise NotImplementedError
+
+    return Recorded()

@@ -7,7 +7,8 @@ import sys
 from typing import Any, Optional
 
 from q2_plugins.io.outputs import check_writable
-from q2_plugins.jobs.export import NO_NLI_DETAIL, TEST_MODELS_DETAIL, ExportOptions, HubResults, write_export
+from q2_plugins.jobs.export import (HUB_DEFAULT_TASK, NO_NLI_DETAIL, TEST_MODELS_DETAIL, ExportOptions, HubResults,
+                                    write_export)
 
 #: setting -> flag, where the flag is not the setting's name with dashes
 FLAGS = {"dataset_id": "--hub-dataset-id"}
@@ -45,7 +46,8 @@ def add_parser(sub: Any) -> Any:
     hub.add_argument("--hub-dataset-id", metavar="ORG/NAME",
                      help="the benchmark data set the responses answer, as a Hub data set id; also writes "
                           "DIR/.eval_results/q2.yaml and q2_no_nli.yaml")
-    hub.add_argument("--hub-task-id", metavar="TASK", help="the data set's subset or task, when it has several")
+    hub.add_argument("--hub-task-id", metavar="TASK", default=HUB_DEFAULT_TASK,
+                     help="the data set's subset or task (default: %(default)s, for a data set with one)")
     hub.add_argument("--hub-source-url", metavar="URL", help="where the figures can be checked (e.g. the report)")
     return p
 
@@ -61,7 +63,7 @@ def options_from_args(args: argparse.Namespace) -> ExportOptions:
 def hub_from_args(args: argparse.Namespace) -> Optional[HubResults]:
     """The Hub results asked for by a parsed ``q2 export`` command line (None without ``--hub-dataset-id``)."""
     if args.hub_dataset_id is None:
-        if args.hub_task_id or args.hub_source_url:
+        if args.hub_task_id != HUB_DEFAULT_TASK or args.hub_source_url:
             raise ValueError("--hub-task-id and --hub-source-url describe the Hub results of --hub-dataset-id: name "
                              "the benchmark data set too")
         return None

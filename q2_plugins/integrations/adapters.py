@@ -1,5 +1,5 @@
-"""Shared plumbing for the framework adapters (HF ``evaluate``, lm-eval, reranking): config from options, and one
-scorer per configuration.
+"""Shared plumbing for the framework adapters (HF ``evaluate``, lm-eval, reranking, ...): config from options, one
+scorer per configuration, and a result's explanation as text.
 
 Nothing here scores: every adapter ends in :meth:`Q2Scorer.score`.
 """
@@ -12,9 +12,10 @@ import threading
 from typing import Any, Mapping, Optional
 
 from q2_plugins.metric.config import Q2Config
+from q2_plugins.metric.results import ResponseResult
 from q2_plugins.scorer import Q2Scorer
 
-__all__ = ["config_from_options", "config_from_env", "ScorerCache", "shared_scorer"]
+__all__ = ["config_from_options", "config_from_env", "ScorerCache", "shared_scorer", "explanation_of"]
 
 
 def config_from_options(options: Optional[Mapping[str, Any]] = None, base: Optional[Q2Config] = None) -> Q2Config:
@@ -76,3 +77,14 @@ def shared_scorer(config: Q2Config, slot: str = "default") -> Q2Scorer:
     with _SHARED_LOCK:
         cache = _SHARED.setdefault(slot, ScorerCache())
     return cache.get(config)
+
+
+def explanation_of(result: ResponseResult) -> str:
+    """The status, then one line per valid question: the question, the response's answer and the knowledge's."""
+    lines = [f"status: {result.status}" + (f" ({result.error})" if result.error else "")]
+    if result.used_fallback:
+        lines.append(f"no valid question: end-to-end NLI says {result.fallback_label}")
+    for q in result.questions or []:
+        lines.append(f"Q: {q.question} | response: {q.response_answer} | knowledge: {q.knowledge_answer} "
+                     f"(f1 {q.f1:.2f}, nli {q.nli_label}, score {q.score:.2f})")
+    return "\n".join(lines)

@@ -25,11 +25,9 @@ Needs ``pip install 'q2-plugins[inspect]'``.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, field
-from typing import Any, Callable, Generic, Optional, Sequence, TypeVar
+from typing import Any, Optional
 
 try:
-    import anyio
     from inspect_ai.model import ModelOutput
     from inspect_ai.scorer import (
         Metric,
@@ -52,104 +50,14 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the environmen
 
 from q2_plugins import Q2Config, Q2Scorer, ResponseResult
 from q2_plugins.integrations import adapters
+from q2_plugins.integrations.adapters import explanation_of
+from q2_plugins.integrations.batching import DEFAULT_MAX_BATCH, DEFAULT_WINDOW, MicroBatcher
 from q2_plugins.io.rows import result_row
 from q2_plugins.metric import names as M
 from q2_plugins.metric.significance import mean_interval_of
 
 __all__ = ["q2_scorer", "recorded_response", "ci_low", "ci_high", "MicroBatcher", "score_of", "explanation_of",
            "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH"]
-
-#: seconds the first call of a batch waits for others
-DEFAULT_WINDOW = 0.05
-#: calls that make a batch full (scored at once, without waiting out the window)
-DEFAULT_MAX_BATCH = 64
-
-Item = TypeVar("Item")
-Out = TypeVar("Out")
-
-
-@dataclass
-class _Batch(Generic[Item, Out]):
-    items: list[Item] = field(default_factory=list)
-    full: Any = None  # anyio.Event: set when the batch reaches max_batch
-    done: Any = None  # anyio.Event: set when its results (or error) are in
-    results: Optional[list[Out]] = None
-    error: Optional[BaseException] = None
-
-
-class MicroBatcher(Generic[Item, Out]):
-    """Gathers concurrent :meth:`submit` calls into batches for ``run_batch`` (a blocking function from a list of
-    items to a list of results, one per item, in order), run in a worker thread, one batch at a time."""
-
-    def __init__(self, run_batch: Callable[[list[Item]], Sequence[Out]], *, max_batch: int = DEFAULT_MAX_BATCH,
-                 window: float = DEFAULT_WINDOW) -> None:
-        if max_batch < 1:
-            raise ValueError(f"Expected max_batch of at least 1, but got {max_batch}")
-        if window < 0:
-            raise ValueError(f"Expected a window of 0 seconds or more, but got {window}")
-        self.run_batch = run_batch
-        self.max_batch = max_batch
-        self.window = window
-        self.batches = 0  # batches run so far (one run_batch call each)
-        self._open: Optional[_Batch[Item, Out]] = None
-        self._lock: Any = None
-        self._lock_token: Any = None
-
-    def _running_lock(self) -> Any:
-        """One lock per event loop (a scorer may outlive the loop of one eval)."""
-        token = anyio.lowlevel.current_token()
-        if self._lock is None or self._lock_token is not token:
-            self._lock, self._lock_token = anyio.Lock(), token
-        return self._lock
-
-    async def submit(self, item: Item) -> Out:
-        """The result of ``item``, scored in a batch with the calls that arrive with it."""
-        batch = self._open
-        leader = batch is None
-        if batch is None:
-            batch = self._open = _Batch(full=anyio.Event(), done=anyio.Event())
-        position = len(batch.items)
-        batch.items.append(item)
-        if len(batch.items) >= self.max_batch:
-            self._open = None
-            batch.full.set()
-        if leader:
-            with anyio.move_on_after(self.window):
-                await batch.full.wait()
-            if self._open is batch:
-                self._open = None
-            async with self._running_lock():
-                await self._run(batch)
-        else:
-            await batch.done.wait()
-        if batch.error is not None:
-            raise batch.error
-        assert batch.results is not None
-        return batch.results[position]
-
-    async def _run(self, batch: _Batch[Item, Out]) -> None:
-        try:
-            results = await anyio.to_thread.run_sync(self.run_batch, list(batch.items))
-            if len(results) != len(batch.items):
-                raise RuntimeError(f"q2: a batch of {len(batch.items)} items gave {len(results)} results")
-            batch.results = list(results)
-            self.batches += 1
-        except BaseException as e:  # every waiting call raises it, not just the leader
-            batch.error = e
-            raise
-        finally:
-            batch.done.set()
-
-
-def explanation_of(result: ResponseResult) -> str:
-    """The status, then one line per valid question: the question, the response's answer and the knowledge's."""
-    lines = [f"status: {result.status}" + (f" ({result.error})" if result.error else "")]
-    if result.used_fallback:
-        lines.append(f"no valid question: end-to-end NLI says {result.fallback_label}")
-    for q in result.questions or []:
-        lines.append(f"Q: {q.question} | response: {q.response_answer} | knowledge: {q.knowledge_answer} "
-                     f"(f1 {q.f1:.2f}, nli {q.nli_label}, score {q.score:.2f})")
-    return "\n".join(lines)
 
 
 def score_of(result: ResponseResult, response: str, signature: str) -> Score:

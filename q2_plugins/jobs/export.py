@@ -44,8 +44,8 @@ from q2_plugins.io.rows import read_results
 from q2_plugins.metric import names as M
 from q2_plugins.metric.errors import SettingError
 
-__all__ = ["SCHEMA_VERSION", "SCHEMA_DIR", "LIBRARY", "METRIC_IDS", "HUB_RESULTS_DIR", "TEST_MODELS_DETAIL",
-           "NO_NLI_DETAIL", "measured",
+__all__ = ["SCHEMA_VERSION", "SCHEMA_DIR", "LIBRARY", "METRIC_IDS", "HUB_RESULTS_DIR", "HUB_DEFAULT_TASK",
+           "TEST_MODELS_DETAIL", "NO_NLI_DETAIL", "measured",
            "ExportOptions", "ExportPaths",
            "HubResults", "export_records", "hub_eval_results", "write_export", "load_schema"]
 
@@ -64,6 +64,8 @@ _NO_NLI_REASON = ("the run compared answers by token F1 alone (signature cmp:f1:
 _RELATIONSHIPS = ("first_party", "third_party", "collaborative", "other")
 #: the folder of a Hugging Face model repository that holds its evaluation results, one YAML file per benchmark
 HUB_RESULTS_DIR = ".eval_results"
+#: the task id of a benchmark data set with one task: the Hub's format requires ``dataset.task_id`` in every result
+HUB_DEFAULT_TASK = "default"
 #: Every Eval Ever metric id -> the name of its Hub results file and what its notes call the figure
 _HUB_FILES = {"q2.score": ("q2.yaml", "Mean Q2 of the responses"),
               "q2.score_no_nli": ("q2_no_nli.yaml", "Mean Q2 without NLI (Q2 w/o NLI) of the responses")}
@@ -113,11 +115,12 @@ class ExportOptions:
 @dataclass(frozen=True)
 class HubResults:
     """The Hub's evaluation-results files: the benchmark data set the responses answer (``dataset_id``, a Hub data set
-    id such as ``org/name``; ``task_id`` its subset or task, when it has several) and where the figures come from
-    (``source_url``, e.g. the run's report; ``source_name``)."""
+    id such as ``org/name``; ``task_id`` its subset or task, :data:`HUB_DEFAULT_TASK` for a data set with one) and
+    where the figures come from (``source_url``, e.g. the run's report, and its display name ``source_name``: the
+    Hub's format has a source only with a URL, so without one the files have none)."""
 
     dataset_id: str
-    task_id: Optional[str] = None
+    task_id: str = HUB_DEFAULT_TASK
     source_url: Optional[str] = None
     source_name: str = LIBRARY
 
@@ -125,6 +128,12 @@ class HubResults:
         if not self.dataset_id.strip() or self.dataset_id.count("/") > 1 or any(c.isspace() for c in self.dataset_id):
             raise SettingError("dataset_id", f"expected the Hub id of the benchmark data set, e.g. org/name, but "
                                              f"got {self.dataset_id!r}")
+        if not self.task_id or not self.task_id.strip():
+            raise SettingError("task_id", f"expected the data set's task or subset (or {HUB_DEFAULT_TASK!r} for a "
+                                          f"data set with one), but got {self.task_id!r}")
+        if self.source_url is not None and not self.source_url.strip():
+            raise SettingError("source_url", "expected the URL where the figures can be checked, but got an empty "
+                                             "text (leave it out for no source)")
 
 
 @dataclass(frozen=True)
@@ -329,10 +338,9 @@ def hub_eval_results(aggregate: dict[str, Any], hub: HubResults) -> dict[str, st
         notes = (f"{label} (Honovich et al., 2021), in [0, 1], higher is better, over "
                  f"{details['details']['n_scored']} of {details['details']['n']} responses{span}; {LIBRARY} "
                  f"{__version__}, signature {details['details']['signature']}")
-        entry = {"dataset": {"id": hub.dataset_id, **({"task_id": hub.task_id} if hub.task_id else {})},
-                 "value": round(details["score"], 4), "date": date,
-                 "source": {**({"url": hub.source_url} if hub.source_url else {}), "name": hub.source_name},
-                 "notes": notes}
+        source = {"source": {"url": hub.source_url, "name": hub.source_name}} if hub.source_url else {}
+        entry = {"dataset": {"id": hub.dataset_id, "task_id": hub.task_id}, "value": round(details["score"], 4),
+                 "date": date, **source, "notes": notes}
         files[name] = "- " + _yaml(entry, "  ")[2:] + "\n"
     return files
 

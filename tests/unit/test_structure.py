@@ -377,7 +377,7 @@ def test_the_walls_see_a_crossing():
 
 
 #: the frameworks only integrations/ may import (parlai_ext/, outside the package, is ParlAI's own front end)
-FRAMEWORKS = ("lm_eval", "evaluate", "parlai")
+FRAMEWORKS = ("lm_eval", "evaluate", "parlai", "deepeval", "ragas", "dspy")
 
 
 def test_only_integrations_import_the_frameworks():

@@ -325,3 +325,25 @@ def test_docs_examples_run_offline(model_workdir, doc_blocks, monkeypatch, capsy
     printed = capsys.readouterr().out.strip().splitlines()
     assert printed[-2].startswith("q2:") and 0.0 <= float(printed[-1]) <= 1.0
     assert calls == [8], "the rerank filter scores the 2 x 4 candidates; the task reuses those results"
+
+
+def test_the_entry_points_name_every_registered_metric_and_filter():
+    """setup.cfg declares an lm-eval entry point (lm-eval's plugin discovery) for each name the import registers, and
+    each names the very object lm-eval's registry holds under that name (0.4.x reads none of them: harmless there)."""
+    import configparser
+    import importlib
+
+    from tests.conftest import REPO
+
+    parser = configparser.ConfigParser()
+    parser.read(REPO / "setup.cfg", encoding="utf-8")
+    declared = {}
+    for group in ("lm_eval.metrics", "lm_eval.filters"):
+        for line in parser["options.entry_points"][group].strip().splitlines():
+            name, target = (part.strip() for part in line.split("="))
+            module, attribute = target.split(":")
+            declared[(group, name)] = getattr(importlib.import_module(module), attribute)
+    registered = {("lm_eval.metrics", m.framework_key): get_metric(m.framework_key) for m in PER_RESPONSE}
+    registered[("lm_eval.filters", "q2_rerank")] = get_filter("q2_rerank")
+    assert declared.keys() == registered.keys()
+    assert all(declared[key] is registered[key] for key in declared), declared

@@ -179,6 +179,32 @@ def test_the_hub_results_are_one_yaml_file_per_figure_with_the_aggregate_values(
     assert ExportOptions(model_id="a/b").model_id == "a/b"
 
 
+@pytest.mark.parametrize("flags", [[], ["--hub-task-id", "seen"], ["--hub-source-url", "https://example.org/r.html"],
+                                   ["--hub-task-id", "seen", "--hub-source-url", "https://example.org/r.html"]],
+                         ids=["dataset-only", "task", "source", "task+source"])
+def test_every_hub_results_file_is_read_back_by_the_hub_client(tmp_path, flags):
+    """What huggingface_hub's own reader makes of each file: the data set with a task id always (``default`` when
+    none is named), the figure, and a source only where a URL was given (the Hub refuses one without)."""
+    yaml = optional_import("yaml", "dev")
+    hub_client = optional_import("huggingface_hub", "dev")
+    assert hasattr(hub_client, "parse_eval_result_entries"), (
+        f"huggingface_hub {hub_client.__version__} has no parse_eval_result_entries: install requirements.lock's")
+    path, _ = _results(tmp_path)
+    out = tmp_path / "out"
+    assert main(["export", str(path), "--output-dir", str(out), "--model-id", "acme/chatter", "--hub-dataset-id",
+                 "acme/wow-dev", *flags]) == 0
+    given = dict(zip(flags[::2], flags[1::2]))
+    for name in ("q2.yaml", "q2_no_nli.yaml"):
+        data = yaml.safe_load((out / ".eval_results" / name).read_text(encoding="utf-8"))
+        (entry,) = hub_client.parse_eval_result_entries(data)
+        assert (entry.dataset_id, entry.task_id) == ("acme/wow-dev", given.get("--hub-task-id", "default"))
+        assert entry.value == data[0]["value"] and 0 <= entry.value <= 1
+        assert entry.source_url == given.get("--hub-source-url")
+        assert entry.source_name == ("q2-plugins" if "--hub-source-url" in given else None)
+        assert "source" in data[0] or entry.source_name is None
+        assert entry.notes and "signature" in entry.notes and entry.date == data[0]["date"]
+
+
 def test_a_link_planted_where_an_export_file_goes_is_refused(tmp_path, capsys):
     path, _ = _results(tmp_path)
     out, target = tmp_path / "out", tmp_path / "elsewhere.txt"

@@ -53,24 +53,14 @@ def _evaluate(settings) -> list:
 
 def _lm_eval(settings, tmp_path) -> list:
     import lm_eval
-    from lm_eval.api.model import LM
 
     import q2_plugins.integrations.lm_eval as ext
-
-    class Recorded(LM):
-        def generate_until(self, requests: list) -> list[str]:
-            return [req.doc["response"] for req in requests]
-
-        def loglikelihood(self, requests: list) -> list:
-            raise NotImplementedError
-
-        def loglikelihood_rolling(self, requests: list) -> list:
-            raise NotImplementedError
+    from tests.fakes import recorded_lm
 
     data = tmp_path / "lm_eval.jsonl"
     data.write_text("".join(json.dumps({**r, "history": [r["history"]]}) + "\n" for r in ROWS))
     manager = ext.task_manager(metadata={"q2": settings, "q2_wow_data": str(data)})
-    out = lm_eval.simple_evaluate(model=Recorded(), tasks=["q2_wow"], task_manager=manager, log_samples=True)
+    out = lm_eval.simple_evaluate(model=recorded_lm(), tasks=["q2_wow"], task_manager=manager, log_samples=True)
     by_id = {s["doc"]["id"]: s for s in out["samples"]["q2_wow"]}
     signature = out["configs"]["q2_wow"]["metadata"]["q2_signature"]
     return ([by_id[i].get("q2") for i in IDS], signature,
