@@ -524,7 +524,7 @@ def ray_actor(res: Results) -> str:
 def gpu_command(s: dict[str, Any]) -> str:
     """The ``bench_gpu.py`` command of a report's settings (flags left at their defaults omitted)."""
     cmd = f"python benchmarks/bench_gpu.py --device {s['device']} --sizes {s['sizes']} --n {s['n']}"
-    if s.get("qg_len", 16) != 16:
+    if s.get("qg_len", 10) != 10:
         cmd += f" --qg-len {s['qg_len']}"
     if s.get("dtypes") and s["dtypes"] != ["float32"]:
         cmd += f" --dtypes {','.join(s['dtypes'])}"
