@@ -49,6 +49,7 @@ from benchmarks.bench_pipeline import (  # noqa: E402
 )
 from benchmarks.in_range import in_range_questions  # noqa: E402
 from benchmarks.machine import cpu_name  # noqa: E402
+from benchmarks.render_docs import render_qg_vocab  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
 from q2_plugins.backends.hf.tiny import build_t5_qg  # noqa: E402
 from q2_plugins.backends.hf.transformers_models import HFQuestionGenerator, load_model  # noqa: E402
@@ -217,34 +218,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         "generated_question_qa_tokens_mean": {way: question_tokens(qa_tok, asked[way]) for way in ways},
         "recorded_question_qa_tokens_mean": question_tokens(qa_tok, recorded),
     }
-    print(render(report))
+    print(render_qg_vocab(report))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=1) + "\n")
     return 0
-
-
-def render(rep: dict[str, Any]) -> str:
-    """The per-response table and the summary lines."""
-    lines = ["| response | raw calls | raw tokens | in-range calls | in-range tokens | matched calls | matched tokens "
-             "| calls diff | tokens diff |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
-    for r in rep["rows"]:
-        lines.append(f"| {r['response']} | {r['raw_qa_calls']} | {r['raw_qa_tokens']} | {r['in_range_qa_calls']} | "
-                     f"{r['in_range_qa_tokens']} | {r['matched_qa_calls']} | {r['matched_qa_tokens']} | "
-                     f"{100 * r['qa_calls_in_range_vs_matched']:+.1f}% | "
-                     f"{100 * r['qa_tokens_in_range_vs_matched']:+.1f}% |")
-    t, m = rep["totals"], rep["max_abs_rel_diff"]
-    lines.append("")
-    lines.append("totals: " + "; ".join(f"{w} {v['qa_calls']} calls / {v['qa_tokens']} tokens" for w, v in t.items()))
-    lines.append(f"in-range vs matched, per response: largest difference {100 * m['qa_calls']:.1f}% in calls, "
-                 f"{100 * m['qa_tokens']:.1f}% in tokens; {rep['within_5pct']} of {len(rep['rows'])} responses "
-                 f"within 5% on both")
-    g = rep["generated_question_qa_tokens_mean"]
-    rec = rep["recorded_question_qa_tokens_mean"]
-    lines.append("mean QA tokens of a generated question: " + ", ".join(
-        f"{w} {v:.1f}" if v is not None else f"{w} -" for w, v in g.items()) +
-        (f"; of the recorded run's questions {rec:.1f}" if rec is not None else ""))
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -58,6 +58,7 @@ from benchmarks.bench_pipeline import (  # noqa: E402
 )
 from benchmarks.in_range import in_range_questions  # noqa: E402
 from benchmarks.machine import cpu_name  # noqa: E402
+from benchmarks.render_docs import render_rerank  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer, backends  # noqa: E402
 from q2_plugins.integrations.rerank import rerank_batch  # noqa: E402
 from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy  # noqa: E402
@@ -222,7 +223,9 @@ def load_row(row: str, paths: dict[str, Path], device: str, qg_len: int) -> dict
         try:
             comps[role] = backends.load(role, cfg)
         except Exception as e:  # an unknown scheme, a backend whose package is missing: the row, not the run
-            raise NotAvailable(f"{role} through {getattr(cfg, role + '_model')!r}: {type(e).__name__}: {e}") from e
+            said = str(e).replace(str(paths[role]), "MODEL").split("; ")[0]
+            raise NotAvailable(f"{role} through {getattr(cfg, role + '_model').replace(str(paths[role]), 'MODEL')}: "
+                               f"{type(e).__name__}: {said}") from e
     qg = comps["qg"]
     if hasattr(qg, "runner"):
         qg.runner.generate_overrides = fixed_length(qg_len)
@@ -316,7 +319,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
             ap.error(f"--rows: unknown row {row!r} (known: {', '.join(ROWS)})")
         report["rows"][row] = measure_row(row, paths, device, args.qg_length, nlp, oracle, qa_tok, turns)
     derive(report)
-    print(render(report))
+    print(render_rerank(report))
     if args.json:
         Path(args.json).parent.mkdir(parents=True, exist_ok=True)
         Path(args.json).write_text(json.dumps(report, indent=1, default=str) + "\n")
@@ -385,44 +388,6 @@ def derive(report: dict[str, Any]) -> None:
          "measured": min((r["rerank_over_generation_cpu"]["median"] for r in rows.values() if r.get("available")),
                          default=None)},
     ]
-
-
-def render(rep: dict[str, Any]) -> str:
-    """The tables the script prints (and ``docs/results.md`` shows)."""
-    gen = rep["generation"]
-    lines = [f"CPU: {rep['machine']['cpu']}; torch threads {rep['machine']['torch_threads']}; "
-             f"{len(rep['turns'])} turns, response lengths {[t['length'] for t in rep['turns']]} tokens", "",
-             "| row | rerank CPU s / turn | wall s / turn | rerank / generation (median, range) | batched: rerank / "
-             "generation | QA / QG / NLI / spaCy | QA calls / tokens per turn | same best as fp32 |",
-             "|---|---:|---:|---:|---:|---|---:|---|"]
-    g_cpu = statistics.mean(g["cpu_s"] for g in gen["per_turn"])
-    lines.append(f"| generation (beam 5) | {g_cpu:.2f} | {statistics.mean(g['wall_s'] for g in gen['per_turn']):.2f} "
-                 f"| 1 | 1 | - | - | - |")
-    for name, r in rep["rows"].items():
-        if not r["available"]:
-            lines.append(f"| {name} | not available: {r['reason']} | | | | | | |")
-            continue
-        n = len(r["per_turn"])
-        ratio = r["rerank_over_generation_cpu"]
-        share = " / ".join(f"{100 * r['stage_share'][s]:.0f}%" for s in STAGES)
-        same = r.get("same_best_as_fp32_default")
-        lines.append(
-            f"| {name} | {r['cpu_s_per_turn_mean']:.2f} | {sum(p['wall_s'] for p in r['per_turn']) / n:.2f} | "
-            f"{ratio['median']:.1f}x ({min(ratio['per_turn']):.1f}-{max(ratio['per_turn']):.1f}) | "
-            f"{ratio['batched']:.1f}x | {share} | {sum(p['qa_calls'] for p in r['per_turn']) / n:.0f} / "
-            f"{sum(p['qa_tokens'] for p in r['per_turn']) / n:.0f} | "
-            f"{'-' if same is None else f'{sum(same)} of {len(same)}'} |")
-    saved = [(name, r["work_saved_vs_full"]) for name, r in rep["rows"].items() if r.get("work_saved_vs_full")]
-    for name, s in saved:
-        lines.append(f"\n{name}: work saved against full scoring: QA calls {100 * s['qa_calls']:.0f}%, QA tokens "
-                     f"{100 * s['qa_tokens']:.0f}%, QG inputs {100 * s['qg_inputs']:.0f}%, NLI pairs "
-                     f"{100 * s['nli_pairs']:.0f}%")
-    lines += ["", "| target | goal | measured |", "|---|---|---:|"]
-    for t in rep["targets"]:
-        v = t["measured"]
-        extra = "" if t.get("same_best") is None else f", same best: {'yes' if t['same_best'] else 'NO'}"
-        lines.append(f"| {t['target']} | {t['goal']} | {'not measured' if v is None else f'{v:.2f}'}{extra} |")
-    return "\n".join(lines)
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ import argparse
 import difflib
 import json
 import re
+import statistics
 import sys
 import textwrap
 from pathlib import Path
@@ -677,6 +678,136 @@ def render_gpu(report: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def render_rerank(rep: dict[str, Any]) -> str:
+    """The tables the script prints (and ``docs/results.md`` shows)."""
+    gen = rep["generation"]
+    lines = [f"CPU: {rep['machine']['cpu']}; torch threads {rep['machine']['torch_threads']}; "
+             f"{len(rep['turns'])} turns, response lengths {[t['length'] for t in rep['turns']]} tokens", "",
+             "| row | rerank CPU s / turn | wall s / turn | rerank / generation (median, range) | batched: rerank / "
+             "generation | QA / QG / NLI / spaCy | QA calls / tokens per turn | same best as fp32 |",
+             "|---|---:|---:|---:|---:|---|---:|---|"]
+    g_cpu = statistics.mean(g["cpu_s"] for g in gen["per_turn"])
+    lines.append(f"| generation (beam 5) | {g_cpu:.2f} | {statistics.mean(g['wall_s'] for g in gen['per_turn']):.2f} "
+                 f"| 1 | 1 | - | - | - |")
+    for name, r in rep["rows"].items():
+        if not r["available"]:
+            reason = re.sub(r"(?<=[':])/\S+?/(qa|qg|nli)\b", "MODEL", r["reason"]).split("; ")[0]
+            lines.append(f"| {name} | not available: {reason} | | | | | | |")
+            continue
+        n = len(r["per_turn"])
+        ratio = r["rerank_over_generation_cpu"]
+        share = " / ".join(f"{100 * r['stage_share'][s]:.0f}%" for s in ("qa", "qg", "nli", "spacy"))
+        same = r.get("same_best_as_fp32_default")
+        lines.append(
+            f"| {name} | {r['cpu_s_per_turn_mean']:.2f} | {sum(p['wall_s'] for p in r['per_turn']) / n:.2f} | "
+            f"{ratio['median']:.1f}x ({min(ratio['per_turn']):.1f}-{max(ratio['per_turn']):.1f}) | "
+            f"{ratio['batched']:.1f}x | {share} | {sum(p['qa_calls'] for p in r['per_turn']) / n:.0f} / "
+            f"{sum(p['qa_tokens'] for p in r['per_turn']) / n:.0f} | "
+            f"{'-' if same is None else f'{sum(same)} of {len(same)}'} |")
+    saved = [(name, r["work_saved_vs_full"]) for name, r in rep["rows"].items() if r.get("work_saved_vs_full")]
+    for name, s in saved:
+        lines.append(f"\n{name}: work saved against full scoring: QA calls {100 * s['qa_calls']:.0f}%, QA tokens "
+                     f"{100 * s['qa_tokens']:.0f}%, QG inputs {100 * s['qg_inputs']:.0f}%, NLI pairs "
+                     f"{100 * s['nli_pairs']:.0f}%")
+    lines += ["", "| target | goal | measured |", "|---|---|---:|"]
+    for t in rep["targets"]:
+        v = t["measured"]
+        extra = "" if t.get("same_best") is None else f", same best: {'yes' if t['same_best'] else 'NO'}"
+        lines.append(f"| {t['target']} | {t['goal']} | {'not measured' if v is None else f'{v:.2f}'}{extra} |")
+    return "\n".join(lines)
+
+
+def render_qg_vocab(rep: dict[str, Any]) -> str:
+    """The per-response table and the summary lines."""
+    lines = ["| response | raw calls | raw tokens | in-range calls | in-range tokens | matched calls | matched tokens "
+             "| calls diff | tokens diff |", "|---|---:|---:|---:|---:|---:|---:|---:|---:|"]
+    for r in rep["rows"]:
+        lines.append(f"| {r['response']} | {r['raw_qa_calls']} | {r['raw_qa_tokens']} | {r['in_range_qa_calls']} | "
+                     f"{r['in_range_qa_tokens']} | {r['matched_qa_calls']} | {r['matched_qa_tokens']} | "
+                     f"{100 * r['qa_calls_in_range_vs_matched']:+.1f}% | "
+                     f"{100 * r['qa_tokens_in_range_vs_matched']:+.1f}% |")
+    t, m = rep["totals"], rep["max_abs_rel_diff"]
+    lines.append("")
+    lines.append("totals: " + "; ".join(f"{w} {v['qa_calls']} calls / {v['qa_tokens']} tokens" for w, v in t.items()))
+    lines.append(f"in-range vs matched, per response: largest difference {100 * m['qa_calls']:.1f}% in calls, "
+                 f"{100 * m['qa_tokens']:.1f}% in tokens; {rep['within_5pct']} of {len(rep['rows'])} responses "
+                 f"within 5% on both")
+    g = rep["generated_question_qa_tokens_mean"]
+    rec = rep["recorded_question_qa_tokens_mean"]
+    lines.append("mean QA tokens of a generated question: " + ", ".join(
+        f"{w} {v:.1f}" if v is not None else f"{w} -" for w, v in g.items()) +
+        (f"; of the recorded run's questions {rec:.1f}" if rec is not None else ""))
+    return "\n".join(lines)
+
+
+def qa_work(res: Results) -> str:
+    """The paper-size QG's questions counted where QA receives them (``bench_qg_vocab_*.json``), and the pipeline's
+    QA figures before and after every generated row decodes to a piece (``bench_pipeline_n*_{before,after}_*.json``)
+    beside the run the tables above show."""
+    out = []
+    for name in sorted(p.name for p in res.root.glob("bench_qg_vocab_*.json")):
+        rep = res.raw(name)
+        s = rep["settings"]
+        out.append(what(f"QA calls and QA tokens per response of the paper-size QG on {s['n']} WoW responses and the "
+                        "recorded run's decisions, questions of {0} tokens: `raw`, rows the tokenizer lacks decoded "
+                        "to nothing (the benchmarks before); `in-range`, those rows never chosen (now); `matched`, "
+                        "the same model cut to its tokenizer's {1:,} rows (the vocabulary-matched run)"
+                        .format(s["qg_length"], rep["qg_pieces"]["tokenizer"]),
+                        f"python benchmarks/bench_qg_vocab.py --n {s['n']}"
+                        + (" --independent" if s.get("independent") else ""), source(res, name)))
+        out.append(render_qg_vocab(rep) + "\n")
+    pairs: dict[str, dict[str, str]] = {}
+    for p in res.root.glob("bench_pipeline_n*_*.json"):
+        parts = p.stem.split("_")  # bench, pipeline, nN, before|after, commit
+        pairs.setdefault(parts[2], {})[parts[3]] = p.name
+    for _, files in sorted(pairs.items()):
+        runs = {k: res.raw(v) for k, v in files.items()}
+        old = res.raw(MAIN_RUN)
+        cols = [(f"{commit(MAIN_RUN)} ({old['settings']['n']} responses, {old['machine']['torch_threads']} threads)",
+                 old)] + [(f"{k}: {commit(v)} ({runs[k]['settings']['n']} responses, "
+                           f"{runs[k]['machine']['torch_threads']} thread)", runs[k])
+                          for k, v in sorted(files.items(), key=lambda kv: kv[0] != "before")]
+
+        def b(r: dict[str, Any]) -> dict[str, Any]:
+            return r["modes"]["batched"]
+
+        facts = [
+            ("QA calls per response", lambda r: f"{b(r)['work']['qa_inputs'] / r['settings']['n']:.1f}"),
+            ("QA tokens per response", lambda r: f"{b(r)['tokens']['qa']['real'] / r['settings']['n']:.0f}"),
+            ("QG tokens per question", lambda r: str(r["settings"].get("qg_length", 16))),
+            ("QA share of the batched wall time", lambda r: pct(b(r)["stage_s"]["qa"] / b(r)["wall_s"])),
+            ("batched responses/s", lambda r: f"{b(r)['responses_per_s']:.3f}"),
+            ("batched CPU s per response", lambda r: f"{b(r)['cpu_s'] / r['settings']['n']:.2f}"
+             if "cpu_s" in b(r) else "-"),
+            ("per-item responses/s", lambda r: f"{r['modes']['per_item']['responses_per_s']:.3f}"),
+        ]
+        out.append(what("The pipeline's batched default before and after (`--raw-questions`: rows the QG tokenizer "
+                        "lacks chosen and decoded to nothing, as every run before), beside the run of the tables "
+                        "above; responses/s compare only within one machine and thread count",
+                        [f"python benchmarks/bench_pipeline.py --n {runs[k]['settings']['n']} --no-flops"
+                         + (" --raw-questions" if k == "before" else "") for k in sorted(runs, reverse=True)],
+                        " ".join(source(res, v) for v in files.values())))
+        out.append(table([""] + [c for c, _ in cols], [[label] + [f(r) for _, r in cols] for label, f in facts],
+                         range(1, len(cols) + 1)))
+    return "\n".join(out) if out else "No results yet.\n"
+
+
+def rerank_runs(res: Results) -> str:
+    """Every ``bench_rerank_*.json``: reranking a turn's candidates against generating them."""
+    out = []
+    for name in sorted(p.name for p in res.root.glob("bench_rerank_*.json")):
+        rep = res.raw(name)
+        s = rep["settings"]
+        cmd = f"python benchmarks/bench_rerank.py --turns {s['turns']}" + (
+            f" --device {s['device']}" if s.get("device", "cpu") != "cpu" else "")
+        out.append(what(f"Per turn of {s['turns']} WoW turns: generating 5 candidates (BlenderBot-400M-distill's "
+                        "sizes, beam 5, stopped at the recorded response's length) against reranking them by Q² "
+                        "(the recorded response and 4 light edits, paper-size models, the recorded decisions); CPU "
+                        "seconds of the process, torch on one thread", cmd, source(res, name)))
+        out.append(render_rerank(rep) + "\n")
+    return "\n".join(out) if out else "No results yet.\n"
+
+
 def gpu_runs(res: Results) -> str:
     """Every ``bench_gpu_*.json`` results file, with its command, device and commit."""
     names = sorted(p.name for p in res.root.glob("bench_gpu_*.json"))
@@ -834,6 +965,10 @@ def page(res: Results) -> str:
              "[training.md](training.md#does-it-learn-benchmarksbench_trainpy).") + "\n",
         index(res),
         "## Scoring pipeline: `benchmarks/bench_pipeline.py`\n",
+        wrap("The runs of this section's tables made questions whose words the QG tokenizer could not decode (rows of "
+             "the 32,128 it lacks), so their filter did little QA work: their QA shares and responses/s are "
+             "optimistic. [The QA work counted right](#the-qa-work-counted-right) gives the figures since, beside "
+             "them.") + "\n",
         run_tables(res),
         "### Where the time goes\n",
         where_time_goes(res),
@@ -842,6 +977,10 @@ def page(res: Results) -> str:
         "### Same speed after a restructure\n",
         restructure_check(res),
         before_after(res),
+        "### The QA work counted right\n",
+        qa_work(res),
+        "## Reranking at generation time: `benchmarks/bench_rerank.py`\n",
+        rerank_runs(res),
         "## Ray engine: `benchmarks/bench_ray_startup.py`, `bench_ray.py`, `bench_ray_actor.py`\n",
         "### Start-up (2 rows)\n",
         ray_startup(res),
