@@ -531,6 +531,7 @@ def gpu_command(s: dict[str, Any]) -> str:
         cmd += f" --dtypes {','.join(s['dtypes'])}"
     cmd += "".join(f" --{flag.replace('_', '-')}" for flag in ("no_per_item", "no_buckets", "int8", "int8_only")
                    if s.get(flag))
+    cmd += f" --threads {s['threads']}" if s.get("threads") else ""
     return cmd + (f" --repeats {s['repeats']}" if s.get("repeats", 2) != 2 else "")
 
 
@@ -668,13 +669,16 @@ def render_gpu(report: dict[str, Any]) -> str:
         i = report["int8"]
         lines += ["", f"int8 (ct2 backend) against the project's fp32 on the CPU, {i['qg_inputs']} QG inputs and "
                       f"{i['nli_pairs']} NLI pairs:", "",
-                  "| stage | fp32 s | int8 s | int8 speed-up | outputs changed |", "|---|---:|---:|---:|---|"]
+                  "| stage | fp32 s | int8 s | int8 speed-up | CPU s fp32 / int8 (speed-up) | outputs changed |",
+                  "|---|---:|---:|---:|---:|---|"]
         for stage in ("qg", "nli"):
             x = i[stage]
             changed = f"{x['changed']} of {i['qg_inputs' if stage == 'qg' else 'nli_pairs']}"
             changed += (f" question lists ({x['changed_first']} first questions)" if stage == "qg" else " labels")
+            cpu = (f"{x['fp32_cpu_s']:.2f} / {x['int8_cpu_s']:.2f} ({x['int8_cpu_speedup']:.2f}x)"
+                   if "fp32_cpu_s" in x else "-")
             lines.append(f"| {stage.upper()} | {x['fp32_s']:.2f} | {x['int8_s']:.2f} | {x['int8_speedup']:.2f}x | "
-                         f"{changed} |")
+                         f"{cpu} | {changed} |")
     return "\n".join(lines) + "\n"
 
 
