@@ -780,14 +780,22 @@ def qa_work(res: Results) -> str:
             ("QA tokens per response", lambda r: f"{b(r)['tokens']['qa']['real'] / r['settings']['n']:.0f}"),
             ("QG tokens per question", lambda r: str(r["settings"].get("qg_length", 16))),
             ("QA share of the batched wall time", lambda r: pct(b(r)["stage_s"]["qa"] / b(r)["wall_s"])),
-            ("batched responses/s", lambda r: f"{b(r)['responses_per_s']:.3f}"),
+            ("batched responses/s (wall)", lambda r: f"{b(r)['responses_per_s']:.3f}"),
             ("batched CPU s per response", lambda r: f"{b(r)['cpu_s'] / r['settings']['n']:.2f}"
              if "cpu_s" in b(r) else "-"),
-            ("per-item responses/s", lambda r: f"{r['modes']['per_item']['responses_per_s']:.3f}"),
+            ("batched responses per CPU second", lambda r: f"{r['settings']['n'] / b(r)['cpu_s']:.3f}"
+             if "cpu_s" in b(r) else "-"),
+            ("per-item CPU s per response", lambda r: f"{r['modes']['per_item']['cpu_s'] / r['settings']['n']:.2f}"
+             if "cpu_s" in r["modes"]["per_item"] else "-"),
+            ("fp32 matmul peak at the start, GFLOP/s (low: a busy machine)",
+             lambda r: f"{r['peak_gflops_start']['float32']['best']:.0f}" if "peak_gflops_start" in r else
+             f"{r['peak_gflops']['float32']:.0f}"),
         ]
         out.append(what("The pipeline's batched default before and after (`--raw-questions`: rows the QG tokenizer "
                         "lacks chosen and decoded to nothing, as every run before), beside the run of the tables "
-                        "above; responses/s compare only within one machine and thread count",
+                        "above. Wall times (and so responses/s and the QA share, a share of wall time) compare only "
+                        "on one idle machine: the new runs shared theirs with other work, as their matmul peak "
+                        "shows; their CPU seconds, on one thread, are the figures to compare",
                         [f"python benchmarks/bench_pipeline.py --n {runs[k]['settings']['n']} --no-flops"
                          + (" --raw-questions" if k == "before" else "") for k in sorted(runs, reverse=True)],
                         " ".join(source(res, v) for v in files.values())))
