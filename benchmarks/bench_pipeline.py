@@ -6,7 +6,11 @@ random weights (a forward pass costs the same whatever the weights) and tokenize
 The workload is real WoW responses and knowledge from ``q2_wow``; the amount of work per stage follows what the real
 models did in ``q2_original_run``: every real model runs on every input, but the *decisions* (which question passes
 the filter, what the knowledge answers) are taken from the recorded run where it has them, so random weights do not
-make the benchmark do less (or more) work than a real run. Questions are generated with a fixed length.
+make the benchmark do less (or more) work than a real run. Questions are generated with a fixed length. The QG
+model has T5-base's 32,128 embedding rows but its tokenizer far fewer pieces: a generated id the tokenizer lacks is
+decoded as one of its ordinary pieces (:class:`InRangeQuestions`), so every beam is a question of that length, as a
+real model's would be, and costs the filter what a real question costs (``bench_qg_vocab.py`` checks this against
+a QG whose rows match its tokenizer).
 
     python benchmarks/bench_pipeline.py --n 16 --json out/bench.json [--bf16] [--int8] [--scale 10]
 
@@ -36,6 +40,7 @@ sys.path.insert(0, str(REPO))
 import torch  # noqa: E402
 
 from benchmarks.bench_derive import derive, efficiency  # noqa: E402
+from benchmarks.in_range import in_range_questions  # noqa: E402
 from benchmarks.machine import cpu_name  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
 from q2_plugins.backends import accel  # noqa: E402
@@ -205,7 +210,9 @@ class BenchNLI(_Counted):
 
 
 def make_components(paths: dict[str, Path], dtype: str, qg_len: int, int8: bool = False,
-                    cpu_kernels: str = "onednn") -> dict[str, Any]:
+                    cpu_kernels: str = "onednn", in_range: bool = True) -> dict[str, Any]:
+    """The three paper-size components; ``in_range`` off: questions decoded as the tokenizer decodes the ids (ids
+    past its pieces give nothing: the benchmarks before they decoded every id)."""
     kernels = "torch" if int8 else cpu_kernels  # dynamic quantization replaces nn.Linear layers, not packed ones
     tok_qg, m_qg = load_model("qg", str(paths["qg"]), None, "cpu", dtype, "seq2seq", kernels)
     tok_qa, m_qa = load_model("qa", str(paths["qa"]), None, "cpu", dtype, "qa", kernels)
@@ -218,6 +225,8 @@ def make_components(paths: dict[str, Path], dtype: str, qg_len: int, int8: bool 
             m_qg, m_qa, m_nli = (quantize_dynamic(m, {torch.nn.Linear}, dtype=torch.qint8)
                                  for m in (m_qg, m_qa, m_nli))
     qg = HFQuestionGenerator(tok_qg, m_qg, batch_size=1, max_length=128, generate_overrides=fixed_length(qg_len))
+    if in_range:
+        in_range_questions(qg)
     qa = HFQuestionAnswerer(tok_qa, m_qa, batch_size=1)
     nli = HFNLI(tok_nli, m_nli, batch_size=1, model_name="bench")
     for comp in (qg, qa, nli):
@@ -249,15 +258,16 @@ def run(hf: dict[str, Any], nlp: Any, oracle: Oracle, records: Sequence[Recorded
     cfg = Q2Config(per_item=not batched, cache_dir=cache_dir, batch_size=max(batch_sizes.values()))
     scorer = Q2Scorer(cfg, candidate_extractor=cand, question_generator=wrappers["qg"],
                       question_answerer=wrappers["qa"], nli=wrappers["nli"], personal_filter=SpacyPersonalFilter(nlp))
-    t0 = time.perf_counter()
+    t0, c0 = time.perf_counter(), time.process_time()
     result = scorer.score(responses=[r.response for r in records], knowledge=[r.knowledge for r in records],
                           explain=True)
-    wall = time.perf_counter() - t0
+    wall, cpu = time.perf_counter() - t0, time.process_time() - c0
     stats = {role: accel.instrument(comp) for role, comp in hf.items()}
     forward = {role: stats[role].forward_seconds for role in hf}
     calls = {role: stats[role].call_seconds for role in hf}
     return {
         "wall_s": wall,
+        "cpu_s": cpu,
         "responses_per_s": len(records) / wall,
         "stage_s": dict(scorer.timings),
         "forward_s": forward,
@@ -379,7 +389,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
                     help="tiny: the test-size models, to check the script itself quickly")
     ap.add_argument("--n", type=int, default=16, help="responses in the main comparison")
     ap.add_argument("--scale", type=int, default=0, help="also time the batched run on scale*N responses (e.g. 10)")
-    ap.add_argument("--qg-length", type=int, default=16, help="fixed generated question length in tokens")
+    ap.add_argument("--qg-length", type=int, default=10,
+                    help="fixed generated question length in tokens (default: %(default)s, the recorded run's median "
+                         "question in the QG tokenizer)")
     ap.add_argument("--batch-sizes", default="",
                     help="e.g. qg=16,qa=32,nli=32 (default: the Q2Config defaults, what a user gets)")
     ap.add_argument("--bf16", action="store_true",
@@ -392,6 +404,11 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     ap.add_argument("--no-flops", action="store_true", help="skip the (untimed) FLOP-counting pass")
     ap.add_argument("--peak-size", type=int, default=2048,
                     help="n of the n x n matmul that measures the CPU's peak (smaller: quicker, lower figure)")
+    ap.add_argument("--threads", type=int, default=1,
+                    help="torch threads (default 1: CPU time comparable on a shared machine)")
+    ap.add_argument("--raw-questions", action="store_true",
+                    help="decode questions as the tokenizer decodes the ids (how the benchmark ran before every id "
+                         "decoded to a piece): QA does less work than with real models")
     ap.add_argument("--json", default=str(REPO / "out" / "bench.json"))
     ap.add_argument("--from-json", metavar="PATH",
                     help="measure nothing: recompute the derived figures of an earlier run's JSON and print them")
@@ -401,6 +418,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return 0
 
     data = Path(args.data)
+    torch.set_num_threads(args.threads)
     batch_sizes = {role: Q2Config().role_batch_size(role) for role in ("qg", "qa", "nli")}
     batch_sizes |= {k: int(v) for k, v in (kv.split("=") for kv in args.batch_sizes.split(",") if kv)}
     report: dict[str, Any] = {
@@ -421,7 +439,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
     records = load_workload(data, args.n, every=max(1, args.scale))
     oracle = Oracle(load_workload(data, max(args.n, args.n * args.scale)))
     nlp = load_spacy("en_core_web_sm")
-    hf = make_components(paths, "float32", args.qg_length)
+    hf = make_components(paths, "float32", args.qg_length, in_range=not args.raw_questions)
     report["rss_after_loading_gb"] = peak_rss_gb()
     report["current_rss_after_loading_gb"] = current_rss_gb()
 
@@ -474,7 +492,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         if not getattr(args, flag):
             continue
         del hf
-        hf = make_components(paths, dtype, args.qg_length, int8=int8)
+        hf = make_components(paths, dtype, args.qg_length, int8=int8, in_range=not args.raw_questions)
         r = runs[flag] = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes)
         report[flag] = summarise(flag, r) | {
             "speedup_vs_fp32_per_item": per_item["wall_s"] / r["wall_s"],
@@ -486,7 +504,8 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
 
     if args.torch_kernels:
         del hf
-        hf = make_components(paths, "float32", args.qg_length, cpu_kernels="torch")
+        hf = make_components(paths, "float32", args.qg_length, cpu_kernels="torch",
+                             in_range=not args.raw_questions)
         ref = run(hf, nlp, oracle, records, batched=False, batch_sizes=batch_sizes)
         print(f"per-item, torch kernels {ref['wall_s']:8.1f} s", flush=True)
         tb = run(hf, nlp, oracle, records, batched=True, batch_sizes=batch_sizes)

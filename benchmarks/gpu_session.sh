@@ -5,8 +5,9 @@
 #                                            # lacks (spaCy, its pipeline, pydantic, their small deps), unpacked,
 #                                            # stripped and packed in .gpu-site.tar.xz (~29 MB; ignored by git)
 #   Q2_COMMIT=<7 hex> bash benchmarks/gpu_session.sh run   # there: unpacks it beside its torch, then measures 32
-#                                            # and 256 paper-size responses, and spaCy beside a model-driving
-#                                            # thread (bench_overlap.py); JSON, text and a log go to $OUT (or out/)
+#                                            # and 256 paper-size responses, reranking against generation per turn
+#                                            # (bench_rerank.py), and spaCy beside a model-driving thread
+#                                            # (bench_overlap.py); JSON, text and a log go to $OUT (or out/)
 # Rehearsal on a CPU, in an environment with only torch and transformers (what the GPU image has):
 #   Q2_PYV=3.11 bash benchmarks/gpu_session.sh prepare
 #   Q2_DEVICE=cpu Q2_SIZES=tiny Q2_NS=8 bash benchmarks/gpu_session.sh run
@@ -67,6 +68,10 @@ transformers.__version__, 'spacy', spacy.__version__, 'pydantic', pydantic.__ver
     python3 benchmarks/bench_gpu.py --device "$DEVICE" --sizes "$SIZES" --n "${NS##* }" --no-per-item --no-buckets \
       --dtypes "$(python3 -c 'import torch; print("bfloat16" if torch.cuda.is_available() else "float32")')" \
       --json "$OUT/bench_gpu_${name}_n${NS##* }_nobuckets_${commit}.json" || echo "bench_gpu.py --no-buckets failed"
+    # reranking a turn against generating it (the fp32 rows: the int8 ones are CPU paths)
+    python3 benchmarks/bench_rerank.py --device "$DEVICE" --sizes "$SIZES" --turns 8 \
+      --rows "fp32 default,fp32 + early stop" --json "$OUT/bench_rerank_${name}_${commit}.json" \
+      || echo "bench_rerank.py failed: exit $?"
     # spaCy beside a model-driving thread, on the GPU host's own cores
     python3 benchmarks/bench_overlap.py > "$OUT/bench_overlap_${name}_${commit}.txt" || echo "bench_overlap.py failed"
   } 2>&1 | tee "$OUT/gpu_session.log"
