@@ -47,7 +47,8 @@ Returns:
     coverage: share of responses with at least one valid question,
     fallback_rate: share of responses scored by the end-to-end NLI fallback,
     q2_stderr, q2_ci_low, q2_ci_high: q2's standard error and 95% interval (inside [0, 1]: Wilson score interval
-        scaled by the scores' variance; None with fewer than two scored responses), coverage_ci_low, coverage_ci_high: coverage's 95% Wilson interval,
+        scaled by the scores' variance; None with fewer than two scored responses),
+    coverage_ci_low, coverage_ci_high: coverage's 95% Wilson interval,
     n, n_scored, n_with_questions, n_fallback, n_no_valid_question, n_errors: counts,
     hashcode: the reproducibility signature (models and revisions, decoding, filters, version),
     explanations (with explain=True): one row per response, as `q2 score --explain` writes them (response,
