@@ -23,6 +23,7 @@ Needs ``pip install 'q2-plugins[inspect]'``.
 from __future__ import annotations
 
 import math
+import threading
 from dataclasses import dataclass, field
 from typing import Any, Callable, Generic, Optional, Sequence, TypeVar
 
@@ -41,10 +42,12 @@ from q2_plugins.integrations import adapters
 from q2_plugins.io.rows import result_row
 
 __all__ = ["q2_scorer", "recorded_response", "MicroBatcher", "score_of", "explanation_of", "DEFAULT_WINDOW",
-           "DEFAULT_MAX_BATCH"]
+           "DEFAULT_MAX_BATCH", "NOT_TEXT"]
 
 #: seconds the first call of a batch waits for others
 DEFAULT_WINDOW = 0.05
+#: the sample metadata key where :func:`recorded_response` says why a recorded response is not text
+NOT_TEXT = "q2_not_text"
 #: calls that make a batch full (scored at once, without waiting out the window)
 DEFAULT_MAX_BATCH = 64
 
@@ -55,15 +58,22 @@ Out = TypeVar("Out")
 @dataclass
 class _Batch(Generic[Item, Out]):
     items: list[Item] = field(default_factory=list)
+    deadline: float = 0.0  # anyio.current_time() at which the batch stops waiting for more calls
+    leader: Optional[int] = None  # the position of the call that runs the batch; None: the next call to wake takes it
     full: Any = None  # anyio.Event: set when the batch reaches max_batch
-    done: Any = None  # anyio.Event: set when its results (or error) are in
+    done: bool = False  # its results (or error) are in
+    wake: Any = None  # anyio.Event: set when the batch is done or its leader is cancelled before it ran
     results: Optional[list[Out]] = None
     error: Optional[BaseException] = None
 
 
 class MicroBatcher(Generic[Item, Out]):
     """Gathers concurrent :meth:`submit` calls into batches for ``run_batch`` (a blocking function from a list of
-    items to a list of results, one per item, in order), run in a worker thread, one batch at a time."""
+    items to a list of results, one per item, in order), run in a worker thread, one batch at a time.
+
+    The first call of a batch leads it: it waits out the window, then runs the batch. A leader cancelled before the
+    batch ran hands it to another waiting call, which runs it once the window is over; the batch's other calls get
+    their results either way."""
 
     def __init__(self, run_batch: Callable[[list[Item]], Sequence[Out]], *, max_batch: int = DEFAULT_MAX_BATCH,
                  window: float = DEFAULT_WINDOW) -> None:
@@ -77,52 +87,83 @@ class MicroBatcher(Generic[Item, Out]):
         self.batches = 0  # batches run so far (one run_batch call each)
         self._open: Optional[_Batch[Item, Out]] = None
         self._lock: Any = None
-        self._lock_token: Any = None
+        self._loop: Any = None
+        # one batch at a time in the threads too, whichever event loop submitted it (a scorer may serve several)
+        self._thread_lock = threading.Lock()
 
-    def _running_lock(self) -> Any:
-        """One lock per event loop (a scorer may outlive the loop of one eval)."""
+    def _on_this_loop(self) -> None:
+        """One lock and one open batch per event loop (a scorer may outlive the loop of one eval). Tokens are
+        compared by equality: anyio gives a new, equal token on each call."""
         token = anyio.lowlevel.current_token()
-        if self._lock is None or self._lock_token is not token:
-            self._lock, self._lock_token = anyio.Lock(), token
-        return self._lock
+        if self._lock is None or self._loop != token:
+            self._lock, self._loop, self._open = anyio.Lock(), token, None
 
-    async def submit(self, item: Item) -> Out:
-        """The result of ``item``, scored in a batch with the calls that arrive with it."""
+    def _join(self, item: Item) -> tuple[_Batch[Item, Out], int]:
+        """The open batch (a new one if none is open) with ``item`` added, and its position there."""
+        self._on_this_loop()
         batch = self._open
-        leader = batch is None
         if batch is None:
-            batch = self._open = _Batch(full=anyio.Event(), done=anyio.Event())
+            batch = self._open = _Batch(deadline=anyio.current_time() + self.window, full=anyio.Event(),
+                                        wake=anyio.Event())
         position = len(batch.items)
         batch.items.append(item)
         if len(batch.items) >= self.max_batch:
             self._open = None
             batch.full.set()
-        if leader:
-            with anyio.move_on_after(self.window):
-                await batch.full.wait()
-            if self._open is batch:
-                self._open = None
-            async with self._running_lock():
-                await self._run(batch)
-        else:
-            await batch.done.wait()
+        return batch, position
+
+    async def submit(self, item: Item) -> Out:
+        """The result of ``item``, scored in a batch with the calls that arrive with it."""
+        batch, position = self._join(item)
+        try:
+            while not batch.done:
+                if batch.leader is None:
+                    batch.leader = position
+                if batch.leader == position:
+                    await self._lead(batch)
+                else:
+                    await batch.wake.wait()
+        except BaseException:
+            if batch.leader == position and not batch.done:  # cancelled before the batch ran: hand it over
+                batch.leader = None
+                wake, batch.wake = batch.wake, anyio.Event()
+                wake.set()
+            raise
         if batch.error is not None:
             raise batch.error
         assert batch.results is not None
         return batch.results[position]
 
+    async def _lead(self, batch: _Batch[Item, Out]) -> None:
+        """Wait out the rest of the batch's window (or until it is full), close it, and run it."""
+        wait = batch.deadline - anyio.current_time()
+        if wait > 0 and not batch.full.is_set():
+            with anyio.move_on_after(wait):
+                await batch.full.wait()
+        if self._open is batch:
+            self._open = None
+        async with self._lock:
+            await self._run(batch)
+
+    def _run_locked(self, items: list[Item]) -> Sequence[Out]:
+        with self._thread_lock:
+            return self.run_batch(items)
+
     async def _run(self, batch: _Batch[Item, Out]) -> None:
+        """Run the batch in a worker thread (not abandoned when the leader is cancelled: its calls wait on it)."""
         try:
-            results = await anyio.to_thread.run_sync(self.run_batch, list(batch.items))
+            results = await anyio.to_thread.run_sync(self._run_locked, list(batch.items))
             if len(results) != len(batch.items):
                 raise RuntimeError(f"q2: a batch of {len(batch.items)} items gave {len(results)} results")
             batch.results = list(results)
             self.batches += 1
         except BaseException as e:  # every waiting call raises it, not just the leader
             batch.error = e
-            raise
+            if not isinstance(e, Exception):
+                raise
         finally:
-            batch.done.set()
+            batch.done = True
+            batch.wake.set()
 
 
 def explanation_of(result: ResponseResult) -> str:
@@ -136,16 +177,22 @@ def explanation_of(result: ResponseResult) -> str:
     return "\n".join(lines)
 
 
+def _unscored(reason: str, response: str, explanation: str, metadata: dict[str, Any]) -> Score:
+    """A score that leaves the means alone: Inspect's unscored score where it has one, else NaN values."""
+    unscored = getattr(Score, "unscored", None)
+    if unscored is not None:
+        return unscored(reason=reason, answer=response, explanation=explanation, metadata=metadata)
+    return Score(value={"q2": math.nan, "q2_no_nli": math.nan}, answer=response, explanation=explanation,
+                 metadata=metadata)
+
+
 def score_of(result: ResponseResult, response: str, signature: str) -> Score:
     """The Inspect score of one response's Q² result (see the module docstring)."""
     metadata = {"status": result.status, "q2": result_row(None, {}, result, explain=True), "q2_signature": signature}
     explanation = explanation_of(result)
     if result.score is None:
-        unscored = getattr(Score, "unscored", None)
-        if unscored is not None:
-            return unscored(reason=result.status, answer=response, explanation=explanation, metadata=metadata)
-        return Score(value={"q2": math.nan, "q2_no_nli": math.nan}, answer=response, explanation=explanation,
-                     metadata=metadata)
+        reason = f"{result.status}: {result.error}" if result.error else str(result.status)
+        return _unscored(reason, response, explanation, metadata)
     return Score(value={"q2": result.score, "q2_no_nli": result.score_no_nli}, answer=response,
                  explanation=explanation, metadata=metadata)
 
@@ -178,6 +225,10 @@ def q2_scorer(knowledge: Optional[str] = "knowledge", history: Optional[str] = N
         run_batch, max_batch=max_batch, window=window)
 
     async def score(state: TaskState, target: Target) -> Score:
+        not_text = (state.metadata or {}).get(NOT_TEXT)
+        if not_text is not None:  # recorded_response found no text to score
+            return _unscored(f"error: {not_text}", "", f"status: error ({not_text})",
+                             {"status": "error", "error": not_text})
         response = state.output.completion
         know = target.text if knowledge is None else _field(state, knowledge, "knowledge")
         hist = None if history is None else _field(state, history, "history")
@@ -191,10 +242,18 @@ def q2_scorer(knowledge: Optional[str] = "knowledge", history: Optional[str] = N
 @solver
 def recorded_response(field: str = "response") -> Solver:
     """A solver that answers with the sample's recorded response (its metadata field ``field``), calling no model:
-    Q² of what a system already said, through Inspect."""
+    Q² of what a system already said, through Inspect. A recorded value that is not text (missing, ``None``, a
+    number) is no answer: the sample's metadata key :data:`NOT_TEXT` says why, and :func:`q2_scorer` leaves it
+    unscored with that reason."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        state.output = ModelOutput.from_content(model="recorded", content=str(_field(state, field, "response")))
+        value = _field(state, field, "response")
+        if isinstance(value, str):
+            state.output = ModelOutput.from_content(model="recorded", content=value)
+        else:
+            state.output = ModelOutput.from_content(model="recorded", content="")
+            state.metadata[NOT_TEXT] = (f"the recorded response {field!r} is "
+                                        f"{'missing (None)' if value is None else type(value).__name__ + ', not text'}")
         return state
 
     return solve
