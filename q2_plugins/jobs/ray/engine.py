@@ -17,17 +17,17 @@ import ray
 import ray.data
 
 from q2_plugins.io.inputs import FORMATS, InputFormatError, count_records
-from q2_plugins.io.outputs import ResultFile
+from q2_plugins.io.outputs import PartialReplacedError, ResultFile, retire_results
 from q2_plugins.io.rows import dropped_path, write_meta
 from q2_plugins.jobs import ScoreJob
 from q2_plugins.jobs.local import KeptRows, resumable, run_record
 from q2_plugins.jobs.partial import (
+    PartialRows,
     ResumeError,
     RunRecord,
     StoppedRun,
     check_resume,
     committed_rows,
-    keep_committed,
     mark_stopped,
     ray_stages,
     record_path,
@@ -45,7 +45,15 @@ from q2_plugins.jobs.ray.dataset import (
     read_dataset,
     start_model_check,
 )
-from q2_plugins.jobs.ray.staging import StagedOutput, Staging, commit_staged, discard, nested_row, write_staged
+from q2_plugins.jobs.ray.staging import (
+    StagedOutput,
+    Staging,
+    commit_staged,
+    discard,
+    nested_row,
+    retire_old_parts,
+    write_staged,
+)
 from q2_plugins.jobs.ray.stderr_filter import plain_cause, stderr_without
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError
@@ -274,9 +282,12 @@ def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
     tally = ray.remote(num_cpus=0)(_RunTally).remote() if config.precision_check and check_due(config) else None
     run, resuming = resume if resume is not None else (None, False)
     sink = _sink(job)
-    scored, check, rows, total = _scoring(job, config, counter, tally, skip=sink.committed() if resuming else 0)
-    kept = KeptRows(job.rows, None)
-    stats, errors, signature = _scored_rows(job, scored, check, rows, total, sink, (run, resuming, kept))
+    try:
+        scored, check, rows, total = _scoring(job, config, counter, tally, skip=sink.committed() if resuming else 0)
+        kept = KeptRows(job.rows, None)
+        stats, errors, signature = _scored_rows(job, scored, check, rows, total, sink, (run, resuming, kept))
+    finally:
+        sink.close_unopened()
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
     if kept.n:
         extra["resumed_after"] = kept.n
@@ -288,7 +299,8 @@ def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
     code, problem = stats.exit_code(job.fail_on_error)
     try:
         written = sink.prepare(extra)  # (complete on disk, none in place yet)
-        for out, n in written.items():  # the sidecars first: results in place always have theirs
+        for out, n in written.items():  # the old results go, then the sidecars: results in place have theirs only
+            retire_results(out)
             write_meta(out, engine="ray", signature=signature, summary=summary, config=config, rows=n,
                        input=job.input, spec=job.rows, exit_code=code, **extra)
         sink.commit()
@@ -372,6 +384,8 @@ def _stopped_streaming(e: BaseException, sink: Any, job: ScoreJob) -> BaseExcept
     if sink is None:
         return mark_stopped(e, _nothing_written(job))
     rows, partial = sink.abandon()
+    if isinstance(e, PartialReplacedError):  # (its rows went with the file: nothing to resume)
+        return mark_stopped(e, StoppedRun(0, None, job.output, text=f"{job.output} left as it was"))
     failed = getattr(e, "filename", None) if isinstance(e, OSError) else None
     if partial is None:
         return mark_stopped(e, StoppedRun(rows, None, None, failed, text=f"{rows} rows scored, none written (no "
@@ -422,6 +436,9 @@ class _NoRows:
     def abandon(self) -> tuple[int, Optional[Path]]:
         return 0, None
 
+    def close_unopened(self) -> None:
+        """The run stopped before its first block was written: what was opened for it is closed."""
+
 
 class _JsonlRows(_NoRows):
     """One JSONL output without filter mode: each block's rows appended to the file ``OUTPUT.partial`` (flushed to
@@ -429,17 +446,28 @@ class _JsonlRows(_NoRows):
 
     def __init__(self, job: ScoreJob) -> None:
         self.job, self.partial, self.out = job, Path(f"{job.output}.partial"), None
+        # the file opened once, before the models load, and written through that descriptor only (the staged
+        # blocks of a run with another output, a folder, are removed when the run begins: the file is made then)
+        self.rows = None if self.partial.is_dir() and not self.partial.is_symlink() else PartialRows(job.output)
 
     def committed(self) -> int:
-        return committed_rows(self.partial)[0]
+        return self.rows.committed()[0] if self.rows is not None else 0
 
     def open(self, kept: Any, resuming: bool) -> None:
-        if resuming:
-            kept.n = keep_committed(self.partial, kept.add)
-        elif self.partial.is_dir():  # (the staged blocks of a run with another output)
+        if self.rows is None:  # (the staged blocks of a run with another output)
             discard(self.partial)
-        self.out = ResultFile(str(self.job.output), kept=kept.n)
+            self.out = ResultFile(str(self.job.output), kept=0)
+        else:
+            if resuming:
+                kept.n = self.rows.keep(kept.add)
+            else:
+                self.rows.begin()
+            self.out = self.rows.result_file(kept.n)
         self.opened = True
+
+    def close_unopened(self) -> None:
+        if self.rows is not None and not self.opened:
+            self.rows.close()
 
     def write(self, batch: "pa.Table") -> None:
         for row in batch.to_pylist():
@@ -511,6 +539,7 @@ class _StagedRows(_NoRows):
     def prepare(self, extra: dict[str, Any]) -> dict[str, int]:
         job = self.job
         write_staged(self.staging, self.outputs, job.keep_min_score, job.keep_unscored)
+        retire_old_parts(self.outputs)
         if job.keep_min_score is not None:
             kept, dropped = self.outputs
             extra["filter"] = {"min_score": job.keep_min_score, "unscored": "keep" if job.keep_unscored else "drop",
