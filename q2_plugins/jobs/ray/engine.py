@@ -35,6 +35,7 @@ from q2_plugins.jobs.partial import (
     stopped_run,
 )
 from q2_plugins.jobs.ray.dataset import (
+    LostBlocks,
     Q2BatchScorer,
     block_stats,
     check_columns,
@@ -113,6 +114,9 @@ def _start(job: ScoreJob) -> None:
     logging.getLogger("ray.data.dataset").addFilter(lambda r: "does not have any available CPUs" not in r.getMessage())
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True  # output rows in input order, as q2 score writes them
+    # a block whose worker died on every try is passed over, not the run's end, where its rows can be told by their
+    # positions (one JSONL / CSV / TSV file): they become error rows in place (LostBlocks)
+    ctx.max_errored_blocks = -1 if LostBlocks.applies(job) else 0
     ctx.enable_progress_bars = ray_bars
 
 
@@ -283,9 +287,11 @@ def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
     run, resuming = resume if resume is not None else (None, False)
     sink = _sink(job)
     try:
-        scored, check, rows, total = _scoring(job, config, counter, tally, skip=sink.committed() if resuming else 0)
+        skip = sink.committed() if resuming else 0
+        scored, check, rows, total = _scoring(job, config, counter, tally, skip=skip)
         kept = KeptRows(job.rows, None)
-        stats, errors, signature = _scored_rows(job, scored, check, rows, total, sink, (run, resuming, kept))
+        lost = LostBlocks(job, skip, None if total is None else skip + total)
+        stats, errors, signature = _scored_rows(job, scored, check, rows, total, sink, (run, resuming, kept), lost)
     finally:
         sink.close_unopened()
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
@@ -317,10 +323,11 @@ def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
 
 
 def _scored_rows(job: ScoreJob, scored: "ray.data.Dataset", check: Any, rows: Optional[Any], total: Optional[int],
-                 sink: Any, resume: tuple[Any, bool, Any]) -> tuple[Any, Any, str]:
+                 sink: Any, resume: tuple[Any, bool, Any], lost: LostBlocks) -> tuple[Any, Any, str]:
     """Each block of ``scored``, in input order, to ``sink`` as it finishes (the first one once the models are
-    checked and the run begun: :func:`_begin`); returns the run's figures (the kept rows' with them) and signature.
-    A stop raises with where the rows are."""
+    checked and the run begun: :func:`_begin`), the rows of a block that never came back as error rows in its
+    place (``lost``); returns the run's figures (the kept rows' with them) and signature. A stop raises with where
+    the rows are."""
     stats: Any = None
     errors: Any = None
     signature: Any = None
@@ -330,11 +337,15 @@ def _scored_rows(job: ScoreJob, scored: "ray.data.Dataset", check: Any, rows: Op
                 if signature is None:  # the first block: the models are checked, the run's signature is known
                     signature = model_check_result(check)
                     stats, errors = _begin(job, *resume, signature, sink)
-                _write_batch(sink, batch)
-                stats = stats + _block_summary(batch, errors)
-            if signature is None:  # (no row left to score: a resume of a run stopped after its last row)
+                for block in (*lost.before(batch), batch):
+                    _write_batch(sink, block)
+                    stats = stats + _block_summary(block, errors)
+            if signature is None:  # (no block came back: a resume of a run stopped after its last row, or all lost)
                 signature = model_check_result(check)
                 stats, errors = _begin(job, *resume, signature, sink)
+            for block in lost.after():
+                _write_batch(sink, block)
+                stats = stats + _block_summary(block, errors)
     except BaseException as e:
         if not isinstance(e, (KeyboardInterrupt, OSError)):
             model_check_result(check)  # a model that cannot load: the check's error, once
