@@ -144,6 +144,32 @@ def test_a_stopped_ray_run_keeps_its_rows_and_the_resume_scores_only_the_rest(tm
 
 
 # -- every other output: the scored blocks staged in OUTPUT.partial/ as they finish ------------------------------
+def test_a_link_swapped_in_while_a_resumed_ray_run_loads_its_models_is_never_written_through(tmp_path, capsys, flags,
+                                                                                              monkeypatch):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n" * 50)
+    src = write(tmp_path / "in.jsonl", [dict(GOOD, id=i, response=f"paris is in france {i} .") for i in range(20)])
+    out, partial = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial"
+    argv = ["score", "--input", str(src), "--output", str(out), *flags]
+    real = engine._write_batch
+    stop_at_the_third_block(monkeypatch)
+    assert main(argv) == 130
+    monkeypatch.setattr(engine, "_write_batch", real)
+    real_scoring = engine._scoring
+
+    def swapped_while_loading(*args, **kwargs):  # the checks are done; the models load from here on
+        partial.unlink()
+        partial.symlink_to(victim)
+        return real_scoring(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_scoring", swapped_while_loading)
+    capsys.readouterr()
+    code = main(argv + ["--resume"])
+    assert victim.read_text() == "precious\n" * 50 and partial.is_symlink() and not out.exists()
+    line = capsys.readouterr().err.splitlines()[-1]
+    assert code == 2 and str(partial) in line and "replaced" in line, (code, line)
+
+
 def results(path: Path) -> list:
     """The rows of a result file or folder, as written: Parquet as values, CSV / TSV / JSONL as their text lines (the
     header too); a folder's part files in order."""
