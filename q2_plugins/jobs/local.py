@@ -137,7 +137,10 @@ def resumable(job: ScoreJob, run: Any) -> bool:
     """Whether there is a ``.partial`` to resume (checked against ``run`` before the models load); without one the
     run starts from its first row, and says so."""
     partial = Path(f"{job.output}.partial")
-    if not partial.exists():  # (a file of rows, or the Ray engine's folder of staged blocks)
+    # (a file of rows, or the Ray engine's folder of staged blocks; an empty file without a record: a run stopped
+    # while its models loaded, before it began)
+    empty = partial.is_file() and not partial.is_symlink() and partial.stat().st_size == 0
+    if not partial.exists() or (empty and RunRecord.read(job.output) is None):  # type: ignore[arg-type]
         print(f"q2 score: --resume: there is no {partial} to continue; scoring from the first row", file=sys.stderr)
         return False
     check_resume(job.output, RunRecord.read(job.output), run, signature=False)  # type: ignore[arg-type]
