@@ -114,9 +114,6 @@ def _start(job: ScoreJob) -> None:
     logging.getLogger("ray.data.dataset").addFilter(lambda r: "does not have any available CPUs" not in r.getMessage())
     ctx = ray.data.DataContext.get_current()
     ctx.execution_options.preserve_order = True  # output rows in input order, as q2 score writes them
-    # a block whose worker died on every try is passed over, not the run's end, where its rows can be told by their
-    # positions (one JSONL / CSV / TSV file): they become error rows in place (LostBlocks)
-    ctx.max_errored_blocks = -1 if LostBlocks.applies(job) else 0
     ctx.enable_progress_bars = ray_bars
 
 
@@ -215,6 +212,11 @@ def run_score(job: ScoreJob) -> int:
     for s, handler in ours.items():  # ray.init's own SIGTERM handler exits without a word: the caller's stays
         if handler is not None:
             signal.signal(s, handler)
+    # a block whose worker died on every try is passed over, not the run's end, where its rows can be told by their
+    # positions (one JSONL / CSV / TSV file): they become error rows in place (LostBlocks); for this run only
+    ctx = ray.data.DataContext.get_current()
+    errored = ctx.max_errored_blocks
+    ctx.max_errored_blocks = -1 if LostBlocks.applies(job) else errored
     try:
         with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
             return _run_started(job, resume)
@@ -227,6 +229,8 @@ def run_score(job: ScoreJob) -> int:
         error = RayRunError(f"the Ray run failed: {plain_cause(e)}")
         stopped = stopped_run(e)  # (the rows it kept, and where)
         raise (error if stopped is None else mark_stopped(error, stopped)) from None
+    finally:
+        ctx.max_errored_blocks = errored
 
 
 class RayStartError(OSError):
