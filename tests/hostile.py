@@ -168,7 +168,7 @@ def write_csv(rows: list[dict[str, Any]], path: Path, seed: int = 0) -> list[Opt
 # messages that say what is wrong (anything else, e.g. a bare exception from a component, is not clear)
 CLEAR = re.compile("|".join([
     r"^(response|knowledge) is (empty|missing \(None\))$",
-    r"^(response|knowledge) must be a string, got \w+$",
+    r"^(response|knowledge)( item \d+)? must be a string, got \w+$",
     r"^(response|knowledge) is not valid Unicode: a lone surrogate .* at character \d+$",
     r"^no field\(s\) \[.*\]; this record's fields are \[.*\]$",
     r"^line \d+ (is not valid JSON: .*|is a JSON \w+, expected an object|is JSON nested too deeply to read"

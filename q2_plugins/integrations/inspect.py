@@ -56,7 +56,19 @@ from q2_plugins.metric import names as M
 from q2_plugins.metric.significance import mean_interval_of
 
 __all__ = ["q2_scorer", "recorded_response", "ci_low", "ci_high", "MicroBatcher", "score_of", "explanation_of",
-           "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH"]
+           "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH", "NOT_TEXT"]
+
+#: the sample metadata key where :func:`recorded_response` says why a recorded response is not text
+NOT_TEXT = "q2_not_text"
+
+
+def _unscored(reason: str, response: str, explanation: str, metadata: dict[str, Any]) -> Score:
+    """A score that leaves the means alone: Inspect's unscored score where it has one, else NaN values."""
+    unscored = getattr(Score, "unscored", None)
+    if unscored is not None:
+        return unscored(reason=reason, answer=response, explanation=explanation, metadata=metadata)
+    return Score(value={"q2": math.nan, "q2_no_nli": math.nan}, answer=response, explanation=explanation,
+                 metadata=metadata)
 
 
 def score_of(result: ResponseResult, response: str, signature: str) -> Score:
@@ -64,11 +76,8 @@ def score_of(result: ResponseResult, response: str, signature: str) -> Score:
     metadata = {"status": result.status, "q2": result_row(None, {}, result, explain=True), "q2_signature": signature}
     explanation = explanation_of(result)
     if result.score is None:
-        unscored = getattr(Score, "unscored", None)
-        if unscored is not None:
-            return unscored(reason=result.status, answer=response, explanation=explanation, metadata=metadata)
-        return Score(value={"q2": math.nan, "q2_no_nli": math.nan}, answer=response, explanation=explanation,
-                     metadata=metadata)
+        reason = f"{result.status}: {result.error}" if result.error else str(result.status)
+        return _unscored(reason, response, explanation, metadata)
     return Score(value={"q2": result.score, "q2_no_nli": result.score_no_nli}, answer=response,
                  explanation=explanation, metadata=metadata)
 
@@ -129,6 +138,10 @@ def q2_scorer(knowledge: Optional[str] = "knowledge", history: Optional[str] = N
         run_batch, max_batch=max_batch, window=window)
 
     async def score(state: TaskState, target: Target) -> Score:
+        not_text = (state.metadata or {}).get(NOT_TEXT)
+        if not_text is not None:  # recorded_response found no text to score
+            return _unscored(f"error: {not_text}", "", f"status: error ({not_text})",
+                             {"status": "error", "error": not_text})
         response = state.output.completion
         know = target.text if knowledge is None else _field(state, knowledge, "knowledge")
         hist = None if history is None else _field(state, history, "history")
@@ -142,10 +155,18 @@ def q2_scorer(knowledge: Optional[str] = "knowledge", history: Optional[str] = N
 @solver
 def recorded_response(field: str = "response") -> Solver:
     """A solver that answers with the sample's recorded response (its metadata field ``field``), calling no model:
-    Q² of what a system already said, through Inspect."""
+    Q² of what a system already said, through Inspect. A recorded value that is not text (missing, ``None``, a
+    number) is no answer: the sample's metadata key :data:`NOT_TEXT` says why, and :func:`q2_scorer` leaves it
+    unscored with that reason."""
 
     async def solve(state: TaskState, generate: Generate) -> TaskState:
-        state.output = ModelOutput.from_content(model="recorded", content=str(_field(state, field, "response")))
+        value = _field(state, field, "response")
+        if isinstance(value, str):
+            state.output = ModelOutput.from_content(model="recorded", content=value)
+        else:
+            state.output = ModelOutput.from_content(model="recorded", content="")
+            state.metadata[NOT_TEXT] = (f"the recorded response {field!r} is "
+                                        f"{'missing (None)' if value is None else type(value).__name__ + ', not text'}")
         return state
 
     return solve

@@ -298,7 +298,10 @@ class JsonConstant(str):
 
 
 def as_value(value: Any) -> Any:
-    """``value`` as the scorer is given it: a :class:`JsonConstant` as the number it is, anything else unchanged."""
+    """``value`` as the scorer is given it: a :class:`JsonConstant` as the number it is, in a list too (knowledge as
+    a list of passages), anything else unchanged."""
+    if isinstance(value, list):
+        return [as_value(v) for v in value]
     return float(value) if isinstance(value, JsonConstant) else value
 
 

@@ -4,21 +4,23 @@
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import json
 import math
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any, Optional, Sequence
+from typing import IO, Any, Iterator, Optional, Sequence
 
 from q2_plugins.io.inputs import InputFormatError, named_errors
 from q2_plugins.metric.errors import SETTING, NamesSetting, SettingError
 
-__all__ = ["OutputClashError", "json_line", "ResultFile", "write_json_atomic", "write_text_atomic", "meta_path",
-           "same_file", "partial_path", "files_written", "check_outputs", "check_writable", "html_files",
-           "UnwritablePathError", "lock_path", "record_path", "UnsafePathError", "open_own", "open_new", "replace_own",
-           "check_own_files", "open_own_folder", "say_replaced"]
+__all__ = ["OutputClashError", "json_line", "ResultFile", "write_json_atomic", "write_text_atomic", "atomic_file",
+           "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "check_writable", "html_files",
+           "UnwritablePathError", "lock_path", "record_path", "UnsafePathError", "PartialReplacedError", "open_own",
+           "open_new", "replace_own", "check_own_files", "open_own_folder", "open_folders", "retire_results",
+           "say_replaced"]
 
 
 def _json_safe(value: Any) -> Any:
@@ -60,29 +62,50 @@ def write_json_atomic(path: str | Path, data: Any) -> None:
     write_text_atomic(path, json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n")
 
 
-def write_text_atomic(path: str | Path, text: str) -> None:
+def write_text_atomic(path: str | Path, text: str, *, setting: str = "output", dir_fd: Optional[int] = None) -> None:
     """Write ``text`` to ``path`` through a temporary file beside it (created new: a link or another user's file
-    there is refused), renamed into place when complete."""
+    there is refused), renamed into place when complete (:func:`atomic_file`)."""
+    with atomic_file(path, setting=setting, dir_fd=dir_fd) as f:
+        f.write(text)
+
+
+@contextlib.contextmanager
+def atomic_file(path: str | Path, *, binary: bool = False, setting: str = "output",
+                dir_fd: Optional[int] = None) -> Iterator[IO[Any]]:
+    """The one way a command writes a file: a file object (text, UTF-8; ``binary``: bytes) on a temporary file
+    beside ``path``, created new (a link or another user's file there is refused, :class:`UnsafePathError`), renamed
+    over ``path`` when the block ends (so a link at ``path`` is replaced, never written through); removed when the
+    block fails, ``path`` left as it was. ``dir_fd``: ``path``'s folder, open (:func:`open_folders`)."""
     path = Path(path)
     tmp = tmp_path(path)
     with named_errors(tmp):
-        fd = open_new(tmp)
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-    replace_own(tmp, path)
+        fd = open_new(tmp, setting=setting, dir_fd=dir_fd)
+        try:
+            with (os.fdopen(fd, "wb") if binary else os.fdopen(fd, "w", encoding="utf-8")) as f:
+                yield f
+                f.flush()
+                os.fsync(f.fileno())
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(_at(tmp, dir_fd), dir_fd=dir_fd)
+            raise
+    replace_own(tmp, path, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
 
 
 class ResultFile:
     """Rows of a result file, written to ``FILE.partial`` and renamed to ``FILE`` by :meth:`commit`; until then an
     existing ``FILE`` is untouched. ``-`` writes to standard output."""
 
-    def __init__(self, target: str | Path, *, kept: int = 0) -> None:
+    def __init__(self, target: str | Path, *, kept: int = 0, fd: Optional[int] = None) -> None:
+        """``fd``: ``FILE.partial`` opened already (:func:`open_own`), positioned after the ``kept`` rows; it is
+        written through, never opened again by its name."""
         self.stdout = str(target) == "-"
         self.target = Path(target)
         self.partial = partial_path(self.target)
         self.rows = kept  # kept: the rows a resumed run keeps (FILE.partial already holds them; rows go after them)
-        self._f: IO[str] = sys.stdout if self.stdout else os.fdopen(
-            open_own(self.partial, append=bool(kept)), "a" if kept else "w", encoding="utf-8")
+        if not self.stdout and fd is None:
+            fd = open_own(self.partial, append=bool(kept))
+        self._f: IO[str] = sys.stdout if self.stdout else os.fdopen(fd, "a" if kept else "w", encoding="utf-8")
 
     def write(self, record: dict[str, Any]) -> None:
         self._f.write(json_line(record) + "\n")
@@ -100,7 +123,16 @@ class ResultFile:
         self._f.flush()
         if not self.stdout:
             os.fsync(self._f.fileno())
+            written = os.fstat(self._f.fileno())
             self._f.close()
+            try:
+                same = os.path.samestat(written, os.lstat(self.partial))
+            except OSError:
+                same = False
+            if not same:  # its name was given to another file (a link?) while the run wrote it: that is not ours
+                raise PartialReplacedError("output", f"refusing to rename {self.partial} to {self.target}: it was "
+                                                     f"replaced by another file while the run wrote it (its rows are "
+                                                     f"lost with the file it replaced); remove it and run again")
             replace_own(self.partial, self.target)
 
     def abandon(self) -> Optional[Path]:
@@ -253,6 +285,11 @@ class UnsafePathError(UnwritablePathError):
     could write wherever the link points (anyone who can write the folder can plant one), so the run refuses it."""
 
 
+class PartialReplacedError(UnsafePathError):
+    """``FILE.partial`` was replaced by another file (a link?) while the run wrote it: nothing is renamed, and the
+    rows written went with the file it replaced (nothing to resume)."""
+
+
 # -- files written beside an output: never through a link, never another user's file ------------------------------
 _NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 _CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -332,8 +369,9 @@ def open_own(path: str | Path, *, append: bool = False, read: bool = False, sett
 
 def check_own_files(paths: Sequence[str | Path], setting: str, *, folders: Sequence[str | Path] = ()) -> None:
     """Refuse, before any work, a run whose files beside its output (``paths``: each ``.partial``, ``.lock``,
-    temporary file) include a link, something that is no regular file, or another user's file: one line naming it
-    (:class:`UnsafePathError`). Missing files pass; they are created exclusively when written (:func:`open_own`).
+    temporary file) include a link (a hard link too), something that is no regular file, or another user's file: one
+    line naming it (:class:`UnsafePathError`). Missing files pass; they are created exclusively when written
+    (:func:`open_own`).
     A path of ``paths`` also in ``folders`` may be a folder of this user too (:func:`open_own_folder`)."""
     import stat
 
@@ -347,6 +385,8 @@ def check_own_files(paths: Sequence[str | Path], setting: str, *, folders: Seque
             raise _refuse(path, f"it is a link (to {_link_target(path)})", setting)
         if not stat.S_ISREG(st.st_mode) and not (stat.S_ISDIR(st.st_mode) and path in may_be_folders):
             raise _refuse(path, "it is not a regular file", setting)
+        if stat.S_ISREG(st.st_mode) and st.st_nlink > 1:
+            raise _refuse(path, f"it has {st.st_nlink} names (a hard link to another file)", setting)
         if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
             raise _refuse(path, f"it belongs to another user (uid {st.st_uid})", setting)
 
@@ -394,6 +434,22 @@ def _sync(fd: int) -> None:
         pass
 
 
+def _enter_folder(path: Path, dir_fd: Optional[int], setting: str, mode: int) -> int:
+    """A descriptor of the folder ``path`` (by its name in ``dir_fd`` when given), made with ``mode`` when missing and
+    opened without following a link: a link or a file there is refused (:class:`UnsafePathError`)."""
+    at = _at(path, dir_fd)
+    with contextlib.suppress(FileExistsError):
+        os.mkdir(at, mode, dir_fd=dir_fd)
+    try:
+        return os.open(at, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC, dir_fd=dir_fd)
+    except OSError as e:
+        if _is_link(path, dir_fd) or e.errno == errno.ELOOP:
+            raise _refuse(path, f"it is a link (to {_link_target(path, dir_fd)})", setting) from None
+        if e.errno == errno.ENOTDIR:
+            raise _refuse(path, "it is not a folder", setting) from None
+        raise
+
+
 def open_own_folder(path: str | Path, *, setting: str = "output") -> int:
     """A file descriptor of the folder ``path`` of this run beside its output (the Ray engine's staged blocks),
     made (mode 0700) when missing: an existing one must be a real folder of this user, never a link, else it is
@@ -403,18 +459,7 @@ def open_own_folder(path: str | Path, *, setting: str = "output") -> int:
 
     path = Path(path)
     with named_errors(path):
-        try:
-            os.mkdir(path, 0o700)
-        except FileExistsError:
-            pass
-        try:
-            fd = os.open(path, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _NOFOLLOW | _CLOEXEC)
-        except OSError as e:
-            if _is_link(path, None) or e.errno == errno.ELOOP:
-                raise _refuse(path, f"it is a link (to {_link_target(path)})", setting) from None
-            if e.errno == errno.ENOTDIR:
-                raise _refuse(path, "it is not a folder", setting) from None
-            raise
+        fd = _enter_folder(path, None, setting, 0o700)
     st = os.fstat(fd)
     why = ("it is not a folder" if not stat.S_ISDIR(st.st_mode)
            else f"it belongs to another user (uid {st.st_uid})" if hasattr(os, "geteuid") and st.st_uid != os.geteuid()
@@ -424,3 +469,36 @@ def open_own_folder(path: str | Path, *, setting: str = "output") -> int:
         raise _refuse(path, why, setting)
     os.fchmod(fd, 0o700)
     return fd
+
+
+def open_folders(base: str | Path, parts: Sequence[str], *, setting: str = "output") -> int:
+    """A file descriptor of the folder ``base/parts[0]/parts[1]/...``: each part made when missing and entered by its
+    name in the one before without following a link, so a link planted at any of them is refused
+    (:class:`UnsafePathError`, one line naming it) instead of leading the writes elsewhere. ``base`` is the folder
+    the user named (made when missing). Write the files in it through the descriptor (``dir_fd`` of
+    :func:`atomic_file`); close it when done."""
+    base = Path(base)
+    base.mkdir(parents=True, exist_ok=True)
+    fd = os.open(base, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | _CLOEXEC)
+    path = base
+    try:
+        for part in parts:
+            if part in ("", ".", "..") or "/" in part or os.sep in part:
+                raise _refuse(path / part, "it is not a plain folder name", setting)
+            path = path / part
+            inner = _enter_folder(path, fd, setting, 0o777)
+            os.close(fd)
+            fd = inner
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd
+
+
+def retire_results(output: str | Path) -> None:
+    """Remove the result file ``output`` of an earlier run (a link there: the link, never its target) before the new
+    run's sidecar is written; a folder of part files is left to its writer."""
+    path = Path(output)
+    if path.is_symlink() or path.is_file():
+        with contextlib.suppress(FileNotFoundError):
+            path.unlink()

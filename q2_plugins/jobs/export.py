@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import os
 import re
 import time
 import uuid
@@ -39,7 +40,7 @@ from typing import Any, Optional
 
 from q2_plugins import __version__
 from q2_plugins.backends.loading import random_weight_models
-from q2_plugins.io.outputs import write_text_atomic
+from q2_plugins.io.outputs import open_folders, write_text_atomic
 from q2_plugins.io.rows import read_results
 from q2_plugins.metric import names as M
 from q2_plugins.metric.errors import SettingError
@@ -155,7 +156,10 @@ def _text(value: Any) -> str:
 
 
 def _slug(text: str) -> str:
-    return "".join(c if c.isalnum() or c in "-_." else "_" for c in text) or "unknown"
+    """``text`` as one folder name: letters, digits, ``-``, ``_`` and ``.`` kept, every other character (a path
+    separator, a control character) ``_``; a name of dots alone (``..``: the folder above) becomes underscores."""
+    slug = "".join(c if c.isalnum() or c in "-_." else "_" for c in text) or "unknown"
+    return "_" * len(slug) if set(slug) == {"."} else slug
 
 
 def _uncertainty(values: list[Optional[float]], options: ExportOptions) -> dict[str, Any]:
@@ -293,14 +297,24 @@ def export_records(rows: Any, options: ExportOptions) -> tuple[dict[str, Any], l
 
 def _yaml(value: Any, indent: str = "") -> str:
     """``value`` (dicts of text, numbers and dicts) as block YAML; text double-quoted with JSON's escapes, which YAML
-    reads as the same text."""
+    reads as the same text, and every character YAML would not read back as itself (DEL, C1 controls, U+FFFE, the
+    line separators) escaped."""
     lines = []
     for key, v in value.items():
         if isinstance(v, dict):
             lines.append(f"{indent}{key}:\n{_yaml(v, indent + '  ')}")
         else:
-            lines.append(f"{indent}{key}: {json.dumps(v, ensure_ascii=False)}")
+            lines.append(f"{indent}{key}: {_YAML_UNPRINTABLE.sub(_yaml_escape, json.dumps(v, ensure_ascii=False))}")
     return "\n".join(lines)
+
+
+#: the characters that JSON's escapes leave as they are but YAML does not read back as themselves: those outside
+#: its printable set (YAML 1.2, 5.1) and the line breaks YAML 1.1 folds to a space (NEL, U+2028, U+2029)
+_YAML_UNPRINTABLE = re.compile("[\x7f-\x9f\u2028\u2029\ud800-\udfff\ufffe\uffff]")
+
+
+def _yaml_escape(match: "re.Match[str]") -> str:
+    return f"\\u{ord(match.group()):04x}"
 
 
 #: the aggregate record's library detail naming random-weight test models (their scores mean nothing)
@@ -359,18 +373,26 @@ def write_export(results: str | Path, output_dir: str | Path, options: ExportOpt
                                                        else "id", repeated_ids=_REPEATED_IDS), options)
     hub_files = hub_eval_results(aggregate, hub) if hub is not None else {}  # (refused before any file is written)
     samples = Path(output_dir) / aggregate["detailed_evaluation_results"]["file_path"]
-    samples.parent.mkdir(parents=True, exist_ok=True)
     text = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in instances)
-    write_text_atomic(samples, text)
     record = samples.with_name(samples.name.removesuffix("_samples.jsonl") + ".json")
-    write_text_atomic(record, json.dumps(aggregate, indent=2, ensure_ascii=False) + "\n")
+    # each folder below output_dir entered without following a link: a link planted there is refused
+    folder = open_folders(output_dir, samples.relative_to(output_dir).parts[:-1], setting="output_dir")
+    try:
+        write_text_atomic(samples, text, setting="output_dir", dir_fd=folder)
+        write_text_atomic(record, json.dumps(aggregate, indent=2, ensure_ascii=False) + "\n", setting="output_dir",
+                          dir_fd=folder)
+    finally:
+        os.close(folder)
     written = []
     if hub_files:
-        folder = Path(output_dir) / HUB_RESULTS_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        for name, yaml_text in hub_files.items():
-            write_text_atomic(folder / name, yaml_text)
-            written.append(folder / name)
+        folder = open_folders(output_dir, [HUB_RESULTS_DIR], setting="output_dir")
+        try:
+            for name, yaml_text in hub_files.items():
+                write_text_atomic(Path(output_dir) / HUB_RESULTS_DIR / name, yaml_text, setting="output_dir",
+                                  dir_fd=folder)
+                written.append(Path(output_dir) / HUB_RESULTS_DIR / name)
+        finally:
+            os.close(folder)
     details = aggregate["eval_library"]["additional_details"]
     return ExportPaths(record, samples, tuple(written), details.get(TEST_MODELS_DETAIL, ""),
                        details.get(NO_NLI_DETAIL, ""))

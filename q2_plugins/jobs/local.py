@@ -11,17 +11,17 @@ from typing import TYPE_CHECKING, Any, Iterator, Optional
 from q2_plugins import __version__, backends
 from q2_plugins import scorer as scorer_module
 from q2_plugins.io.inputs import count_records, read_rows
-from q2_plugins.io.outputs import ResultFile
+from q2_plugins.io.outputs import PartialReplacedError, ResultFile, retire_results
 from q2_plugins.io.rows import response_result, result_row, score_records, write_meta
 from q2_plugins.jobs import report
 from q2_plugins.jobs.partial import (
+    PartialRows,
     ResumeError,
     RunRecord,
     StoppedRun,
     check_resume,
     committed_rows,
     input_identity,
-    keep_committed,
     mark_stopped,
     record_path,
 )
@@ -47,24 +47,35 @@ def score_local(job: ScoreJob) -> int:
     rows = read_rows(job.input, job.input_format, spec.required, spec.settings)
     run = run_record(job)
     resume = run is not None and job.resume and resumable(job, run)
-    scorer = _loaded(Q2Scorer(config), progress=job.progress)  # a model that cannot load stops here, once
-    if run is not None:
-        from dataclasses import replace
+    stopped = not resume and run is not None and Path(f"{job.output}.partial").is_file() and RunRecord.read(
+        job.output) is not None  # type: ignore[arg-type]
+    # OUTPUT.partial opened once, before the models load, and written through that descriptor only
+    partial = PartialRows(job.output) if job.output and job.output != "-" else None
+    try:
+        scorer = _loaded(Q2Scorer(config), progress=job.progress)  # a model that cannot load stops here, once
+        if run is not None:
+            from dataclasses import replace
 
-        run = replace(run, signature=str(scorer.signature))
+            run = replace(run, signature=str(scorer.signature))
+            if resume:
+                check_resume(job.output, RunRecord.read(job.output), run, signature=True)  # type: ignore[arg-type]
+            else:
+                if stopped:
+                    print(f"q2 score: {job.output}.partial of a stopped run is begun again (--resume would continue "
+                          f"it)", file=sys.stderr)
+                run.write(job.output)  # type: ignore[arg-type]
+        report_rows: Optional[list[dict[str, Any]]] = [] if job.html else None
+        kept = KeptRows(spec, report_rows)
         if resume:
-            check_resume(job.output, RunRecord.read(job.output), run, signature=True)  # type: ignore[arg-type]
-        else:
-            if job.output and Path(f"{job.output}.partial").is_file() and RunRecord.read(job.output) is not None:
-                print(f"q2 score: {job.output}.partial of a stopped run is begun again (--resume would continue it)",
-                      file=sys.stderr)
-            run.write(job.output)  # type: ignore[arg-type]
+            kept.take(job, rows, partial)
+        elif partial is not None:
+            partial.begin()
+    except BaseException:
+        if partial is not None:
+            partial.close()
+        raise
     progress = _run_progress(job)
-    report_rows: Optional[list[dict[str, Any]]] = [] if job.html else None
-    kept = KeptRows(spec, report_rows)
-    if resume:
-        kept.take(job, rows)
-    out = ResultFile(job.output, kept=kept.n) if job.output else None
+    out = (partial.result_file(kept.n) if partial is not None else ResultFile("-")) if job.output else None
     try:
         stats, errors, signature = _score_rows(scorer, rows, job, out, report_rows, progress, taxonomy, kept)
     finally:
@@ -85,8 +96,9 @@ def score_local(job: ScoreJob) -> int:
         except OSError as e:  # the results are saved: the run failed only to write its report, and says so
             code, extra["html_error"] = 2, f"--html {job.html} could not be written: {e}"
     if out is not None:
-        try:  # the sidecar first: results in place always have theirs
+        try:  # the old results go, then the sidecar: results in place always have theirs, and only theirs
             if not out.stdout:
+                retire_results(out.target)
                 write_meta(out.target, engine="local", signature=signature, summary=summary, config=config,
                            rows=out.rows, input=job.input, spec=spec, exit_code=code, **extra)
             out.commit()
@@ -125,7 +137,10 @@ def resumable(job: ScoreJob, run: Any) -> bool:
     """Whether there is a ``.partial`` to resume (checked against ``run`` before the models load); without one the
     run starts from its first row, and says so."""
     partial = Path(f"{job.output}.partial")
-    if not partial.exists():  # (a file of rows, or the Ray engine's folder of staged blocks)
+    # (a file of rows, or the Ray engine's folder of staged blocks; an empty file without a record: a run stopped
+    # while its models loaded, before it began)
+    empty = partial.is_file() and not partial.is_symlink() and partial.stat().st_size == 0
+    if not partial.exists() or (empty and RunRecord.read(job.output) is None):  # type: ignore[arg-type]
         print(f"q2 score: --resume: there is no {partial} to continue; scoring from the first row", file=sys.stderr)
         return False
     check_resume(job.output, RunRecord.read(job.output), run, signature=False)  # type: ignore[arg-type]
@@ -147,9 +162,9 @@ class KeptRows:
         if self.report_rows is not None:
             self._rows.append(row)
 
-    def take(self, job: ScoreJob, rows: Iterator[dict[str, Any]]) -> None:
+    def take(self, job: ScoreJob, rows: Iterator[dict[str, Any]], partial: PartialRows) -> None:
         """Keep the ``.partial``'s complete rows (a torn last line is cut off) and read past their input rows."""
-        self.n = keep_committed(f"{job.output}.partial", self.add)
+        self.n = partial.keep(self.add)
         for result in self._rows:
             self.report_rows.append(_with_texts(result, next(rows, {}), self.spec))  # type: ignore[union-attr]
         for i in range(len(self._rows), self.n):
@@ -222,6 +237,8 @@ def _stopped(e: BaseException, out: Any, job: ScoreJob, offset: int, writing: bo
     """``e`` with the :class:`~q2_plugins.jobs.partial.StoppedRun` of this run attached: one count, the rows in
     the ``.partial`` (after a failed write: those complete on disk, as ``--resume`` will count them)."""
     partial = out.abandon() if out is not None else None
+    if isinstance(e, PartialReplacedError):  # (its rows went with the file: nothing to resume)
+        return mark_stopped(e, StoppedRun(0, None, job.output, text=f"{job.output} left as it was"))
     if out is None or partial is None:
         return mark_stopped(e, StoppedRun(out.rows if out is not None else offset, None, None))
     failed = getattr(e, "filename", None) or (str(out.partial if not out.stdout else "standard output")

@@ -19,6 +19,7 @@ the free-space check before the work, and the one line a stopped run leaves.
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -26,15 +27,15 @@ import socket
 import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterator, Optional
+from typing import IO, Any, Callable, Iterator, Optional
 
 from q2_plugins.io.inputs import FORMATS, format_suffix, suffixes
-from q2_plugins.io.outputs import lock_path, open_own, record_path, write_json_atomic
+from q2_plugins.io.outputs import ResultFile, lock_path, open_own, partial_path, record_path, write_json_atomic
 from q2_plugins.metric.errors import SettingError
 
 __all__ = ["OutputLockedError", "ResumeError", "OutputLock", "lock_output", "RunRecord", "input_identity",
            "committed_rows", "check_resume", "StoppedRun", "stopped_run", "mark_stopped", "check_free_space",
-           "OUTPUT_FACTOR", "EXPLAINED_FACTOR", "RECORD_FORMAT", "resumable_on_ray", "ray_stages"]
+           "OUTPUT_FACTOR", "EXPLAINED_FACTOR", "PartialRows", "RECORD_FORMAT", "resumable_on_ray", "ray_stages"]
 
 #: the ``format`` of ``OUTPUT.resume.json``
 RECORD_FORMAT = "q2-score-partial"
@@ -188,12 +189,14 @@ def check_resume(output: str | Path, saved: Optional[RunRecord], now: RunRecord,
                                     f"{now.signature}); resume with the same ones, or score it again from the start")
 
 
-def committed_rows(partial: str | Path, on_row: Optional[Callable[[dict[str, Any]], None]] = None) -> tuple[int, int]:
-    """``(rows, bytes)``: the complete rows at the start of a ``.partial`` and the bytes they take. A row counts
-    when its line ends in a newline, holds a JSON object and its ``row`` is its position; the first line that does
-    not (a line torn by a kill) and all after it do not count. ``on_row`` gets each counted row."""
+def committed_rows(partial: str | Path | IO[bytes],
+                   on_row: Optional[Callable[[dict[str, Any]], None]] = None) -> tuple[int, int]:
+    """``(rows, bytes)``: the complete rows at the start of a ``.partial`` (a path or a binary file open at its
+    start) and the bytes they take. A row counts when its line ends in a newline, holds a JSON object and its ``row``
+    is its position; the first line that does not (a line torn by a kill) and all after it do not count. ``on_row``
+    gets each counted row."""
     n = size = 0
-    with open(partial, "rb") as f:
+    with (open(partial, "rb") if isinstance(partial, (str, Path)) else contextlib.nullcontext(partial)) as f:
         for line in f:
             if not line.endswith(b"\n"):
                 break
@@ -209,11 +212,56 @@ def committed_rows(partial: str | Path, on_row: Optional[Callable[[dict[str, Any
     return n, size
 
 
-def keep_committed(partial: str | Path, on_row: Optional[Callable[[dict[str, Any]], None]] = None) -> int:
-    """Cut a ``.partial`` after its complete rows (:func:`committed_rows`) and return how many it keeps."""
-    n, size = committed_rows(partial, on_row)
-    os.truncate(partial, size)
-    return n
+class PartialRows:
+    """``OUTPUT.partial``, the file of a run's rows, opened once before the models load and written through that
+    descriptor to the end: a link planted there meanwhile is never followed, and a link, a hard link or another
+    user's file there is refused (:func:`~q2_plugins.io.outputs.open_own`) before any model loads. It is created when
+    missing; one a stopped run left is kept as it is until :meth:`keep` or :meth:`begin`."""
+
+    def __init__(self, output: str | Path, setting: str = "output") -> None:
+        self.output, self.path = str(output), partial_path(output)
+        self.created = not os.path.lexists(self.path)
+        self.fd: Optional[int] = open_own(self.path, append=True, read=True, setting=setting)
+
+    def committed(self, on_row: Optional[Callable[[dict[str, Any]], None]] = None) -> tuple[int, int]:
+        """:func:`committed_rows` of the open file."""
+        assert self.fd is not None
+        with os.fdopen(os.dup(self.fd), "rb") as f:
+            f.seek(0)
+            return committed_rows(f, on_row)
+
+    def keep(self, on_row: Optional[Callable[[dict[str, Any]], None]] = None) -> int:
+        """Cut the file after its complete rows (:func:`committed_rows`) and return how many it keeps."""
+        n, size = self.committed(on_row)
+        assert self.fd is not None
+        os.ftruncate(self.fd, size)
+        os.lseek(self.fd, size, os.SEEK_SET)
+        return n
+
+    def begin(self) -> None:
+        """Empty the file: the run writes its rows from the first."""
+        assert self.fd is not None
+        os.ftruncate(self.fd, 0)
+        os.lseek(self.fd, 0, os.SEEK_SET)
+
+    def result_file(self, kept: int) -> ResultFile:
+        """The :class:`~q2_plugins.io.outputs.ResultFile` that writes the rows after the ``kept`` ones through the
+        open file (it owns the descriptor from here on)."""
+        fd, self.fd = self.fd, None
+        return ResultFile(self.output, kept=kept, fd=fd)
+
+    def close(self) -> None:
+        """The run stopped before writing a row: close the file, removing it when this run made it (empty)."""
+        if self.fd is None:
+            return
+        try:
+            if self.created and os.fstat(self.fd).st_size == 0 and os.path.samestat(os.fstat(self.fd),
+                                                                                      os.lstat(self.path)):
+                self.path.unlink()
+        except OSError:
+            pass
+        os.close(self.fd)
+        self.fd = None
 
 
 def skip(rows: Iterator[dict[str, Any]], n: int) -> int:

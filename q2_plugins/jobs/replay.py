@@ -23,7 +23,15 @@ from typing import Any, Optional, Sequence
 
 from q2_plugins.datasets.bundled import DATA_DIR
 from q2_plugins.io.inputs import named_errors
-from q2_plugins.io.outputs import check_outputs, check_writable, files_written, html_files, say_replaced
+from q2_plugins.io.outputs import (
+    atomic_file,
+    check_outputs,
+    check_writable,
+    files_written,
+    html_files,
+    retire_results,
+    say_replaced,
+)
 from q2_plugins.io.rows import result_row, write_meta
 from q2_plugins.jobs.local import write_report
 from q2_plugins.metric import names as M
@@ -250,13 +258,14 @@ def run_replay(job: ReplayJob) -> int:
     # the recorded steps carry no NLI labels: the replayed mean is Q2 w/o NLI, never to be printed as Q2
     summary = {**result.stats.summary(), **_NO_Q2, "note": _REPLAY_NOTE}
     if job.output:
-        with open(job.output, "w", encoding="utf-8") as f:
+        with atomic_file(job.output) as f:  # (a link at the output is replaced, never written through)
             for row in rows:
                 f.write(json.dumps(row, ensure_ascii=False) + "\n")
-        write_meta(job.output, engine="replay", signature=result.signature, summary=summary, rows=len(rows),
-                   config={"use_nli": False, "normalization": job.normalization,
-                           "discard_unanswerable": job.discard_unanswerable},
-                   input=list(job.steps) + list(job.scores), spec=None, exit_code=0)
+            retire_results(job.output)  # the old rows go, then the sidecar, then the new rows go in place
+            write_meta(job.output, engine="replay", signature=result.signature, summary=summary, rows=len(rows),
+                       config={"use_nli": False, "normalization": job.normalization,
+                               "discard_unanswerable": job.discard_unanswerable},
+                       input=list(job.steps) + list(job.scores), spec=None, exit_code=0)
     print_summary(summary, result.signature, job.summary_format)
     if job.summary_format == "text":
         print(f"note          {_REPLAY_NOTE}")

@@ -10,6 +10,7 @@ import re
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
+from q2_plugins.io.outputs import write_text_atomic
 from q2_plugins.metaeval.caveats import marked
 from q2_plugins.metaeval.spans import span_section
 
@@ -403,7 +404,7 @@ def to_markdown(report: dict[str, Any]) -> str:
 
 
 def write_json(report: dict[str, Any], path: str | Path) -> None:
-    Path(path).write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    write_text_atomic(path, json.dumps(report, indent=2, ensure_ascii=False) + "\n", setting="output_dir")
 
 
 def _inline(text: str) -> str:
@@ -483,6 +484,6 @@ def save_report(report: dict[str, Any], folder: str | Path) -> list[Path]:
     folder = Path(folder)
     paths = [folder / "report.json", folder / "report.md", folder / "report.html"]
     write_json(report, paths[0])
-    paths[1].write_text(to_markdown(report) + "\n", encoding="utf-8")
-    paths[2].write_text(to_html(report, report.get("plots", [])), encoding="utf-8")
+    write_text_atomic(paths[1], to_markdown(report) + "\n", setting="output_dir")
+    write_text_atomic(paths[2], to_html(report, report.get("plots", [])), setting="output_dir")
     return paths

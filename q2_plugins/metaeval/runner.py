@@ -21,6 +21,7 @@ from q2_plugins import backends
 from q2_plugins.datasets.common import LabelOptions
 from q2_plugins.datasets.registry import DATASETS, default_data, labelled, load_dataset
 from q2_plugins.datasets.table import TableColumns
+from q2_plugins.io.outputs import write_text_atomic
 from q2_plugins.metaeval.baselines import BASELINE_NAMES, NLIBaseline, build_baselines, score_baselines
 from q2_plugins.metaeval.experiments import (
     EXPERIMENTS,
@@ -288,8 +289,8 @@ def save_variants(settings: MetaEvalSettings, table: dict[str, Any]) -> list[Pat
     out = Path(settings.output_dir)
     out.mkdir(parents=True, exist_ok=True)
     paths = [out / "variants.json", out / "variants.md"]
-    paths[0].write_text(json.dumps(table, indent=2, ensure_ascii=False), encoding="utf-8")
-    paths[1].write_text(variants_markdown(table) + "\n", encoding="utf-8")
+    write_text_atomic(paths[0], json.dumps(table, indent=2, ensure_ascii=False), setting="output_dir")
+    write_text_atomic(paths[1], variants_markdown(table) + "\n", setting="output_dir")
     return paths
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from q2_plugins import __version__, backends
 from q2_plugins.datasets.common import DataFormatError, DataSettingError
 from q2_plugins.datasets.types import Example
+from q2_plugins.io.outputs import atomic_file, retire_results
 from q2_plugins.io.rows import ROW_FIELD, read_sidecar, response_result, result_row, scan_results, write_meta
 from q2_plugins.jobs.replay import load_original_steps, load_recorded_scores, replay
 from q2_plugins.metric.progress import scoring_progress
@@ -353,19 +354,21 @@ def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[Re
     Returns the sidecar's path."""
 
     errors = RowErrors()
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_file(path) as f:  # (a link at the path is replaced, never written through)
         for row, (i, res) in enumerate(zip(ids, results)):
             f.write(json.dumps(result_row(row, {"id": i}, res, res.explained), ensure_ascii=False) + "\n")
             if res.error is not None:
                 errors.add(res.error)
-    return write_meta(path, engine="meta-eval", signature=signature, config=config, rows=len(results), input=source,
-                      summary={**Q2Stats.of(results).summary(), **errors.summary()}, spec=None, exit_code=0)
+        retire_results(path)  # the old rows go, then the sidecar, then the new rows go in place
+        return write_meta(path, engine="meta-eval", signature=signature, config=config, rows=len(results),
+                          input=source, summary={**Q2Stats.of(results).summary(), **errors.summary()}, spec=None,
+                          exit_code=0)
 
 
 def export_inputs(path: str | Path, examples: Sequence[Example]) -> int:
     """Write the scoring inputs (``id``, ``response``, ``knowledge``, ``history``, ``label``, ``subset``) as JSONL for
     ``q2 score``; returns the number of rows."""
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_file(path, setting="export_inputs") as f:  # (a link at the path is replaced, never written through)
         for ex in examples:
             row = {"id": ex.id, "response": ex.response, "knowledge": ex.knowledge, "history": ex.history or "",
                    "label": ex.label, "subset": ex.subset}

@@ -66,7 +66,10 @@ def _plain(value: str) -> str:
 
 def _as_text(value: Any, what: str) -> tuple[Optional[str], Optional[str]]:
     """Return (text, error) for one input cell: a string, or a list of strings joined by spaces."""
-    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+    if isinstance(value, (list, tuple)):
+        wrong = next((i for i, v in enumerate(value) if not isinstance(v, str)), None)
+        if wrong is not None:
+            return None, f"{what} item {wrong} must be a string, got {type(value[wrong]).__name__}"
         value = " ".join(_plain(v).strip() for v in value)
     if value is None:
         return None, f"{what} is missing (None)"

@@ -36,6 +36,7 @@ from q2_plugins.datasets.grounded import table_rows
 from q2_plugins.datasets.registry import recipe_inputs
 from q2_plugins.datasets.textcheck import cells, default_budget, text_problem
 from q2_plugins.io.columns import TextColumns
+from q2_plugins.io.outputs import atomic_file
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.progress import Progress
 from q2_plugins.metric.spacy_parts import load_spacy
@@ -318,7 +319,7 @@ class PerturbOptions(TextColumns):
 def _write_jsonl(path: str, items: Sequence[Any]) -> None:
     import json
 
-    with open(path, "w", encoding="utf-8") as f:
+    with atomic_file(path) as f:  # (a link at the output is replaced, never written through)
         for item in items:
             f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
 

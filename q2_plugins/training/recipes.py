@@ -31,7 +31,7 @@ from q2_plugins import __version__
 from q2_plugins.backends.hf.generator import HFResponseGenerator
 from q2_plugins.datasets.grounded import SourceRow, read_sources
 from q2_plugins.datasets.textcheck import default_budget, text_problem
-from q2_plugins.io.outputs import meta_path, write_json_atomic
+from q2_plugins.io.outputs import atomic_file, meta_path, write_json_atomic
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.progress import Progress
 from q2_plugins.metric.spacy_parts import load_spacy
@@ -251,7 +251,7 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
                                          balance=options.balance, generator=generator,
                                          spacy_model=options.spacy_model, progress=bar,
                                          held_out=evaluation_texts(options.exclude) if options.exclude else None)
-    with open(options.output, "w", encoding="utf-8") as f:
+    with atomic_file(options.output) as f:  # (a link at the output is replaced, never written through)
         for row in made:
             f.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
     summary = {"inputs": per_input, "output": options.output, "generator": options.generator,

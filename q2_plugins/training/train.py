@@ -27,6 +27,7 @@ from q2_plugins.backends.loading import quiet_loading
 from q2_plugins.datasets.textcheck import text_problem
 from q2_plugins.io.columns import TextColumns
 from q2_plugins.io.inputs import InputFormatError, read_checked_rows
+from q2_plugins.io.outputs import atomic_file, replace_own, write_text_atomic
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.progress import CountLines
 from q2_plugins.metric.taxonomy import COARSE, LABELS, LABELS3
@@ -356,8 +357,7 @@ def train(options: TrainOptions) -> TrainResult:
         trainer.train(resume_from_checkpoint=options.resume_from_checkpoint)
         seconds = time.perf_counter() - start
         seen = trainer.seen
-        trainer.save_model(options.output_dir)
-        tokenizer.save_pretrained(options.output_dir)
+        _save(trainer, tokenizer, options.output_dir)
     result = TrainResult(
         output_dir=options.output_dir, n_train=len(pairs), label_counts=dict(Counter(p.label for p in pairs)),
         data_sha256=_sha256(options.train_file), labels=list(order), train_seconds=seconds,
@@ -370,6 +370,23 @@ def train(options: TrainOptions) -> TrainResult:
     _write_card(options, result, _recipes(options.train_file))
     _plot_curve(result.log_history, Path(options.output_dir) / "training_curve.png")
     return result
+
+
+def _save(trainer: Any, tokenizer: Any, output_dir: str) -> None:
+    """The model's and tokenizer's files saved in a new private folder inside ``output_dir``, then each renamed into
+    place: a link planted at one of their names is replaced, never written through."""
+    import shutil
+    import tempfile
+
+    Path(output_dir).mkdir(parents=True, exist_ok=True)
+    staging = Path(tempfile.mkdtemp(prefix=".q2-save-", dir=output_dir))
+    try:
+        trainer.save_model(str(staging))
+        tokenizer.save_pretrained(str(staging))
+        for file in sorted(staging.iterdir()):
+            replace_own(file, Path(output_dir) / file.name)
+    finally:
+        shutil.rmtree(staging, ignore_errors=True)
 
 
 def trained_summary(result: TrainResult) -> str:
@@ -422,10 +439,10 @@ def _write_card(options: TrainOptions, result: TrainResult, recipes: dict[str, i
         lines.append("")
     lines += ["## Settings", "", "```json", json.dumps(settings, indent=2), "```", "",
               "![training curve](training_curve.png)", ""]
-    Path(options.output_dir, "README.md").write_text("\n".join(lines), encoding="utf-8")
-    Path(options.output_dir, "q2_train.json").write_text(json.dumps(
+    write_text_atomic(Path(options.output_dir, "README.md"), "\n".join(lines), setting="output_dir")
+    write_text_atomic(Path(options.output_dir, "q2_train.json"), json.dumps(
         {"options": settings, "recipes": recipes, **{k: v for k, v in result.to_dict().items()
-                                                     if k != "log_history"}}, indent=2), encoding="utf-8")
+                                                     if k != "log_history"}}, indent=2), setting="output_dir")
 
 
 def _plot_curve(history: Sequence[dict[str, Any]], path: Path) -> Optional[Path]:
@@ -447,6 +464,7 @@ def _plot_curve(history: Sequence[dict[str, Any]], path: Path) -> Optional[Path]
     ax.set_title("q2 train: training curve")
     ax.legend()
     fig.tight_layout()
-    fig.savefig(path, dpi=100)
+    with atomic_file(path, binary=True, setting="output_dir") as f:
+        fig.savefig(f, dpi=100, format="png")
     plt.close(fig)
     return path

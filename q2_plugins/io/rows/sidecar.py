@@ -35,7 +35,10 @@ def write_meta(output: str | Path, *, engine: str, signature: Any, summary: dict
     """Write ``OUTPUT.meta.json`` (atomically) and return its path: the same keys from both engines and ``q2
     replay`` (``engine="replay"``, its ``config`` a dict, ``spec`` None, ``input`` its steps files), ``extra``
     (cache counts, filter mode, an HTML report's failure) after them. When the models were random-weight test models,
-    ``random_weights`` names their settings (read here, where their paths resolve; a reader elsewhere may not)."""
+    ``random_weights`` names their settings (read here, where their paths resolve; a reader elsewhere may not).
+
+    A run writes it before its results go in place, after :func:`~q2_plugins.io.outputs.retire_results` removed the
+    previous run's: a run killed in between leaves no new sidecar beside old rows."""
     target = meta_path(output)
     settings = config if isinstance(config, Mapping) else config.to_dict()
     test_models = random_weight_models(settings)

@@ -52,8 +52,9 @@ from q2_plugins.metric.results import (
     RowErrors,
 )
 
-__all__ = ["Q2BatchScorer", "score_dataset", "dataset_stats", "dataset_summary", "split_by_score", "check_models",
-           "read_dataset", "write_dataset", "OUTPUT_COLUMNS", "EXPLANATION_COLUMNS", "INPUT_PREFIX", "arrow_type"]
+__all__ = ["Q2BatchScorer", "LostBlocks", "score_dataset", "dataset_stats", "dataset_summary", "split_by_score",
+           "check_models", "read_dataset", "write_dataset", "OUTPUT_COLUMNS", "EXPLANATION_COLUMNS", "INPUT_PREFIX",
+           "arrow_type"]
 
 
 def arrow_type(kind: type) -> pa.DataType:
@@ -130,7 +131,7 @@ class Q2BatchScorer:
         # a run's precision check (q2_plugins.metric.precision) is taken once, by the first actor to score a batch
         self.precision_tally, self._claimed = precision_tally if self.config.precision_check else None, False
         self.rows, self.prefix = rows, prefix
-        self.reserved = {ROW_FIELD, *(prefix + name for name in (*OUTPUT_COLUMNS, *EXPLANATION_COLUMNS))}
+        self.reserved = _reserved(prefix)
         self.cache_counter, self.row_counter = cache_counter, row_counter
         self._load_models()
         if isinstance(expected_signature, list):  # [the run's model check, started with the actors]: its result
@@ -200,19 +201,95 @@ class Q2BatchScorer:
         (a record that could not be read, or that lacks a column, is its row's error) and written back as columns,
         in the row layout of the local engine (``q2_plugins.io.rows``): ``row``, the input fields (one named like a
         field of the layout kept under :data:`INPUT_PREFIX`), the result columns."""
-        records = [{"__error__": e} if e is not None else {} if t is None
-                   else json.loads(t, parse_constant=JsonConstant)
-                   for t, e in zip(batch.column(_RECORD).to_pylist(), batch.column(_READ_ERROR).to_pylist())]
-        results = self._score(records)
-        table = _records_table([{} if "__error__" in r else r for r in records], reserved=self.reserved)
-        return self._laid_out(batch.column(_POSITION), table, results)
+        records = _parsed(batch)
+        return _records_laid_out(batch, records, self._score(records), self.rows, self.prefix)
 
     def _laid_out(self, position: Any, inputs: pa.Table, results: list[ResponseResult]) -> pa.Table:
-        """``row``, the input columns, then the result columns (:func:`_result_columns`)."""
-        table = inputs.add_column(0, ROW_FIELD, position.cast(pa.int64()))
-        for name, (kind, values) in _result_columns(results, self.rows.explain).items():
-            table = table.append_column(self.prefix + name, pa.array(values, type=kind))
-        return table
+        return _laid_out(position, inputs, results, self.rows, self.prefix)
+
+
+class LostBlocks:
+    """The rows of blocks that never came back from the actor pool (the worker scoring them died on every try: a
+    crash, the out-of-memory killer), told by the positions of the rows that did (one JSONL / CSV / TSV input file:
+    :meth:`applies`), each written as an error row in its place."""
+
+    WHY = "its batch was lost: the worker process scoring it died on every try (a crash, or out of memory)"
+
+    def __init__(self, job: Any, start: int, end: Optional[int]) -> None:
+        self.job, self.next, self.end = job, start, end
+        self.on = self.applies(job)
+
+    @staticmethod
+    def applies(job: Any) -> bool:
+        path = Path(job.input)
+        return path.is_file() and (job.input_format or FORMATS.get(path.suffix.lower())) in ("jsonl", "csv", "tsv")
+
+    def _rows(self, start: int, end: int) -> list["pa.Table"]:
+        if not self.on or end <= start:
+            return []
+        kind = format_of(Path(self.job.input), self.job.input_format, "input_format")
+        return [_lost_rows(Path(self.job.input), kind, start, end, self.job.rows, self.WHY)]
+
+    def before(self, batch: "pa.Table") -> list["pa.Table"]:
+        """The lost rows between the last block and ``batch``."""
+        positions = batch.column(ROW_FIELD) if self.on and batch.num_rows else None
+        if positions is None or positions[0].as_py() is None:
+            return []
+        lost = self._rows(self.next, positions[0].as_py())
+        self.next = positions[-1].as_py() + 1
+        return lost
+
+    def after(self) -> list["pa.Table"]:
+        """The lost rows after the last block."""
+        return self._rows(self.next, self.end) if self.end is not None else []
+
+
+def _reserved(prefix: str) -> set[str]:
+    """The names of the row layout's own columns (an input column named like one is kept as input_<name>)."""
+    return {ROW_FIELD, *(prefix + name for name in (*OUTPUT_COLUMNS, *EXPLANATION_COLUMNS))}
+
+
+def _parsed(batch: pa.Table) -> list[dict[str, Any]]:
+    """The records of a block of :func:`read_dataset`'s JSONL / CSV rows (one that could not be read:
+    ``{"__error__": why}``)."""
+    return [{"__error__": e} if e is not None else {} if t is None else json.loads(t, parse_constant=JsonConstant)
+            for t, e in zip(batch.column(_RECORD).to_pylist(), batch.column(_READ_ERROR).to_pylist())]
+
+
+def _records_laid_out(batch: pa.Table, records: list[dict[str, Any]], results: list[ResponseResult], rows: RowSpec,
+                      prefix: str) -> pa.Table:
+    """A block of records with their results, in the row layout of the local engine."""
+    table = _records_table([{} if "__error__" in r else r for r in records], reserved=_reserved(prefix))
+    return _laid_out(batch.column(_POSITION), table, results, rows, prefix)
+
+
+def _laid_out(position: Any, inputs: pa.Table, results: list[ResponseResult], rows: RowSpec, prefix: str) -> pa.Table:
+    """``row``, the input columns, then the result columns (:func:`_result_columns`)."""
+    table = inputs.add_column(0, ROW_FIELD, position.cast(pa.int64()))
+    for name, (kind, values) in _result_columns(results, rows.explain).items():
+        table = table.append_column(prefix + name, pa.array(values, type=kind))
+    return table
+
+
+def _lost_rows(path: Path, kind: str, start: int, end: int, rows: RowSpec, why: str) -> pa.Table:
+    """The records at positions ``start`` to ``end`` (excluded) of the input file, each an error row saying
+    ``why`` (a record that could not be read: its own reason), in the row layout the scoring step writes: the
+    rows of a block that never came back (its worker died)."""
+    texts: list[Optional[str]] = []
+    errors: list[Optional[str]] = []
+    with open(path, "rb") as f:  # (read as the datasource reads it: the same positions)
+        for position, (_, row) in enumerate(read_records(f, kind)):
+            if position >= end:
+                break
+            if position >= start:
+                error = row["__error__"] if "__error__" in row else None
+                texts.append(None if error is not None else _record_text(row))
+                errors.append(error)
+    batch = _records_block(texts, errors, start)
+    records = _parsed(batch)
+    results = [ResponseResult(index=i, status=ResponseStatus.ERROR, error=problem or why)
+               for i, problem in enumerate(problems_of(records, rows))]
+    return _records_laid_out(batch, records, results, rows, "")
 
 
 def _records_table(records: list[dict[str, Any]], reserved: frozenset[str] | set[str] = frozenset()) -> pa.Table:

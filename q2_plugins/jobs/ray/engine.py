@@ -17,17 +17,17 @@ import ray
 import ray.data
 
 from q2_plugins.io.inputs import FORMATS, InputFormatError, count_records
-from q2_plugins.io.outputs import ResultFile
+from q2_plugins.io.outputs import PartialReplacedError, ResultFile, retire_results
 from q2_plugins.io.rows import dropped_path, write_meta
 from q2_plugins.jobs import ScoreJob
 from q2_plugins.jobs.local import KeptRows, resumable, run_record
 from q2_plugins.jobs.partial import (
+    PartialRows,
     ResumeError,
     RunRecord,
     StoppedRun,
     check_resume,
     committed_rows,
-    keep_committed,
     mark_stopped,
     ray_stages,
     record_path,
@@ -35,6 +35,7 @@ from q2_plugins.jobs.partial import (
     stopped_run,
 )
 from q2_plugins.jobs.ray.dataset import (
+    LostBlocks,
     Q2BatchScorer,
     block_stats,
     check_columns,
@@ -45,7 +46,15 @@ from q2_plugins.jobs.ray.dataset import (
     read_dataset,
     start_model_check,
 )
-from q2_plugins.jobs.ray.staging import StagedOutput, Staging, commit_staged, discard, nested_row, write_staged
+from q2_plugins.jobs.ray.staging import (
+    StagedOutput,
+    Staging,
+    commit_staged,
+    discard,
+    nested_row,
+    retire_old_parts,
+    write_staged,
+)
 from q2_plugins.jobs.ray.stderr_filter import plain_cause, stderr_without
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.errors import SettingError
@@ -203,6 +212,11 @@ def run_score(job: ScoreJob) -> int:
     for s, handler in ours.items():  # ray.init's own SIGTERM handler exits without a word: the caller's stays
         if handler is not None:
             signal.signal(s, handler)
+    # a block whose worker died on every try is passed over, not the run's end, where its rows can be told by their
+    # positions (one JSONL / CSV / TSV file): they become error rows in place (LostBlocks); for this run only
+    ctx = ray.data.DataContext.get_current()
+    errored = ctx.max_errored_blocks
+    ctx.max_errored_blocks = -1 if LostBlocks.applies(job) else errored
     try:
         with stderr_without(_HARMLESS_CORE_LINE):  # (after ray.init: Ray's own processes keep the real stderr)
             return _run_started(job, resume)
@@ -215,6 +229,8 @@ def run_score(job: ScoreJob) -> int:
         error = RayRunError(f"the Ray run failed: {plain_cause(e)}")
         stopped = stopped_run(e)  # (the rows it kept, and where)
         raise (error if stopped is None else mark_stopped(error, stopped)) from None
+    finally:
+        ctx.max_errored_blocks = errored
 
 
 class RayStartError(OSError):
@@ -274,9 +290,14 @@ def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
     tally = ray.remote(num_cpus=0)(_RunTally).remote() if config.precision_check and check_due(config) else None
     run, resuming = resume if resume is not None else (None, False)
     sink = _sink(job)
-    scored, check, rows, total = _scoring(job, config, counter, tally, skip=sink.committed() if resuming else 0)
-    kept = KeptRows(job.rows, None)
-    stats, errors, signature = _scored_rows(job, scored, check, rows, total, sink, (run, resuming, kept))
+    try:
+        skip = sink.committed() if resuming else 0
+        scored, check, rows, total = _scoring(job, config, counter, tally, skip=skip)
+        kept = KeptRows(job.rows, None)
+        lost = LostBlocks(job, skip, None if total is None else skip + total)
+        stats, errors, signature = _scored_rows(job, scored, check, rows, total, sink, (run, resuming, kept), lost)
+    finally:
+        sink.close_unopened()
     extra: dict[str, Any] = {} if counter is None else {"cache": ray.get(counter.totals.remote())}
     if kept.n:
         extra["resumed_after"] = kept.n
@@ -288,7 +309,8 @@ def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
     code, problem = stats.exit_code(job.fail_on_error)
     try:
         written = sink.prepare(extra)  # (complete on disk, none in place yet)
-        for out, n in written.items():  # the sidecars first: results in place always have theirs
+        for out, n in written.items():  # the old results go, then the sidecars: results in place have theirs only
+            retire_results(out)
             write_meta(out, engine="ray", signature=signature, summary=summary, config=config, rows=n,
                        input=job.input, spec=job.rows, exit_code=code, **extra)
         sink.commit()
@@ -305,10 +327,11 @@ def _run_started(job: ScoreJob, resume: Optional[Any] = None) -> int:
 
 
 def _scored_rows(job: ScoreJob, scored: "ray.data.Dataset", check: Any, rows: Optional[Any], total: Optional[int],
-                 sink: Any, resume: tuple[Any, bool, Any]) -> tuple[Any, Any, str]:
+                 sink: Any, resume: tuple[Any, bool, Any], lost: LostBlocks) -> tuple[Any, Any, str]:
     """Each block of ``scored``, in input order, to ``sink`` as it finishes (the first one once the models are
-    checked and the run begun: :func:`_begin`); returns the run's figures (the kept rows' with them) and signature.
-    A stop raises with where the rows are."""
+    checked and the run begun: :func:`_begin`), the rows of a block that never came back as error rows in its
+    place (``lost``); returns the run's figures (the kept rows' with them) and signature. A stop raises with where
+    the rows are."""
     stats: Any = None
     errors: Any = None
     signature: Any = None
@@ -318,11 +341,15 @@ def _scored_rows(job: ScoreJob, scored: "ray.data.Dataset", check: Any, rows: Op
                 if signature is None:  # the first block: the models are checked, the run's signature is known
                     signature = model_check_result(check)
                     stats, errors = _begin(job, *resume, signature, sink)
-                _write_batch(sink, batch)
-                stats = stats + _block_summary(batch, errors)
-            if signature is None:  # (no row left to score: a resume of a run stopped after its last row)
+                for block in (*lost.before(batch), batch):
+                    _write_batch(sink, block)
+                    stats = stats + _block_summary(block, errors)
+            if signature is None:  # (no block came back: a resume of a run stopped after its last row, or all lost)
                 signature = model_check_result(check)
                 stats, errors = _begin(job, *resume, signature, sink)
+            for block in lost.after():
+                _write_batch(sink, block)
+                stats = stats + _block_summary(block, errors)
     except BaseException as e:
         if not isinstance(e, (KeyboardInterrupt, OSError)):
             model_check_result(check)  # a model that cannot load: the check's error, once
@@ -372,6 +399,8 @@ def _stopped_streaming(e: BaseException, sink: Any, job: ScoreJob) -> BaseExcept
     if sink is None:
         return mark_stopped(e, _nothing_written(job))
     rows, partial = sink.abandon()
+    if isinstance(e, PartialReplacedError):  # (its rows went with the file: nothing to resume)
+        return mark_stopped(e, StoppedRun(0, None, job.output, text=f"{job.output} left as it was"))
     failed = getattr(e, "filename", None) if isinstance(e, OSError) else None
     if partial is None:
         return mark_stopped(e, StoppedRun(rows, None, None, failed, text=f"{rows} rows scored, none written (no "
@@ -422,6 +451,9 @@ class _NoRows:
     def abandon(self) -> tuple[int, Optional[Path]]:
         return 0, None
 
+    def close_unopened(self) -> None:
+        """The run stopped before its first block was written: what was opened for it is closed."""
+
 
 class _JsonlRows(_NoRows):
     """One JSONL output without filter mode: each block's rows appended to the file ``OUTPUT.partial`` (flushed to
@@ -429,17 +461,28 @@ class _JsonlRows(_NoRows):
 
     def __init__(self, job: ScoreJob) -> None:
         self.job, self.partial, self.out = job, Path(f"{job.output}.partial"), None
+        # the file opened once, before the models load, and written through that descriptor only (the staged
+        # blocks of a run with another output, a folder, are removed when the run begins: the file is made then)
+        self.rows = None if self.partial.is_dir() and not self.partial.is_symlink() else PartialRows(job.output)
 
     def committed(self) -> int:
-        return committed_rows(self.partial)[0]
+        return self.rows.committed()[0] if self.rows is not None else 0
 
     def open(self, kept: Any, resuming: bool) -> None:
-        if resuming:
-            kept.n = keep_committed(self.partial, kept.add)
-        elif self.partial.is_dir():  # (the staged blocks of a run with another output)
+        if self.rows is None:  # (the staged blocks of a run with another output)
             discard(self.partial)
-        self.out = ResultFile(str(self.job.output), kept=kept.n)
+            self.out = ResultFile(str(self.job.output), kept=0)
+        else:
+            if resuming:
+                kept.n = self.rows.keep(kept.add)
+            else:
+                self.rows.begin()
+            self.out = self.rows.result_file(kept.n)
         self.opened = True
+
+    def close_unopened(self) -> None:
+        if self.rows is not None and not self.opened:
+            self.rows.close()
 
     def write(self, batch: "pa.Table") -> None:
         for row in batch.to_pylist():
@@ -511,6 +554,7 @@ class _StagedRows(_NoRows):
     def prepare(self, extra: dict[str, Any]) -> dict[str, int]:
         job = self.job
         write_staged(self.staging, self.outputs, job.keep_min_score, job.keep_unscored)
+        retire_old_parts(self.outputs)
         if job.keep_min_score is not None:
             kept, dropped = self.outputs
             extra["filter"] = {"min_score": job.keep_min_score, "unscored": "keep" if job.keep_unscored else "drop",

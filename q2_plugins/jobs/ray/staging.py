@@ -24,8 +24,8 @@ from q2_plugins.io.inputs import named_errors, suffixes
 from q2_plugins.io.outputs import json_line, open_new, open_own, open_own_folder, partial_path, replace_own
 from q2_plugins.metric.results import EXPLANATION_FIELDS
 
-__all__ = ["Staging", "StagedOutput", "write_staged", "commit_staged", "union_schema", "conformed", "RowWriter",
-           "as_text", "nested_row", "select_by_score", "discard", "BLOCK_NAME", "PART_ROWS"]
+__all__ = ["Staging", "StagedOutput", "write_staged", "retire_old_parts", "commit_staged", "union_schema", "conformed",
+           "RowWriter", "as_text", "nested_row", "select_by_score", "discard", "BLOCK_NAME", "PART_ROWS"]
 
 #: a committed block of ``OUTPUT.partial/`` (its place in the run, from 0); written as ``NAME.tmp``, then renamed
 BLOCK_NAME = "block-{:06d}.arrow"
@@ -308,6 +308,18 @@ def _closed(writer: Optional[RowWriter]) -> int:
         return 0
     writer.close()
     return writer.rows
+
+
+def retire_old_parts(outputs: list[StagedOutput]) -> None:
+    """Before the sidecars are written: the part files of an earlier run in each folder output removed (this run's
+    are still at their temporary names), so a run killed before :func:`commit_staged` leaves no new sidecar beside
+    old rows."""
+    for out in outputs:
+        if out.folder and out.pending:
+            pattern = re.compile(r"part-\d{5}" + re.escape(out.pending[0][1].suffix) + "$")
+            for old in out.path.iterdir():
+                if pattern.match(old.name) and (old.is_file() or old.is_symlink()):
+                    old.unlink()
 
 
 def commit_staged(staging: Staging, outputs: list[StagedOutput]) -> None:

@@ -2,11 +2,15 @@
 module): a batch whose scoring raises is tried once more, then its rows are error rows naming the cause in one plain
 line and the run goes on; a run stopped part-way keeps the rows of the blocks written so far (one JSONL output: in
 its ``.partial`` file; every other output: staged in the folder ``OUTPUT.partial/``), and ``--resume`` scores only the
-rest, with the local engine's checks, and writes what an uninterrupted run writes."""
+rest, with the local engine's checks, and writes what an uninterrupted run writes; no whole run is lost: a column whose
+type changes between blocks (string ids, then integer ids) is scored like any other, and a batch that kills its
+worker process (a segfault, the out-of-memory killer) ends as error rows of its own, the other rows scored."""
 
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -132,6 +136,32 @@ def test_a_stopped_ray_run_keeps_its_rows_and_the_resume_scores_only_the_rest(tm
 
 
 # -- every other output: the scored blocks staged in OUTPUT.partial/ as they finish ------------------------------
+def test_a_link_swapped_in_while_a_resumed_ray_run_loads_its_models_is_never_written_through(tmp_path, capsys, flags,
+                                                                                              monkeypatch):
+    victim = tmp_path / "victim.txt"
+    victim.write_text("precious\n" * 50)
+    src = write(tmp_path / "in.jsonl", [dict(GOOD, id=i, response=f"paris is in france {i} .") for i in range(20)])
+    out, partial = tmp_path / "out.jsonl", tmp_path / "out.jsonl.partial"
+    argv = ["score", "--input", str(src), "--output", str(out), *flags]
+    real = engine._write_batch
+    stop_at_the_third_block(monkeypatch)
+    assert main(argv) == 130
+    monkeypatch.setattr(engine, "_write_batch", real)
+    real_scoring = engine._scoring
+
+    def swapped_while_loading(*args, **kwargs):  # the checks are done; the models load from here on
+        partial.unlink()
+        partial.symlink_to(victim)
+        return real_scoring(*args, **kwargs)
+
+    monkeypatch.setattr(engine, "_scoring", swapped_while_loading)
+    capsys.readouterr()
+    code = main(argv + ["--resume"])
+    assert victim.read_text() == "precious\n" * 50 and partial.is_symlink() and not out.exists()
+    line = capsys.readouterr().err.splitlines()[-1]
+    assert code == 2 and str(partial) in line and "replaced" in line, (code, line)
+
+
 def results(path: Path) -> list:
     """The rows of a result file or folder, as written: Parquet as values, CSV / TSV / JSONL as their text lines (the
     header too); a folder's part files in order."""
@@ -248,3 +278,60 @@ def test_a_link_planted_at_the_staging_folder_is_refused_and_its_target_left_alo
     else:
         assert [p.name for p in victim.iterdir()] == ["keep.txt"] and (victim / "keep.txt").read_text() == "precious\n"
     assert not out.exists() and Path(f"{out}.partial").is_symlink()
+
+
+# -- no whole run lost: ids that change type between blocks, a batch that kills its worker ----------------------
+def parquet_rows(path: Path) -> list[dict]:
+    import pyarrow.parquet as pq
+
+    return pq.read_table(path).to_pylist()
+
+
+@pytest.mark.parametrize("output", ["out.parquet"])  # (staged blocks of both types, one file written from them)
+def test_ids_that_change_type_between_blocks_are_all_scored(tmp_path, capsys, flags, output):
+    # (blocks of 20 rows: the second holds both types, the third integers alone)
+    rows = [dict(GOOD, id=f"a{i}" if i < 30 else i, response=f"paris is in france {i} .") for i in range(80)]
+    src = write(tmp_path / "in.jsonl", rows)
+    out = tmp_path / output
+    assert main(["score", "--input", str(src), "--output", str(out), *flags, "--ray-batch-size", "20"]) == 0, \
+        capsys.readouterr().err
+    got = parquet_rows(out)
+    assert len(got) == 80 and all(r["status"] != "error" for r in got), [r.get("error") for r in got]
+    assert [str(r["id"]) for r in got] == [str(r["id"]) for r in rows]
+
+
+class Kills(Q2BatchScorer):
+    """Ends its worker process at once (as a segfault or the out-of-memory killer does) when a batch holds a
+    response with ``KILL``."""
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        real = self.scorer.score
+
+        def score(**kw):
+            if any(isinstance(r, str) and "KILL" in r for r in kw["responses"]):
+                os._exit(1)
+            return real(**kw)
+
+        self.scorer.score = score
+
+
+@pytest.mark.parametrize("output", ["out.jsonl", "out.parquet"])  # (rows written as blocks come; staged blocks)
+def test_a_batch_that_kills_its_worker_is_error_rows_and_the_rest_are_scored(tmp_path, capsys, flags, monkeypatch,
+                                                                             output):
+    rows = [dict(GOOD, id=i, response=f"paris is in france {i} .") for i in range(16)]
+    rows[6]["response"] = "KILL paris"
+    rows[15]["response"] = "KILL paris too"  # (the last block: lost after every block that came back)
+    src = write(tmp_path / "in.jsonl", rows)
+    out = tmp_path / output
+    monkeypatch.setattr(engine, "Q2BatchScorer", Kills)
+    code = main(["score", "--input", str(src), "--output", str(out), *flags])
+    err = capsys.readouterr().err
+    assert code == 0, err
+    got = read(out) if output.endswith(".jsonl") else parquet_rows(out)
+    assert [r["id"] for r in got] == list(range(16))  # every row, once, in order
+    lost = [r for r in got if r["status"] == "error"]
+    assert got[6] in lost and got[15] in lost and len(lost) <= 8, lost  # only the rows of their batches
+    assert all("worker" in r["error"] for r in lost), lost
+    assert all(r["score"] is not None for r in got if r not in lost)
+    assert len(err.splitlines()) <= 2, err  # no pages of Ray traceback

@@ -1,5 +1,6 @@
 """The HTML report colours a response from its ``spans`` (docs/spans.md's example, in headless Chromium): one mark
-per span, coloured by its score, titled with its label; the screenshot is the one docs/spans.md shows."""
+per span, coloured by its score, titled with its label (after emoji too: the offsets count characters, the page's
+strings UTF-16 units); the screenshot is the one docs/spans.md shows."""
 
 from __future__ import annotations
 
@@ -31,3 +32,23 @@ def test_the_report_marks_the_spans_the_row_carries(driver, tmp_path):
         assert close_to(rgb(m.value_of_css_property("background-color")), score_rgb(s.score))
     driver.execute_script("arguments[0].previousElementSibling.scrollIntoView()", detail)
     screenshot(driver, "report_spans.png")
+
+
+def test_spans_after_emoji_mark_the_same_characters(driver, tmp_path):
+    result = doc_example()
+    row = result.responses[0].to_dict()
+    prefix = "\U0001F3A8\U0001F600 \u00e9 "  # two characters beyond the BMP (two UTF-16 units each), then one within
+    shift = len(prefix)
+    for item in row["spans"] + row["questions"]:
+        if isinstance(item.get("start"), int):
+            item["start"], item["end"] = item["start"] + shift, item["end"] + shift
+    response = prefix + DOC_RESPONSE
+    assert all(response[s["start"]:s["end"]] == s["text"] for s in row["spans"])  # the offsets, as Python counts
+    path = tmp_path / "emoji.html"
+    write_html(path, [{"id": "emoji", "response": response, "knowledge": DOC_KNOWLEDGE, **row}],
+               signatures=[result.signature], title="emoji", sources=["test"])
+    open_report(driver, path)
+    driver.find_element("css selector", "#rows tr.resp[data-pos='0']").click()
+    detail = driver.find_element("css selector", "#rows tr.detail[data-pos='0']")
+    marks = detail.find_elements("css selector", "mark.hl[data-cand]")
+    assert [m.text for m in marks] == [s["text"] for s in row["spans"]]

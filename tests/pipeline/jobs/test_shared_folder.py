@@ -166,16 +166,19 @@ def test_nan_infinity_and_numbers_are_per_row_errors_alike(tmp_path, model_flags
              '{"id": 2, "response": Infinity, "knowledge": "Paris is the capital of France."}',
              '{"id": 3, "response": -Infinity, "knowledge": "Paris is the capital of France."}',
              '{"id": 4, "response": 3.5, "knowledge": "Paris is the capital of France."}',
-             '{"id": 5, "response": "paris is in france .", "knowledge": NaN}']
+             '{"id": 5, "response": "paris is in france .", "knowledge": NaN}',
+             '{"id": 6, "response": "paris is in france .", "knowledge": ["Paris is big.", NaN]}',
+             '{"id": 7, "response": "paris is in france .", "knowledge": [Infinity]}']
     src = tmp_path / "in.jsonl"
     src.write_text("\n".join(lines) + "\n")
     out = tmp_path / "out.jsonl"
     assert main(["score", "--input", str(src), "--output", str(out), *model_flags]) == 0
     got = read(out)
     assert got[0]["status"] != "error"
+    where = {5: "knowledge", 6: "knowledge item 1", 7: "knowledge item 0"}  # (6, 7: knowledge as a list of passages)
     for r in got[1:]:  # NaN, Infinity and 3.5: the same error, none scored as the text "NaN"
         assert r["status"] == "error" and r["score"] is None, r
-        assert r["error"] == f"{'knowledge' if r['id'] == 5 else 'response'} must be a string, got float", r
+        assert r["error"] == f"{where.get(r['id'], 'response')} must be a string, got float", r
     assert got[1]["response"] == "NaN"  # (the field itself is kept as the file wrote it)
 
 

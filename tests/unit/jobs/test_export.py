@@ -216,6 +216,48 @@ def test_a_link_planted_where_an_export_file_goes_is_refused(tmp_path, capsys):
     assert "is a link" in capsys.readouterr().err and target.read_text() == "keep me"
 
 
+def test_a_link_at_the_hub_results_folder_is_refused_and_its_target_untouched(tmp_path, capsys):
+    path, _ = _results(tmp_path)
+    out, elsewhere = tmp_path / "out", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (elsewhere / "q2.yaml").write_text("keep me")
+    out.mkdir()
+    (out / ".eval_results").symlink_to(elsewhere, target_is_directory=True)
+    assert main(["export", str(path), "--output-dir", str(out), "--model-id", "acme/chatter",
+                 "--hub-dataset-id", "acme/wow-dev"]) == 2
+    err = capsys.readouterr().err
+    assert str(out / ".eval_results") in err and "is a link" in err, err
+    assert [p.name for p in elsewhere.iterdir()] == ["q2.yaml"] and (elsewhere / "q2.yaml").read_text() == "keep me"
+
+
+@pytest.mark.parametrize("flags", [["--model-id", "../..", "--evaluation-name", ".."],
+                                   ["--model-id", "../../..", "--evaluation-name", "../x/.."],
+                                   ["--model-id", "a\\..\\b/..", "--evaluation-name", "./."]])
+def test_names_that_are_paths_stay_folder_names_under_the_output(tmp_path, capsys, flags):
+    path, _ = _results(tmp_path)
+    out = tmp_path / "deep" / "out"
+    before = sorted(p.relative_to(tmp_path) for p in tmp_path.rglob("*"))
+    assert main(["export", str(path), "--output-dir", str(out), *flags]) == 0
+    written = [Path(line.split()[-1]) for line in capsys.readouterr().out.splitlines()]
+    assert written and all(p.resolve().is_relative_to(out.resolve()) for p in written), written
+    assert all(p.resolve().parent.parent.parent.parent == (out / "data").resolve() for p in written), written
+    after = {p.relative_to(tmp_path) for p in tmp_path.rglob("*")}
+    assert {p for p in after if not p.is_relative_to(Path("deep/out"))} == set(before) | {Path("deep")}
+
+
+def test_control_characters_in_hub_fields_give_yaml_that_parses_to_the_same_text(tmp_path, capsys):
+    yaml = optional_import("yaml", "dev")
+    path, _ = _results(tmp_path)
+    out = tmp_path / "out"
+    task = "seen\x7fdel\x85nel\u2028ls\x9fc1\ufffeend \U0001F600"
+    assert main(["export", str(path), "--output-dir", str(out), "--model-id", "acme/chatter", "--hub-dataset-id",
+                 "acme/wow-dev", "--hub-task-id", task, "--hub-source-url", "https://example.org/\x7f"]) == 0
+    for name in ("q2.yaml", "q2_no_nli.yaml"):
+        text = (out / ".eval_results" / name).read_text(encoding="utf-8")
+        (entry,) = yaml.safe_load(text)
+        assert entry["dataset"]["task_id"] == task and entry["source"]["url"] == "https://example.org/\x7f"
+
+
 def test_scores_of_random_weight_test_models_are_said_so_and_never_become_hub_results(tmp_path, capsys):
     """The sidecar names the test models where their paths resolved (write_meta reads their cards); the aggregate
     record carries them, the command says so, and Hub results of them are refused before any file is written."""
