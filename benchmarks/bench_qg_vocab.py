@@ -49,12 +49,12 @@ from benchmarks.bench_pipeline import (  # noqa: E402
 )
 from benchmarks.in_range import in_range_questions  # noqa: E402
 from benchmarks.machine import cpu_name  # noqa: E402
-from benchmarks.render_docs import render_qg_vocab  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
 from q2_plugins.backends.hf.tiny import build_t5_qg  # noqa: E402
 from q2_plugins.backends.hf.transformers_models import HFQuestionGenerator, load_model  # noqa: E402
 from q2_plugins.metric.components import Answer, NLILabel  # noqa: E402
 from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy  # noqa: E402
+from scripts.render_docs import render_qg_vocab  # noqa: E402
 
 WAYS = ("raw", "in_range", "matched")
 LENGTH = 10  # tokens of a generated question: the recorded run's median question (mean 10.4) in the QG tokenizer

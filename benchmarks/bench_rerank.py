@@ -58,10 +58,10 @@ from benchmarks.bench_pipeline import (  # noqa: E402
 )
 from benchmarks.in_range import in_range_questions  # noqa: E402
 from benchmarks.machine import cpu_name  # noqa: E402
-from benchmarks.render_docs import render_rerank  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer, backends  # noqa: E402
 from q2_plugins.integrations.rerank import rerank_batch  # noqa: E402
 from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy  # noqa: E402
+from scripts.render_docs import render_rerank  # noqa: E402
 
 BLENDERBOT_400M_DISTILL = dict(vocab_size=8008, d_model=1280, encoder_layers=2, decoder_layers=12,
                                encoder_attention_heads=32, decoder_attention_heads=32, encoder_ffn_dim=5120,

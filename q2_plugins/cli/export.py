@@ -7,8 +7,14 @@ import sys
 from typing import Any, Optional
 
 from q2_plugins.io.outputs import check_writable
-from q2_plugins.jobs.export import (HUB_DEFAULT_TASK, NO_NLI_DETAIL, TEST_MODELS_DETAIL, ExportOptions, HubResults,
-                                    write_export)
+from q2_plugins.jobs.export import (
+    HUB_DEFAULT_TASK,
+    NO_NLI_DETAIL,
+    TEST_MODELS_DETAIL,
+    ExportOptions,
+    HubResults,
+    write_export,
+)
 
 #: setting -> flag, where the flag is not the setting's name with dashes
 FLAGS = {"dataset_id": "--hub-dataset-id"}

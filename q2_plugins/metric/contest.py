@@ -6,9 +6,10 @@ A response's final score is the mean of its question scores (each in [0, 1]), el
 response still in play gets the lowest and highest score it can still end with (:func:`score_bounds`): a question
 whose score is known counts as it is; a valid question whose knowledge answer or NLI label is still to come counts
 anywhere in [0, 1] (so the steps ask the knowledge answers of a round's valid questions in that round, and NLI
-labels each question and fallback as soon as they are known, :func:`~q2_plugins.metric.stages.stop_losers`); questions the filter may still admit (up to one per open candidate in ``single`` mode, every
-untried one in ``all`` mode, within ``max_questions``) may or may not come, each in [0, 1]; with no question at all
-the fallback (or no score) decides. Q²*'s questions without a knowledge answer may or may not count. The key a
+labels each question and fallback as soon as they are known, :func:`~q2_plugins.metric.stages.stop_losers`);
+questions the filter may still admit (up to one per open candidate in ``single`` mode, every untried one in ``all``
+mode, within ``max_questions``) may or may not come, each in [0, 1]; with no question at all the fallback (or no
+score) decides. Q²*'s questions without a knowledge answer may or may not count. The key a
 group ranks by is ``scale * score + offset`` per response (``scale`` >= 0). A response whose highest key is below
 another one's lowest key, by more than :data:`MARGIN`, cannot rank first: it is stopped (:attr:`Row.stopped
 <q2_plugins.metric.runner.Row.stopped>`) and gets no more QA or NLI. The winner is the one full scoring gives, as
