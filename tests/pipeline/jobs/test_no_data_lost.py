@@ -116,8 +116,11 @@ def test_sigterm_names_the_partial_like_ctrl_c(tmp_path, model_flags, sig):
     err = proc.communicate(timeout=120)[1]
     assert proc.returncode == 128 + sig, err
     lines = partial.read_text().splitlines()
-    assert err.count("\n") == 1 and err.startswith(f"q2 score: terminated ({sig.name}): {len(lines)} rows committed "
-                                                  f"to {partial}, {out} left as it was; to continue: q2 score "), err
+    # two lines: the notice that the existing output will be replaced at the end, then the stop line
+    notice, stop = err.splitlines()
+    assert notice.startswith(f"q2 score: replacing {out}, which exists"), err
+    assert stop.startswith(f"q2 score: terminated ({sig.name}): {len(lines)} rows committed to {partial}, {out} left "
+                           f"as it was; to continue: q2 score "), err
     assert " --resume (rows are committed every --chunk-size rows or --commit-seconds of work; with --cache-dir" \
         in err and out.read_text() == "precious\n"
     assert all(json.loads(line)["row"] == i for i, line in enumerate(lines))
