@@ -10,8 +10,9 @@ Per sample, the :class:`~inspect_ai.scorer.Score` has
 
 - ``value``: ``{"q2": score, "q2_no_nli": score_no_nli}`` (the scorer's metrics are the mean, the standard error
   and the bounds of the 95% interval ``q2 score`` prints, ``ci_low`` / ``ci_high``, of each; Inspect's log puts
-  ``q2_plugins/`` in front of the last two where q2-plugins is installed as a package); a response with no score (an error, or no valid question with the fallback
-  off) is *unscored*, so it leaves the means as in the core instead of counting as 0;
+  ``q2_plugins/`` in front of the last two where q2-plugins is installed as a package); a response with no score
+  (an error, or no valid question with the fallback off) is *unscored*, so it leaves the means as in the core
+  instead of counting as 0;
 - ``answer``: the response; ``explanation``: the status, then one line per question with its two answers;
 - ``metadata``: ``status``, the result row of ``q2 score --explain`` (``q2``) and the signature (``q2_signature``).
 
