@@ -18,7 +18,7 @@ except ModuleNotFoundError as e:  # pragma: no cover - depends on the environmen
 
 __all__ = ["MicroBatcher", "ThreadBatcher", "DEFAULT_WINDOW", "DEFAULT_MAX_BATCH"]
 
-#: seconds the first call of a batch waits for others (:class:`ThreadBatcher`: since the latest call joined)
+#: seconds the first call of a batch waits for another call to join it
 DEFAULT_WINDOW = 0.05
 #: calls that make a batch full (scored at once, without waiting out the window)
 DEFAULT_MAX_BATCH = 64
@@ -30,7 +30,7 @@ Out = TypeVar("Out")
 @dataclass
 class _Batch(Generic[Item, Out]):
     items: list[Item] = field(default_factory=list)
-    deadline: float = 0.0  # anyio.current_time() at which the batch stops waiting for more calls
+    last: float = 0.0  # anyio.current_time() at which the latest call joined
     leader: Optional[int] = None  # the position of the call that runs the batch; None: the next call to wake takes it
     full: Any = None  # anyio.Event: set when the batch reaches max_batch
     done: bool = False  # its results (or error) are in
@@ -68,9 +68,10 @@ class MicroBatcher(_Batching[Item, Out]):
     """Gathers concurrent :meth:`submit` calls into batches for ``run_batch`` (a blocking function from a list of
     items to a list of results, one per item, in order), run in a worker thread, one batch at a time.
 
-    The first call of a batch leads it: it waits out the window, then runs the batch. A leader cancelled before the
-    batch ran hands it to another waiting call, which runs it once the window is over; the batch's other calls get
-    their results either way."""
+    The first call of a batch leads it: it waits until ``window`` seconds pass without another call joining (or the
+    batch is full), then until the batch before it is done, and runs the batch; calls keep joining until then. A
+    leader cancelled before the batch ran hands it to another waiting call, which runs it in its stead; the batch's
+    other calls get their results either way."""
 
     def __init__(self, run_batch: Callable[[list[Item]], Sequence[Out]], *, max_batch: int = DEFAULT_MAX_BATCH,
                  window: float = DEFAULT_WINDOW, lock: Optional[Any] = None) -> None:
@@ -91,10 +92,10 @@ class MicroBatcher(_Batching[Item, Out]):
         self._on_this_loop()
         batch = self._open
         if batch is None:
-            batch = self._open = _Batch(deadline=anyio.current_time() + self.window, full=anyio.Event(),
-                                        wake=anyio.Event())
+            batch = self._open = _Batch(full=anyio.Event(), wake=anyio.Event())
         position = len(batch.items)
         batch.items.append(item)
+        batch.last = anyio.current_time()
         if len(batch.items) >= self.max_batch:
             self._open = None
             batch.full.set()
@@ -123,14 +124,17 @@ class MicroBatcher(_Batching[Item, Out]):
         return batch.results[position]
 
     async def _lead(self, batch: _Batch[Item, Out]) -> None:
-        """Wait out the rest of the batch's window (or until it is full), close it, and run it."""
-        wait = batch.deadline - anyio.current_time()
-        if wait > 0 and not batch.full.is_set():
+        """Wait until the window passes without a call joining (or the batch is full) and the batch before is done,
+        close the batch, and run it."""
+        while not batch.full.is_set():
+            wait = batch.last + self.window - anyio.current_time()
+            if wait <= 0:
+                break
             with anyio.move_on_after(wait):
                 await batch.full.wait()
-        if self._open is batch:
-            self._open = None
         async with self._lock:
+            if self._open is batch:
+                self._open = None
             await self._run(batch)
 
     def _run_locked(self, items: list[Item]) -> list[Out]:
@@ -165,10 +169,9 @@ class ThreadBatcher(_Batching[Item, Out]):
     """Gathers :meth:`submit` calls made at once from several threads into batches for ``run_batch`` (as
     :class:`MicroBatcher` does for coroutines), one batch at a time.
 
-    The first call of a batch leads it: it waits until ``window`` seconds pass without another call joining (or the
-    batch is full), then until the batch before it is done, and runs the batch in its own thread; calls keep joining
-    until then. A call whose thread made the last batch alone, with no other thread's call since, runs at once: a
-    caller with no other thread beside it waits the window once, not on every call."""
+    The first call of a batch leads it, as there, but runs the batch in its own thread. A call whose thread made
+    the last batch alone, with no other thread's call since, runs at once: a caller with no other thread beside it
+    waits the window once, not on every call."""
 
     def __init__(self, run_batch: Callable[[list[Item]], Sequence[Out]], *, max_batch: int = DEFAULT_MAX_BATCH,
                  window: float = DEFAULT_WINDOW, lock: Optional[Any] = None) -> None:
