@@ -219,13 +219,19 @@ class ThreadBatcher(_Batching[Item, Out]):
                 self._state.wait(left)
         try:
             with self.lock:
-                with self._state:
-                    if self._open is batch:
-                        self._open = None
-                batch.results = self._checked(list(batch.items))
+                self._close(batch)
+                try:
+                    batch.results = self._checked(list(batch.items))
+                finally:  # before the next batch can run: a call of another thread since is then seen
+                    with self._state:
+                        self._alone = me if batch.threads == {me} and self._open is None else None
         except BaseException as e:  # every call of the batch raises it, not just the leader
+            self._close(batch)
             batch.error = e
         finally:
-            with self._state:
-                self._alone = me if batch.threads == {me} and self._open is None else None
             batch.done.set()
+
+    def _close(self, batch: _ThreadBatch[Item, Out]) -> None:
+        with self._state:
+            if self._open is batch:
+                self._open = None
