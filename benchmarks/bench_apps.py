@@ -12,9 +12,9 @@ built with its defaults and the model settings: ``deepeval.evaluate`` on ``LLMTe
 ``Predict`` on DSPy's DummyLM. The time is the runner call's wall time, the framework's own work included; models are
 loaded before any timing. Each framework's ``floor`` is the same runner on the same samples with a metric that
 returns 1.0 at once: the framework's own cost, beside Q²'s. The other side is one ``Q2Scorer.score`` call on the same
-(response, knowledge) pairs (``explain=True``, as the front ends). ``--repeat`` times each, in turn; ``ratio``
-compares the fastest of each. The run fails unless every side but the floors gives the core's scores. Prints the
-CPU: timings compare only on one machine.
+(response, knowledge) pairs (``explain=True``, as the front ends), in a worker thread as theirs are. ``--repeat``
+times each, in turn; ``ratio`` compares the fastest of each. The run fails unless every side but the floors gives
+the core's scores. Prints the CPU: timings compare only on one machine.
 """
 
 from __future__ import annotations
@@ -25,6 +25,7 @@ import math
 import os
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, Callable, Optional, Sequence
 
@@ -188,8 +189,9 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         getattr(core, part)  # models loaded now: loading is not what is measured
 
     def offline() -> list:
-        res = core.score(responses=[r["response"] for r in rows], knowledge=[r["knowledge"] for r in rows],
-                         explain=True)
+        with ThreadPoolExecutor(max_workers=1) as worker:  # in a worker thread, as every front end's core call
+            res = worker.submit(core.score, responses=[r["response"] for r in rows],
+                                knowledge=[r["knowledge"] for r in rows], explain=True).result()
         return [x.score for x in res.responses]
 
     makers = {"deepeval": _deepeval, "ragas": _ragas, "dspy": _dspy}
