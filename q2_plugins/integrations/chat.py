@@ -1,7 +1,8 @@
 """What the chat and RAG application front ends share (DeepEval, Ragas, DSPy): an answer with the texts it was
 grounded on (:class:`Answer`), a conversation's assistant turns as answers (:func:`assistant_answers`), their Q² in one
 core call (:class:`ChatScorer`, with concurrent calls gathered by a
-:class:`~q2_plugins.integrations.batching.MicroBatcher`), and a conversation's figure, the mean over its scored
+:class:`~q2_plugins.integrations.batching.MicroBatcher` or, from threads, a
+:class:`~q2_plugins.integrations.batching.ThreadBatcher`), and a conversation's figure, the mean over its scored
 turns (:class:`ConversationResult`).
 
 A response without a score (an error, or no valid question with the fallback off) has no number here either: its
@@ -17,7 +18,7 @@ import anyio
 
 from q2_plugins.integrations import adapters
 from q2_plugins.integrations.adapters import explanation_of
-from q2_plugins.integrations.batching import DEFAULT_MAX_BATCH, DEFAULT_WINDOW, MicroBatcher
+from q2_plugins.integrations.batching import DEFAULT_MAX_BATCH, DEFAULT_WINDOW, MicroBatcher, ThreadBatcher
 from q2_plugins.metric.config import Q2Config
 from q2_plugins.metric.results import ResponseResult
 from q2_plugins.scorer import Q2Scorer
@@ -116,7 +117,8 @@ def _knowledge(knowledge: Any) -> Any:
 
 class ChatScorer:
     """Q² of :class:`Answer` objects: :meth:`score` in one core call, :meth:`ascore` gathered with the other
-    concurrent calls into one (a :class:`MicroBatcher` of ``max_batch`` / ``window``). ``config`` (default
+    concurrent calls into one (a :class:`MicroBatcher` of ``max_batch`` / ``window``), :meth:`gathered` the same for
+    calls from threads (a :class:`ThreadBatcher`; one batch at a time across both). ``config`` (default
     ``Q2Config()``) with ``options`` (``Q2Config`` fields) on top; a bad option fails here, before any answer. The
     models load once per configuration and process (``slot`` names the front end); ``core``: score with this
     scorer instead (a :class:`Q2Scorer` of one's own, or any object with its ``score`` method)."""
@@ -129,6 +131,8 @@ class ChatScorer:
         self.calls = 0  # core calls made
         self.signature: Optional[str] = None  # the signature of the last core call
         self.batcher: MicroBatcher[Answer, Scored] = MicroBatcher(self.score, max_batch=max_batch, window=window)
+        self.threads: ThreadBatcher[Answer, Scored] = ThreadBatcher(self.score, max_batch=max_batch, window=window,
+                                                                    lock=self.batcher.lock)
 
     @property
     def scorer(self) -> Q2Scorer:
@@ -158,6 +162,11 @@ class ChatScorer:
             for i, answer in enumerate(answers):
                 group.start_soon(one, i, answer)
         return [s for s in out if s is not None]
+
+    def gathered(self, answers: Sequence[Answer]) -> list[Scored]:
+        """:meth:`score` for a thread: the answers join the batch of the calls from other threads that arrive with
+        them."""
+        return self.threads.submit(answers)
 
     def conversation(self, answers: Sequence[Answer]) -> ConversationResult:
         """A conversation's turns scored in one core call."""

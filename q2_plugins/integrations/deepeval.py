@@ -43,9 +43,9 @@ from q2_plugins.metric.config import Q2Config
 
 __all__ = ["Q2Metric", "Q2ConversationalMetric", "answer_of", "DEEPEVAL_WINDOW"]
 
-#: seconds the first ``a_measure`` call of a batch waits for others: ``deepeval.evaluate`` starts its concurrent
-#: calls over a few tenths of a second (with 0.05 s, the Inspect default, 64 cases made about a dozen core calls)
-DEEPEVAL_WINDOW = 0.25
+#: seconds a batch of ``a_measure`` calls waits for another call to join: ``deepeval.evaluate`` starts its concurrent
+#: calls a few hundredths of a second apart on a busy machine (up to 0.12 s on 2 shared cores)
+DEEPEVAL_WINDOW = 0.1
 
 
 def answer_of(test_case: LLMTestCase) -> Answer:

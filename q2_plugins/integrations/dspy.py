@@ -4,8 +4,10 @@ models.
 
 Which fields hold the answer, the knowledge and the history is the user's choice: ``answer`` names the prediction's
 output field; ``knowledge`` (and ``history``) name an input field of the module, else an output field of the
-prediction (a module that retrieves its own passages). ``BestOfN`` asks for one reward at a time, so each reward is
-one core call of one answer. An answer Q² cannot score (an error, or no valid question with the fallback off) gets
+prediction (a module that retrieves its own passages). ``BestOfN`` asks for one reward at a time; rewards asked at
+once from several threads (``dspy.Evaluate(..., num_threads=N)``, ``Module.batch(..., num_threads=N)``) are gathered
+into one core call (a :class:`~q2_plugins.integrations.batching.ThreadBatcher`), with the scores each would get
+alone. An answer Q² cannot score (an error, or no valid question with the fallback off) gets
 ``unscored`` (default 0.0: never preferred to an answer the knowledge supports); its status is in
 :attr:`Q2Reward.results`.
 
@@ -34,7 +36,7 @@ class Q2Reward:
     ``prediction[knowledge]``). ``config`` (default ``Q2Config()``) with ``options`` (``Q2Config`` fields) on top,
     or ``scorer``, a :class:`~q2_plugins.integrations.chat.ChatScorer` to share.
     :attr:`results` keeps each call's :class:`~q2_plugins.integrations.chat.Scored` (status, questions,
-    signature), in call order."""
+    signature), in the order the calls got them."""
 
     def __init__(self, answer: str = "answer", knowledge: str = "knowledge", history: Optional[str] = None, *,
                  unscored: float = 0.0, config: Optional[Q2Config] = None, scorer: Optional[ChatScorer] = None,
@@ -67,6 +69,6 @@ class Q2Reward:
         return Answer(str(prediction[self.answer]), knowledge, history)
 
     def __call__(self, args: dict, prediction: dspy.Prediction, trace: Any = None) -> float:
-        (scored,) = self.scorer.score([self.answer_of(args, prediction)])
+        (scored,) = self.scorer.gathered([self.answer_of(args, prediction)])
         self.results.append(scored)
         return self.unscored if scored.score is None else float(scored.score)

@@ -2,9 +2,10 @@
 sample's knowledge.
 
 Inspect scores samples concurrently, one scorer call each. The scorer gathers the calls that arrive together into
-one core batch (:class:`MicroBatcher`): the first call of a batch waits up to ``window`` seconds (or until
-``max_batch`` calls wait), then one :meth:`Q2Scorer.score` call, run in a worker thread so the event loop goes on,
-scores them all and hands every call its result. One batch runs at a time; calls that arrive meanwhile form the next.
+one core batch (:class:`MicroBatcher`): the first call of a batch waits until ``window`` seconds pass without another
+call (or until ``max_batch`` calls wait), then one :meth:`Q2Scorer.score` call, run in a worker thread so the event
+loop goes on, scores them all and hands every call its result. One batch runs at a time; calls that arrive meanwhile
+join the next.
 
 Per sample, the :class:`~inspect_ai.scorer.Score` has
 
