@@ -330,7 +330,9 @@ def test_a_batch_that_kills_its_worker_is_error_rows_and_the_rest_are_scored(tmp
     got = read(out) if output.endswith(".jsonl") else parquet_rows(out)
     assert [r["id"] for r in got] == list(range(16))  # every row, once, in order
     lost = [r for r in got if r["status"] == "error"]
-    assert got[6] in lost and got[15] in lost and len(lost) <= 8, lost  # only the rows of their batches
+    # the killers' batches, and at most a batch that waited on their workers at each try (seen under load): whole
+    # batches of 4 rows, never every row
+    assert got[6] in lost and got[15] in lost and len(lost) % 4 == 0 and len(lost) <= 12, lost
     assert all("worker" in r["error"] for r in lost), lost
     assert all(r["score"] is not None for r in got if r not in lost)
     assert len(err.splitlines()) <= 2, err  # no pages of Ray traceback
