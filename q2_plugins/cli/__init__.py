@@ -13,7 +13,7 @@ from typing import Callable, Optional, Sequence
 
 from q2_plugins import __version__
 from q2_plugins.cli import compare, export, hooks, metaeval, models, perturb, precision, replay, report, score, train
-from q2_plugins.cli._common import DefaultsHelp, Q2Parser, add_config_flags
+from q2_plugins.cli._common import DefaultsHelp, Q2Parser, accept_help_all, add_config_flags
 from q2_plugins.cli._failures import run_command
 from q2_plugins.metric.config import config_from_args
 
@@ -36,6 +36,8 @@ def build_parser() -> argparse.ArgumentParser:
     compare.add_parser(sub)
     export.add_parser(sub)
     precision.add_parser(sub, add_config_flags, DefaultsHelp)
+    for command in sub.choices.values():
+        accept_help_all(command)
     return parser
 
 

@@ -13,7 +13,8 @@ from typing import Any, Mapping, Optional, Sequence
 from q2_plugins.io.columns import TextColumns
 from q2_plugins.metric.config import config_options
 
-__all__ = ["Q2Parser", "DefaultsHelp", "common", "add_help_all", "add_config_flags", "add_column_flags", "count"]
+__all__ = ["Q2Parser", "DefaultsHelp", "common", "add_help_all", "accept_help_all", "add_config_flags",
+           "add_column_flags", "count"]
 
 
 class Q2Parser(argparse.ArgumentParser):
@@ -92,8 +93,8 @@ class _HelpAll(argparse.Action):
     """``--help-all``: every flag of the command, then exit."""
 
     def __init__(self, option_strings: Sequence[str], dest: str = argparse.SUPPRESS, **kwargs: Any) -> None:
-        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS,
-                         help="show every flag of this command and exit")
+        kwargs.setdefault("help", "show every flag of this command and exit")
+        super().__init__(option_strings, dest, nargs=0, default=argparse.SUPPRESS, help=kwargs["help"])
 
     def __call__(self, parser: argparse.ArgumentParser, namespace: argparse.Namespace, values: Any,
                  option_string: Optional[str] = None) -> None:
@@ -114,6 +115,13 @@ def add_help_all(parser: argparse.ArgumentParser, more: str) -> None:
     and ``--help-all`` (every flag)."""
     common(parser.add_argument("--help-all", action=_HelpAll))
     parser.more = more  # type: ignore[attr-defined]
+
+
+def accept_help_all(parser: argparse.ArgumentParser) -> None:
+    """Let a command of one help tier take ``--help-all`` too (its whole help, as ``--help`` gives it), so the flag
+    learnt from ``q2 score`` works on every command; it is not listed there."""
+    if "--help-all" not in parser._option_string_actions:
+        parser.add_argument("--help-all", action=_HelpAll, help=argparse.SUPPRESS)
 
 
 class DefaultsHelp(argparse.ArgumentDefaultsHelpFormatter):

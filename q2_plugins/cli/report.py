@@ -26,7 +26,7 @@ def add_parser(sub: Any) -> argparse.ArgumentParser:
                         "results that lack them (a framework adapter's per-example file; q2 score and q2 replay "
                         "output already hold both)")
     add_column_flags(h, notes={"response_column": " in --texts", "knowledge_column": " in --texts"})
-    h.add_argument("--history-column", default=None)
+    h.add_argument("--history-column", default=None, metavar="COLUMN", help="the history column in --texts (optional)")
     h.add_argument("--max-rows", type=int, default=None, metavar="N",
                    help="rows in the page's table: a stated random sample when the files hold more (the summary and "
                         "histogram count every row; default: 10,000)")

@@ -22,9 +22,9 @@ def _flags(parser: argparse.ArgumentParser) -> set[str]:
 
 
 def test_prefetch_lists_only_what_it_reads():
-    assert _flags(_sub("prefetch")) == {"--help", "--output-dir", "--qg-model", "--qg-revision", "--qa-model",
-                                        "--qa-revision", "--nli-model", "--nli-revision", "--coref-model",
-                                        "--coref-revision"}
+    assert _flags(_sub("prefetch")) == {"--help", "--help-all", "--output-dir", "--qg-model", "--qg-revision",
+                                        "--qa-model", "--qa-revision", "--nli-model", "--nli-revision",
+                                        "--coref-model", "--coref-revision"}
     args = build_parser().parse_args(["prefetch", "--output-dir", "d", "--qa-model", "m"])
     assert config_from_args(args) == Q2Config(qa_model="m")
 
@@ -107,6 +107,13 @@ def test_a_help_that_names_help_all_is_one_the_command_accepts(command, capsys, 
     text = _help(command, "--help", capsys, monkeypatch)
     if "--help-all" in text:
         assert len(_help(command, "--help-all", capsys, monkeypatch)) > len(text)
+
+
+@pytest.mark.parametrize("command", _commands())
+def test_every_command_takes_help_all_and_lists_every_flag(command, capsys, monkeypatch):
+    text = _help(command, "--help-all", capsys, monkeypatch)
+    accepted = {s for a in _sub(command)._actions if a.help is not argparse.SUPPRESS for s in a.option_strings}
+    assert accepted - {w.strip("[],|") for w in text.split()} == set()
 
 
 def test_every_column_flag_comes_from_text_columns(monkeypatch):
