@@ -120,7 +120,8 @@ def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, se
     With ``max_rows``, at most that many rows are kept (a uniform random sample drawn with ``seed``, in file order;
     :attr:`ReportInput.total` says how many there are), while the summary and the histogram count every row, so
     memory stays bounded whatever the files hold. A result row the page cannot show (a status it does not know, a
-    score that is no number) becomes an error row naming the file and record, so nothing is dropped.
+    score that is no number) becomes an error row naming the file and record, so nothing is dropped. Ids may
+    repeat (a note counts them): the page keys rows by their place.
     """
     import random
 
@@ -128,13 +129,19 @@ def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, se
     metas = []
     rng = random.Random(seed)
     tally = _Tally()
+    ids: set[str] = set()
+    repeated = 0
     for p in paths:
         path = Path(p)
         out.sources.append(str(path))
         meta, notes = read_sidecar(path)
         columns = _columns(meta)
         n = 0
-        for n, r in enumerate(scan_results(path), start=1):
+        for n, r in enumerate(scan_results(path, id_field=None), start=1):  # (ids may repeat: see below)
+            ident = r.get("id")
+            if isinstance(ident, (str, int)) and not isinstance(ident, bool):
+                repeated += str(ident) in ids
+                ids.add(str(ident))
             row = _with_texts(_as_result_row(r, f"{path.name} record {n}"), columns)
             sig = row.pop("signature", None)  # per-example files of the adapters may carry it on each row
             _add_names(out.random_weights, row.pop(RANDOM_WEIGHTS_FIELD, None))  # ...and its random-weight models
@@ -150,6 +157,9 @@ def load_results(paths: Sequence[str | Path], max_rows: Optional[int] = None, se
         out.notes.extend(notes)
         metas.append((path, meta, n))
     out.total, out.n_errors, out.n_unread = tally.n, tally.n_errors, tally.n_unread
+    if repeated:  # (subsets scored into one file, or files of several runs: each row is its own response here)
+        out.notes.append(f"{repeated:,} rows have an id an earlier row has: each row is shown as a response of its "
+                         f"own, by its place in the files")
     if max_rows is not None and tally.n > max_rows:
         out.rows.sort(key=lambda r: r["_q2_pos"])
         out.histogram = tally.histogram()
