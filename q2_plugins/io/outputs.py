@@ -211,8 +211,8 @@ def say_replaced(command: str, outputs: Sequence[tuple[str, str | Path]]) -> Non
     this line keeps that from happening without a word."""
     for _setting, path in outputs:
         if str(path) != "-" and (Path(path).is_file() or Path(path).is_dir()):
-            print(f"{command}: replacing {path}, which exists; name another path to keep it", file=sys.stderr,
-                  flush=True)
+            print(f"{command}: {path} exists; a complete run replaces it (name another path to keep it)",
+                  file=sys.stderr, flush=True)
 
 
 def _relation(src: Path, path: Path) -> str:

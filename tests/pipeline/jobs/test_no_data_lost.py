@@ -118,7 +118,7 @@ def test_sigterm_names_the_partial_like_ctrl_c(tmp_path, model_flags, sig):
     lines = partial.read_text().splitlines()
     # two lines: the notice that the existing output will be replaced at the end, then the stop line
     notice, stop = err.splitlines()
-    assert notice.startswith(f"q2 score: replacing {out}, which exists"), err
+    assert notice.startswith(f"q2 score: {out} exists; a complete run replaces it"), err
     assert stop.startswith(f"q2 score: terminated ({sig.name}): {len(lines)} rows committed to {partial}, {out} left "
                            f"as it was; to continue: q2 score "), err
     assert " --resume (rows are committed every --chunk-size rows or --commit-seconds of work; with --cache-dir" \

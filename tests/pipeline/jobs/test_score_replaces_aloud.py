@@ -15,10 +15,10 @@ def test_q2_score_says_which_existing_outputs_it_replaces(tmp_path, capsys, mode
     out, page = tmp_path / "out.jsonl", tmp_path / "out.html"
     argv = ["score", "--input", str(src), "--output", str(out), "--html", str(page), "--no-progress", *model_flags]
     assert main(argv) == 0
-    assert "replacing" not in capsys.readouterr().err
+    assert "exists; a complete run replaces it" not in capsys.readouterr().err
     out.write_text("an earlier run's rows\n", encoding="utf-8")
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert f"q2 score: replacing {out}, which exists; name another path to keep it" in err
-    assert f"q2 score: replacing {page}, which exists" in err and err.count("replacing") == 2
+    assert f"q2 score: {out} exists; a complete run replaces it (name another path to keep it)" in err
+    assert f"q2 score: {page} exists; a complete run replaces it" in err and err.count("a complete run replaces") == 2
     assert "an earlier run" not in out.read_text(encoding="utf-8")

@@ -15,14 +15,14 @@ def test_report_and_replay_say_which_existing_output_they_replace(tmp_path, caps
     out = tmp_path / "replay.jsonl"
     argv = ["replay", "--steps", str(steps[0]), "--output", str(out), "--format", "json"]
     assert main(argv) == 0
-    assert "replacing" not in capsys.readouterr().err  # a new file: nothing to say
+    assert "a complete run replaces" not in capsys.readouterr().err  # a new file: nothing to say
     assert main(argv) == 0
     err = capsys.readouterr().err
-    assert err.count("replacing") == 1 and f"q2 replay: replacing {out}, which exists; name another path to " \
-                                          f"keep it" in err
+    assert err.count("a complete run replaces") == 1
+    assert f"q2 replay: {out} exists; a complete run replaces it (name another path to keep it)" in err
     assert json.loads(out.read_text(encoding="utf-8").splitlines()[0])["row"] == 0  # replaced, as before
     page = tmp_path / "r.html"
     for attempt in range(2):
         assert main(["report", str(out), "--output", str(page)]) == 0
         err = capsys.readouterr().err
-        assert (f"q2 report: replacing {page}, which exists" in err) == (attempt == 1), err
+        assert (f"q2 report: {page} exists; a complete run replaces it" in err) == (attempt == 1), err
