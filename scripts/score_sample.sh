@@ -10,7 +10,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 # only what scoring needs (the package, torch, spaCy): the first score comes in a minute or two. The extras the
 # other examples use (ParlAI, evaluate, lm-eval, Ray, ...) are a separate command: bash scripts/setup.sh
-Q2_EXTRAS="" Q2_PARLAI=0 Q2_BROWSER=0 Q2_LIGHTEVAL=0 Q2_COMPILE=0 bash scripts/setup.sh
+Q2_EXTRAS="" Q2_PARLAI=0 Q2_BROWSER=0 Q2_LIGHTEVAL=0 Q2_APPS=0 Q2_COMPILE=0 bash scripts/setup.sh
 mkdir -p out
 ARGS=()
 if [ "${1:-}" = "--random-models" ]; then

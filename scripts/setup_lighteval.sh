@@ -11,5 +11,5 @@ cd "$(dirname "$0")/.."
 Q2_VENV=${Q2_LIGHTEVAL_VENV:-.venv-lighteval} \
 Q2_CONSTRAINTS=${Q2_LIGHTEVAL_CONSTRAINTS:-requirements-lighteval.lock} \
 Q2_EXTRAS=dev,evaluate,lm-eval,lighteval,inspect \
-Q2_LIGHTEVAL=0 Q2_PARLAI=0 Q2_BROWSER=0 \
+Q2_LIGHTEVAL=0 Q2_APPS=0 Q2_PARLAI=0 Q2_BROWSER=0 \
   bash scripts/setup.sh
