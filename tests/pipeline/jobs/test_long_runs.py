@@ -222,7 +222,8 @@ def verdicts(paths: dict[str, Path], good: Path, capsys) -> dict[str, set[tuple[
     out = {}
     for name, path in paths.items():
         seen = set()
-        for argv in (["report", str(path), "--output", str(path.parent / "r.html")], ["compare", str(path), str(good)],
+        for argv in (["report", str(path), "--output", str(path.parent / f"{path.stem}.html")],
+                     ["compare", str(path), str(good)],
                      ["meta-eval", "--dataset", "wow", "--data", str(WOW), "--scores", str(path), "--baselines",
                       "none", "--experiments", "system"]):
             code = main(argv)

@@ -221,7 +221,7 @@ def test_ctrl_c_on_a_120_row_run_keeps_the_rows_scored_and_the_resume_scores_the
     assert read(once) == got
 
 
-def test_report_compare_and_meta_eval_refuse_ill_typed_scores_and_repeated_ids(tmp_path, capsys):
+def test_report_compare_and_meta_eval_refuse_ill_typed_scores_and_compare_repeated_ids(tmp_path, capsys):
     from tests.pipeline.jobs.test_long_runs import verdicts
 
     def result(i, **kw):
@@ -235,11 +235,17 @@ def test_report_compare_and_meta_eval_refuse_ill_typed_scores_and_repeated_ids(t
              "word score": jsonl(tmp_path / "w.jsonl", [{"id": "x0", "score": 0.1}, {"id": "x1", "score": "high"}])}
     lines = {"string score": "line 2", "dict score": "line 3", "repeated id": "line 3", "word score": "line 2"}
     got = verdicts(files, good, capsys)
+    # a repeated id: compare and meta-eval, which pair rows by id, refuse it; the report shows each row (its page
+    # keys rows by place) and counts the repeat in a note
+    report_ok = (0, "")
+    assert report_ok in got["repeated id"]
+    got["repeated id"].discard(report_ok)
     for name, seen in got.items():
-        assert len(seen) == 1, (name, seen)  # the same code and message from all three
+        assert len(seen) == 1, (name, seen)  # the same code and message from all three (two for a repeated id)
         code, message = seen.pop()
         assert code == 2 and message.startswith(f"{files[name]} {lines[name]}: "), (name, message)
-    assert "x0" in verdicts({"r": files["repeated id"]}, good, capsys)["r"].pop()[1]
+    refused = {(code, message) for code, message in verdicts({"r": files["repeated id"]}, good, capsys)["r"] if code}
+    assert len(refused) == 1 and "x0" in refused.pop()[1]
 
 
 # -- 7. front ends that score many rows show progress on a terminal only ---------------------------------------------
