@@ -233,16 +233,18 @@ class PartialRows:
     def keep(self, on_row: Optional[Callable[[dict[str, Any]], None]] = None) -> int:
         """Cut the file after its complete rows (:func:`committed_rows`) and return how many it keeps."""
         n, size = self.committed(on_row)
-        assert self.fd is not None
-        os.ftruncate(self.fd, size)
-        os.lseek(self.fd, size, os.SEEK_SET)
+        self._cut(size)
         return n
 
     def begin(self) -> None:
         """Empty the file: the run writes its rows from the first."""
+        self._cut(0)
+
+    def _cut(self, size: int) -> None:
+        """The file cut to ``size`` bytes, the next write at its end."""
         assert self.fd is not None
-        os.ftruncate(self.fd, 0)
-        os.lseek(self.fd, 0, os.SEEK_SET)
+        os.ftruncate(self.fd, size)
+        os.lseek(self.fd, size, os.SEEK_SET)
 
     def result_file(self, kept: int) -> ResultFile:
         """The :class:`~q2_plugins.io.outputs.ResultFile` that writes the rows after the ``kept`` ones through the

@@ -194,7 +194,7 @@ class Q2BatchScorer:
         results = self._score([dict(zip(required, values)) for values in zip(*columns)])
         # (a column named like an engine's own is kept as input_<name>, as JSONL's)
         kept = batch.rename_columns([kept_name(c, self.reserved | INTERNAL_FIELDS) for c in batch.column_names])
-        return self._laid_out(pa.nulls(batch.num_rows, pa.int64()), kept, results)
+        return _laid_out(pa.nulls(batch.num_rows, pa.int64()), kept, results, self.rows, self.prefix)
 
     def _score_records(self, batch: pa.Table) -> pa.Table:
         """Rows of :func:`read_dataset`'s JSONL / CSV reading: each record parsed, scored as ``q2 score`` scores it
@@ -203,9 +203,6 @@ class Q2BatchScorer:
         field of the layout kept under :data:`INPUT_PREFIX`), the result columns."""
         records = _parsed(batch)
         return _records_laid_out(batch, records, self._score(records), self.rows, self.prefix)
-
-    def _laid_out(self, position: Any, inputs: pa.Table, results: list[ResponseResult]) -> pa.Table:
-        return _laid_out(position, inputs, results, self.rows, self.prefix)
 
 
 class LostBlocks:
@@ -282,7 +279,7 @@ def _lost_rows(path: Path, kind: str, start: int, end: int, rows: RowSpec, why: 
             if position >= end:
                 break
             if position >= start:
-                error = row["__error__"] if "__error__" in row else None
+                error = row.get("__error__")
                 texts.append(None if error is not None else _record_text(row))
                 errors.append(error)
     batch = _records_block(texts, errors, start)
