@@ -330,7 +330,7 @@ def score_dataset(
     num_cpus: float = 1,
     num_gpus: Optional[float] = None,
     batch_size: int = 64,
-    max_restarts: int = 3,
+    max_restarts: int = -1,
     max_task_retries: int = 3,
     signature: Optional[str] = None,
     scorer_class: type = Q2BatchScorer,
@@ -344,9 +344,11 @@ def score_dataset(
     ``q2 score``'s :class:`~q2_plugins.io.rows.pipeline.RowSpec` does.
 
     Lazy, like every Ray Data transform. ``concurrency`` actors, each with ``num_cpus`` / ``num_gpus``, score
-    ``batch_size`` rows per call. An actor whose process dies is restarted (``max_restarts``) and its unfinished
-    batches are retried (``max_task_retries``), so every row comes out exactly once; an actor that cannot load the
-    models fails the run. Rows come out in input order only if the dataset's ``DataContext`` preserves order.
+    ``batch_size`` rows per call. An actor whose process dies is restarted (``max_restarts``: -1, without limit, as
+    Ray Data's pool expects; a pool actor past a finite limit is never replaced and the run waits until Ray Data's
+    no-progress timeout) and its unfinished batches are retried (``max_task_retries``), so every row comes out exactly
+    once; an actor that cannot load the models fails the run. Rows come out in input order only if the dataset's
+    ``DataContext`` preserves order.
     """
     columns = ds.schema().names
     if _RECORD not in columns:  # (records read from JSONL / CSV are checked row by row)

@@ -138,7 +138,7 @@ def _scoring(job: ScoreJob, config: Q2Config, counter: Optional[Any], tally: Opt
     rows = ray.remote(num_cpus=0)(_RunTally).remote() if job.progress else None
     scored = map_scorer(ds, config, rows=spec, prefix="", concurrency=job.ray.concurrency,
                         num_cpus=job.ray.num_cpus_per_worker, num_gpus=job.ray.num_gpus_per_worker,
-                        batch_size=job.ray.batch_size, max_restarts=3, max_task_retries=3, signature=[check],
+                        batch_size=job.ray.batch_size, max_restarts=-1, max_task_retries=3, signature=[check],
                         scorer_class=Q2BatchScorer, ray_remote_args=None, cache_counter=counter, row_counter=rows,
                         precision_tally=tally)
     total = _row_total(path, kind, ds)
