@@ -19,7 +19,7 @@ from typing import Optional, Sequence
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 import torch  # noqa: E402
-from bench_pipeline import best_seconds  # noqa: E402  (this script's own folder is on the path)
+from machine import best_seconds  # noqa: E402  (this script's own folder is on the path)
 
 from q2_plugins.backends.accel.onednn import PackedLinear, available, bf16_supported  # noqa: E402
 

@@ -25,14 +25,13 @@ import csv
 import json
 import os
 import platform
-import resource
 import shutil
 import sys
 import tempfile
 import time
 import warnings
 from pathlib import Path
-from typing import Any, Callable, Optional, Sequence
+from typing import Any, Optional, Sequence
 
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
@@ -41,10 +40,10 @@ import torch  # noqa: E402
 
 from benchmarks.bench_derive import derive, efficiency  # noqa: E402
 from benchmarks.in_range import in_range_questions  # noqa: E402
-from benchmarks.machine import cpu_name  # noqa: E402
+from benchmarks.machine import cpu_name, current_rss_gb, matmul_peaks, peak_rss_gb  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
 from q2_plugins.backends import accel  # noqa: E402
-from q2_plugins.backends.accel.onednn import PackedLinear, available, bf16_supported, flop_formulas  # noqa: E402
+from q2_plugins.backends.accel.onednn import bf16_supported, flop_formulas  # noqa: E402
 from q2_plugins.backends.hf.tiny import build_albert_qa, build_roberta_nli, build_t5_qg  # noqa: E402
 from q2_plugins.backends.hf.transformers_models import (  # noqa: E402
     HFNLI,
@@ -286,46 +285,6 @@ def run(hf: dict[str, Any], nlp: Any, oracle: Oracle, records: Sequence[Recorded
     }
 
 
-def best_seconds(fn: Callable[[], object], reps: int = 5, trials: int = 5) -> float:
-    """Seconds per call of ``fn``: after two warm-up calls, the best of ``trials`` timings of ``reps`` calls (what
-    the machine can do, not a moment when something else ran)."""
-    for _ in range(2):
-        fn()
-    best = float("inf")
-    for _ in range(trials):
-        t0 = time.perf_counter()
-        for _ in range(reps):
-            fn()
-        best = min(best, (time.perf_counter() - t0) / reps)
-    return best
-
-
-def native_dtypes() -> list[torch.dtype]:
-    """The dtypes this CPU multiplies natively: float32 always, bfloat16 where oneDNN runs it (AVX-512 BF16 or AMX).
-    Elsewhere bf16 is emulated at ~1 GFLOP/s: one 2048 x 2048 product takes ~18 s, so its peak says nothing and
-    measuring it would take most of an hour."""
-    return [torch.float32] + ([torch.bfloat16] if bf16_supported() else [])
-
-
-def matmul_peaks(n: int) -> dict[str, dict[str, float]]:
-    """:func:`matmul_peak` of each of :func:`native_dtypes`, keyed by the dtype's name."""
-    return {str(dtype).removeprefix("torch."): matmul_peak(dtype, n) for dtype in native_dtypes()}
-
-
-def matmul_peak(dtype: torch.dtype, n: int = 2048) -> dict[str, float]:
-    """GFLOP/s of an n x n matmul with PyTorch's matmul and with a oneDNN packed weight (:class:`PackedLinear`, as
-    the models use it, where this CPU runs it); ``best``: the higher."""
-    a, b = torch.randn(n, n, dtype=dtype), torch.randn(n, n, dtype=dtype)
-    products = {"torch": lambda: a @ b}
-    if available() and (dtype != torch.bfloat16 or bf16_supported()):
-        packed = PackedLinear(b.t())
-        products["onednn"] = lambda: packed(a)
-    with torch.inference_mode():
-        out = {name: 2 * n**3 / best_seconds(product) / 1e9 for name, product in products.items()}
-    out["best"] = max(out.values())
-    return out
-
-
 def decision_diff(ref: dict[str, dict], other: dict[str, dict], oracle: Oracle) -> dict[str, Any]:
     """Share of real-model decisions that differ: QA span, filter outcome (span == candidate), NLI label."""
     qa_pairs = [p for p in ref["qa"] if p in other["qa"]]
@@ -362,18 +321,6 @@ def qg_against_library(qg: Any, batched: dict[str, Any], qg_len: int) -> dict[st
     changed = sum(real[p] != q for p, q in zip(pairs, library))
     return {"inputs": len(pairs), "inputs_with_other_questions": changed, "library_call_s": stats.call_seconds,
             "own_call_s": batched["call_s"]["qg"]}
-
-
-def peak_rss_gb() -> float:
-    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024**2
-
-
-def current_rss_gb() -> Optional[float]:
-    """Resident memory now (Linux); unlike the peak, it leaves out pages that were resident only for a moment."""
-    try:
-        return int(Path("/proc/self/statm").read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 1024**3
-    except (OSError, ValueError, IndexError):
-        return None
 
 
 def summarise(name: str, r: dict[str, Any]) -> dict[str, Any]:
