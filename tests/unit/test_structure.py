@@ -334,6 +334,17 @@ def test_no_module_is_over_600_lines():
     assert long == {}
 
 
+def test_no_python_file_of_the_repository_is_over_600_lines():
+    """The adapters, scripts, benchmarks and tests read like the package: no file over a screenful of screens."""
+    repo = PACKAGE.parent
+    listed = subprocess.run(["git", "ls-files", "*.py"], cwd=repo, capture_output=True, text=True, check=True)
+    files = [repo / name for name in listed.stdout.splitlines()]
+    assert len(files) > 100  # (the repository's files, not an empty listing)
+    long = {f.name: n for f in files if f.is_file() and (n := len(f.read_text(encoding="utf-8").splitlines()))
+            > LONGEST_MODULE}
+    assert long == {}
+
+
 def _package_imports(path: str, tree: ast.Module) -> list[tuple[int, str]]:
     """(line, module) of every import of a q2_plugins module in ``path``, relative ones resolved, TYPE_CHECKING ones
     included (a wall holds for annotations too)."""
