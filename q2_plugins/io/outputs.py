@@ -11,16 +11,16 @@ import math
 import os
 import sys
 from pathlib import Path
-from typing import IO, Any, Iterator, Optional, Sequence
+from typing import IO, Any, Iterable, Iterator, Mapping, Optional, Sequence
 
 from q2_plugins.io.inputs import InputFormatError, named_errors
 from q2_plugins.metric.errors import SETTING, NamesSetting, SettingError
 
-__all__ = ["OutputClashError", "json_line", "ResultFile", "write_json_atomic", "write_text_atomic", "atomic_file",
-           "meta_path", "same_file", "partial_path", "files_written", "check_outputs", "check_writable", "html_files",
-           "UnwritablePathError", "lock_path", "record_path", "UnsafePathError", "PartialReplacedError", "open_own",
-           "open_new", "replace_own", "check_own_files", "open_own_folder", "open_folders", "retire_results",
-           "say_replaced"]
+__all__ = ["OutputClashError", "json_line", "ResultFile", "write_json_atomic", "write_jsonl_atomic",
+           "write_text_atomic", "atomic_file", "meta_path", "same_file", "partial_path", "files_written",
+           "check_outputs", "check_writable", "html_files", "UnwritablePathError", "lock_path", "record_path",
+           "UnsafePathError", "PartialReplacedError", "open_own", "open_new", "replace_own", "check_own_files",
+           "open_own_folder", "open_folders", "retire_results", "say_replaced"]
 
 
 def _json_safe(value: Any) -> Any:
@@ -60,6 +60,17 @@ def meta_path(output: str | Path) -> Path:
 def write_json_atomic(path: str | Path, data: Any) -> None:
     """Write ``data`` as JSON to ``path`` through a temporary file beside it, renamed when complete."""
     write_text_atomic(path, json.dumps(_json_safe(data), indent=2, allow_nan=False) + "\n")
+
+
+def write_jsonl_atomic(path: str | Path, rows: Iterable[Mapping[str, Any]], *, setting: str = "output") -> int:
+    """Write ``rows`` as JSON lines (:func:`json_line`) to ``path`` through :func:`atomic_file` (a link at ``path``
+    is replaced, never written through); returns the number of rows."""
+    count = 0
+    with atomic_file(path, setting=setting) as f:
+        for row in rows:
+            f.write(json_line(row) + "\n")
+            count += 1
+    return count
 
 
 def write_text_atomic(path: str | Path, text: str, *, setting: str = "output", dir_fd: Optional[int] = None) -> None:

@@ -16,7 +16,6 @@ computed it, and ``Q2_no_nli`` gives the fallback values of responses without qu
 from __future__ import annotations
 
 import csv
-import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -29,6 +28,7 @@ from q2_plugins.io.outputs import (
     check_writable,
     files_written,
     html_files,
+    json_line,
     retire_results,
     say_replaced,
 )
@@ -260,7 +260,7 @@ def run_replay(job: ReplayJob) -> int:
     if job.output:
         with atomic_file(job.output) as f:  # (a link at the output is replaced, never written through)
             for row in rows:
-                f.write(json.dumps(row, ensure_ascii=False) + "\n")
+                f.write(json_line(row) + "\n")
             retire_results(job.output)  # the old rows go, then the sidecar, then the new rows go in place
             write_meta(job.output, engine="replay", signature=result.signature, summary=summary, rows=len(rows),
                        config={"use_nli": False, "normalization": job.normalization,

@@ -18,7 +18,6 @@ file) is listed in :attr:`MetricScores.missing` or simply not covered, and every
 
 from __future__ import annotations
 
-import json
 from collections import Counter
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -29,7 +28,7 @@ import numpy as np
 from q2_plugins import __version__, backends
 from q2_plugins.datasets.common import DataFormatError, DataSettingError
 from q2_plugins.datasets.types import Example
-from q2_plugins.io.outputs import atomic_file, retire_results
+from q2_plugins.io.outputs import atomic_file, json_line, retire_results, write_jsonl_atomic
 from q2_plugins.io.rows import ROW_FIELD, read_sidecar, response_result, result_row, scan_results, write_meta
 from q2_plugins.jobs.replay import load_original_steps, load_recorded_scores, replay
 from q2_plugins.metric.progress import scoring_progress
@@ -356,7 +355,7 @@ def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[Re
     errors = RowErrors()
     with atomic_file(path) as f:  # (a link at the path is replaced, never written through)
         for row, (i, res) in enumerate(zip(ids, results)):
-            f.write(json.dumps(result_row(row, {"id": i}, res, res.explained), ensure_ascii=False) + "\n")
+            f.write(json_line(result_row(row, {"id": i}, res, res.explained)) + "\n")
             if res.error is not None:
                 errors.add(res.error)
         retire_results(path)  # the old rows go, then the sidecar, then the new rows go in place
@@ -368,12 +367,9 @@ def write_scores_file(path: str | Path, ids: Sequence[str], results: Sequence[Re
 def export_inputs(path: str | Path, examples: Sequence[Example]) -> int:
     """Write the scoring inputs (``id``, ``response``, ``knowledge``, ``history``, ``label``, ``subset``) as JSONL for
     ``q2 score``; returns the number of rows."""
-    with atomic_file(path, setting="export_inputs") as f:  # (a link at the path is replaced, never written through)
-        for ex in examples:
-            row = {"id": ex.id, "response": ex.response, "knowledge": ex.knowledge, "history": ex.history or "",
-                   "label": ex.label, "subset": ex.subset}
-            f.write(json.dumps(row, ensure_ascii=False) + "\n")
-    return len(examples)
+    return write_jsonl_atomic(path, ({"id": ex.id, "response": ex.response, "knowledge": ex.knowledge,
+                                       "history": ex.history or "", "label": ex.label, "subset": ex.subset}
+                                      for ex in examples), setting="export_inputs")
 
 
 def q2_star_metric(metric: MetricScores, *, f1_only: bool = False) -> Optional[MetricScores]:

@@ -36,7 +36,7 @@ from q2_plugins.datasets.grounded import table_rows
 from q2_plugins.datasets.registry import recipe_inputs
 from q2_plugins.datasets.textcheck import cells, default_budget, text_problem
 from q2_plugins.io.columns import TextColumns
-from q2_plugins.io.outputs import atomic_file
+from q2_plugins.io.outputs import write_jsonl_atomic
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.progress import Progress
 from q2_plugins.metric.spacy_parts import load_spacy
@@ -316,14 +316,6 @@ class PerturbOptions(TextColumns):
             raise SettingError("dataset", f"must be one of {', '.join(DATASETS)}, got {self.dataset!r}")
 
 
-def _write_jsonl(path: str, items: Sequence[Any]) -> None:
-    import json
-
-    with atomic_file(path) as f:  # (a link at the output is replaced, never written through)
-        for item in items:
-            f.write(json.dumps(item.to_dict(), ensure_ascii=False) + "\n")
-
-
 def stress_pairs(options: PerturbOptions, progress: bool = False) -> dict[str, Any]:
     """Read ``options.inputs[0]``, make its stress pairs, write them to ``options.output``; returns the summary.
     ``progress``: the rows counted on standard error as ``q2 score`` counts them (a bar on a terminal, plain lines
@@ -347,6 +339,6 @@ def stress_pairs(options: PerturbOptions, progress: bool = False) -> dict[str, A
             topics=[row.get(topic_column) for _, row in rows] if topic_column else None,
             methods=options.methods, seed=options.seed, spacy_model=options.spacy_model, progress=bar,
         )
-    _write_jsonl(options.output, pairs)
+    write_jsonl_atomic(options.output, (pair.to_dict() for pair in pairs))
     return {"input": path, "n_read": n_read, "keep": options.keep, "output": options.output,
             "n_pairs": len(pairs), "id_column": id_column, "topic_column": topic_column, **report.to_dict()}

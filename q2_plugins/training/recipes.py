@@ -31,7 +31,7 @@ from q2_plugins import __version__
 from q2_plugins.backends.hf.generator import HFResponseGenerator
 from q2_plugins.datasets.grounded import SourceRow, read_sources
 from q2_plugins.datasets.textcheck import default_budget, text_problem
-from q2_plugins.io.outputs import atomic_file, meta_path, write_json_atomic
+from q2_plugins.io.outputs import meta_path, write_json_atomic, write_jsonl_atomic
 from q2_plugins.metric.errors import SettingError
 from q2_plugins.metric.progress import Progress
 from q2_plugins.metric.spacy_parts import load_spacy
@@ -231,7 +231,6 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
     (the label counts in the paper's table form, then ``preview`` examples per method). ``progress``: the rows
     counted on standard error as ``q2 score`` counts them (a bar on a terminal, plain lines in a log)."""
     import contextlib
-    import json
 
     sources: list[SourceRow] = []
     per_input: dict[str, int] = {}
@@ -251,9 +250,7 @@ def run_recipe(options: "PerturbOptions", preview: int = 0, progress: bool = Fal
                                          balance=options.balance, generator=generator,
                                          spacy_model=options.spacy_model, progress=bar,
                                          held_out=evaluation_texts(options.exclude) if options.exclude else None)
-    with atomic_file(options.output) as f:  # (a link at the output is replaced, never written through)
-        for row in made:
-            f.write(json.dumps(row.to_dict(), ensure_ascii=False) + "\n")
+    write_jsonl_atomic(options.output, (row.to_dict() for row in made))
     summary = {"inputs": per_input, "output": options.output, "generator": options.generator,
                "balance": options.balance, "n_examples": len(made), **report.to_dict()}
     if options.recipe == "begin":
