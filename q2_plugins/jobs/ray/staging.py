@@ -15,7 +15,7 @@ import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Callable, Collection, Iterable, Iterator, Optional
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -316,10 +316,7 @@ def retire_old_parts(outputs: list[StagedOutput]) -> None:
     old rows."""
     for out in outputs:
         if out.folder and out.pending:
-            pattern = re.compile(r"part-\d{5}" + re.escape(out.pending[0][1].suffix) + "$")
-            for old in out.path.iterdir():
-                if pattern.match(old.name) and (old.is_file() or old.is_symlink()):
-                    old.unlink()
+            _remove_parts(out)
 
 
 def commit_staged(staging: Staging, outputs: list[StagedOutput]) -> None:
@@ -330,9 +327,15 @@ def commit_staged(staging: Staging, outputs: list[StagedOutput]) -> None:
             with named_errors(target):
                 replace_own(tmp, target, src_dir_fd=fd)
         if out.folder:
-            ours = {target.name for _, target, _ in out.pending}
-            pattern = re.compile(r"\.?part-\d{5}" + re.escape(out.pending[0][1].suffix) + r"(\.tmp)?$")
-            for old in out.path.iterdir():
-                if pattern.match(old.name) and old.name not in ours and old.is_file() and not old.is_symlink():
-                    old.unlink()
+            _remove_parts(out, keep={target.name for _, target, _ in out.pending}, temporaries=True)
     staging.remove()
+
+
+def _remove_parts(out: StagedOutput, *, keep: Collection[str] = (), temporaries: bool = False) -> None:
+    """The part files in a folder output that are not ``keep`` removed (a link there: the link, never its target);
+    ``temporaries``: also the ``.part-NNNNN.EXT.tmp`` files a stopped run left."""
+    name = r"part-\d{5}" + re.escape(out.pending[0][1].suffix)
+    pattern = re.compile(r"\.?" + name + r"(\.tmp)?$" if temporaries else name + "$")
+    for old in out.path.iterdir():
+        if pattern.match(old.name) and old.name not in keep and (old.is_file() or old.is_symlink()):
+            old.unlink()
