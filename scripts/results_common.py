@@ -6,17 +6,14 @@ from __future__ import annotations
 import json
 import re
 import subprocess
-import sys
 import textwrap
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-REPO = Path(__file__).resolve().parent.parent
-if str(REPO) not in sys.path:
-    sys.path.insert(0, str(REPO))
+from benchmarks.bench_derive import derive
 
-from benchmarks.bench_derive import derive  # noqa: E402
+REPO = Path(__file__).resolve().parent.parent  # (on sys.path: this module is imported as scripts.results_common)
 
 RESULTS = REPO / "benchmarks" / "results"
 DOC = REPO / "docs" / "results.md"
