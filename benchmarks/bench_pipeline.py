@@ -38,7 +38,6 @@ sys.path.insert(0, str(REPO))
 
 import torch  # noqa: E402
 
-from benchmarks.bench_derive import derive, efficiency  # noqa: E402
 from benchmarks.in_range import in_range_questions  # noqa: E402
 from benchmarks.machine import cpu_name, current_rss_gb, matmul_peaks, peak_rss_gb  # noqa: E402
 from q2_plugins import Q2Config, Q2Scorer  # noqa: E402
@@ -55,6 +54,7 @@ from q2_plugins.jobs.replay import RecordedResponse, load_original_steps  # noqa
 from q2_plugins.metric.components import Answer  # noqa: E402
 from q2_plugins.metric.normalize import answers_match  # noqa: E402
 from q2_plugins.metric.spacy_parts import SpacyCandidateExtractor, SpacyPersonalFilter, load_spacy  # noqa: E402
+from scripts.results_derive import derive, efficiency  # noqa: E402
 
 SUBSETS = ["dodeca_consistent", "dodeca_inconsistent", "memnet_consistent", "memnet_inconsistent"]
 

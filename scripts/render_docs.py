@@ -2,7 +2,7 @@
 """Write ``docs/results.md``, the one page of measured figures, from ``benchmarks/results/``.
 
 Every figure of a benchmark run that the docs show comes from one results file: the pipeline runs' JSON
-(``bench_n16_<commit>.json``, with the ceilings and targets derived by ``bench_derive.py``, as
+(``bench_n16_<commit>.json``, with the ceilings and targets derived by ``results_derive.py``, as
 ``bench_pipeline.py --from-json`` prints them), ``bench_linear.txt``, the Ray, lm-eval, significance, report and
 training benchmarks' files. The page is generated whole (the user pages link to it, quote no figure and say what
 the figures mean); each section is one line saying what was measured, the command that reproduces it and the results

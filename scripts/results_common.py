@@ -11,7 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional, Sequence
 
-from benchmarks.bench_derive import derive
+from scripts.results_derive import derive
 
 REPO = Path(__file__).resolve().parent.parent  # (on sys.path: this module is imported as scripts.results_common)
 
@@ -195,7 +195,7 @@ def torch_peaks(reps: Sequence[dict[str, Any]], kernel: str) -> list[float]:
 
 
 # ---- sections
-# bench_derive.targets' names of the two targets against PyTorch's matmul
+# results_derive.targets' names of the two targets against PyTorch's matmul
 TORCH_TARGET = "fp32 batched / per-item on PyTorch's matmul (as the original)"
 BF16_TORCH_TARGET = "bf16 speed-up over the fp32 per-item reference on PyTorch's matmul"
 

@@ -157,7 +157,8 @@ def where_time_goes(res: Results) -> str:
         ("peak RSS GB", lambda rr: f"{rr['peak_rss_gb_fp32']:.2f}"),
     ]
     out = [wrap(f"The two paper-size runs of the command above ({commit(MAIN_RUN)}, and {commit(SECOND_RUN)}: "
-                f"`benchmarks/results/{SECOND_RUN}`, {cpu_of(SECOND_RUN, r2)}); ceilings from `bench_derive.py`."), "",
+                f"`benchmarks/results/{SECOND_RUN}`, {cpu_of(SECOND_RUN, r2)}); ceilings from "
+                "`scripts/results_derive.py`."), "",
            table(["", commit(MAIN_RUN), commit(SECOND_RUN)], [[label, f(r), f(r2)] for label, f in facts], (1, 2))]
 
     tk = r["torch_kernels"]

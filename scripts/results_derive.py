@@ -1,7 +1,7 @@
 """Figures derived from a pipeline benchmark report (``bench_pipeline.py``'s JSON): ceilings and targets.
 
-Plain arithmetic on the report, no torch: ``bench_pipeline.py`` (when measuring and with ``--from-json``) and
-``render_docs.py`` (the figures of ``docs/performance.md``) share these derivations.
+Plain arithmetic on the report, no torch: ``benchmarks/bench_pipeline.py`` (when measuring and with ``--from-json``)
+and ``scripts/render_docs.py`` (the figures of ``docs/results.md``) share these derivations.
 """
 
 from __future__ import annotations
